@@ -1,0 +1,96 @@
+"""Prefect flow `index-corpus`: discover -> diff -> chunk -> encode -> build_trees -> store.
+
+The CLI (`sproutrag index`) runs this same flow. Documents go through the stages in
+batches of `pipeline.batch_docs`; each batch's Parquet intermediates live under the work
+dir until the batch is stored.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from contextlib import contextmanager
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
+from tqdm import tqdm
+
+from schemas.settings import Settings, load_settings
+from sproutrag.report import RunSummary
+from tasks.build_trees import build_trees_batch
+from tasks.chunk import chunk_batch
+from tasks.common import index_fingerprint
+from tasks.discover import diff_corpus, discover_corpus
+from tasks.encode import encode_batch
+from tasks.store import delete_documents, record_run, store_batch
+
+
+@contextmanager
+def _stage(summary: RunSummary, name: str):
+    t0 = time.perf_counter()
+    yield
+    summary.add_time(name, time.perf_counter() - t0)
+
+
+def _work_dir(db: str, settings: Settings, run_id: str) -> str:
+    base = settings.pipeline.work_dir or f"{db.rstrip('/')}/_work"
+    return f"{base}/{run_id}"
+
+
+def _index_batch(batch, k: int, db: str, settings: Settings, fp: str, work: str, summary):
+    out = f"{work}/batch-{k:05d}"
+    with _stage(summary, "chunk"):
+        chunks_path, failed = chunk_batch(batch, settings, out)
+    with _stage(summary, "encode"):
+        emb_path, rel_path, failed_enc = encode_batch(batch, chunks_path, settings, out)
+    with _stage(summary, "build_trees"):
+        items, failed_tree = build_trees_batch(batch, chunks_path, emb_path, rel_path, settings)
+    with _stage(summary, "store"):
+        summary.n_nodes += store_batch(items, db, settings, fp)
+    summary.failures += failed + failed_enc + failed_tree
+    summary.n_chunks += sum(i.tree.n for i in items)
+    summary.n_chars += sum(len(i.doc.text) for i in items)
+
+
+@flow(name="index-corpus", log_prints=True)
+def index_corpus(
+    corpus: str = "data/sample",
+    db: str = ".sproutrag/db",
+    config: str | None = None,
+    full: bool = False,
+) -> dict:
+    """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally."""
+    logger = get_run_logger()
+    settings = load_settings(config)
+    fp = index_fingerprint(settings)
+    summary = RunSummary(corpus=corpus, fingerprint=fp)
+    with _stage(summary, "discover"):
+        docs, summary.failures = discover_corpus(corpus)
+        plan = diff_corpus(docs, db, settings, fp, full)
+    summary.n_new, summary.n_changed = len(plan.new), len(plan.changed)
+    summary.n_unchanged, summary.n_deleted = len(plan.unchanged), len(plan.deleted)
+    logger.info(
+        "discover: %d documents (%d new, %d changed, %d unchanged, %d deleted), %d unreadable",
+        len(docs), summary.n_new, summary.n_changed, summary.n_unchanged, summary.n_deleted,
+        len(summary.failures),
+    )
+    work = _work_dir(db, settings, summary.run_id)
+    todo, size = plan.to_index, settings.pipeline.batch_docs
+    with tqdm(total=len(todo), unit="doc", disable=not settings.pipeline.progress) as bar:
+        for k in range(0, len(todo), size):
+            batch = todo[k : k + size]
+            _index_batch(batch, k // size, db, settings, fp, work, summary)
+            bar.update(len(batch))
+    with _stage(summary, "store"):
+        delete_documents(plan.deleted, db, settings)
+    shutil.rmtree(work, ignore_errors=True)
+    failed = {f.doc_id for f in summary.failures}
+    summary.n_new = sum(d.doc_id not in failed for d in plan.new)
+    summary.n_changed = sum(d.doc_id not in failed for d in plan.changed)
+    summary.finish()
+    record_run(summary.to_row(), db, settings)
+    create_markdown_artifact(
+        key="index-run", markdown=summary.to_markdown(), description=f"index run of {corpus}"
+    )
+    logger.info(summary.to_text())
+    return summary.to_row()

@@ -1,0 +1,116 @@
+"""Arrow schemas of the Parquet intermediates and the LanceDB tables (defined once).
+
+The LanceDB tables are a public contract (README, "Tables"): bump SCHEMA_VERSION on
+any change. Table metadata carries schema_version, the encoder id and the vector
+dimension, so a reader detects a table built with another encoder.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = "1"
+
+# --- Parquet intermediates (one file per batch of documents) -----------------------
+
+CHUNKS = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("idx", pa.int32(), nullable=False),  # chunk position in the document
+        pa.field("start", pa.int64(), nullable=False),  # char offset, text[start:end]
+        pa.field("end", pa.int64(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+    ]
+)
+
+
+def embeddings_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("idx", pa.int32(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ]
+    )
+
+
+RELATIONS = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("i", pa.int32(), nullable=False),  # chunk idx, i < j
+        pa.field("j", pa.int32(), nullable=False),
+        pa.field("m", pa.float32(), nullable=False),  # symmetrised aggregated attention
+    ]
+)
+
+# --- LanceDB tables -----------------------------------------------------------------
+
+DOCUMENTS = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=False),  # sha256 of the text
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("n_chars", pa.int64(), nullable=False),
+        pa.field("n_chunks", pa.int32(), nullable=False),
+        pa.field("index_fingerprint", pa.string(), nullable=False),
+        pa.field("indexed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+    ]
+)
+
+
+def nodes_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("node_id", pa.string(), nullable=False),  # "{doc_id}:{idx}"
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("idx", pa.int32(), nullable=False),  # scipy linkage numbering
+            pa.field("parent", pa.int32(), nullable=False),  # -1 for the root
+            pa.field("left", pa.int32(), nullable=False),  # -1 for leaves
+            pa.field("right", pa.int32(), nullable=False),
+            pa.field("height", pa.int32(), nullable=False),  # 0 for leaves
+            pa.field("n_leaves", pa.int32(), nullable=False),
+            pa.field("leaf_start", pa.int32(), nullable=False),
+            pa.field("leaf_end", pa.int32(), nullable=False),
+            pa.field("merge_sim", pa.float32(), nullable=True),  # null for leaves
+            pa.field("start", pa.int64(), nullable=True),  # leaves only
+            pa.field("end", pa.int64(), nullable=True),
+            pa.field("text", pa.string(), nullable=True),  # leaves only
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ]
+    )
+
+
+RUNS = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("corpus", pa.string(), nullable=False),
+        pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("finished_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("n_new", pa.int32(), nullable=False),
+        pa.field("n_changed", pa.int32(), nullable=False),
+        pa.field("n_deleted", pa.int32(), nullable=False),
+        pa.field("n_unchanged", pa.int32(), nullable=False),
+        pa.field("n_failed", pa.int32(), nullable=False),
+        pa.field("n_chunks", pa.int64(), nullable=False),
+        pa.field("n_nodes", pa.int64(), nullable=False),
+        pa.field("n_chars", pa.int64(), nullable=False),
+        pa.field("failures_json", pa.string(), nullable=False),  # [{"doc_id", "reason"}]
+        pa.field("timings_json", pa.string(), nullable=False),  # {"stage": seconds}
+        pa.field("seconds", pa.float64(), nullable=False),
+        pa.field("index_fingerprint", pa.string(), nullable=False),
+    ]
+)
+
+
+def table_metadata(*, encoder_id: str, dim: int) -> dict[bytes, bytes]:
+    """Schema metadata stored with every LanceDB table."""
+    return {
+        b"sproutrag.schema_version": SCHEMA_VERSION.encode(),
+        b"sproutrag.encoder": encoder_id.encode(),
+        b"sproutrag.dim": str(dim).encode(),
+    }
+
+
+def with_metadata(schema: pa.Schema, *, encoder_id: str, dim: int) -> pa.Schema:
+    return schema.with_metadata(table_metadata(encoder_id=encoder_id, dim=dim))

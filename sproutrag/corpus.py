@@ -1,0 +1,133 @@
+"""Discover a corpus: a folder of .txt/.md files, a JSONL file of {doc_id, text}, or one file.
+
+Works on local paths and on any fsspec URL (s3://...). A document that cannot be read
+(empty, binary, not UTF-8, duplicate doc_id, bad JSON line) becomes a `Failure` with its
+reason; discovery never stops at one bad document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+TEXT_SUFFIXES = (".txt", ".md")
+
+
+class CorpusNotFoundError(FileNotFoundError):
+    """The corpus path does not exist or holds nothing to index."""
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    doc_id: str
+    source: str
+    text: str
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    doc_id: str
+    reason: str
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def decode_text(data: bytes, *, name: str) -> str:
+    """Strict UTF-8 (a BOM is dropped); binary and undecodable data raise ValueError."""
+    if b"\x00" in data[:8192]:
+        raise ValueError(f"{name}: binary file (NUL bytes), not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "convert the file to UTF-8"
+        ) from None
+    return check_text(text, name=name)
+
+
+def check_text(text: str, *, name: str) -> str:
+    if not text.strip():
+        raise ValueError(f"{name}: empty document (no text to index)")
+    return text
+
+
+def _filesystem(corpus: str, storage_options: dict[str, Any] | None):
+    import fsspec.core
+
+    return fsspec.core.url_to_fs(corpus, **(storage_options or {}))
+
+
+def discover(
+    corpus: str, *, storage_options: dict[str, Any] | None = None
+) -> tuple[list[SourceDocument], list[Failure]]:
+    """Return the corpus's readable documents (sorted by doc_id) and the failures."""
+    fs, root = _filesystem(str(corpus), storage_options)
+    if not fs.exists(root):
+        raise CorpusNotFoundError(
+            f"corpus {corpus!r} does not exist: give a folder of .txt/.md files, "
+            "a .jsonl file of {doc_id, text} lines, or a single text file"
+        )
+    if fs.isdir(root):
+        items = _from_folder(fs, root, corpus)
+    elif root.endswith(".jsonl"):
+        items = _from_jsonl(fs, root, corpus)
+    else:
+        name = root.rsplit("/", 1)[-1]
+        items = iter([_read_file(fs, root, doc_id=name, source=str(corpus))])
+    docs: dict[str, SourceDocument] = {}
+    failures: list[Failure] = []
+    for item in items:
+        if isinstance(item, Failure):
+            failures.append(item)
+        elif item.doc_id in docs:
+            failures.append(Failure(item.doc_id, f"duplicate doc_id (also in {item.source})"))
+        else:
+            docs[item.doc_id] = item
+    return [docs[k] for k in sorted(docs)], failures
+
+
+def _read_file(fs, path: str, *, doc_id: str, source: str) -> SourceDocument | Failure:
+    try:
+        with fs.open(path, "rb") as fh:
+            text = decode_text(fh.read(), name=doc_id)
+    except (OSError, ValueError) as exc:
+        return Failure(doc_id, str(exc))
+    return SourceDocument(doc_id, source, text, content_hash(text))
+
+
+def _from_folder(fs, root: str, corpus: str) -> Iterator[SourceDocument | Failure]:
+    root = root.rstrip("/")
+    paths = sorted(p for p in fs.find(root) if p.lower().endswith(TEXT_SUFFIXES))
+    if not paths:
+        raise CorpusNotFoundError(f"corpus folder {corpus!r} holds no .txt or .md files")
+    prefix = corpus.rstrip("/")
+    for path in paths:
+        rel = path[len(root) + 1 :]
+        yield _read_file(fs, path, doc_id=rel, source=f"{prefix}/{rel}")
+
+
+def _from_jsonl(fs, path: str, corpus: str) -> Iterator[SourceDocument | Failure]:
+    with fs.open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            where = f"{corpus}:{lineno}"
+            try:
+                row = json.loads(raw)
+                doc_id, text = row["doc_id"], row["text"]
+                if not isinstance(doc_id, str | int) or not isinstance(text, str):
+                    raise TypeError("doc_id must be a string and text a string")
+                doc_id = str(doc_id)
+                check_text(text, name=doc_id)
+            except (ValueError, KeyError, TypeError) as exc:
+                what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+                yield Failure(f"line {lineno}", f"{where}: {what}")
+                continue
+            yield SourceDocument(doc_id, where, text, content_hash(text))

@@ -1,0 +1,25 @@
+"""discover: list the corpus and diff it with the database."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from sproutrag.corpus import Failure, SourceDocument, discover
+from sproutrag.indexing import Plan, plan_changes
+from schemas.settings import Settings
+from tasks.common import open_store
+
+
+@task(name="discover", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+def discover_corpus(
+    corpus: str, storage_options: dict | None = None
+) -> tuple[list[SourceDocument], list[Failure]]:
+    return discover(corpus, storage_options=storage_options)
+
+
+@task(name="diff", cache_policy=NO_CACHE)
+def diff_corpus(
+    docs: list[SourceDocument], db: str, settings: Settings, fingerprint: str, full: bool = False
+) -> Plan:
+    return plan_changes(docs, open_store(db, settings).indexed(), fingerprint, full=full)
