@@ -1,0 +1,5 @@
+import sys
+
+from sproutrag.cli import main
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sproutrag.corpus import CorpusNotFoundError, content_hash, discover
+
+
+def test_folder_is_discovered_recursively_with_relative_ids(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("Alpha text.", encoding="utf-8")
+    (tmp_path / "sub" / "b.md").write_text("# Beta\n\nBody.", encoding="utf-8")
+    (tmp_path / "ignored.pdf").write_bytes(b"%PDF")
+    docs, failures = discover(str(tmp_path))
+    assert [d.doc_id for d in docs] == ["a.txt", "sub/b.md"]
+    assert failures == []
+    assert docs[0].content_hash == content_hash("Alpha text.")
+    assert docs[1].source.endswith("sub/b.md")
+
+
+def test_bad_files_are_reported_not_fatal(tmp_path):
+    (tmp_path / "good.txt").write_text("Fine.", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("  \n", encoding="utf-8")
+    (tmp_path / "binary.txt").write_bytes(b"\x00\x01\x02abc")
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    docs, failures = discover(str(tmp_path))
+    assert [d.doc_id for d in docs] == ["good.txt"]
+    reasons = {f.doc_id: f.reason for f in failures}
+    assert "empty" in reasons["empty.txt"]
+    assert "binary" in reasons["binary.txt"]
+    assert "UTF-8" in reasons["latin1.txt"] and "offset 3" in reasons["latin1.txt"]
+
+
+def test_jsonl_with_duplicates_and_bad_lines(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    lines = [
+        json.dumps({"doc_id": "d1", "text": "One."}),
+        "not json",
+        json.dumps({"doc_id": "d2"}),
+        json.dumps({"doc_id": "d1", "text": "Again."}),
+        "",
+        json.dumps({"doc_id": 7, "text": "Numeric id."}),
+    ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    docs, failures = discover(str(path))
+    assert [d.doc_id for d in docs] == ["7", "d1"]
+    assert docs[1].text == "One."
+    assert len(failures) == 3
+    assert any("duplicate doc_id" in f.reason for f in failures)
+    assert any("missing field" in f.reason for f in failures)
+
+
+def test_single_file_and_missing_corpus(tmp_path):
+    f = tmp_path / "one.txt"
+    f.write_text("Just one.", encoding="utf-8")
+    docs, _ = discover(str(f))
+    assert [d.doc_id for d in docs] == ["one.txt"]
+    with pytest.raises(CorpusNotFoundError, match="does not exist"):
+        discover(str(tmp_path / "nope"))
+    (tmp_path / "emptydir").mkdir()
+    with pytest.raises(CorpusNotFoundError, match="no .txt or .md"):
+        discover(str(tmp_path / "emptydir"))
