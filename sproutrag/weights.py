@@ -1,0 +1,157 @@
+"""Aggregation weights over the encoder's attention heads, and the beam-search threshold.
+
+The method aggregates chunk attention as A = sum_{l,h} w_lh Attn(l,h) with
+w = softmax(alpha) over all (layer, head) pairs. `alpha` and the candidate
+threshold `delta` are learned once (``sproutrag train``) and stored as a small JSON
+file; untrained, alpha is uniform and delta is 0.0. numpy only: no torch here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "sproutrag-weights/1"
+DEFAULT_ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class WeightsFileError(ValueError):
+    """A weights file cannot be read: names the file and the problem."""
+
+
+@dataclass(frozen=True, eq=False)
+class AggregationWeights:
+    """alpha: float32 (n_layers, n_heads) logits; delta: beam-search candidate threshold."""
+
+    alpha: np.ndarray
+    delta: float = 0.0
+    source: str = "uniform"
+    encoder: str | None = DEFAULT_ENCODER_ID
+    trained_on: str | None = None
+
+    def __post_init__(self) -> None:
+        alpha = np.array(self.alpha, dtype=np.float32)  # a private copy
+        if alpha.ndim != 2 or alpha.shape[0] < 1 or alpha.shape[1] < 1:
+            raise ValueError(f"alpha must have shape (n_layers, n_heads), got {alpha.shape}")
+        if not np.all(np.isfinite(alpha)):
+            raise ValueError("alpha contains NaN or infinite values")
+        if not math.isfinite(float(self.delta)):
+            raise ValueError(f"delta must be finite, got {self.delta!r}")
+        alpha.setflags(write=False)
+        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "delta", float(self.delta))
+
+    @classmethod
+    def uniform(cls, n_layers: int = 6, n_heads: int = 12) -> AggregationWeights:
+        """Equal weight on every (layer, head): the untrained default."""
+        return cls(np.zeros((n_layers, n_heads), dtype=np.float32), 0.0, "uniform")
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.alpha.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.alpha.shape[1])
+
+    def mix(self) -> np.ndarray:
+        """w = softmax(alpha) over all (l, h) pairs: float32 (n_layers, n_heads), sums to 1."""
+        a = self.alpha.astype(np.float64)
+        e = np.exp(a - a.max())
+        return (e / e.sum()).astype(np.float32)
+
+    def fingerprint(self) -> str:
+        """Short sha256 of the content (shape, float32 alpha bytes, delta)."""
+        h = hashlib.sha256(FORMAT.encode())
+        h.update(np.asarray(self.alpha.shape, dtype="<i8").tobytes())
+        h.update(np.ascontiguousarray(self.alpha, dtype="<f4").tobytes())
+        h.update(np.asarray([self.delta], dtype="<f8").tobytes())
+        return h.hexdigest()[:16]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AggregationWeights):
+            return NotImplemented
+        return self.fingerprint() == other.fingerprint()
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "alpha": [[float(x) for x in row] for row in self.alpha],
+            "delta": self.delta,
+            "encoder": self.encoder,
+            "trained_on": self.trained_on,
+            "fingerprint": self.fingerprint(),
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the JSON weights file atomically (temp file + rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> AggregationWeights:
+        """Read a file written by `save`; raises WeightsFileError naming file and problem."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise WeightsFileError(f"{path}: no such weights file") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise WeightsFileError(f"{path}: not a readable JSON weights file ({exc})") from None
+        return cls._from_dict(data, str(path))
+
+    @classmethod
+    def _from_dict(cls, data: Any, where: str) -> AggregationWeights:
+        if not isinstance(data, dict):
+            raise WeightsFileError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        if data.get("format") != FORMAT:
+            raise WeightsFileError(
+                f"{where}: format is {data.get('format')!r}, expected {FORMAT!r}"
+            )
+        try:
+            alpha = np.asarray(data["alpha"], dtype=np.float64)
+        except KeyError:
+            raise WeightsFileError(f"{where}: missing 'alpha'") from None
+        except (TypeError, ValueError):
+            raise WeightsFileError(
+                f"{where}: 'alpha' is not a rectangular list of numbers"
+            ) from None
+        if alpha.ndim != 2 or 0 in alpha.shape:
+            raise WeightsFileError(
+                f"{where}: 'alpha' must be a non-empty (n_layers, n_heads) matrix, "
+                f"got shape {alpha.shape}"
+            )
+        for key in ("n_layers", "n_heads"):
+            want = alpha.shape[0 if key == "n_layers" else 1]
+            if key in data and data[key] != want:
+                raise WeightsFileError(f"{where}: '{key}' is {data[key]!r} but alpha has {want}")
+        if not np.all(np.isfinite(alpha)):
+            raise WeightsFileError(f"{where}: 'alpha' contains NaN or infinite values")
+        delta = data.get("delta", 0.0)
+        if isinstance(delta, bool) or not isinstance(delta, int | float):
+            raise WeightsFileError(f"{where}: 'delta' must be a number, got {delta!r}")
+        if not math.isfinite(delta):
+            raise WeightsFileError(f"{where}: 'delta' is {delta!r}, must be finite")
+        return cls(
+            alpha.astype(np.float32),
+            float(delta),
+            where,
+            encoder=data.get("encoder"),
+            trained_on=data.get("trained_on"),
+        )
