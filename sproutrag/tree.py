@@ -57,7 +57,7 @@ def _check_relations(
     bad = np.flatnonzero(~(m >= 0) | ~np.isfinite(m))
     if bad.size:
         k = int(bad[0])
-        raise ValueError(f"rel_m[{k}] = {m[k]!r}: similarities must be finite and >= 0")
+        raise ValueError(f"rel_m[{k}] = {float(m[k])!r}: similarities must be finite and >= 0")
     return out[0], out[1], m
 
 
