@@ -181,16 +181,9 @@ class Tree:
 
     @classmethod
     def from_columns(
-        cls,
-        left: np.ndarray,
-        right: np.ndarray,
-        parent: np.ndarray,
-        height: np.ndarray,
-        n_leaves: np.ndarray,
-        leaf_start: np.ndarray,
-        leaf_end: np.ndarray,
-        merge_sim: np.ndarray,
-        vectors: np.ndarray,
+        cls, left: np.ndarray, right: np.ndarray, parent: np.ndarray, height: np.ndarray,
+        n_leaves: np.ndarray, leaf_start: np.ndarray, leaf_end: np.ndarray,
+        merge_sim: np.ndarray, vectors: np.ndarray,
     ) -> Tree:
         """Rebuild a tree from stored columns (``leaf_order`` is recovered from leaf_start).
 
