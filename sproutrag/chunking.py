@@ -1,0 +1,224 @@
+"""chunk: split a document into sentences, then group sentences into chunks.
+
+Every function returns character spans ``(start, end)`` (end exclusive) into the
+text it was given, so ``text[start:end]`` is the sentence or chunk, exactly.
+Spans are trimmed (never start or end with whitespace), in order, non-overlapping,
+and together cover every non-whitespace character of the text.
+
+Sentence splitting uses a blank multilingual spaCy pipeline (``spacy.blank("xx")``)
+with the rule-based ``sentencizer`` (offline, no model download). On top of it:
+
+* tokenizer special cases keep legal abbreviations whole ("Sec.", "U.S.", "Inc.",
+  "No.", "e.g.", ...), so the sentencizer does not split at them;
+* CJK sentence punctuation (。！？) is split off inside runs of unspaced text;
+* hard boundaries (the text is split there before spaCy sees it): a blank line,
+  and a single newline that ends a heading-like line (no lowercase letters, or
+  ends with ":", or short without end punctuation and followed by a line that
+  starts like a new sentence), or that precedes an enumerated line ("(a)", "1.",
+  "2.1", "iv)");
+* a "sentence" that is only an enumerator ("1.", "(a)") is joined to the next one.
+
+See docs/decisions.md for why this pipeline rather than a trained English one.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from typing import Any
+
+Span = tuple[int, int]
+
+# spaCy is never asked to tokenize more than this many characters at once.
+_PIECE_CHARS = 100_000
+
+# Abbreviations that must not end a sentence. Title case and upper case variants
+# are added for the first group; the second group is used as written.
+_ABBREV_CASED = """
+    Sec. Secs. Cir. Esq. Inc. No. Nos. Co. Corp. Ltd. Art. Arts. Para. Paras. Cl. Ch. Vol.
+    Fig. Dept. Pty. Reg. Regs. Stat. Supp. Rev. Ex. Exh. Sch. Admin. Civ. Crim. Fed. Jr. Sr.
+    Bros. Assn. Int'l.
+""".split()
+_ABBREV_EXACT = """
+    U.S. U.S.A. U.K. E.U. L.L.C. L.L.P. L.P. N.A. S.A. P.C. N.V. B.V. A.G. e.g. E.g. i.e.
+    I.e. cf. Cf. viz. v. vs. approx. pp. Mr. Mrs. Ms. Dr. Prof. St. Id. id. al. Jan. Feb.
+    Mar. Apr. Jun. Jul. Aug. Sep. Sept. Oct. Nov. Dec.
+""".split()
+_CJK_STOPS = r"[。！？｡]"
+
+_HARD_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (and the whitespace after it)
+_LINE = re.compile(r"[^\n]*\n")
+_ENUM = r"(?:\(\w{1,6}\)|\w{1,6}\)|\d{1,3}(?:\.\d{1,3})+\.?|\d{1,3}\.|[A-Za-z]\.|[ivxIVX]{1,6}\.)"
+_ENUM_LINE = re.compile(_ENUM + r"(?=\s)")
+_ENUM_ONLY = re.compile(_ENUM + r"$")
+_SENTENCE_START = re.compile(r"[\W_]*[A-Z0-9]")
+_LAST_SPACE = re.compile(r".+\s", re.DOTALL)  # up to the last whitespace
+
+
+@functools.lru_cache(maxsize=1)
+def _nlp() -> Any:
+    """The sentence splitter: spaCy blank "xx" + sentencizer + legal/CJK rules (cached)."""
+    import spacy
+    from spacy.attrs import ORTH
+    from spacy.util import compile_infix_regex
+
+    nlp = spacy.blank("xx")
+    for abbrev in _ABBREV_CASED:
+        for form in {abbrev, abbrev.upper()}:
+            nlp.tokenizer.add_special_case(form, [{ORTH: form}])
+    for abbrev in _ABBREV_EXACT:
+        nlp.tokenizer.add_special_case(abbrev, [{ORTH: abbrev}])
+    infixes = [*nlp.Defaults.infixes, _CJK_STOPS]
+    nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
+    nlp.add_pipe("sentencizer")
+    nlp.max_length = 2 * _PIECE_CHARS
+    return nlp
+
+
+def _trim(text: str, start: int, end: int) -> Span | None:
+    """(start, end) shrunk to exclude leading/trailing whitespace; None if nothing is left."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def _heading_like(line: str, next_line: str) -> bool:
+    """Does a single newline after `line` (followed by `next_line`) end a sentence?"""
+    line, next_line = line.strip(), next_line.strip()
+    if not line or not next_line or line.endswith(":"):
+        return True
+    if _ENUM_LINE.match(next_line + " "):
+        return True
+    if not any(c.islower() for c in line):  # upper case, or no letters; CJK lines excluded
+        if any(c.isupper() for c in line) or not any(c.isalpha() for c in line):
+            return True
+    short = len(line) <= 60 and line[-1] not in ",;-([/&" and not line.endswith((" and", " or"))
+    return short and _SENTENCE_START.match(next_line) is not None
+
+
+def _paragraphs(text: str) -> Iterator[Span]:
+    """Spans between blank lines (untrimmed)."""
+    pos = 0
+    for match in _HARD_BREAK.finditer(text):
+        yield pos, match.start()
+        pos = match.end()
+    yield pos, len(text)
+
+
+def _blocks(text: str) -> Iterator[Span]:
+    """Trimmed spans between hard boundaries (blank lines, heading-like line ends)."""
+    for start, end in _paragraphs(text):
+        line_start = start
+        newline = text.find("\n", start, end)
+        while newline != -1:
+            after = text.find("\n", newline + 1, end)
+            next_end = end if after == -1 else after
+            if _heading_like(text[line_start:newline], text[newline + 1 : next_end]):
+                if span := _trim(text, start, newline):
+                    yield span
+                start = newline + 1
+            line_start, newline = newline + 1, after
+        if span := _trim(text, start, end):
+            yield span
+
+
+def _pieces(text: str, start: int, end: int, limit: int) -> Iterator[Span]:
+    """Cut text[start:end] into trimmed pieces of at most `limit` chars, at whitespace
+    where possible (preferring a newline in the second half of the window)."""
+    while span := _trim(text, start, end):
+        start, end = span
+        if end - start <= limit:
+            yield span
+            return
+        window = text[start : start + limit + 1]
+        cut = window.rfind("\n", limit // 2)
+        if cut <= 0:
+            match = _LAST_SPACE.match(window)
+            cut = match.end() - 1 if match else limit
+        if piece := _trim(text, start, start + cut):
+            yield piece
+        start += cut
+
+
+def _spacy_sentences(text: str, spans: list[Span]) -> Iterator[Span]:
+    """Sentence spans inside each block span, by the spaCy pipeline; a sentence that
+    is only an enumerator ("1.", "(a)") is joined to the next one in its block."""
+    for (offset, _), doc in zip(spans, _nlp().pipe(text[s:e] for s, e in spans), strict=True):
+        pending: Span | None = None
+        for sent in doc.sents:
+            span = _trim(text, offset + sent.start_char, offset + sent.end_char)
+            if span is None:
+                continue
+            if pending is not None:
+                span, pending = (pending[0], span[1]), None
+            if _ENUM_ONLY.match(text, span[0], span[1]):
+                pending = span
+                continue
+            yield span
+        if pending is not None:
+            yield pending
+
+
+def split_sentences(text: str) -> list[Span]:
+    """Sentence character spans of `text` (end exclusive, trimmed, ordered, covering).
+
+    Works offline and on any length: the text is split at hard boundaries (blank
+    lines, heading-like line ends) and pieces of at most 100,000 characters before
+    spaCy sees it, so offsets stay exact and spaCy's max_length is never reached.
+    """
+    spans = [
+        piece
+        for block in _blocks(text)
+        for piece in _pieces(text, block[0], block[1], _PIECE_CHARS)
+    ]
+    return list(_spacy_sentences(text, spans))
+
+
+def _group(sentences: list[Span], sentences_per_chunk: int, max_chunk_chars: int) -> list[Span]:
+    """Consecutive sentences grouped into chunks of at most `sentences_per_chunk`
+    sentences and `max_chunk_chars` characters (sentences already fit the limit)."""
+    chunks: list[Span] = []
+    start, end, count = -1, -1, 0
+    for s, e in sentences:
+        if count and count < sentences_per_chunk and e - start <= max_chunk_chars:
+            end, count = e, count + 1
+            continue
+        if count:
+            chunks.append((start, end))
+        start, end, count = s, e, 1
+    if count:
+        chunks.append((start, end))
+    return chunks
+
+
+def chunk_text(
+    text: str, *, sentences_per_chunk: int = 2, max_chunk_chars: int = 1000
+) -> list[Span]:
+    """Chunk character spans of `text`: consecutive sentences, at most
+    `sentences_per_chunk` per chunk and `max_chunk_chars` characters per chunk.
+
+    ``text[start:end]`` is the chunk. A sentence longer than `max_chunk_chars` is cut
+    into pieces (at whitespace where possible, else a hard cut), each its own chunk.
+    Empty or whitespace-only text gives [].
+    """
+    if isinstance(sentences_per_chunk, bool) or not isinstance(sentences_per_chunk, int):
+        raise TypeError(f"sentences_per_chunk must be an int, got {sentences_per_chunk!r}")
+    if isinstance(max_chunk_chars, bool) or not isinstance(max_chunk_chars, int):
+        raise TypeError(f"max_chunk_chars must be an int, got {max_chunk_chars!r}")
+    if sentences_per_chunk < 1:
+        raise ValueError(f"sentences_per_chunk must be >= 1, got {sentences_per_chunk}")
+    if max_chunk_chars < 16:
+        raise ValueError(f"max_chunk_chars must be >= 16, got {max_chunk_chars}")
+    units: list[Span] = []
+    chunks: list[Span] = []
+    for s, e in split_sentences(text):
+        if e - s <= max_chunk_chars:
+            units.append((s, e))
+            continue
+        chunks += _group(units, sentences_per_chunk, max_chunk_chars)
+        chunks += _pieces(text, s, e, max_chunk_chars)
+        units = []
+    return chunks + _group(units, sentences_per_chunk, max_chunk_chars)
