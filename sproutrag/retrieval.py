@@ -1,0 +1,174 @@
+"""Query a SproutRAG database: the Python API behind `sproutrag query` and `query-corpus`.
+
+    from sproutrag.retrieval import Retriever
+    hits = Retriever(".sproutrag/db").search("termination notice period", k=5)
+
+Tree mode: pick candidate documents with a vector search over `nodes`, beam-search each
+document's tree, rerank the candidates, spend the budget of k evidence units. Flat mode
+(the baseline): cosine top-k over leaves only, same encoder, same tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from sproutrag.search import Reranker, Selected, beam_search, cosine_rerank, select_evidence
+from sproutrag.store import StaleIndexError, Store, StoredTree, doc_filter, sql_quote
+
+Mode = Literal["tree", "flat"]
+
+
+class QueryError(ValueError):
+    """A query that cannot run (empty text, bad k, only unknown doc_ids)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: str
+    node_id: str
+    score: float
+    spans: list[tuple[int, int]]  # the node's evidence units, in document order
+    text: str  # their texts joined by newlines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id, "node_id": self.node_id, "score": round(self.score, 6),
+            "spans": [list(s) for s in self.spans], "text": self.text,
+        }
+
+
+class Retriever:
+    """Search a database built by `sproutrag index`; trees are cached by content hash."""
+
+    def __init__(
+        self,
+        db: str,
+        *,
+        encoder: Any = None,
+        beam_width: int = 5,
+        threshold: float | None = None,
+        n_docs: int = 8,
+        reranker: Reranker = cosine_rerank,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
+        self.store = Store.open_existing(db, storage_options=storage_options)
+        if encoder is None:
+            from sproutrag.encoding import Encoder
+            from sproutrag.weights import load_default_weights
+
+            encoder = Encoder(weights=load_default_weights(None))
+        if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
+            raise StaleIndexError(
+                f"database {db!r} was built with encoder {self.store.encoder_id!r} "
+                f"(dim {self.store.dim}); this query uses {encoder.model_id!r} "
+                f"(dim {encoder.dim}): query with the encoder the database was built with"
+            )
+        self.encoder = encoder
+        self.beam_width, self.n_docs, self.reranker = beam_width, n_docs, reranker
+        self.threshold = encoder.weights.delta if threshold is None else threshold
+        self._trees: dict[tuple[str, str], StoredTree] = {}
+
+    # -- documents and trees ------------------------------------------------------
+
+    def known_doc_ids(self, doc_ids: Sequence[str]) -> list[str]:
+        tbl = self.store.table("documents")
+        if tbl is None or not doc_ids:
+            return []
+        rows = tbl.search().where(doc_filter(doc_ids)).select(["doc_id"]).limit(None)
+        found = set(rows.to_arrow().column("doc_id").to_pylist())
+        return [d for d in dict.fromkeys(doc_ids) if d in found]
+
+    def _hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        tbl = self.store.table("documents")
+        rows = tbl.search().where(doc_filter(doc_ids)).select(["doc_id", "content_hash"])
+        data = rows.limit(None).to_arrow().to_pydict()
+        return dict(zip(data["doc_id"], data["content_hash"]))
+
+    def tree(self, doc_id: str, content_hash: str) -> StoredTree:
+        key = (doc_id, content_hash)
+        if key not in self._trees:
+            self._trees[key] = self.store.load_tree(doc_id)
+        return self._trees[key]
+
+    def _nearest_nodes(
+        self, qvec: np.ndarray, limit: int, where: str | None
+    ) -> list[dict[str, Any]]:
+        q = self.store.table("nodes").search(qvec.astype(np.float32)).distance_type("cosine")
+        if where:
+            q = q.where(where, prefilter=True)
+        cols = ["doc_id", "idx", "start", "end", "text", "_distance"]
+        return q.select(cols).limit(limit).to_list()
+
+    def choose_documents(self, qvec: np.ndarray, doc_ids: Sequence[str] | None) -> list[str]:
+        """First stage: the documents of the nearest nodes, best first."""
+        if doc_ids:
+            return list(doc_ids)
+        rows = self._nearest_nodes(qvec, max(50, 10 * self.n_docs), None)
+        return list(dict.fromkeys(r["doc_id"] for r in rows))[: self.n_docs]
+
+    # -- search -------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+        mode: Mode = "tree",
+    ) -> list[Hit]:
+        """Rank evidence for `query`; at most k evidence units over all hits."""
+        if not isinstance(query, str) or not query.strip():
+            raise QueryError("query is empty: give a question or statement to search for")
+        if k < 1:
+            raise QueryError(f"k must be >= 1, got {k}")
+        if doc_ids is not None:
+            known = self.known_doc_ids(list(doc_ids))
+            if not known:
+                raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
+            doc_ids = known
+        qvec = self.encoder.encode_texts([query])[0]
+        if mode == "flat":
+            return self._flat(qvec, k, doc_ids)
+        if mode != "tree":
+            raise QueryError(f"mode must be 'tree' or 'flat', got {mode!r}")
+        return self._tree(query, qvec, k, self.choose_documents(qvec, doc_ids))
+
+    def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
+        where = "left = -1" + (f" AND {doc_filter(doc_ids)}" if doc_ids else "")
+        rows = self._nearest_nodes(qvec, k, where)
+        return [
+            Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
+                [(int(r["start"]), int(r["end"]))], r["text"])
+            for r in rows
+        ]
+
+    def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str]) -> list[Hit]:
+        hashes = self._hashes(docs)
+        stored = {d: self.tree(d, hashes[d]) for d in docs if d in hashes}
+        candidates: list[tuple[str, int, float]] = []
+        for doc_id, st in stored.items():
+            found = beam_search(
+                st.tree, qvec, beam_width=self.beam_width, threshold=self.threshold
+            )
+            texts = [_node_text(st, int(n)) for n in found.nodes]
+            scores = self.reranker(query, texts, found.scores)
+            candidates += [(doc_id, int(n), float(s)) for n, s in zip(found.nodes, scores)]
+        chosen = select_evidence({d: s.tree for d, s in stored.items()}, candidates, k=k)
+        return [_hit(stored[c.doc_id], c) for c in chosen]
+
+
+def _node_text(st: StoredTree, node: int) -> str:
+    return "\n".join(st.texts[i] for i in np.sort(st.tree.leaves_of(node)))
+
+
+def _hit(st: StoredTree, sel: Selected) -> Hit:
+    spans = [(int(st.spans[i, 0]), int(st.spans[i, 1])) for i in sel.leaves]
+    text = "\n".join(st.texts[i] for i in sel.leaves)
+    return Hit(st.doc_id, f"{st.doc_id}:{sel.node}", sel.score, spans, text)
+
+
+__all__ = ["Hit", "QueryError", "Retriever", "sql_quote"]

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sproutrag.search import beam_search, cosine_scores, select_evidence
+from sproutrag.tree import build_tree
+
+
+def _random_tree(n: int, seed: int, d: int = 8):
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, d)).astype(np.float32)
+    i = np.arange(max(n - 1, 0), dtype=np.int64)
+    ri = np.concatenate([i, i[:-2]]) if n > 2 else i
+    rj = np.concatenate([i + 1, i[:-2] + 2]) if n > 2 else i + 1
+    rm = rng.uniform(0.01, 1.0, size=len(ri)).astype(np.float32)
+    return build_tree(vecs, ri, rj, rm), rng.normal(size=d).astype(np.float32)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 60), seed=st.integers(0, 10_000), delta=st.floats(-1, 0.6))
+def test_full_width_beam_equals_brute_force(n, seed, delta):
+    tree, q = _random_tree(n, seed)
+    found = beam_search(tree, q, beam_width=2 * n, threshold=delta)
+    scores = cosine_scores(tree.vectors, q)
+    expected = set(np.flatnonzero(scores >= delta).tolist())
+    assert set(found.nodes.tolist()) == expected
+    assert np.allclose(found.scores, scores[found.nodes])
+
+
+def test_narrow_beam_follows_the_best_children():
+    tree, q = _random_tree(40, 3)
+    found = beam_search(tree, q, beam_width=1, threshold=-1.0)
+    scores = cosine_scores(tree.vectors, q)
+    node = tree.root
+    path = [node]
+    while tree.left[node] >= 0:
+        kids = [tree.left[node], tree.right[node]]
+        node = max(kids, key=lambda c: scores[c])
+        path.append(node)
+    assert set(path) <= set(found.nodes.tolist())
+
+
+def test_chain_of_100k_leaves_does_not_recurse():
+    n = 100_000
+    vecs = np.random.default_rng(0).normal(size=(n, 4)).astype(np.float32)
+    i = np.arange(n - 1)
+    # decreasing similarity along the document: a chain-shaped tree
+    tree = build_tree(vecs, i, i + 1, np.linspace(1.0, 0.1, n - 1).astype(np.float32))
+    assert tree.height[tree.root] == n - 1
+    found = beam_search(tree, vecs[-1], beam_width=5, threshold=-1.0)
+    assert found.nodes.size > n  # every level was visited
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 50), seed=st.integers(0, 10_000), k=st.integers(1, 12))
+def test_budget_never_exceeds_k_and_never_repeats_a_leaf(n, seed, k):
+    tree, q = _random_tree(n, seed)
+    found = beam_search(tree, q, beam_width=2 * n, threshold=-1.0)
+    chosen = select_evidence(
+        {"d": tree}, [("d", int(a), float(s)) for a, s in zip(found.nodes, found.scores)], k=k
+    )
+    leaves = np.concatenate([c.leaves for c in chosen]) if chosen else np.zeros(0)
+    assert len(leaves) <= k
+    assert len(set(leaves.tolist())) == len(leaves)
+    assert [c.score for c in chosen] == sorted((c.score for c in chosen), reverse=True)
+    # with every node a candidate, the whole budget (up to n leaves) is spent: leaves fit
+    assert len(leaves) == min(k, n)
+
+
+def test_candidate_too_big_is_passed_over_and_overlap_skipped():
+    vecs = np.eye(4, dtype=np.float32)
+    tree = build_tree(vecs, np.array([0, 2, 1]), np.array([1, 3, 2]),
+                      np.array([0.9, 0.8, 0.1], dtype=np.float32))
+    root, left_pair = tree.root, 4  # node 4 = {0, 1}, node 5 = {2, 3}
+    cands = [("d", root, 0.99), ("d", left_pair, 0.9), ("d", 0, 0.8), ("d", 2, 0.7)]
+    chosen = select_evidence({"d": tree}, cands, k=3)
+    assert [c.node for c in chosen] == [left_pair, 2]  # root (4 leaves) too big; 0 overlaps
+    with pytest.raises(ValueError, match="k must be"):
+        select_evidence({"d": tree}, cands, k=0)
