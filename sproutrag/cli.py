@@ -51,6 +51,61 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_DOCS_FAILED if failures else EXIT_OK
 
 
+def _read_queries(path: str) -> list:
+    import json
+
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                out.append({"qid": f"line-{n}", "query": "", "_bad": f"bad JSON: {exc}"})
+    return out
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    import json
+
+    from sproutrag.retrieval import Retriever, run_queries
+
+    if (args.question is None) == (args.queries is None):
+        raise ValueError("give either a QUESTION or --queries FILE (and --out FILE)")
+    if args.queries and not args.out:
+        raise ValueError("--queries needs --out FILE for the results")
+    retriever = Retriever(args.db, beam_width=args.beam)
+    if args.question is not None:
+        queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None}]
+    else:
+        queries = _read_queries(args.queries)
+    rows = run_queries(retriever, queries, k=args.k, mode=args.mode)
+    for q, row in zip(queries, rows):
+        if isinstance(q, dict) and "_bad" in q:
+            row["error"] = q["_bad"]
+    failed = [r for r in rows if "error" in r]
+    if args.queries:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
+    else:
+        _print_hits(args.question, rows[0])
+    for r in failed:
+        print(f"query {r['qid']} failed: {r['error']}", file=sys.stderr)
+    return EXIT_DOCS_FAILED if failed else EXIT_OK
+
+
+def _print_hits(question: str, row: dict) -> None:
+    print(f"query: {question}")
+    for rank, hit in enumerate(row["results"], start=1):
+        spans = ", ".join(f"{s}-{e}" for s, e in hit["spans"])
+        print(f"{rank}. {hit['node_id']}  score {hit['score']:.3f}  chars {spans}")
+        for line in hit["text"].splitlines():
+            print(f"     {line}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sproutrag",
@@ -77,6 +132,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="re-index every document")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser(
+        "query",
+        help="search an indexed database (one question, or a JSONL batch)",
+        description="Hierarchical beam search over the stored trees (or, with --mode flat, "
+        "cosine top-k over leaves). Each result carries doc_id, node_id, score, the "
+        "character spans of its evidence units and their text; at most k units in all. "
+        "Batch input lines: {qid, query, doc_ids?}; output lines: {qid, results[, error]}.",
+    )
+    p.add_argument("question", nargs="?", metavar="QUESTION", help="free-text question")
+    p.add_argument("--db", required=True, help="database built by `sproutrag index`")
+    p.add_argument("--queries", metavar="Q.jsonl", help="batch of queries")
+    p.add_argument("--out", metavar="R.jsonl", help="where to write batch results")
+    p.add_argument("--k", type=int, default=5, help="evidence units per query (default 5)")
+    p.add_argument("--mode", choices=["tree", "flat"], default="tree", help="default tree")
+    p.add_argument("--beam", type=int, default=5, help="beam width b (default 5)")
+    p.add_argument("--doc-id", action="append", metavar="ID", help="restrict to documents")
+    p.set_defaults(func=cmd_query)
     return parser
 
 

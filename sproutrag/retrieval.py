@@ -172,3 +172,24 @@ def _hit(st: StoredTree, sel: Selected) -> Hit:
 
 
 __all__ = ["Hit", "QueryError", "Retriever", "sql_quote"]
+
+
+def run_queries(
+    retriever: Retriever,
+    queries: Sequence[dict[str, Any]],
+    *,
+    k: int = 5,
+    mode: Mode = "tree",
+) -> list[dict[str, Any]]:
+    """Run a batch of `{qid, query, doc_ids?}`; a query that cannot run gets `error`."""
+    out = []
+    for n, q in enumerate(queries, start=1):
+        qid = q.get("qid", f"line-{n}") if isinstance(q, dict) else f"line-{n}"
+        try:
+            if not isinstance(q, dict):
+                raise QueryError("a query line must be a JSON object {qid, query, doc_ids?}")
+            hits = retriever.search(q.get("query", ""), k=k, doc_ids=q.get("doc_ids"), mode=mode)
+            out.append({"qid": qid, "results": [h.to_dict() for h in hits]})
+        except (QueryError, ValueError, KeyError) as exc:
+            out.append({"qid": qid, "results": [], "error": str(exc)})
+    return out

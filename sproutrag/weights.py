@@ -155,3 +155,15 @@ class AggregationWeights:
             encoder=data.get("encoder"),
             trained_on=data.get("trained_on"),
         )
+
+
+PACKAGED_WEIGHTS = Path(__file__).parent / "resources" / "weights.json"
+
+
+def load_default_weights(path: str | os.PathLike[str] | None) -> AggregationWeights:
+    """The weights file at `path`; without one, the packaged trained weights, else uniform."""
+    if path is not None:
+        return AggregationWeights.load(path)
+    if PACKAGED_WEIGHTS.is_file():
+        return AggregationWeights.load(PACKAGED_WEIGHTS)
+    return AggregationWeights.uniform()
