@@ -114,3 +114,21 @@ def table_metadata(*, encoder_id: str, dim: int) -> dict[bytes, bytes]:
 
 def with_metadata(schema: pa.Schema, *, encoder_id: str, dim: int) -> pa.Schema:
     return schema.with_metadata(table_metadata(encoder_id=encoder_id, dim=dim))
+
+
+RESULTS = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),  # the query-corpus flow run
+        pa.field("qid", pa.string(), nullable=False),
+        pa.field("rank", pa.int32(), nullable=False),  # 1-based; 0 for a failed query
+        pa.field("doc_id", pa.string(), nullable=True),
+        pa.field("node_id", pa.string(), nullable=True),
+        pa.field("score", pa.float32(), nullable=True),
+        pa.field("spans", pa.list_(pa.list_(pa.int64(), 2)), nullable=True),
+        pa.field("text", pa.string(), nullable=True),
+        pa.field("error", pa.string(), nullable=True),  # why the query could not run
+        pa.field("mode", pa.string(), nullable=False),
+        pa.field("k", pa.int32(), nullable=False),
+        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+    ]
+)

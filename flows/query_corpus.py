@@ -1,0 +1,39 @@
+"""Prefect flow `query-corpus`: a file of queries -> results as JSONL and a LanceDB table.
+
+Input: JSONL or Parquet with columns {qid, query, doc_ids?}. Output: one JSONL line per
+query ({qid, results[, error]}, exactly as `sproutrag query --queries` writes) and rows in
+the `results` table of the same database (one row per hit; a failed query gets one row
+with rank 0 and its error), tagged with the flow run's id.
+"""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
+
+from tasks.query import read_queries, search_queries, write_results
+
+
+@flow(name="query-corpus", log_prints=True)
+def query_corpus(
+    queries: str,
+    db: str = ".sproutrag/db",
+    out: str = "results.jsonl",
+    k: int = 5,
+    mode: str = "tree",
+    beam: int = 5,
+) -> dict:
+    """Run every query of QUERIES against DB; write OUT and the `results` table."""
+    logger = get_run_logger()
+    batch = read_queries(queries)
+    rows = search_queries(batch, db, k=k, mode=mode, beam=beam)
+    run_id = write_results(rows, db, out, k=k, mode=mode)
+    failed = [r for r in rows if "error" in r]
+    summary = f"{len(rows)} queries, {len(failed)} failed, results in {out} and `results`"
+    logger.info(summary)
+    create_markdown_artifact(
+        key="query-run",
+        markdown=f"# Query run {run_id}\n\n{summary}\n\n"
+        + "\n".join(f"- `{r['qid']}`: {r['error']}" for r in failed),
+    )
+    return {"run_id": run_id, "n_queries": len(rows), "n_failed": len(failed), "out": out}

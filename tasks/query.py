@@ -1,0 +1,62 @@
+"""search: read a batch of queries, run them, write JSONL and the `results` table."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from schemas import tables
+from sproutrag.retrieval import Retriever, run_queries
+
+
+@task(name="read_queries", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+def read_queries(path: str) -> list[dict[str, Any]]:
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@task(name="search", cache_policy=NO_CACHE)
+def search_queries(
+    queries: list[dict[str, Any]], db: str, *, k: int, mode: str, beam: int
+) -> list[dict[str, Any]]:
+    return run_queries(Retriever(db, beam_width=beam), queries, k=k, mode=mode)
+
+
+def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int, mode: str) -> pa.Table:
+    now, out = datetime.now(UTC), []
+    base = {"run_id": run_id, "mode": mode, "k": k, "created_at": now}
+    for row in rows:
+        if "error" in row:
+            out.append({**base, "qid": row["qid"], "rank": 0, "error": row["error"]})
+        for rank, hit in enumerate(row["results"], start=1):
+            out.append({**base, "qid": row["qid"], "rank": rank, **hit})
+    return pa.Table.from_pylist(out, schema=tables.RESULTS)
+
+
+@task(name="write_results", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+def write_results(rows: list[dict[str, Any]], db: str, out: str, *, k: int, mode: str) -> str:
+    import lancedb
+
+    run_id = uuid.uuid4().hex[:12]
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    conn = lancedb.connect(db)
+    table = result_rows(rows, run_id=run_id, k=k, mode=mode)
+    if "results" in conn.list_tables().tables:
+        conn.open_table("results").add(table)
+    else:
+        conn.create_table("results", data=table, schema=tables.RESULTS)
+    return run_id

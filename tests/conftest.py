@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+for key, value in {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "SPROUTRAG_PIPELINE__PROGRESS": "false",
+}.items():
+    os.environ.setdefault(key, value)
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample"
+CONTRACTNLI = ROOT.parent / "shared" / "data" / "contractnli"
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect server (SQLite) for every flow test in the session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="session")
+def contractnli() -> Path:
+    if not (CONTRACTNLI / "dev.docs.jsonl").is_file():
+        pytest.skip("../shared/data/contractnli is not here (only on the project's machines)")
+    return CONTRACTNLI
+
+
+@pytest.fixture(scope="session")
+def sample_index(prefect_harness, tmp_path_factory):
+    """The sample corpus indexed once by the index-corpus flow: (db path, run row).
+
+    Tests must not write to this database except the incremental re-run test.
+    """
+    from flows.index_corpus import index_corpus
+
+    db = str(tmp_path_factory.mktemp("sample") / "db")
+    return db, index_corpus(corpus=str(SAMPLE), db=db)
