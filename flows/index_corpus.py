@@ -8,6 +8,7 @@ dir until the batch is stored.
 from __future__ import annotations
 
 import shutil
+from collections import deque
 import time
 from contextlib import contextmanager
 
@@ -37,19 +38,25 @@ def _work_dir(db: str, settings: Settings, run_id: str) -> str:
     return f"{base}/{run_id}"
 
 
-def _index_batch(batch, k: int, db: str, settings: Settings, fp: str, work: str, summary):
+def _submit_batch(batch, k: int, settings: Settings, work: str):
+    """chunk -> encode -> build_trees of one batch, as chained futures on the task runner."""
     out = f"{work}/batch-{k:05d}"
-    with _stage(summary, "chunk"):
-        chunks_path, failed = chunk_batch(batch, settings, out)
-    with _stage(summary, "encode"):
-        emb_path, rel_path, failed_enc = encode_batch(batch, chunks_path, settings, out)
-    with _stage(summary, "build_trees"):
-        items, failed_tree = build_trees_batch(batch, chunks_path, emb_path, rel_path, settings)
+    chunked = chunk_batch.submit(batch, settings, out)
+    encoded = encode_batch.submit(batch, chunked, settings, out)
+    return chunked, encoded, build_trees_batch.submit(batch, encoded, settings)
+
+
+def _store_batch(futures, db: str, settings: Settings, fp: str, summary: RunSummary) -> int:
+    """Wait for one batch and store it (stores run one at a time, in batch order)."""
+    chunked, encoded, built = (f.result() for f in futures)
+    for name, part in (("chunk", chunked), ("encode", encoded), ("build_trees", built)):
+        summary.add_time(name, part.seconds)
+        summary.failures += part.failures
     with _stage(summary, "store"):
-        summary.n_nodes += store_batch(items, db, settings, fp)
-    summary.failures += failed + failed_enc + failed_tree
-    summary.n_chunks += sum(i.tree.n for i in items)
-    summary.n_chars += sum(len(i.doc.text) for i in items)
+        summary.n_nodes += store_batch(built.items, db, settings, fp)
+    summary.n_chunks += sum(i.tree.n for i in built.items)
+    summary.n_chars += sum(len(i.doc.text) for i in built.items)
+    return len(built.items) + len(chunked.failures + encoded.failures + built.failures)
 
 
 @flow(name="index-corpus", log_prints=True)
@@ -76,11 +83,15 @@ def index_corpus(
     )
     work = _work_dir(db, settings, summary.run_id)
     todo, size = plan.to_index, settings.pipeline.batch_docs
+    batches = [todo[k : k + size] for k in range(0, len(todo), size)]
+    inflight: deque = deque()
     with tqdm(total=len(todo), unit="doc", disable=not settings.pipeline.progress) as bar:
-        for k in range(0, len(todo), size):
-            batch = todo[k : k + size]
-            _index_batch(batch, k // size, db, settings, fp, work, summary)
-            bar.update(len(batch))
+        for k, batch in enumerate(batches):
+            inflight.append(_submit_batch(batch, k, settings, work))
+            if len(inflight) >= settings.pipeline.max_inflight_batches:
+                bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary))
+        while inflight:
+            bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary))
     with _stage(summary, "store"):
         delete_documents(plan.deleted, db, settings)
     shutil.rmtree(work, ignore_errors=True)

@@ -54,6 +54,9 @@ class PipelineSettings(_Section):
     batch_docs: int = Field(8, ge=1, description="Documents per chunk/encode/store batch")
     work_dir: str | None = Field(None, description="Parquet intermediates; None = <db>/_work")
     progress: bool = True
+    max_inflight_batches: int = Field(
+        2, ge=1, description="Batches chunked/encoded ahead of the store (bounds memory)"
+    )
     task_runner: Literal["threads", "dask"] = "threads"
     dask_address: str | None = None
 

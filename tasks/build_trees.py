@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
+import time
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.corpus import Failure, SourceDocument
+from sproutrag.corpus import SourceDocument
 from sproutrag.indexing import build_trees
-from sproutrag.store import IndexedDocument
 from tasks.common import read_parquet
+from tasks.outputs import Built, Encoded
 
 
 @task(name="build_trees", cache_policy=NO_CACHE)
-def build_trees_batch(
-    docs: list[SourceDocument],
-    chunks_path: str,
-    embeddings_path: str,
-    relations_path: str,
-    settings: Settings,
-) -> tuple[list[IndexedDocument], list[Failure]]:
-    return build_trees(
+def build_trees_batch(docs: list[SourceDocument], encoded: Encoded, settings: Settings) -> Built:
+    t0 = time.perf_counter()
+    items, failures = build_trees(
         docs,
-        read_parquet(chunks_path),
-        read_parquet(embeddings_path),
-        read_parquet(relations_path),
+        read_parquet(encoded.chunks_path),
+        read_parquet(encoded.embeddings_path),
+        read_parquet(encoded.relations_path),
         parent_embedding=settings.tree.parent_embedding,
     )
+    return Built(items, failures, time.perf_counter() - t0)
