@@ -17,13 +17,14 @@ from prefect.artifacts import create_markdown_artifact
 from tqdm import tqdm
 
 from schemas.settings import Settings, load_settings
+from sproutrag.locking import DatabaseLock
 from sproutrag.report import RunSummary
 from tasks.build_trees import build_trees_batch
 from tasks.chunk import chunk_batch
 from tasks.common import index_fingerprint
 from tasks.discover import diff_corpus, discover_corpus
 from tasks.encode import encode_batch
-from tasks.store import delete_documents, record_run, store_batch
+from tasks.store import delete_documents, maintain_tables, record_run, store_batch
 
 
 @contextmanager
@@ -34,7 +35,9 @@ def _stage(summary: RunSummary, name: str):
 
 
 def _work_dir(db: str, settings: Settings, run_id: str) -> str:
+    """This run's folder for Parquet intermediates; those of killed runs are removed."""
     base = settings.pipeline.work_dir or f"{db.rstrip('/')}/_work"
+    shutil.rmtree(base, ignore_errors=True)
     return f"{base}/{run_id}"
 
 
@@ -59,16 +62,7 @@ def _store_batch(futures, db: str, settings: Settings, fp: str, summary: RunSumm
     return len(built.items) + len(chunked.failures + encoded.failures + built.failures)
 
 
-@flow(name="index-corpus", log_prints=True)
-def index_corpus(
-    corpus: str = "data/sample",
-    db: str = ".sproutrag/db",
-    config: str | None = None,
-    full: bool = False,
-) -> dict:
-    """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally."""
-    logger = get_run_logger()
-    settings = load_settings(config)
+def _run(corpus: str, db: str, settings: Settings, full: bool, logger) -> RunSummary:
     fp = index_fingerprint(settings)
     summary = RunSummary(corpus=corpus, fingerprint=fp)
     with _stage(summary, "discover"):
@@ -82,7 +76,20 @@ def index_corpus(
         len(summary.failures),
     )
     work = _work_dir(db, settings, summary.run_id)
-    todo, size = plan.to_index, settings.pipeline.batch_docs
+    _index_all(plan.to_index, db, settings, fp, work, summary)
+    with _stage(summary, "store"):
+        delete_documents(plan.deleted + plan.orphans, db, settings)
+    shutil.rmtree(work, ignore_errors=True)
+    failed = {f.doc_id for f in summary.failures}
+    summary.n_new = sum(d.doc_id not in failed for d in plan.new)
+    summary.n_changed = sum(d.doc_id not in failed for d in plan.changed)
+    with _stage(summary, "maintain"):
+        maintain_tables(db, settings)
+    return summary.finish()
+
+
+def _index_all(todo, db: str, settings: Settings, fp: str, work: str, summary) -> None:
+    size = settings.pipeline.batch_docs
     batches = [todo[k : k + size] for k in range(0, len(todo), size)]
     inflight: deque = deque()
     with tqdm(total=len(todo), unit="doc", disable=not settings.pipeline.progress) as bar:
@@ -92,14 +99,21 @@ def index_corpus(
                 bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary))
         while inflight:
             bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary))
-    with _stage(summary, "store"):
-        delete_documents(plan.deleted, db, settings)
-    shutil.rmtree(work, ignore_errors=True)
-    failed = {f.doc_id for f in summary.failures}
-    summary.n_new = sum(d.doc_id not in failed for d in plan.new)
-    summary.n_changed = sum(d.doc_id not in failed for d in plan.changed)
-    summary.finish()
-    record_run(summary.to_row(), db, settings)
+
+
+@flow(name="index-corpus", log_prints=True)
+def index_corpus(
+    corpus: str = "data/sample",
+    db: str = ".sproutrag/db",
+    config: str | None = None,
+    full: bool = False,
+) -> dict:
+    """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally."""
+    logger = get_run_logger()
+    settings = load_settings(config)
+    with DatabaseLock(db, timeout=settings.pipeline.lock_timeout):
+        summary = _run(corpus, db, settings, full, logger)
+        record_run(summary.to_row(), db, settings)
     create_markdown_artifact(
         key="index-run", markdown=summary.to_markdown(), description=f"index run of {corpus}"
     )

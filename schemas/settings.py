@@ -57,6 +57,12 @@ class PipelineSettings(_Section):
     max_inflight_batches: int = Field(
         2, ge=1, description="Batches chunked/encoded ahead of the store (bounds memory)"
     )
+    lock_timeout: float = Field(
+        0.0, ge=0, description="Seconds to wait for another run's lock (0: refuse at once)"
+    )
+    keep_versions_days: float = Field(
+        7.0, ge=0, description="LanceDB versions older than this are removed after a run"
+    )
     task_runner: Literal["threads", "dask"] = "threads"
     dask_address: str | None = None
 

@@ -36,6 +36,7 @@ class Plan:
     changed: list[SourceDocument] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)  # nodes without a documents row
 
     @property
     def to_index(self) -> list[SourceDocument]:
@@ -48,8 +49,13 @@ def plan_changes(
     fingerprint: str,
     *,
     full: bool = False,
+    orphans: Sequence[str] = (),
 ) -> Plan:
-    """Diff by content hash and index fingerprint; `full` re-indexes everything."""
+    """Diff by content hash and index fingerprint; `full` re-indexes everything.
+
+    `orphans` (doc_ids with nodes but no `documents` row, left by a killed run) that are
+    not in the corpus are removed; those in the corpus are re-indexed anyway.
+    """
     plan = Plan()
     seen = set()
     for doc in docs:
@@ -62,6 +68,7 @@ def plan_changes(
         else:
             plan.unchanged.append(doc.doc_id)
     plan.deleted.extend(sorted(set(indexed) - seen))
+    plan.orphans.extend(sorted(set(orphans) - seen - set(indexed)))
     return plan
 
 

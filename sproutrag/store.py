@@ -9,6 +9,9 @@ the old hash, and the next run redoes that document.
 
 from __future__ import annotations
 
+import os
+import signal
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,6 +48,12 @@ class StoredTree:
     tree: Tree
     spans: np.ndarray  # (n, 2) leaf char spans
     texts: list[str]  # leaf texts
+
+
+def _crash_point(name: str) -> None:
+    """Test hook: SPROUTRAG_CRASH_AT=<name> kills the process here (crash-safety tests)."""
+    if os.environ.get("SPROUTRAG_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def sql_quote(value: str) -> str:
@@ -191,6 +200,7 @@ class Store:
             .when_not_matched_by_source_delete(doc_filter(ids))
             .execute(nodes)
         )
+        _crash_point("nodes-written")
         (
             self.table("documents", create=True).merge_insert("doc_id")
             .when_matched_update_all().when_not_matched_insert_all()
@@ -199,13 +209,44 @@ class Store:
         return nodes.num_rows
 
     def delete(self, doc_ids: Sequence[str]) -> None:
-        """Remove documents: their `documents` rows first, then their nodes."""
-        if not doc_ids:
-            return
-        for name in ("documents", "nodes"):
+        """Remove documents: their nodes first, then their `documents` rows.
+
+        A crash in between leaves a `documents` row without nodes, which the next run
+        deletes again (the document is no longer in the corpus).
+        """
+        for k in range(0, len(doc_ids), 500):
+            part = doc_ids[k : k + 500]
+            for name in ("nodes", "documents"):
+                tbl = self.table(name)
+                if tbl is not None:
+                    tbl.delete(doc_filter(part))
+
+    def orphans(self) -> list[str]:
+        """doc_ids that have nodes but no `documents` row (left by an interrupted run)."""
+        nodes, docs = self.table("nodes"), self.table("documents")
+        if nodes is None:
+            return []
+        have = set(self.indexed()) if docs is not None else set()
+        ids = nodes.search().select(["doc_id"]).limit(None).to_arrow().column("doc_id")
+        import pyarrow.compute as pc
+
+        return sorted(set(pc.unique(ids).to_pylist()) - have)
+
+    def maintain(self, *, keep_versions_days: float) -> dict[str, int]:
+        """Compact files and drop table versions older than the retention period."""
+        from datetime import timedelta
+
+        removed = {}
+        for name in ("documents", "nodes", "runs"):
             tbl = self.table(name)
-            if tbl is not None:
-                tbl.delete(doc_filter(doc_ids))
+            if tbl is None:
+                continue
+            before = len(tbl.list_versions())
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # retention 0 is allowed
+                tbl.optimize(cleanup_older_than=timedelta(days=keep_versions_days))
+            removed[name] = before - len(tbl.list_versions())
+        return removed
 
     def add_run(self, row: dict[str, Any]) -> None:
         self.table("runs", create=True).add(pa.Table.from_pylist([row], schema=tables.RUNS))

@@ -22,4 +22,5 @@ def discover_corpus(
 def diff_corpus(
     docs: list[SourceDocument], db: str, settings: Settings, fingerprint: str, full: bool = False
 ) -> Plan:
-    return plan_changes(docs, open_store(db, settings).indexed(), fingerprint, full=full)
+    store = open_store(db, settings)
+    return plan_changes(docs, store.indexed(), fingerprint, full=full, orphans=store.orphans())

@@ -25,3 +25,11 @@ def delete_documents(doc_ids: list[str], db: str, settings: Settings) -> None:
 @task(name="record_run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
 def record_run(row: dict[str, Any], db: str, settings: Settings) -> None:
     open_store(db, settings).add_run(row)
+
+
+@task(name="maintain", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+def maintain_tables(db: str, settings: Settings) -> dict[str, int]:
+    """Compact the tables and drop versions past the retention period."""
+    return open_store(db, settings).maintain(
+        keep_versions_days=settings.pipeline.keep_versions_days
+    )
