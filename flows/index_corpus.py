@@ -49,7 +49,9 @@ def _submit_batch(batch, k: int, settings: Settings, work: str):
     return chunked, encoded, build_trees_batch.submit(batch, encoded, settings)
 
 
-def _store_batch(futures, db: str, settings: Settings, fp: str, summary: RunSummary) -> int:
+def _store_batch(
+    futures, db: str, settings: Settings, fp: str, summary: RunSummary, stored: set[str]
+) -> int:
     """Wait for one batch and store it (stores run one at a time, in batch order)."""
     chunked, encoded, built = (f.result() for f in futures)
     for name, part in (("chunk", chunked), ("encode", encoded), ("build_trees", built)):
@@ -57,6 +59,7 @@ def _store_batch(futures, db: str, settings: Settings, fp: str, summary: RunSumm
         summary.failures += part.failures
     with _stage(summary, "store"):
         summary.n_nodes += store_batch(built.items, db, settings, fp)
+    stored.update(i.doc.doc_id for i in built.items)
     summary.n_chunks += sum(i.tree.n for i in built.items)
     summary.n_chars += sum(len(i.doc.text) for i in built.items)
     return len(built.items) + len(chunked.failures + encoded.failures + built.failures)
@@ -76,19 +79,20 @@ def _run(corpus: str, db: str, settings: Settings, full: bool, logger) -> RunSum
         len(summary.failures),
     )
     work = _work_dir(db, settings, summary.run_id)
-    _index_all(plan.to_index, db, settings, fp, work, summary)
+    stored = _index_all(plan.to_index, db, settings, fp, work, summary)
     with _stage(summary, "store"):
         delete_documents(plan.deleted + plan.orphans, db, settings)
     shutil.rmtree(work, ignore_errors=True)
-    failed = {f.doc_id for f in summary.failures}
-    summary.n_new = sum(d.doc_id not in failed for d in plan.new)
-    summary.n_changed = sum(d.doc_id not in failed for d in plan.changed)
+    summary.n_new = sum(d.doc_id in stored for d in plan.new)
+    summary.n_changed = sum(d.doc_id in stored for d in plan.changed)
     with _stage(summary, "maintain"):
         maintain_tables(db, settings)
     return summary.finish()
 
 
-def _index_all(todo, db: str, settings: Settings, fp: str, work: str, summary) -> None:
+def _index_all(todo, db: str, settings: Settings, fp: str, work: str, summary) -> set[str]:
+    """Index documents batch by batch; returns the doc_ids stored."""
+    stored: set[str] = set()
     size = settings.pipeline.batch_docs
     batches = [todo[k : k + size] for k in range(0, len(todo), size)]
     inflight: deque = deque()
@@ -96,9 +100,10 @@ def _index_all(todo, db: str, settings: Settings, fp: str, work: str, summary) -
         for k, batch in enumerate(batches):
             inflight.append(_submit_batch(batch, k, settings, work))
             if len(inflight) >= settings.pipeline.max_inflight_batches:
-                bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary))
+                bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary, stored))
         while inflight:
-            bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary))
+            bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary, stored))
+    return stored
 
 
 @flow(name="index-corpus", log_prints=True)
