@@ -98,6 +98,7 @@ class Retriever:
         self, qvec: np.ndarray, limit: int, where: str | None
     ) -> list[dict[str, Any]]:
         q = self.store.table("nodes").search(qvec.astype(np.float32)).distance_type("cosine")
+        q = q.nprobes(32).refine_factor(4)  # used only once an ANN index exists
         if where:
             q = q.where(where, prefilter=True)
         cols = ["doc_id", "idx", "start", "end", "text", "_distance"]
@@ -130,7 +131,19 @@ class Retriever:
             if not known:
                 raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
             doc_ids = known
-        qvec = self.encoder.encode_texts([query])[0]
+        return self.search_vector(query, self.encoder.encode_texts([query])[0], k=k,
+                                  doc_ids=doc_ids, mode=mode)
+
+    def search_vector(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        *,
+        k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+        mode: Mode = "tree",
+    ) -> list[Hit]:
+        """`search` with the query already encoded (doc_ids already checked)."""
         if mode == "flat":
             return self._flat(qvec, k, doc_ids)
         if mode != "tree":

@@ -25,6 +25,9 @@ from sproutrag.corpus import SourceDocument
 from sproutrag.tree import Tree, validate_tree
 
 
+ANN_MIN_ROWS = 100_000  # nodes; below this an exhaustive vector scan is fast and exact
+
+
 class StaleIndexError(ValueError):
     """The database was built with another encoder or schema version."""
 
@@ -232,10 +235,31 @@ class Store:
 
         return sorted(set(pc.unique(ids).to_pylist()) - have)
 
+    def ensure_vector_index(self, *, min_rows: int = ANN_MIN_ROWS) -> bool:
+        """Create a cosine IVF_SQ index on `nodes.vector` once the table is large enough.
+
+        Below `min_rows` an exhaustive scan is fast (and exact); above it the index keeps
+        the first stage of a query in milliseconds. New rows are still searched before
+        `optimize()` folds them in. Returns whether an index exists now.
+        """
+        tbl = self.table("nodes")
+        if tbl is None:
+            return False
+        if any(i.columns == ["vector"] for i in tbl.list_indices()):
+            return True
+        if tbl.count_rows() < min_rows:
+            return False
+        from lancedb.index import IvfSq
+
+        tbl.create_index("vector", config=IvfSq(distance_type="cosine"))
+        tbl.create_scalar_index("doc_id", replace=True)
+        return True
+
     def maintain(self, *, keep_versions_days: float) -> dict[str, int]:
-        """Compact files and drop table versions older than the retention period."""
+        """Compact files, update indexes, drop versions older than the retention period."""
         from datetime import timedelta
 
+        self.ensure_vector_index()
         removed = {}
         for name in ("documents", "nodes", "runs"):
             tbl = self.table(name)
