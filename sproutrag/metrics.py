@@ -1,0 +1,186 @@
+"""evaluate: unit-level and character-level retrieval metrics (own span arithmetic).
+
+Independent of the search code it measures: nothing here imports `sproutrag.search`,
+`sproutrag.tree` or `sproutrag.retrieval`. A system's answer to one query is the list
+of its *evidence units* in rank order, each a ``(doc_id, start, end)`` character span;
+a retrieved internal node must already be expanded into its units (every unit counts
+toward the budget). Gold evidence is a list of ``(doc_id, start, end)`` spans.
+
+Definitions (per query, at a budget of k units):
+
+* only the first k retrieved units count (a longer answer is cut at k);
+* a unit is **relevant** when it overlaps a gold span of its document (shares >= 1 char);
+* the **gold units** of a query are the document's units (chunks) that overlap a gold
+  span: what a perfect unit retriever would return;
+* unit precision ``P = relevant retrieved units / retrieved units`` (0 when nothing is
+  retrieved); ``P@k = relevant retrieved units / k`` is reported next to it;
+* unit recall ``R = gold units retrieved / gold units`` (a retrieved unit counts when
+  its span equals a gold unit's span, or more generally when it overlaps a gold span;
+  with the system's own chunking both are the same);
+* character precision / recall (LegalBench-RAG): with Ret the union of the retrieved
+  units' characters and Gold the union of the gold spans' characters (per document),
+  ``cP = |Ret & Gold| / |Ret|`` and ``cR = |Ret & Gold| / |Gold|``.
+
+Aggregates over queries are means of the per-query values; ``IE = mean R x mean P``
+(so a table's IE column is the product of its R and P columns) and ``cIE = cR x cP``.
+``IE_q`` (the mean of per-query products) is kept in the JSON too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+Span = tuple[int, int]
+DocSpan = tuple[str, int, int]
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """The union of half-open spans as sorted, disjoint, non-touching spans."""
+    out: list[list[int]] = []
+    for s, e in sorted((int(s), int(e)) for s, e in spans if e > s):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def span_length(spans: Iterable[Span]) -> int:
+    """Characters covered by the union of `spans`."""
+    return sum(e - s for s, e in merge_spans(spans))
+
+
+def intersection_length(a: Iterable[Span], b: Iterable[Span]) -> int:
+    """Characters covered by both unions (two-pointer sweep over merged spans)."""
+    x, y = merge_spans(a), merge_spans(b)
+    i = j = total = 0
+    while i < len(x) and j < len(y):
+        lo, hi = max(x[i][0], y[j][0]), min(x[i][1], y[j][1])
+        total += max(0, hi - lo)
+        if x[i][1] < y[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def overlaps(a: Span, b: Span) -> bool:
+    """Do two half-open spans share at least one character?"""
+    return max(a[0], b[0]) < min(a[1], b[1])
+
+
+def _by_doc(spans: Iterable[DocSpan]) -> dict[str, list[Span]]:
+    out: dict[str, list[Span]] = {}
+    for d, s, e in spans:
+        out.setdefault(str(d), []).append((int(s), int(e)))
+    return out
+
+
+def gold_units(units: Iterable[DocSpan], gold: Sequence[DocSpan]) -> list[DocSpan]:
+    """The units (e.g. all chunks of the query's documents) that overlap a gold span."""
+    g = _by_doc(gold)
+    return [
+        (d, s, e) for d, s, e in units if any(overlaps((s, e), x) for x in g.get(str(d), ()))
+    ]
+
+
+@dataclass(frozen=True)
+class QueryScores:
+    """One query at one k (fractions in [0, 1])."""
+
+    precision: float
+    precision_at_k: float
+    recall: float
+    span_recall: float  # share of gold spans overlapped by some retrieved unit
+    char_precision: float
+    char_recall: float
+    n_retrieved: int
+    n_relevant: int
+
+
+def score_query(
+    retrieved: Sequence[DocSpan],
+    gold: Sequence[DocSpan],
+    gold_unit_spans: Sequence[DocSpan],
+    *,
+    k: int,
+) -> QueryScores:
+    """Unit and character metrics of one query's ranked units at budget k (see module)."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    units = [(str(d), int(s), int(e)) for d, s, e in retrieved][:k]
+    g = _by_doc(gold)
+    relevant = [u for u in units if any(overlaps(u[1:], x) for x in g.get(u[0], ()))]
+    n_ret, n_rel = len(units), len(relevant)
+    gu = {(str(d), int(s), int(e)) for d, s, e in gold_unit_spans}
+    found = {gu_ for gu_ in gu if any(u[0] == gu_[0] and overlaps(u[1:], gu_[1:]) for u in relevant)}
+    recall = len(found) / len(gu) if gu else 0.0
+    gold_list = [(str(d), int(s), int(e)) for d, s, e in gold]
+    hit_spans = sum(
+        any(u[0] == d and overlaps(u[1:], (s, e)) for u in units) for d, s, e in gold_list
+    )
+    r = _by_doc(units)
+    inter = sum(intersection_length(r[d], g[d]) for d in r if d in g)
+    ret_chars = sum(span_length(v) for v in r.values())
+    gold_chars = sum(span_length(v) for v in g.values())
+    return QueryScores(
+        precision=n_rel / n_ret if n_ret else 0.0,
+        precision_at_k=n_rel / k,
+        recall=recall,
+        span_recall=hit_spans / len(gold_list) if gold_list else 0.0,
+        char_precision=inter / ret_chars if ret_chars else 0.0,
+        char_recall=inter / gold_chars if gold_chars else 0.0,
+        n_retrieved=n_ret,
+        n_relevant=n_rel,
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Means over queries at one k; IE = R x P, cIE = cR x cP, IE_q = mean(R_q x P_q)."""
+
+    k: int
+    n_queries: int
+    precision: float
+    precision_at_k: float
+    recall: float
+    ie: float
+    ie_q: float
+    ie_at_k: float  # R x P@k
+    span_recall: float
+    char_precision: float
+    char_recall: float
+    char_ie: float
+    mean_retrieved: float
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def summarize(scores: Sequence[QueryScores], k: int) -> Summary:
+    """Means over the queries' scores at budget k."""
+    n = len(scores)
+
+    def mean(name: str) -> float:
+        return sum(getattr(s, name) for s in scores) / n if n else 0.0
+
+    p, r, cp, cr = mean("precision"), mean("recall"), mean("char_precision"), mean("char_recall")
+    ie_q = sum(s.precision * s.recall for s in scores) / n if n else 0.0
+    return Summary(
+        k=k, n_queries=n, precision=p, precision_at_k=mean("precision_at_k"), recall=r,
+        ie=p * r, ie_q=ie_q, ie_at_k=mean("precision_at_k") * r, span_recall=mean("span_recall"),
+        char_precision=cp, char_recall=cr, char_ie=cp * cr, mean_retrieved=mean("n_retrieved"),
+    )
+
+
+AVERAGED = (
+    "precision", "precision_at_k", "recall", "ie", "ie_q", "ie_at_k", "span_recall",
+    "char_precision", "char_recall", "char_ie", "mean_retrieved",
+)
+
+
+def average_over_k(summaries: Sequence[Summary]) -> dict[str, float]:
+    """Each metric averaged over the cutoffs (the paper reports IE averaged over k)."""
+    n = len(summaries)
+    return {name: sum(getattr(s, name) for s in summaries) / n for name in AVERAGED} if n else {}
