@@ -114,7 +114,7 @@ def score_query(
     relevant = [u for u in units if any(overlaps(u[1:], x) for x in g.get(u[0], ()))]
     n_ret, n_rel = len(units), len(relevant)
     gu = {(str(d), int(s), int(e)) for d, s, e in gold_unit_spans}
-    found = {gu_ for gu_ in gu if any(u[0] == gu_[0] and overlaps(u[1:], gu_[1:]) for u in relevant)}
+    found = {x for x in gu if any(u[0] == x[0] and overlaps(u[1:], x[1:]) for u in relevant)}
     recall = len(found) / len(gu) if gu else 0.0
     gold_list = [(str(d), int(s), int(e)) for d, s, e in gold]
     hit_spans = sum(
