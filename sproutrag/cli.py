@@ -106,6 +106,113 @@ def _print_hits(question: str, row: dict) -> None:
             print(f"     {line}")
 
 
+#: Default rows of `sproutrag evaluate` (the paper's Table 3 ablations).
+EVAL_MODES = ("flat", "tree", "untrained", "embedding", "b1", "b3", "b10")
+
+
+def _evaluate_command(args: argparse.Namespace) -> str:
+    import shlex
+
+    parts = ["sproutrag", "evaluate", "--docs", args.docs, "--queries", args.queries,
+             "--k", *map(str, args.k), "--modes", *args.modes]
+    for flag in ("weights", "config", "db", "out"):
+        if getattr(args, flag):
+            parts += [f"--{flag}", str(getattr(args, flag))]
+    return shlex.join(parts)
+
+
+def _encoder_from_settings(settings, weights=None):
+    from sproutrag.encoding import Encoder
+    from sproutrag.weights import load_default_weights
+
+    enc = settings.encoding
+    return Encoder(
+        enc.model, device=enc.device, tokens_per_batch=enc.tokens_per_batch,
+        window_tokens=enc.window_tokens, window_stride=enc.window_stride,
+        chunk_max_tokens=enc.chunk_max_tokens, embedding_mode=enc.embedding_mode,
+        weights=weights if weights is not None else load_default_weights(enc.weights),
+    )
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import time
+
+    from schemas.settings import load_settings
+    from sproutrag.training import train_corpus
+
+    if args.finetune_encoder:
+        raise ValueError("--finetune-encoder is not implemented yet: alpha and delta only")
+    settings = load_settings(args.config)
+    t0 = time.perf_counter()
+    weights, config = train_corpus(
+        args.docs, args.queries, args.out,
+        encoder=_encoder_from_settings(settings),
+        chunking=settings.chunking.model_dump(),
+        parent_embedding=args.parent_embedding or settings.tree.parent_embedding,
+        attn_kind=args.attn_loss, epochs=args.epochs, lr=args.lr,
+        cache_dir=args.cache or os.path.join(args.out, "cache"),
+    )
+    print(
+        f"trained alpha and delta = {weights.delta:g} on {config['data']['n_queries']} "
+        f"queries ({config['data']['n_gold_pairs']} gold pairs) in "
+        f"{time.perf_counter() - t0:.1f} s -> {os.path.join(args.out, 'weights.json')} "
+        f"(fingerprint {weights.fingerprint()})"
+    )
+    return EXIT_OK
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from schemas.settings import load_settings
+    from sproutrag.evaluation import evaluate_corpus, make_variants
+    from sproutrag.plots import write_report
+    from sproutrag.weights import load_default_weights
+
+    settings = load_settings(args.config)
+    weights = load_default_weights(args.weights or settings.encoding.weights)
+    encoder = _encoder_from_settings(settings, weights)
+    variants = make_variants(args.modes, weights, settings.tree.parent_embedding)
+    rows, meta = evaluate_corpus(
+        args.docs, args.queries, encoder=encoder, chunking=settings.chunking.model_dump(),
+        variants=variants, ks=args.k, cache_dir=args.cache or os.path.join(args.out, "cache"),
+    )
+    if args.db:
+        rows += _db_rows(args, settings, encoder, meta)
+    meta["command"] = _evaluate_command(args)
+    meta["weights"] = {"source": weights.source, "fingerprint": weights.fingerprint(),
+                       "delta": weights.delta}
+    flat = next((v.name for v in variants if v.mode == "flat" and v.delta == 0), None)
+    paths = write_report(rows, args.out, meta, flat_name=flat)
+    print(paths["markdown"].read_text(encoding="utf-8"))
+    print(f"-> {paths['markdown']}, {paths['json']}, {paths['png']}")
+    return EXIT_OK
+
+
+def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[dict]:
+    """The stored path: index DOCS into --db (incremental), query it with `Retriever`."""
+    from flows.index_corpus import index_corpus
+    from sproutrag.evaluation import (
+        load_features,
+        read_jsonl,
+        retriever_runs,
+        score_runs,
+        usable_queries,
+    )
+    from sproutrag.retrieval import Retriever
+
+    index_corpus(corpus=args.docs, db=args.db, config=args.config)
+    cache = sorted(__import__("pathlib").Path(args.cache or os.path.join(args.out, "cache"))
+                   .glob("features-*.npz"), key=os.path.getmtime)
+    feats = load_features(cache[-1])
+    queries = usable_queries(read_jsonl(args.queries), feats)
+    retriever = Retriever(args.db, encoder=encoder)
+    rows = []
+    for mode in ("tree", "flat"):
+        per_k, avg = score_runs(retriever_runs(retriever, queries, args.k, mode), feats, queries)
+        rows.append({"name": f"{mode} [database {args.db}]", "mode": mode, "notes": "stored path",
+                     "per_k": [s.to_dict() for s in per_k], "avg": avg, "stats": {}})
+    return rows
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sproutrag",
@@ -150,6 +257,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beam", type=int, default=5, help="beam width b (default 5)")
     p.add_argument("--doc-id", action="append", metavar="ID", help="restrict to documents")
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser(
+        "train",
+        help="learn the attention aggregation (alpha) and threshold (delta)",
+        description="Train alpha with L = L_ret + 0.1 L_attn (tau 0.05; AdamW lr 1e-3, "
+        "warm-up) on gold chunk pairs of Q.jsonl (lines {qid, query, doc_ids, gold: "
+        "[{doc_id, start, end}]}), then pick delta maximising mean IE on the same queries. "
+        "Writes MODEL_DIR/weights.json (use it with encoding.weights) and config.json.",
+    )
+    p.add_argument("--docs", required=True, metavar="D.jsonl", help="{doc_id, text} lines")
+    p.add_argument("--queries", required=True, metavar="Q.jsonl", help="training queries")
+    p.add_argument("--out", required=True, metavar="MODEL_DIR", help="output folder")
+    p.add_argument("--config", metavar="FILE", help="YAML settings file (chunking, encoder)")
+    p.add_argument("--epochs", type=int, default=100, help="passes over the queries (100)")
+    p.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate for alpha")
+    p.add_argument("--attn-loss", choices=["paper", "row"], default="paper",
+                   help="paper: -log M_ij; row: -log(M_ij / sum_r M_ir)")
+    p.add_argument("--parent-embedding", choices=["mean_of_children", "size_weighted"],
+                   help="trees used to learn delta (default: the settings')")
+    p.add_argument("--cache", metavar="DIR", help="feature cache (default MODEL_DIR/cache)")
+    p.add_argument("--finetune-encoder", action="store_true", help="(not implemented)")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "evaluate",
+        help="score retrieval modes and ablations on labelled queries",
+        description="Encode DOCS once, then score every mode (tree, flat, ablations) on "
+        "Q.jsonl's gold spans: unit precision/recall/IE at each k and averaged over k, "
+        "character precision/recall. Writes OUT/results.md, results.json and ie.png. "
+        "With --db, DOCS are also indexed into DB and queried through the database.",
+    )
+    p.add_argument("--docs", required=True, metavar="D.jsonl", help="{doc_id, text} lines")
+    p.add_argument("--queries", required=True, metavar="Q.jsonl", help="labelled queries")
+    p.add_argument("--k", type=int, nargs="+", default=[1, 3, 5], help="budgets (1 3 5)")
+    p.add_argument("--modes", nargs="+", default=list(EVAL_MODES),
+                   help=f"rows to score (default: {' '.join(EVAL_MODES)}; also "
+                   "flat_delta size_weighted untrained_size_weighted noband b5)")
+    p.add_argument("--weights", metavar="FILE", help="trained weights (default: packaged)")
+    p.add_argument("--config", metavar="FILE", help="YAML settings file")
+    p.add_argument("--db", metavar="DIR", help="also index into and query this database")
+    p.add_argument("--out", default="out/eval", metavar="DIR", help="report folder")
+    p.add_argument("--cache", metavar="DIR", help="feature cache (default OUT/cache)")
+    p.set_defaults(func=cmd_evaluate)
     return parser
 
 

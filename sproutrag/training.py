@@ -1,0 +1,300 @@
+"""train: learn the aggregation logits alpha (and the threshold delta) offline.
+
+The paper's joint loss is L = L_ret + lambda * L_attn (tau = 0.05, lambda = 0.1):
+
+* L_attn = mean over gold pairs (i, j) of -log((A_ij + A_ji) / 2), A the alpha-mixed
+  chunk-block attention. Gold pairs: chunks that both overlap the evidence of one
+  training query and share an encoder window (pairs that never share a window have no
+  attention). (A_ij + A_ji) / 2 averaged over the windows holding the pair is the
+  stored relation M_ij = heads_ij . softmax(alpha) (see `sproutrag.evaluation`).
+* L_ret = InfoNCE between a query and its positive passage (the normalised mean of its
+  gold chunks' embeddings) against negatives: every other chunk of the same document
+  (hard) and the other queries' positives in the batch (in-batch).
+
+With a frozen encoder, L_ret does not depend on alpha at all (embeddings do not move),
+so alpha is trained by L_attn alone; L_ret is computed and reported as a constant.
+(Fine-tuning the encoder, which would make L_ret matter, is not implemented here.)
+
+`attn_loss="row"` is a variant kept for comparison: -log(M_ij / sum_r M_ir), the share
+of chunk i's relation mass that goes to its gold partner j (invariant to how much
+attention a head spends on chunk pairs overall).
+
+After alpha, delta is the candidate threshold in a grid that maximises mean IE (over
+k = 1, 3, 5) on the training queries, with trees built from the trained alpha.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sproutrag.evaluation import DocFeatures, Variant, build_trees, run_variant, score_runs
+
+TAU = 0.05
+LAMBDA = 0.1
+DELTA_GRID = tuple(round(x, 2) for x in np.arange(0.0, 0.81, 0.05))
+
+
+@dataclass
+class GoldPairs:
+    """Gold pairs as rows into one stacked (P, LH) matrix, plus each pair's row group."""
+
+    heads: np.ndarray  # float32 (G, LH): relation per head of each gold pair
+    query: np.ndarray  # int64 (G,): training query of each pair
+    row_heads: np.ndarray  # float32 (G, LH): sum over r of chunk i's relations (row mass)
+
+
+def gold_leaves(f: DocFeatures, gold: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Chunks of `f` that overlap any gold span (start, end)."""
+    s, e = f.spans[:, 0], f.spans[:, 1]
+    hit = np.zeros(f.n, bool)
+    for gs, ge in gold:
+        hit |= (np.maximum(s, gs) < np.minimum(e, ge))
+    return np.flatnonzero(hit)
+
+
+def collect_gold_pairs(
+    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]]
+) -> GoldPairs:
+    """Every (query, i < j) with i, j gold chunks of the query that share a window."""
+    heads, qids, rows = [], [], []
+    row_mass: dict[str, np.ndarray] = {}
+    for qn, q in enumerate(queries):
+        for d in q["doc_ids"]:
+            f = feats[d]
+            leaves = gold_leaves(f, [(g["start"], g["end"]) for g in q["gold"]
+                                     if str(g["doc_id"]) == d])
+            if len(leaves) < 2 or not len(f.pair_i):
+                continue
+            mask = np.isin(f.pair_i, leaves) & np.isin(f.pair_j, leaves)
+            if not mask.any():
+                continue
+            if d not in row_mass:  # sum over partners r of M_ir, per head, per chunk i
+                rm = np.zeros((f.n, f.heads.shape[1]), np.float64)
+                np.add.at(rm, f.pair_i, f.heads)
+                np.add.at(rm, f.pair_j, f.heads)
+                row_mass[d] = rm.astype(np.float32)
+            idx = np.flatnonzero(mask)
+            heads.append(f.heads[idx])
+            rows.append((row_mass[d][f.pair_i[idx]] + row_mass[d][f.pair_j[idx]]) / 2)
+            qids.append(np.full(len(idx), qn))
+    if not heads:
+        raise ValueError("no gold pairs: no training query has two gold chunks in one window")
+    return GoldPairs(np.concatenate(heads), np.concatenate(qids), np.concatenate(rows))
+
+
+def attn_loss(alpha: Any, heads: Any, row_heads: Any | None = None, kind: str = "paper") -> Any:
+    """L_attn on torch tensors: mean of -log(M) (paper) or -log(M / row mass) (row)."""
+    import torch
+
+    w = torch.softmax(alpha.reshape(-1), dim=0)
+    m = heads @ w
+    if kind == "paper":
+        return -torch.log(m.clamp_min(1e-12)).mean()
+    if kind == "row":
+        return -torch.log((m / (row_heads @ w).clamp_min(1e-12)).clamp_min(1e-12)).mean()
+    raise ValueError(f"attn loss must be 'paper' or 'row', got {kind!r}")
+
+
+def info_nce(q: Any, pos: Any, hard: Sequence[Any], tau: float = TAU) -> Any:
+    """InfoNCE: q (B, d), pos (B, d), hard[b] (n_b, d); all L2-normalised torch tensors.
+
+    Logits of query b: its positive, the other queries' positives (in-batch) and its own
+    hard negatives, divided by tau; the loss is the mean cross-entropy of the positive.
+    """
+    import torch
+
+    inbatch = q @ pos.T / tau  # (B, B): diagonal = positives
+    losses = []
+    for b in range(q.shape[0]):
+        logits = inbatch[b]
+        if len(hard[b]):
+            logits = torch.cat([logits, hard[b] @ q[b] / tau])
+        losses.append(torch.logsumexp(logits, 0) - inbatch[b, b])
+    return torch.stack(losses).mean()
+
+
+def retrieval_examples(
+    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], qvecs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """(query vectors, positive passages, hard negatives) for queries with gold chunks."""
+    qs, pos, hard = [], [], []
+    for q, v in zip(queries, qvecs, strict=True):
+        d = q["doc_ids"][0]
+        f = feats[d]
+        leaves = gold_leaves(f, [(g["start"], g["end"]) for g in q["gold"]
+                                 if str(g["doc_id"]) == d])
+        if not len(leaves):
+            continue
+        p = f.emb[leaves].mean(0)
+        qs.append(v)
+        pos.append(p / max(np.linalg.norm(p), 1e-12))
+        hard.append(np.delete(f.emb, leaves, axis=0))
+    return np.asarray(qs, np.float32), np.asarray(pos, np.float32), hard
+
+
+@dataclass
+class TrainResult:
+    alpha: np.ndarray
+    delta: float
+    history: list[dict[str, float]] = field(default_factory=list)
+    l_ret: float = float("nan")
+    delta_grid: list[dict[str, float]] = field(default_factory=list)
+    n_gold_pairs: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def train_alpha(
+    pairs: GoldPairs,
+    *,
+    n_layers: int,
+    n_heads: int,
+    l_ret: float = 0.0,
+    epochs: int = 100,
+    batch_queries: int = 32,
+    lr: float = 1e-3,
+    weight_decay: float = 0.01,
+    warmup: float = 0.1,
+    lam: float = LAMBDA,
+    kind: str = "paper",
+    seed: int = 0,
+) -> tuple[np.ndarray, list[dict[str, float]]]:
+    """AdamW on alpha over mini-batches of queries' gold pairs (linear warm-up, then
+    constant). Returns alpha and the full-data loss per epoch (L = l_ret + lam * L_attn)."""
+    import torch
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    heads = torch.from_numpy(pairs.heads.astype(np.float32))
+    rows = torch.from_numpy(pairs.row_heads.astype(np.float32))
+    alpha = torch.zeros(n_layers * n_heads, requires_grad=True)
+    opt = torch.optim.AdamW([alpha], lr=lr, weight_decay=weight_decay)
+    qids = np.unique(pairs.query)
+    per_epoch = max(1, math.ceil(len(qids) / batch_queries))
+    total = epochs * per_epoch
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, int(warmup * total)))
+    )
+    history = []
+
+    def full() -> float:
+        with torch.no_grad():
+            return float(attn_loss(alpha, heads, rows, kind))
+
+    history.append({"epoch": 0, "l_attn": full(), "loss": l_ret + lam * full()})
+    for epoch in range(1, epochs + 1):
+        order = rng.permutation(qids)
+        for b in range(per_epoch):
+            sel = np.isin(pairs.query, order[b * batch_queries:(b + 1) * batch_queries])
+            idx = torch.from_numpy(np.flatnonzero(sel))
+            loss = lam * attn_loss(alpha, heads[idx], rows[idx], kind)  # + l_ret (constant)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+        la = full()
+        history.append({"epoch": epoch, "l_attn": la, "loss": l_ret + lam * la})
+    return alpha.detach().numpy().reshape(n_layers, n_heads).astype(np.float32), history
+
+
+def learn_delta(
+    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], qvecs: np.ndarray,
+    variant: Variant, *, ks: Sequence[int] = (1, 3, 5), grid: Sequence[float] = DELTA_GRID,
+) -> tuple[float, list[dict[str, float]]]:
+    """The threshold in `grid` with the highest mean IE over ks (ties: the smallest)."""
+    trees = build_trees(feats, variant)
+    rows = []
+    for delta in grid:
+        v = Variant(**{**variant.__dict__, "delta": float(delta)})
+        _, avg = score_runs(run_variant(v, feats, queries, qvecs, ks, trees), feats, queries)
+        rows.append({"delta": float(delta), "ie": avg["ie"], "char_ie": avg["char_ie"]})
+    best = max(rows, key=lambda r: (round(r["ie"], 12), -r["delta"]))
+    return best["delta"], rows
+
+
+def timed(seconds: dict[str, float], name: str, t0: float) -> float:
+    now = time.perf_counter()
+    seconds[name] = round(now - t0, 2)
+    return now
+
+
+def train_corpus(
+    docs_path: str,
+    queries_path: str,
+    out: str,
+    *,
+    encoder: Any,
+    chunking: dict[str, Any],
+    parent_embedding: str = "mean_of_children",
+    attn_kind: str = "paper",
+    epochs: int = 100,
+    lr: float = 1e-3,
+    lam: float = LAMBDA,
+    cache_dir: str | None = None,
+    log: Any = print,
+) -> tuple[Any, dict[str, Any]]:
+    """Featurize the training corpus, train alpha, learn delta; write weights + config.
+
+    Returns (AggregationWeights, config dict). Files: OUT/weights.json, OUT/config.json.
+    """
+    import hashlib
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from sproutrag.evaluation import featurize_corpus, read_jsonl, usable_queries
+    from sproutrag.weights import AggregationWeights
+
+    seconds: dict[str, float] = {}
+    t = t0 = time.perf_counter()
+    feats = featurize_corpus(read_jsonl(docs_path), encoder, chunking=chunking,
+                             cache_dir=cache_dir, log=log)
+    queries = usable_queries(read_jsonl(queries_path), feats)
+    qvecs = encoder.encode_texts([q["query"] for q in queries])
+    t = timed(seconds, "featurize", t)
+    pairs = collect_gold_pairs(feats, queries)
+    qs, pos, hard = retrieval_examples(feats, queries, qvecs)
+    with torch.no_grad():
+        l_ret = float(info_nce(torch.from_numpy(qs), torch.from_numpy(pos),
+                               [torch.from_numpy(h) for h in hard]))
+    log(f"{len(queries)} queries, {len(pairs.heads)} gold pairs; L_ret (frozen) = {l_ret:.4f}")
+    alpha, history = train_alpha(pairs, n_layers=encoder.n_layers, n_heads=encoder.n_heads,
+                                 l_ret=l_ret, epochs=epochs, lr=lr, lam=lam, kind=attn_kind)
+    log(f"L_attn {history[0]['l_attn']:.4f} -> {history[-1]['l_attn']:.4f}")
+    t = timed(seconds, "train_alpha", t)
+    w = AggregationWeights(alpha)
+    variant = Variant("train", mix=w.mix(), parent_embedding=parent_embedding)
+    delta, grid = learn_delta(feats, queries, qvecs, variant)
+    t = timed(seconds, "learn_delta", t)
+    seconds["total"] = round(time.perf_counter() - t0, 2)
+    weights = AggregationWeights(alpha, delta, encoder=encoder.model_id,
+                                 trained_on=Path(docs_path).name)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    weights.save(Path(out) / "weights.json")
+
+    def sha(path: str) -> str:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+    config = {
+        "weights_fingerprint": weights.fingerprint(), "delta": delta,
+        "data": {"docs": str(docs_path), "docs_sha256": sha(docs_path),
+                 "queries": str(queries_path), "queries_sha256": sha(queries_path),
+                 "n_docs": len(feats), "n_queries": len(queries),
+                 "n_gold_pairs": int(len(pairs.heads))},
+        "loss": {"tau": TAU, "lambda": lam, "attn_loss": attn_kind, "l_ret_frozen": l_ret,
+                 "note": "frozen encoder: L_ret is constant in alpha; alpha is trained by "
+                         "L_attn, delta by grid search of mean IE on the training queries"},
+        "optimizer": {"name": "AdamW", "lr_alpha": lr, "weight_decay": 0.01, "warmup": 0.1,
+                      "epochs": epochs, "batch_queries": 32},
+        "parent_embedding": parent_embedding, "chunking": chunking,
+        "encoder": {k: v for k, v in encoder.fingerprint_fields().items() if k != "weights"},
+        "history": history, "delta_grid": grid, "seconds": seconds,
+    }
+    (Path(out) / "config.json").write_text(json.dumps(config, indent=1) + "\n", "utf-8")
+    return weights, config
