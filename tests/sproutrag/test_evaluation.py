@@ -33,7 +33,7 @@ def test_pair_heads_average_symmetrised_blocks_over_windows():
     a = rng.random((2, 3, 3))  # window over chunks 0..2, two heads
     b = rng.random((2, 2, 2))  # window over chunks 1..2
     i, j, h = pair_heads([_window(0, a), _window(1, b)], 3)
-    assert list(zip(i.tolist(), j.tolist())) == [(0, 1), (0, 2), (1, 2)]
+    assert list(zip(i.tolist(), j.tolist(), strict=True)) == [(0, 1), (0, 2), (1, 2)]
     sym = lambda x, p, q: (x[:, p, q] + x[:, q, p]) / 2  # noqa: E731
     np.testing.assert_allclose(h[0], sym(a, 0, 1), rtol=1e-6)
     np.testing.assert_allclose(h[2], (sym(a, 1, 2) + sym(b, 0, 1)) / 2, rtol=1e-6)
