@@ -21,9 +21,11 @@ Definitions (per query, at a budget of k units):
   units' characters and Gold the union of the gold spans' characters (per document),
   ``cP = |Ret & Gold| / |Ret|`` and ``cR = |Ret & Gold| / |Gold|``.
 
-Aggregates over queries are means of the per-query values; ``IE = mean R x mean P``
-(so a table's IE column is the product of its R and P columns) and ``cIE = cR x cP``.
-``IE_q`` (the mean of per-query products) is kept in the JSON too.
+Aggregates over queries are means of the per-query values. ``IE`` is the mean over
+queries of the per-query product ``R_q x P_q`` (and ``charIE`` of ``cR_q x cP_q``), the
+definition of ../shared/FINDINGS.md; the product of the means, ``IE_means = mean R x
+mean P``, is kept in the JSON too (it is lower: P and R move in opposite directions
+across queries).
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ def score_query(
 
 @dataclass(frozen=True)
 class Summary:
-    """Means over queries at one k; IE = R x P, cIE = cR x cP, IE_q = mean(R_q x P_q)."""
+    """Means over queries at one k; IE = mean(R_q x P_q), IE_means = mean R x mean P."""
 
     k: int
     n_queries: int
@@ -146,8 +148,8 @@ class Summary:
     precision_at_k: float
     recall: float
     ie: float
-    ie_q: float
-    ie_at_k: float  # R x P@k
+    ie_means: float
+    ie_at_k: float  # mean(R_q x P@k_q)
     span_recall: float
     char_precision: float
     char_recall: float
@@ -165,17 +167,22 @@ def summarize(scores: Sequence[QueryScores], k: int) -> Summary:
     def mean(name: str) -> float:
         return sum(getattr(s, name) for s in scores) / n if n else 0.0
 
-    p, r, cp, cr = mean("precision"), mean("recall"), mean("char_precision"), mean("char_recall")
-    ie_q = sum(s.precision * s.recall for s in scores) / n if n else 0.0
+    def mean_product(a: str, b: str) -> float:
+        return sum(getattr(s, a) * getattr(s, b) for s in scores) / n if n else 0.0
+
+    p, r = mean("precision"), mean("recall")
     return Summary(
         k=k, n_queries=n, precision=p, precision_at_k=mean("precision_at_k"), recall=r,
-        ie=p * r, ie_q=ie_q, ie_at_k=mean("precision_at_k") * r, span_recall=mean("span_recall"),
-        char_precision=cp, char_recall=cr, char_ie=cp * cr, mean_retrieved=mean("n_retrieved"),
+        ie=mean_product("precision", "recall"), ie_means=p * r,
+        ie_at_k=mean_product("precision_at_k", "recall"), span_recall=mean("span_recall"),
+        char_precision=mean("char_precision"), char_recall=mean("char_recall"),
+        char_ie=mean_product("char_precision", "char_recall"),
+        mean_retrieved=mean("n_retrieved"),
     )
 
 
 AVERAGED = (
-    "precision", "precision_at_k", "recall", "ie", "ie_q", "ie_at_k", "span_recall",
+    "precision", "precision_at_k", "recall", "ie", "ie_means", "ie_at_k", "span_recall",
     "char_precision", "char_recall", "char_ie", "mean_retrieved",
 )
 

@@ -83,10 +83,11 @@ def test_summaries_and_average_over_k():
     b = score_query([("d", 0, 10)], gold, gu, k=1)  # P 0, R 0
     s1 = summarize([a, b], 1)
     assert s1.precision == 0.5 and s1.recall == 0.5
-    assert s1.ie == pytest.approx(0.25) and s1.ie_q == pytest.approx(0.5)
+    assert s1.ie == pytest.approx(0.5) and s1.ie_means == pytest.approx(0.25)
     s3 = summarize([score_query([("d", 10, 20), ("d", 0, 10)], gold, gu, k=3)], 3)
+    assert s3.ie == pytest.approx(0.5) and s3.char_ie == pytest.approx(1 * 3 / 20)
     avg = average_over_k([s1, s3])
-    assert avg["ie"] == pytest.approx((0.25 + 0.5) / 2)
+    assert avg["ie"] == pytest.approx((0.5 + 0.5) / 2)
 
 
 def test_metrics_do_not_import_search_code():
