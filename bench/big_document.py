@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_document(n_chars: int, seed: int = 0) -> str:
-    text = " ".join(p.read_text(encoding="utf-8") for p in (ROOT / "data" / "sample").rglob("*.txt"))
+    files = (ROOT / "data" / "sample").rglob("*.txt")
+    text = " ".join(p.read_text(encoding="utf-8") for p in files)
     sentences = [s.strip() for s in re.split(r"(?<=[.;:])\s+", text) if len(s.strip()) > 20]
     rng = random.Random(seed)
     parts, size, k = [], 0, 0

@@ -8,8 +8,8 @@ dir until the batch is stored.
 from __future__ import annotations
 
 import shutil
-from collections import deque
 import time
+from collections import deque
 from contextlib import contextmanager
 
 from prefect import flow, get_run_logger

@@ -24,7 +24,6 @@ from schemas import tables
 from sproutrag.corpus import SourceDocument
 from sproutrag.tree import Tree, validate_tree
 
-
 ANN_MIN_ROWS = 100_000  # nodes; below this an exhaustive vector scan is fast and exact
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from schemas.settings import Settings
 from sproutrag.corpus import Failure, SourceDocument, discover
 from sproutrag.indexing import Plan, plan_changes
-from schemas.settings import Settings
 from tasks.common import open_store
 
 

@@ -78,7 +78,8 @@ def test_cli_api_and_flow_give_identical_results(retriever, sample_index, tmp_pa
     queries = tmp_path / "q.jsonl"
     lines = [
         {"qid": "a", "query": QUESTION},
-        {"qid": "b", "query": "termination for convenience", "doc_ids": ["master_services_agreement.txt"]},
+        {"qid": "b", "query": "termination for convenience",
+         "doc_ids": ["master_services_agreement.txt"]},
         {"qid": "c", "query": ""},
         {"qid": "d", "query": "x", "doc_ids": ["no-such-doc"]},
     ]
