@@ -7,7 +7,6 @@ dir until the batch is stored.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -16,12 +15,14 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from tqdm import tqdm
 
-from schemas.settings import Settings, load_settings
+from flows.runners import batch_runner
+from schemas.settings import Settings, is_s3, load_settings
+from sproutrag.corpus import Failure
 from sproutrag.locking import DatabaseLock
 from sproutrag.report import RunSummary
 from tasks.build_trees import build_trees_batch
 from tasks.chunk import chunk_batch
-from tasks.common import index_fingerprint
+from tasks.common import index_fingerprint, remove_tree
 from tasks.discover import diff_corpus, discover_corpus
 from tasks.encode import encode_batch
 from tasks.store import delete_documents, maintain_tables, record_run, store_batch
@@ -35,41 +36,74 @@ def _stage(summary: RunSummary, name: str):
 
 
 def _work_dir(db: str, settings: Settings, run_id: str) -> str:
-    """This run's folder for Parquet intermediates; those of killed runs are removed."""
-    base = settings.pipeline.work_dir or f"{db.rstrip('/')}/_work"
-    shutil.rmtree(base, ignore_errors=True)
+    """This run's folder (or s3:// prefix) for Parquet intermediates.
+
+    Those of killed runs are removed first: one index run per database at a time.
+    """
+    base = (settings.pipeline.work_dir or f"{db.rstrip('/')}/_work").rstrip("/")
+    remove_tree(base, settings)
     return f"{base}/{run_id}"
 
 
-def _submit_batch(batch, k: int, settings: Settings, work: str):
+def _submit_batch(runner, batch, k: int, settings: Settings, work: str):
     """chunk -> encode -> build_trees of one batch, as chained futures on the task runner."""
     out = f"{work}/batch-{k:05d}"
-    chunked = chunk_batch.submit(batch, settings, out)
-    encoded = encode_batch.submit(batch, chunked, settings, out)
-    return chunked, encoded, build_trees_batch.submit(batch, encoded, settings)
+    chunked = runner.submit(chunk_batch, {"docs": batch, "settings": settings, "out_dir": out})
+    encoded = runner.submit(
+        encode_batch, {"docs": batch, "chunked": chunked, "settings": settings, "out_dir": out}
+    )
+    built = runner.submit(
+        build_trees_batch, {"docs": batch, "encoded": encoded, "settings": settings}
+    )
+    return k, batch, (chunked, encoded, built)
 
 
 def _store_batch(
-    futures, db: str, settings: Settings, fp: str, summary: RunSummary, stored: set[str]
+    submitted, db: str, settings: Settings, fp: str, summary: RunSummary, stored: set[str],
+    logger,
 ) -> int:
-    """Wait for one batch and store it (stores run one at a time, in batch order)."""
-    chunked, encoded, built = (f.result() for f in futures)
+    """Wait for one batch and store it (stores run one at a time, in batch order).
+
+    A batch whose task itself failed (a lost Dask worker, an unreadable intermediate)
+    marks each of its documents failed, with the reason; the run goes on and the next
+    run retries them.
+    """
+    k, batch, futures = submitted
+    try:
+        chunked, encoded, built = (f.result() for f in futures)
+    except Exception as exc:  # reported per document; the run goes on
+        reason = f"batch {k} failed: {type(exc).__name__}: {exc}"
+        summary.failures += [Failure(d.doc_id, reason) for d in batch]
+        logger.error("%s (%d documents: %s)", reason, len(batch),
+                     ", ".join(d.doc_id for d in batch))
+        return len(batch)
     for name, part in (("chunk", chunked), ("encode", encoded), ("build_trees", built)):
         summary.add_time(name, part.seconds)
         summary.failures += part.failures
+    t0 = time.perf_counter()
     with _stage(summary, "store"):
-        summary.n_nodes += store_batch(built.items, db, settings, fp)
+        n_nodes = store_batch(built.items, db, settings, fp)
+    summary.n_nodes += n_nodes
     stored.update(i.doc.doc_id for i in built.items)
     summary.n_chunks += sum(i.tree.n for i in built.items)
     summary.n_chars += sum(len(i.doc.text) for i in built.items)
-    return len(built.items) + len(chunked.failures + encoded.failures + built.failures)
+    failed = chunked.failures + encoded.failures + built.failures
+    logger.info(
+        "batch %d: %d documents stored, %d failed, %d chunks, %d nodes; chunk %.1f s, "
+        "encode %.1f s, build_trees %.1f s, store %.1f s", k, len(built.items), len(failed),
+        sum(i.tree.n for i in built.items), n_nodes, chunked.seconds, encoded.seconds,
+        built.seconds, time.perf_counter() - t0,
+    )
+    for f in failed:
+        logger.warning("document %s failed: %s", f.doc_id, f.reason)
+    return len(built.items) + len(failed)
 
 
 def _run(corpus: str, db: str, settings: Settings, full: bool, logger) -> RunSummary:
     fp = index_fingerprint(settings)
     summary = RunSummary(corpus=corpus, fingerprint=fp)
     with _stage(summary, "discover"):
-        docs, summary.failures = discover_corpus(corpus)
+        docs, summary.failures = discover_corpus(corpus, settings)
         plan = diff_corpus(docs, db, settings, fp, full)
     summary.n_new, summary.n_changed = len(plan.new), len(plan.changed)
     summary.n_unchanged, summary.n_deleted = len(plan.unchanged), len(plan.deleted)
@@ -78,11 +112,13 @@ def _run(corpus: str, db: str, settings: Settings, full: bool, logger) -> RunSum
         len(docs), summary.n_new, summary.n_changed, summary.n_unchanged, summary.n_deleted,
         len(summary.failures),
     )
+    for f in summary.failures:
+        logger.warning("document %s failed: %s", f.doc_id, f.reason)
     work = _work_dir(db, settings, summary.run_id)
-    stored = _index_all(plan.to_index, db, settings, fp, work, summary)
+    stored = _index_all(plan.to_index, db, settings, fp, work, summary, logger)
     with _stage(summary, "store"):
         delete_documents(plan.deleted + plan.orphans, db, settings)
-    shutil.rmtree(work, ignore_errors=True)
+    remove_tree(work, settings)
     summary.n_new = sum(d.doc_id in stored for d in plan.new)
     summary.n_changed = sum(d.doc_id in stored for d in plan.changed)
     with _stage(summary, "maintain"):
@@ -90,19 +126,28 @@ def _run(corpus: str, db: str, settings: Settings, full: bool, logger) -> RunSum
     return summary.finish()
 
 
-def _index_all(todo, db: str, settings: Settings, fp: str, work: str, summary) -> set[str]:
+def _index_all(
+    todo, db: str, settings: Settings, fp: str, work: str, summary, logger
+) -> set[str]:
     """Index documents batch by batch; returns the doc_ids stored."""
     stored: set[str] = set()
     size = settings.pipeline.batch_docs
     batches = [todo[k : k + size] for k in range(0, len(todo), size)]
+    if not batches:
+        return stored
+    logger.info("index: %d documents in %d batches on the %s task runner",
+                len(todo), len(batches), settings.pipeline.task_runner)
     inflight: deque = deque()
-    with tqdm(total=len(todo), unit="doc", disable=not settings.pipeline.progress) as bar:
+    progress = tqdm(total=len(todo), unit="doc", disable=not settings.pipeline.progress)
+    with batch_runner(settings) as runner, progress as bar:
         for k, batch in enumerate(batches):
-            inflight.append(_submit_batch(batch, k, settings, work))
+            inflight.append(_submit_batch(runner, batch, k, settings, work))
             if len(inflight) >= settings.pipeline.max_inflight_batches:
-                bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary, stored))
+                done = inflight.popleft()
+                bar.update(_store_batch(done, db, settings, fp, summary, stored, logger))
         while inflight:
-            bar.update(_store_batch(inflight.popleft(), db, settings, fp, summary, stored))
+            done = inflight.popleft()
+            bar.update(_store_batch(done, db, settings, fp, summary, stored, logger))
     return stored
 
 
@@ -116,6 +161,9 @@ def index_corpus(
     """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally."""
     logger = get_run_logger()
     settings = load_settings(config)
+    if is_s3(db):
+        logger.info("database on S3: no lock file; the deployment's concurrency limit "
+                    "of 1 keeps runs from overlapping")
     with DatabaseLock(db, timeout=settings.pipeline.lock_timeout):
         summary = _run(corpus, db, settings, full, logger)
         record_run(summary.to_row(), db, settings)

@@ -8,9 +8,12 @@ with rank 0 and its error), tagged with the flow run's id.
 
 from __future__ import annotations
 
+import time
+
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
+from schemas.settings import load_settings
 from tasks.query import read_queries, search_queries, write_results
 
 
@@ -22,12 +25,19 @@ def query_corpus(
     k: int = 5,
     mode: str = "tree",
     beam: int = 5,
+    config: str | None = None,
 ) -> dict:
-    """Run every query of QUERIES against DB; write OUT and the `results` table."""
+    """Run every query of QUERIES against DB; write OUT and the `results` table.
+
+    QUERIES, DB and OUT may be local or s3:// (storage settings from CONFIG / environment).
+    """
     logger = get_run_logger()
-    batch = read_queries(queries)
-    rows = search_queries(batch, db, k=k, mode=mode, beam=beam)
-    run_id = write_results(rows, db, out, k=k, mode=mode)
+    settings = load_settings(config)
+    batch = read_queries(queries, settings)
+    t0 = time.perf_counter()
+    rows = search_queries(batch, db, k=k, mode=mode, beam=beam, settings=settings)
+    logger.info("search: %d queries in %.1f s", len(rows), time.perf_counter() - t0)
+    run_id = write_results(rows, db, out, k=k, mode=mode, settings=settings)
     failed = [r for r in rows if "error" in r]
     summary = f"{len(rows)} queries, {len(failed)} failed, results in {out} and `results`"
     logger.info(summary)

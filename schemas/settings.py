@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -63,8 +64,91 @@ class PipelineSettings(_Section):
     keep_versions_days: float = Field(
         7.0, ge=0, description="LanceDB versions older than this are removed after a run"
     )
-    task_runner: Literal["threads", "dask"] = "threads"
-    dask_address: str | None = None
+    task_runner: Literal["threads", "dask"] = Field(
+        "threads", description="Runner of the per-batch chunk/encode/build_trees tasks"
+    )
+    dask_address: str | None = Field(
+        None, description="Scheduler of an existing Dask cluster (tcp://host:8786); "
+        "None = a local cluster of dask_workers processes"
+    )
+    dask_workers: int = Field(2, ge=1, description="Workers of the local Dask cluster")
+
+
+S3_SCHEMES = ("s3://", "s3a://")
+
+
+def is_s3(url: str | Path) -> bool:
+    return str(url).startswith(S3_SCHEMES)
+
+
+class StorageSettings(_Section):
+    """Object storage for s3:// corpora, work dirs and databases.
+
+    Credentials come from these fields (SecretStr: never printed, logged or stored) or,
+    when unset, from the standard AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+    AWS_SESSION_TOKEN environment (and then botocore's usual chain: profiles, instance
+    roles). Keep them out of YAML files you commit: use the environment.
+    """
+
+    endpoint: str | None = Field(
+        None, description="S3-compatible endpoint, e.g. http://127.0.0.1:9000; None = AWS"
+    )
+    region: str | None = Field(
+        None, description="None = AWS_REGION / AWS_DEFAULT_REGION from the environment"
+    )
+    allow_http: bool = Field(False, description="Allow a plain-http endpoint (LanceDB)")
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+    session_token: SecretStr | None = None
+
+    def _secret(self, value: SecretStr | None, env: str) -> str | None:
+        return value.get_secret_value() if value is not None else os.environ.get(env) or None
+
+    def credentials(self) -> tuple[str | None, str | None, str | None]:
+        return (
+            self._secret(self.access_key_id, "AWS_ACCESS_KEY_ID"),
+            self._secret(self.secret_access_key, "AWS_SECRET_ACCESS_KEY"),
+            self._secret(self.session_token, "AWS_SESSION_TOKEN"),
+        )
+
+    def resolved_region(self) -> str | None:
+        return self.region or os.environ.get("AWS_REGION") or os.environ.get(
+            "AWS_DEFAULT_REGION"
+        ) or None
+
+    def fsspec_options(self, url: str | Path) -> dict[str, Any]:
+        """s3fs options for URL ({} for local paths and other protocols)."""
+        if not is_s3(url):
+            return {}
+        key, secret, token = self.credentials()
+        opts: dict[str, Any] = {}
+        if key and secret:
+            opts.update(key=key, secret=secret)
+            if token:
+                opts["token"] = token
+        if self.endpoint:
+            opts["endpoint_url"] = self.endpoint
+        if region := self.resolved_region():
+            opts["client_kwargs"] = {"region_name": region}
+        return opts
+
+    def lance_options(self, url: str | Path) -> dict[str, str] | None:
+        """LanceDB `storage_options` for URL (None for local paths)."""
+        if not is_s3(url):
+            return None
+        key, secret, token = self.credentials()
+        opts: dict[str, str] = {}
+        if key and secret:
+            opts.update(aws_access_key_id=key, aws_secret_access_key=secret)
+            if token:
+                opts["aws_session_token"] = token
+        if self.endpoint:
+            opts["endpoint"] = self.endpoint
+        if region := self.resolved_region():
+            opts["region"] = region
+        if self.allow_http or (self.endpoint or "").startswith("http://"):
+            opts["allow_http"] = "true"
+        return opts
 
 
 class Settings(BaseSettings):
@@ -76,6 +160,7 @@ class Settings(BaseSettings):
     encoding: EncodingSettings = EncodingSettings()
     tree: TreeSettings = TreeSettings()
     pipeline: PipelineSettings = PipelineSettings()
+    storage: StorageSettings = StorageSettings()
 
     @classmethod
     def settings_customise_sources(

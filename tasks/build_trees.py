@@ -19,9 +19,9 @@ def build_trees_batch(docs: list[SourceDocument], encoded: Encoded, settings: Se
     t0 = time.perf_counter()
     items, failures = build_trees(
         docs,
-        read_parquet(encoded.chunks_path),
-        read_parquet(encoded.embeddings_path),
-        read_parquet(encoded.relations_path),
+        read_parquet(encoded.chunks_path, settings),
+        read_parquet(encoded.embeddings_path, settings),
+        read_parquet(encoded.relations_path, settings),
         parent_embedding=settings.tree.parent_embedding,
     )
     return Built(items, failures, time.perf_counter() - t0)

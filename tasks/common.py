@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.settings import EncodingSettings, Settings, fingerprint
+from schemas.settings import EncodingSettings, Settings, fingerprint, is_s3
 
 
 @functools.lru_cache(maxsize=4)
@@ -39,19 +38,47 @@ def index_fingerprint(settings: Settings) -> str:
     return fingerprint({**encoder_for(settings).fingerprint_fields(), **settings.tree_fields()})
 
 
-def write_parquet(table: pa.Table, path: str | Path, fs: Any = None) -> str:
-    if fs is None:
+def filesystem(url: str | Path, settings: Settings | None = None):
+    """(fsspec filesystem, path) for a local path or an s3:// URL, with the storage options."""
+    import fsspec.core
+
+    opts = settings.storage.fsspec_options(url) if settings is not None else {}
+    return fsspec.core.url_to_fs(str(url), **opts)
+
+
+def write_parquet(table: pa.Table, path: str | Path, settings: Settings | None = None) -> str:
+    """Write TABLE to a local path or an s3:// URL; returns PATH as given."""
+    if not is_s3(path):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, str(path), filesystem=fs)
+        pq.write_table(table, str(path))
+        return str(path)
+    fs, where = filesystem(path, settings)
+    pq.write_table(table, where, filesystem=fs)
     return str(path)
 
 
-def read_parquet(path: str | Path, fs: Any = None) -> pa.Table:
-    return pq.read_table(str(path), filesystem=fs)
+def read_parquet(path: str | Path, settings: Settings | None = None) -> pa.Table:
+    if not is_s3(path):
+        return pq.read_table(str(path))
+    fs, where = filesystem(path, settings)
+    return pq.read_table(where, filesystem=fs)
 
 
-def open_store(db: str, settings: Settings, storage_options: dict[str, str] | None = None):
+def remove_tree(path: str | Path, settings: Settings | None = None) -> None:
+    """Remove a folder (or an s3:// prefix) and everything below it; absent is fine."""
+    fs, where = filesystem(path, settings)
+    try:
+        if fs.exists(where):
+            fs.rm(where, recursive=True)
+    except FileNotFoundError:
+        pass
+
+
+def open_store(db: str, settings: Settings):
     from sproutrag.store import Store
 
     enc = encoder_for(settings)
-    return Store(db, encoder_id=enc.model_id, dim=enc.dim, storage_options=storage_options)
+    return Store(
+        db, encoder_id=enc.model_id, dim=enc.dim,
+        storage_options=settings.storage.lance_options(db),
+    )

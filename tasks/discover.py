@@ -13,9 +13,10 @@ from tasks.common import open_store
 
 @task(name="discover", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
 def discover_corpus(
-    corpus: str, storage_options: dict | None = None
+    corpus: str, settings: Settings | None = None
 ) -> tuple[list[SourceDocument], list[Failure]]:
-    return discover(corpus, storage_options=storage_options)
+    opts = settings.storage.fsspec_options(corpus) if settings is not None else None
+    return discover(corpus, storage_options=opts)
 
 
 @task(name="diff", cache_policy=NO_CACHE)

@@ -20,12 +20,12 @@ def encode_batch(
 ) -> Encoded:
     t0 = time.perf_counter()
     emb, rel, failures = encode_chunks(
-        docs, read_parquet(chunked.chunks_path), encoder_for(settings)
+        docs, read_parquet(chunked.chunks_path, settings), encoder_for(settings)
     )
     return Encoded(
         chunked.chunks_path,
-        write_parquet(emb, f"{out_dir}/embeddings.parquet"),
-        write_parquet(rel, f"{out_dir}/relations.parquet"),
+        write_parquet(emb, f"{out_dir}/embeddings.parquet", settings),
+        write_parquet(rel, f"{out_dir}/relations.parquet", settings),
         failures,
         time.perf_counter() - t0,
     )
