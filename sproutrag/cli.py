@@ -199,6 +199,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     )
     from sproutrag.retrieval import Retriever
 
+    if args.weights:  # index with the weights being evaluated (settings: env > YAML)
+        os.environ["SPROUTRAG_ENCODING__WEIGHTS"] = os.path.abspath(args.weights)
     index_corpus(corpus=args.docs, db=args.db, config=args.config)
     cache = sorted(__import__("pathlib").Path(args.cache or os.path.join(args.out, "cache"))
                    .glob("features-*.npz"), key=os.path.getmtime)
