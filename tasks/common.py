@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,6 +28,20 @@ def _encoder(encoding_json: str):
         embedding_mode=enc.embedding_mode,
         weights=load_default_weights(enc.weights),
     )
+
+
+_ENCODE_LOCK = threading.Lock()
+
+
+def encode_lock() -> threading.Lock:
+    """One encode at a time per process.
+
+    The cached encoder (tokenizer and model) is shared by the thread runner's tasks and
+    is not thread-safe: concurrent batches garbled each other's token windows. Torch
+    already uses every core for one batch. (A function, not a module constant, so the
+    tasks pickle for Dask workers.)
+    """
+    return _ENCODE_LOCK
 
 
 def encoder_for(settings: Settings):

@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from schemas.settings import Settings
 from sproutrag.corpus import SourceDocument
 from sproutrag.indexing import encode_chunks
-from tasks.common import encoder_for, read_parquet, write_parquet
+from tasks.common import encode_lock, encoder_for, read_parquet, write_parquet
 from tasks.outputs import Chunked, Encoded
 
 
@@ -19,9 +19,9 @@ def encode_batch(
     docs: list[SourceDocument], chunked: Chunked, settings: Settings, out_dir: str
 ) -> Encoded:
     t0 = time.perf_counter()
-    emb, rel, failures = encode_chunks(
-        docs, read_parquet(chunked.chunks_path, settings), encoder_for(settings)
-    )
+    chunks = read_parquet(chunked.chunks_path, settings)
+    with encode_lock():
+        emb, rel, failures = encode_chunks(docs, chunks, encoder_for(settings))
     return Encoded(
         chunked.chunks_path,
         write_parquet(emb, f"{out_dir}/embeddings.parquet", settings),
