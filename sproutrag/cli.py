@@ -75,7 +75,12 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise ValueError("give either a QUESTION or --queries FILE (and --out FILE)")
     if args.queries and not args.out:
         raise ValueError("--queries needs --out FILE for the results")
-    retriever = Retriever(args.db, beam_width=args.beam)
+    from schemas.settings import load_settings
+
+    storage = load_settings().storage  # s3:// databases: SPROUTRAG_STORAGE__* / AWS_* env
+    retriever = Retriever(
+        args.db, beam_width=args.beam, storage_options=storage.lance_options(args.db)
+    )
     if args.question is not None:
         queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None}]
     else:

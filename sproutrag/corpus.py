@@ -61,7 +61,12 @@ def check_text(text: str, *, name: str) -> str:
 def _filesystem(corpus: str, storage_options: dict[str, Any] | None):
     import fsspec.core
 
-    return fsspec.core.url_to_fs(corpus, **(storage_options or {}))
+    fs, root = fsspec.core.url_to_fs(corpus, **(storage_options or {}))
+    # fsspec reuses filesystem instances, and s3fs caches listings with each object's
+    # ETag: a second run in the same process would read a changed object through the
+    # stale entry ("no longer exists"). Every discovery lists afresh.
+    fs.invalidate_cache()
+    return fs, root
 
 
 def discover(
