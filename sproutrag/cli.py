@@ -79,7 +79,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     storage = load_settings().storage  # s3:// databases: SPROUTRAG_STORAGE__* / AWS_* env
     retriever = Retriever(
-        args.db, beam_width=args.beam, storage_options=storage.lance_options(args.db)
+        args.db, beam_width=args.beam, threshold=args.threshold,
+        storage_options=storage.lance_options(args.db),
     )
     if args.question is not None:
         queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None}]
@@ -97,6 +98,9 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
     else:
         _print_hits(args.question, rows[0])
+        if not rows[0]["results"] and "error" not in rows[0] and args.mode == "tree":
+            print(f"no evidence scored >= delta {retriever.threshold:g} (the trained "
+                  "threshold); --threshold 0 shows the best matches anyway")
     for r in failed:
         print(f"query {r['qid']} failed: {r['error']}", file=sys.stderr)
     return EXIT_DOCS_FAILED if failed else EXIT_OK
@@ -262,6 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=5, help="evidence units per query (default 5)")
     p.add_argument("--mode", choices=["tree", "flat"], default="tree", help="default tree")
     p.add_argument("--beam", type=int, default=5, help="beam width b (default 5)")
+    p.add_argument("--threshold", type=float, metavar="DELTA",
+                   help="candidate threshold delta for tree mode (default: the trained "
+                   "delta of the weights file; 0 keeps every scored node)")
     p.add_argument("--doc-id", action="append", metavar="ID", help="restrict to documents")
     p.set_defaults(func=cmd_query)
 

@@ -1,0 +1,114 @@
+"""Incremental re-indexing cost: full index, unchanged re-run, 1% changed re-run.
+
+    .venv/bin/python bench/incremental.py [--docs 300] [--changed 0.01]
+
+A corpus of N documents (default 300) is generated from the sample corpus's paragraphs
+(shuffled, deterministic), then indexed three times by the `index-corpus` flow in this
+process, against one Prefect server and one loaded encoder (a small warm-up run first,
+so neither the model load nor the server start is charged to the reference run):
+
+1. full index of a new database (the reference);
+2. re-run with nothing changed;
+3. re-run after changing 1% of the documents (a sentence appended to each).
+
+Targets: run 2 under 3% of run 1, run 3 under 5%. Prints wall time per run, the ratio to
+the full index and the stage timings of each run's `runs` row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+for key, value in {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false", "SPROUTRAG_PIPELINE__PROGRESS": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+}.items():
+    os.environ.setdefault(key, value)
+
+
+def paragraphs() -> list[str]:
+    """Paragraphs of the sample corpus (blank-line separated, at least 80 characters)."""
+    out = []
+    for path in sorted((ROOT / "data" / "sample").rglob("*")):
+        if path.suffix in (".txt", ".md"):
+            text = path.read_text(encoding="utf-8")
+            out += [p.strip() for p in re.split(r"\n\s*\n", text) if len(p.strip()) >= 80]
+    return out
+
+
+def make_corpus(folder: Path, n_docs: int, seed: int = 0) -> list[Path]:
+    """N documents of 8-16 shuffled sample paragraphs each, written as .txt files."""
+    paras, rng = paragraphs(), random.Random(seed)
+    folder.mkdir(parents=True)
+    files = []
+    for k in range(n_docs):
+        body = "\n\n".join(rng.sample(paras, rng.randint(8, 16)))
+        path = folder / f"doc-{k:04d}.txt"
+        path.write_text(f"Document {k}\n\n{body}\n", encoding="utf-8")
+        files.append(path)
+    return files
+
+
+def timed_run(index_corpus, corpus: Path, db: str) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    row = index_corpus(corpus=str(corpus), db=db)
+    return time.perf_counter() - t0, row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=300, help="corpus size (default 300)")
+    ap.add_argument("--changed", type=float, default=0.01, help="share changed (0.01)")
+    args = ap.parse_args()
+    from flows.index_corpus import index_corpus
+
+    with tempfile.TemporaryDirectory() as tmp:
+        warm = Path(tmp) / "warm"
+        make_corpus(warm, 2, seed=99)
+        timed_run(index_corpus, warm, f"{tmp}/warm-db")  # model load + Prefect server start
+
+        corpus = Path(tmp) / "corpus"
+        files = make_corpus(corpus, args.docs)
+        n_chars = sum(len(p.read_text(encoding="utf-8")) for p in files)
+        db = f"{tmp}/db"
+        results = [("full index", *timed_run(index_corpus, corpus, db))]
+        results.append(("re-run, nothing changed", *timed_run(index_corpus, corpus, db)))
+        n_change = max(1, round(args.changed * args.docs))
+        for path in random.Random(1).sample(files, n_change):
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write("\nThis paragraph was added after the first index run.\n")
+        label = f"re-run, {n_change} changed ({n_change / args.docs:.0%})"
+        results.append((label, *timed_run(index_corpus, corpus, db)))
+
+    full = results[0][1]
+    print(f"corpus: {args.docs} documents, {n_chars:,} characters, "
+          f"{results[0][2]['n_chunks']} chunks")
+    print()
+    print("| run | new | changed | unchanged | seconds | / full index | stages (s) |")
+    print("|---|---|---|---|---|---|---|")
+    for label, seconds, row in results:
+        stages = json.loads(row["timings_json"])
+        stage_text = ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
+        print(f"| {label} | {row['n_new']} | {row['n_changed']} | {row['n_unchanged']} | "
+              f"{seconds:.2f} | {seconds / full:.2%} | {stage_text} |")
+    print()
+    print(f"targets: unchanged < 3% -> {results[1][1] / full:.2%} "
+          f"({'OK' if results[1][1] / full < 0.03 else 'MISSED'}); "
+          f"1% changed < 5% -> {results[2][1] / full:.2%} "
+          f"({'OK' if results[2][1] / full < 0.05 else 'MISSED'})")
+
+
+if __name__ == "__main__":
+    main()
