@@ -77,10 +77,11 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise ValueError("--queries needs --out FILE for the results")
     from schemas.settings import load_settings
 
-    storage = load_settings().storage  # s3:// databases: SPROUTRAG_STORAGE__* / AWS_* env
+    settings = load_settings()  # encoding.weights, s3:// options: SPROUTRAG_* / AWS_* env
     retriever = Retriever(
-        args.db, beam_width=args.beam, threshold=args.threshold,
-        storage_options=storage.lance_options(args.db),
+        args.db, encoder=_encoder_from_settings(settings), beam_width=args.beam,
+        threshold=args.threshold, margin=_margin_arg(args.margin),
+        storage_options=settings.storage.lance_options(args.db),
     )
     if args.question is not None:
         queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None}]
@@ -101,9 +102,26 @@ def cmd_query(args: argparse.Namespace) -> int:
         if not rows[0]["results"] and "error" not in rows[0] and args.mode == "tree":
             print(f"no evidence scored >= delta {retriever.threshold:g} (the trained "
                   "threshold); --threshold 0 shows the best matches anyway")
+        elif args.mode == "tree" and retriever.margin is not None:
+            n = sum(len(h["spans"]) for h in rows[0]["results"])
+            if n < args.k:
+                print(f"({n} of at most {args.k} units: the others scored more than margin "
+                      f"{retriever.margin:g} below the best; --margin none fills the budget)")
     for r in failed:
         print(f"query {r['qid']} failed: {r['error']}", file=sys.stderr)
     return EXIT_DOCS_FAILED if failed else EXIT_OK
+
+
+def _margin_arg(value: str | None) -> float | None | str:
+    """--margin: absent = the trained margin, "none" = no relative cutoff, else a number."""
+    if value is None:
+        return "trained"
+    if value.strip().lower() == "none":
+        return None
+    margin = float(value)
+    if not margin >= 0:
+        raise ValueError(f"--margin must be >= 0 or 'none', got {value!r}")
+    return margin
 
 
 def _print_hits(question: str, row: dict) -> None:
@@ -162,8 +180,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         cache_dir=args.cache or os.path.join(args.out, "cache"),
     )
     print(
-        f"trained alpha and delta = {weights.delta:g} on {config['data']['n_queries']} "
-        f"queries ({config['data']['n_gold_pairs']} gold pairs) in "
+        f"trained alpha, delta = {weights.delta:g} and margin = {weights.margin} on "
+        f"{config['data']['n_queries']} queries ({config['data']['n_gold_pairs']} gold pairs) in "
         f"{time.perf_counter() - t0:.1f} s -> {os.path.join(args.out, 'weights.json')} "
         f"(fingerprint {weights.fingerprint()})"
     )
@@ -188,7 +206,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         rows += _db_rows(args, settings, encoder, meta)
     meta["command"] = _evaluate_command(args)
     meta["weights"] = {"source": weights.source, "fingerprint": weights.fingerprint(),
-                       "delta": weights.delta}
+                       "delta": weights.delta, "margin": weights.margin}
     flat = next((v.name for v in variants if v.mode == "flat" and v.delta == 0), None)
     paths = write_report(rows, args.out, meta, flat_name=flat)
     print(paths["markdown"].read_text(encoding="utf-8"))
@@ -269,15 +287,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, metavar="DELTA",
                    help="candidate threshold delta for tree mode (default: the trained "
                    "delta of the weights file; 0 keeps every scored node)")
+    p.add_argument("--margin", metavar="M",
+                   help="relative cutoff for tree mode: keep nodes whose score and leaves' "
+                   "scores are within M of the best leaf (default: the trained margin; "
+                   "'none' fills the budget of k units)")
     p.add_argument("--doc-id", action="append", metavar="ID", help="restrict to documents")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser(
         "train",
-        help="learn the attention aggregation (alpha) and threshold (delta)",
+        help="learn the attention aggregation (alpha) and the cutoffs (delta, margin)",
         description="Train alpha with L = L_ret + 0.1 L_attn (tau 0.05; AdamW lr 1e-3, "
         "warm-up) on gold chunk pairs of Q.jsonl (lines {qid, query, doc_ids, gold: "
-        "[{doc_id, start, end}]}), then pick delta maximising mean IE on the same queries. "
+        "[{doc_id, start, end}]}), then pick the cutoffs delta and margin maximising mean IE "
+        "on the same queries. "
         "Writes MODEL_DIR/weights.json (use it with encoding.weights) and config.json.",
     )
     p.add_argument("--docs", required=True, metavar="D.jsonl", help="{doc_id, text} lines")

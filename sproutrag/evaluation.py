@@ -26,7 +26,7 @@ import numpy as np
 
 from sproutrag.chunking import chunk_text
 from sproutrag.metrics import Summary, average_over_k, gold_units, score_query, summarize
-from sproutrag.search import beam_search, cosine_scores, select_evidence
+from sproutrag.search import cosine_scores, select_evidence, tree_candidates
 from sproutrag.tree import Tree, build_tree
 
 CACHE_VERSION = "features/1"
@@ -160,6 +160,7 @@ class Variant:
     mode: str = "tree"  # "tree" | "flat"
     mix: np.ndarray | None = None  # (L, H) aggregation weights; None = uniform
     delta: float = 0.0
+    margin: float | None = None  # relative cutoff below the best leaf (None: off)
     beam: int = 5
     parent_embedding: str = "mean_of_children"
     relation: str = "attention"  # "attention" | "embedding"
@@ -191,15 +192,14 @@ def build_trees(feats: dict[str, DocFeatures], v: Variant) -> dict[str, Tree]:
 
 def retrieve_tree(
     trees: dict[str, Tree], feats: dict[str, DocFeatures], qvec: np.ndarray,
-    doc_ids: Sequence[str], *, k: int, beam: int, delta: float, stats: dict | None = None,
+    doc_ids: Sequence[str], *, k: int, beam: int, delta: float, margin: float | None = None,
+    stats: dict | None = None,
 ) -> list[tuple[str, int, int]]:
     """Ranked evidence units, the way `Retriever` does it in tree mode (cosine rerank).
 
     `stats` (optional) counts hits and internal-node hits."""
-    cands: list[tuple[str, int, float]] = []
-    for d in doc_ids:
-        found = beam_search(trees[d], qvec, beam_width=beam, threshold=delta)
-        cands += [(d, int(n), float(s)) for n, s in zip(found.nodes, found.scores, strict=True)]
+    cands = tree_candidates({d: trees[d] for d in doc_ids}, qvec, beam_width=beam,
+                            threshold=delta, margin=margin)
     chosen = select_evidence({d: trees[d] for d in doc_ids}, cands, k=k)
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(chosen)
@@ -213,14 +213,17 @@ def retrieve_tree(
 
 def retrieve_flat(
     feats: dict[str, DocFeatures], qvec: np.ndarray, doc_ids: Sequence[str], *, k: int,
-    delta: float | None = None,
+    delta: float | None = None, margin: float | None = None,
 ) -> list[tuple[str, int, int]]:
-    """Cosine top-k over the leaves of `doc_ids` (optionally only scores >= delta)."""
+    """Cosine top-k over the leaves of `doc_ids` (optionally only scores >= delta, and
+    within `margin` of the best leaf)."""
     rows = []
     for d in doc_ids:
         s = cosine_scores(feats[d].emb, qvec)
         rows += [(-float(x), d, u) for u, x in enumerate(s) if delta is None or x >= delta]
     rows.sort()
+    if margin is not None and rows:
+        rows = [r for r in rows if -r[0] >= -rows[0][0] - margin]
     return [(d, int(feats[d].spans[u, 0]), int(feats[d].spans[u, 1])) for _, d, u in rows[:k]]
 
 
@@ -253,10 +256,11 @@ def run_variant(
         for k in ks:
             if v.mode == "flat":
                 units = retrieve_flat(feats, qv, q["doc_ids"], k=k,
-                                      delta=v.delta if v.delta > 0 else None)
+                                      delta=v.delta if v.delta > 0 else None, margin=v.margin)
             else:
                 units = retrieve_tree(trees, feats, qv, q["doc_ids"], k=k, beam=v.beam,
-                                      delta=v.delta, stats=stats if k == max(ks) else None)
+                                      delta=v.delta, margin=v.margin,
+                                      stats=stats if k == max(ks) else None)
             out[k].append(units)
     return out
 
@@ -292,6 +296,7 @@ def evaluate_variants(
         per_k, avg = score_runs(runs, feats, queries)
         rows.append({
             "name": v.name, "mode": v.mode, "beam": v.beam, "delta": v.delta,
+            "margin": v.margin,
             "parent_embedding": v.parent_embedding, "relation": v.relation, "band": v.band,
             "notes": v.notes, "per_k": [s.to_dict() for s in per_k], "avg": avg,
             "stats": tree_stats(trees, runs, feats, queries, hits) if trees else {},
@@ -352,20 +357,25 @@ def with_name(v: Variant, name: str, **changes: Any) -> Variant:
 
 #: Rows of the paper's ablation table (Table 3) plus the variants the figures suggest.
 PAPER_MODES = ("flat", "tree", "untrained", "embedding", "b1", "b3", "b10")
-EXTRA_MODES = ("flat_delta", "size_weighted", "untrained_size_weighted", "noband")
+EXTRA_MODES = ("flat_delta", "flat_cutoffs", "nomargin", "size_weighted",
+               "untrained_size_weighted", "noband")
 
 
 def make_variants(
     modes: Sequence[str], weights: Any, parent_embedding: str
 ) -> list[Variant]:
-    """Variants by key; 'tree' uses `weights` (alpha mix and delta) and b = 5."""
-    mix, delta = weights.mix(), float(weights.delta)
-    tree = Variant("tree (trained)", mix=mix, delta=delta, parent_embedding=parent_embedding,
+    """Variants by key; 'tree' uses `weights` (alpha mix, delta, margin) and b = 5."""
+    mix, delta, margin = weights.mix(), float(weights.delta), weights.margin
+    tree = Variant("tree (trained)", mix=mix, delta=delta, margin=margin,
+                   parent_embedding=parent_embedding,
                    notes=f"weights {weights.source} ({weights.fingerprint()})")
     other = "size_weighted" if parent_embedding != "size_weighted" else "mean_of_children"
     table = {
         "flat": Variant("flat (leaf only)", mode="flat"),
         "flat_delta": Variant(f"flat, scores >= delta {delta:g}", mode="flat", delta=delta),
+        "flat_cutoffs": Variant(f"flat, the tree's cutoffs (delta {delta:g}, margin {margin})",
+                                mode="flat", delta=delta, margin=margin),
+        "nomargin": with_name(tree, "tree (trained), no margin", margin=None),
         "tree": tree,
         "untrained": Variant("tree (not trained: uniform, delta 0)",
                              parent_embedding=parent_embedding),

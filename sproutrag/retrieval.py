@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sproutrag.search import Reranker, Selected, beam_search, cosine_rerank, select_evidence
+from sproutrag.search import Reranker, Selected, cosine_rerank, select_evidence, tree_candidates
 from sproutrag.store import StaleIndexError, Store, StoredTree, doc_filter, sql_quote
 
 Mode = Literal["tree", "flat"]
@@ -51,6 +51,7 @@ class Retriever:
         encoder: Any = None,
         beam_width: int = 5,
         threshold: float | None = None,
+        margin: float | None | str = "trained",
         n_docs: int = 8,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
@@ -70,6 +71,7 @@ class Retriever:
         self.encoder = encoder
         self.beam_width, self.n_docs, self.reranker = beam_width, n_docs, reranker
         self.threshold = encoder.weights.delta if threshold is None else threshold
+        self.margin = encoder.weights.margin if margin == "trained" else margin
         self._trees: dict[tuple[str, str], StoredTree] = {}
 
     # -- documents and trees ------------------------------------------------------
@@ -162,14 +164,13 @@ class Retriever:
     def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str]) -> list[Hit]:
         hashes = self._hashes(docs)
         stored = {d: self.tree(d, hashes[d]) for d in docs if d in hashes}
-        candidates: list[tuple[str, int, float]] = []
-        for doc_id, st in stored.items():
-            found = beam_search(
-                st.tree, qvec, beam_width=self.beam_width, threshold=self.threshold
-            )
-            texts = [_node_text(st, int(n)) for n in found.nodes]
-            scores = self.reranker(query, texts, found.scores)
-            candidates += [(doc_id, int(n), float(s)) for n, s in zip(found.nodes, scores)]
+        found = tree_candidates(
+            {d: s.tree for d, s in stored.items()}, qvec, beam_width=self.beam_width,
+            threshold=self.threshold, margin=self.margin,
+        )
+        texts = [_node_text(stored[d], n) for d, n, _ in found]
+        scores = self.reranker(query, texts, np.asarray([x for _, _, x in found], np.float32))
+        candidates = [(d, n, float(x)) for (d, n, _), x in zip(found, scores)]
         chosen = select_evidence({d: s.tree for d, s in stored.items()}, candidates, k=k)
         return [_hit(stored[c.doc_id], c) for c in chosen]
 

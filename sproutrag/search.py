@@ -67,6 +67,43 @@ def beam_search(
     return Candidates(nodes.astype(np.int32), s[nodes].astype(np.float32))
 
 
+def tree_candidates(
+    trees: dict[str, Tree],
+    query_vec: np.ndarray,
+    *,
+    beam_width: int = 5,
+    threshold: float = 0.0,
+    margin: float | None = None,
+) -> list[tuple[str, int, float]]:
+    """Candidates (doc_id, node, cosine) of one query over several trees.
+
+    Each tree is beam-searched with `threshold` (delta). With a `margin`, a candidate is
+    kept only when its score and the score of each of its leaves are at least
+    ``best - margin``, where ``best`` is the highest score of a scored leaf over all the
+    trees: an internal node then enters only as a group of leaves that would each pass,
+    and the answer shrinks when one unit clearly leads (see docs/decisions.md).
+    """
+    found: list[tuple[str, Tree, Candidates, np.ndarray]] = []
+    for doc_id, tree in trees.items():
+        s = cosine_scores(tree.vectors, query_vec)
+        found.append((doc_id, tree, beam_search(
+            tree, query_vec, beam_width=beam_width, threshold=threshold, scores=s), s))
+    if margin is None:
+        return [(d, int(n), float(x)) for d, _, c, _ in found
+                for n, x in zip(c.nodes, c.scores)]
+    leaf_scores = [c.scores[t.left[c.nodes] < 0] for _, t, c, _ in found]
+    best = max((float(x.max()) for x in leaf_scores if x.size), default=None)
+    if best is None:
+        return []
+    floor = best - float(margin)
+    out = []
+    for doc_id, tree, c, s in found:
+        for n, x in zip(c.nodes.tolist(), c.scores.tolist()):
+            if x >= floor and (tree.left[n] < 0 or s[tree.leaves_of(n)].min() >= floor):
+                out.append((doc_id, n, float(x)))
+    return out
+
+
 class Reranker(Protocol):
     """Orders candidate nodes of one query; returns a score per candidate (higher first)."""
 

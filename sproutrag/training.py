@@ -19,8 +19,10 @@ so alpha is trained by L_attn alone; L_ret is computed and reported as a constan
 of chunk i's relation mass that goes to its gold partner j (invariant to how much
 attention a head spends on chunk pairs overall).
 
-After alpha, delta is the candidate threshold in a grid that maximises mean IE (over
-k = 1, 3, 5) on the training queries, with trees built from the trained alpha.
+After alpha, the candidate cutoffs are chosen together on a grid, maximising mean IE
+(over k = 1, 3, 5) on the training queries with trees built from the trained alpha:
+delta (absolute: a candidate scores >= delta) and margin (relative: a candidate and each
+of its leaves score within margin of the best leaf; None = no relative cutoff).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,8 @@ from sproutrag.evaluation import DocFeatures, Variant, build_trees, run_variant,
 TAU = 0.05
 LAMBDA = 0.1
 DELTA_GRID = tuple(round(x, 2) for x in np.arange(0.0, 0.81, 0.05))
+MARGIN_GRID: tuple[float | None, ...] = (None, 0.0, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15,
+                                         0.2)
 
 
 @dataclass
@@ -138,17 +142,6 @@ def retrieval_examples(
     return np.asarray(qs, np.float32), np.asarray(pos, np.float32), hard
 
 
-@dataclass
-class TrainResult:
-    alpha: np.ndarray
-    delta: float
-    history: list[dict[str, float]] = field(default_factory=list)
-    l_ret: float = float("nan")
-    delta_grid: list[dict[str, float]] = field(default_factory=list)
-    n_gold_pairs: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-
-
 def train_alpha(
     pairs: GoldPairs,
     *,
@@ -202,19 +195,25 @@ def train_alpha(
     return alpha.detach().numpy().reshape(n_layers, n_heads).astype(np.float32), history
 
 
-def learn_delta(
+def learn_cutoffs(
     feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], qvecs: np.ndarray,
-    variant: Variant, *, ks: Sequence[int] = (1, 3, 5), grid: Sequence[float] = DELTA_GRID,
-) -> tuple[float, list[dict[str, float]]]:
-    """The threshold in `grid` with the highest mean IE over ks (ties: the smallest)."""
+    variant: Variant, *, ks: Sequence[int] = (1, 3, 5), deltas: Sequence[float] = DELTA_GRID,
+    margins: Sequence[float | None] = MARGIN_GRID,
+) -> tuple[float, float | None, list[dict[str, Any]]]:
+    """(delta, margin) on the grid with the highest mean IE over ks.
+
+    Ties go to the loosest cutoffs (the smallest delta, then no margin / the widest)."""
     trees = build_trees(feats, variant)
     rows = []
-    for delta in grid:
-        v = Variant(**{**variant.__dict__, "delta": float(delta)})
-        _, avg = score_runs(run_variant(v, feats, queries, qvecs, ks, trees), feats, queries)
-        rows.append({"delta": float(delta), "ie": avg["ie"], "char_ie": avg["char_ie"]})
-    best = max(rows, key=lambda r: (round(r["ie"], 12), -r["delta"]))
-    return best["delta"], rows
+    for delta in deltas:
+        for margin in margins:
+            v = Variant(**{**variant.__dict__, "delta": float(delta), "margin": margin})
+            _, avg = score_runs(run_variant(v, feats, queries, qvecs, ks, trees), feats, queries)
+            rows.append({"delta": float(delta), "margin": margin, "ie": avg["ie"],
+                         "char_ie": avg["char_ie"]})
+    best = max(rows, key=lambda r: (round(r["ie"], 12), -r["delta"],
+                                    math.inf if r["margin"] is None else r["margin"]))
+    return best["delta"], best["margin"], rows
 
 
 def timed(seconds: dict[str, float], name: str, t0: float) -> float:
@@ -270,11 +269,12 @@ def train_corpus(
     t = timed(seconds, "train_alpha", t)
     w = AggregationWeights(alpha)
     variant = Variant("train", mix=w.mix(), parent_embedding=parent_embedding)
-    delta, grid = learn_delta(feats, queries, qvecs, variant)
-    t = timed(seconds, "learn_delta", t)
+    delta, margin, grid = learn_cutoffs(feats, queries, qvecs, variant)
+    log(f"cutoffs: delta {delta:g}, margin {margin}")
+    t = timed(seconds, "learn_cutoffs", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
     weights = AggregationWeights(alpha, delta, encoder=encoder.model_id,
-                                 trained_on=Path(docs_path).name)
+                                 trained_on=Path(docs_path).name, margin=margin)
     Path(out).mkdir(parents=True, exist_ok=True)
     weights.save(Path(out) / "weights.json")
 
@@ -282,14 +282,15 @@ def train_corpus(
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
     config = {
-        "weights_fingerprint": weights.fingerprint(), "delta": delta,
+        "weights_fingerprint": weights.fingerprint(), "delta": delta, "margin": margin,
         "data": {"docs": str(docs_path), "docs_sha256": sha(docs_path),
                  "queries": str(queries_path), "queries_sha256": sha(queries_path),
                  "n_docs": len(feats), "n_queries": len(queries),
                  "n_gold_pairs": int(len(pairs.heads))},
         "loss": {"tau": TAU, "lambda": lam, "attn_loss": attn_kind, "l_ret_frozen": l_ret,
                  "note": "frozen encoder: L_ret is constant in alpha; alpha is trained by "
-                         "L_attn, delta by grid search of mean IE on the training queries"},
+                         "L_attn, delta and margin by grid search of mean IE on the training "
+                         "queries"},
         "optimizer": {"name": "AdamW", "lr_alpha": lr, "weight_decay": 0.01, "warmup": 0.1,
                       "epochs": epochs, "batch_queries": 32},
         "parent_embedding": parent_embedding, "chunking": chunking,

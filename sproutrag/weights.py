@@ -28,13 +28,16 @@ class WeightsFileError(ValueError):
 
 @dataclass(frozen=True, eq=False)
 class AggregationWeights:
-    """alpha: float32 (n_layers, n_heads) logits; delta: beam-search candidate threshold."""
+    """alpha: float32 (n_layers, n_heads) logits; delta: beam-search candidate threshold;
+    margin: relative cutoff (a candidate must score within `margin` of the best leaf, and
+    so must each of its leaves; None: no relative cutoff)."""
 
     alpha: np.ndarray
     delta: float = 0.0
     source: str = "uniform"
     encoder: str | None = DEFAULT_ENCODER_ID
     trained_on: str | None = None
+    margin: float | None = None
 
     def __post_init__(self) -> None:
         alpha = np.array(self.alpha, dtype=np.float32)  # a private copy
@@ -44,9 +47,13 @@ class AggregationWeights:
             raise ValueError("alpha contains NaN or infinite values")
         if not math.isfinite(float(self.delta)):
             raise ValueError(f"delta must be finite, got {self.delta!r}")
+        if self.margin is not None and not (math.isfinite(self.margin) and self.margin >= 0):
+            raise ValueError(f"margin must be None or a finite number >= 0, got {self.margin!r}")
         alpha.setflags(write=False)
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "delta", float(self.delta))
+        if self.margin is not None:
+            object.__setattr__(self, "margin", float(self.margin))
 
     @classmethod
     def uniform(cls, n_layers: int = 6, n_heads: int = 12) -> AggregationWeights:
@@ -68,11 +75,13 @@ class AggregationWeights:
         return (e / e.sum()).astype(np.float32)
 
     def fingerprint(self) -> str:
-        """Short sha256 of the content (shape, float32 alpha bytes, delta)."""
+        """Short sha256 of the content (shape, float32 alpha bytes, delta, margin if set)."""
         h = hashlib.sha256(FORMAT.encode())
         h.update(np.asarray(self.alpha.shape, dtype="<i8").tobytes())
         h.update(np.ascontiguousarray(self.alpha, dtype="<f4").tobytes())
         h.update(np.asarray([self.delta], dtype="<f8").tobytes())
+        if self.margin is not None:
+            h.update(b"margin" + np.asarray([self.margin], dtype="<f8").tobytes())
         return h.hexdigest()[:16]
 
     def __eq__(self, other: object) -> bool:
@@ -90,6 +99,7 @@ class AggregationWeights:
             "n_heads": self.n_heads,
             "alpha": [[float(x) for x in row] for row in self.alpha],
             "delta": self.delta,
+            "margin": self.margin,
             "encoder": self.encoder,
             "trained_on": self.trained_on,
             "fingerprint": self.fingerprint(),
@@ -148,12 +158,21 @@ class AggregationWeights:
             raise WeightsFileError(f"{where}: 'delta' must be a number, got {delta!r}")
         if not math.isfinite(delta):
             raise WeightsFileError(f"{where}: 'delta' is {delta!r}, must be finite")
+        margin = data.get("margin")
+        if margin is not None and (
+            isinstance(margin, bool) or not isinstance(margin, int | float)
+            or not math.isfinite(margin) or margin < 0
+        ):
+            raise WeightsFileError(
+                f"{where}: 'margin' must be null or a finite number >= 0, got {margin!r}"
+            )
         return cls(
             alpha.astype(np.float32),
             float(delta),
             where,
             encoder=data.get("encoder"),
             trained_on=data.get("trained_on"),
+            margin=None if margin is None else float(margin),
         )
 
 

@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from schemas import tables
 from schemas.settings import Settings, is_s3
 from sproutrag.retrieval import Retriever, run_queries
-from tasks.common import filesystem, read_parquet
+from tasks.common import encoder_for, filesystem, read_parquet
 
 
 @task(name="read_queries", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
@@ -33,7 +33,8 @@ def search_queries(
     settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
     opts = settings.storage.lance_options(db) if settings is not None else None
-    retriever = Retriever(db, beam_width=beam, storage_options=opts)
+    encoder = encoder_for(settings) if settings is not None else None
+    retriever = Retriever(db, encoder=encoder, beam_width=beam, storage_options=opts)
     return run_queries(retriever, queries, k=k, mode=mode)
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sproutrag.search import beam_search, cosine_scores, select_evidence
+from sproutrag.search import beam_search, cosine_scores, select_evidence, tree_candidates
 from sproutrag.tree import build_tree
 
 
@@ -80,3 +80,37 @@ def test_candidate_too_big_is_passed_over_and_overlap_skipped():
     assert [c.node for c in chosen] == [left_pair, 2]  # root (4 leaves) too big; 0 overlaps
     with pytest.raises(ValueError, match="k must be"):
         select_evidence({"d": tree}, cands, k=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 40), seed=st.integers(0, 10_000), margin=st.floats(0, 0.5))
+def test_margin_keeps_the_best_leaf_and_only_groups_that_each_pass(n, seed, margin):
+    tree, q = _random_tree(n, seed)
+    other, q2 = _random_tree(max(1, n // 2), seed + 1)
+    trees = {"a": tree, "b": other}
+    plain = tree_candidates(trees, q, beam_width=3, threshold=-1.0)
+    expected = [("a", int(x), float(s)) for x, s in zip(
+        *(lambda c: (c.nodes, c.scores))(beam_search(tree, q, beam_width=3, threshold=-1.0)))]
+    assert plain[: len(expected)] == expected  # no margin: the beam's candidates per tree
+    cut = tree_candidates(trees, q, beam_width=3, threshold=-1.0, margin=margin)
+    assert set(cut) <= set(plain)
+    leaf_best = max(s for d, x, s in plain if trees[d].left[x] < 0)
+    assert any(s == leaf_best for _, _, s in cut)  # the best leaf always survives
+    for d, x, s in cut:
+        t = trees[d]
+        leaf_scores = cosine_scores(t.vectors, q)[t.leaves_of(x)]
+        assert s >= leaf_best - margin - 1e-6
+        assert leaf_scores.min() >= leaf_best - margin - 1e-6
+    wide = tree_candidates(trees, q, beam_width=3, threshold=-1.0, margin=10.0)
+    assert wide == plain
+
+
+def test_margin_zero_returns_single_best_unit():
+    vecs = np.eye(4, dtype=np.float32)
+    tree = build_tree(vecs, np.array([0, 2, 1]), np.array([1, 3, 2]),
+                      np.array([0.9, 0.8, 0.1], dtype=np.float32))
+    q = np.array([1.0, 0.5, 0.0, 0.0], dtype=np.float32)
+    cands = tree_candidates({"d": tree}, q, beam_width=5, threshold=0.0, margin=0.0)
+    assert [(d, x) for d, x, _ in cands] == [("d", 0)]
+    # nothing reaches delta: no candidates, margin or not
+    assert tree_candidates({"d": tree}, q, beam_width=5, threshold=0.99, margin=0.1) == []

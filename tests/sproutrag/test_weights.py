@@ -49,8 +49,10 @@ def test_fingerprint_changes_with_alpha_and_delta():
         AggregationWeights(alpha).fingerprint(),
         AggregationWeights(base.alpha, delta=0.5).fingerprint(),
         AggregationWeights.uniform(12, 6).fingerprint(),
+        AggregationWeights(base.alpha, margin=0.0).fingerprint(),
+        AggregationWeights(base.alpha, margin=0.05).fingerprint(),
     }
-    assert len(fps) == 4
+    assert len(fps) == 6
     # the source (a path) is not content: same numbers, same fingerprint
     assert (
         AggregationWeights(base.alpha, source="elsewhere.json").fingerprint() == base.fingerprint()
@@ -80,6 +82,8 @@ def test_alpha_is_read_only_copy():
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "delta": NaN}}', "delta"),
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "delta": "high"}}', "delta"),
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "n_heads": 3}}', "n_heads"),
+        (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "margin": -0.1}}', "margin"),
+        (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "margin": "wide"}}', "margin"),
     ],
 )
 def test_bad_files_raise_weights_file_error(tmp_path, content, problem):
@@ -103,3 +107,14 @@ def test_constructor_rejects_bad_values():
         AggregationWeights(np.array([[np.nan]]))
     with pytest.raises(ValueError):
         AggregationWeights(np.zeros((1, 1)), delta=float("inf"))
+
+
+def test_margin_round_trips_and_old_files_have_none(tmp_path):
+    w = AggregationWeights(np.ones((2, 3)), delta=0.4, margin=0.03)
+    back = AggregationWeights.load(w.save(tmp_path / "w.json"))
+    assert back.margin == 0.03 and back == w
+    old = tmp_path / "old.json"  # written before margins existed: no key
+    old.write_text(f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "delta": 0.2}}')
+    assert AggregationWeights.load(old).margin is None
+    with pytest.raises(ValueError, match="margin"):
+        AggregationWeights(np.zeros((1, 1)), margin=-1.0)
