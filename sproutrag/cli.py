@@ -176,7 +176,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         encoder=_encoder_from_settings(settings),
         chunking=settings.chunking.model_dump(),
         parent_embedding=args.parent_embedding or settings.tree.parent_embedding,
-        attn_kind=args.attn_loss, epochs=args.epochs, lr=args.lr,
+        attn_kind=args.attn_loss, epochs=args.epochs, lr=args.lr, learn_margin=args.learn_margin,
         cache_dir=args.cache or os.path.join(args.out, "cache"),
     )
     print(
@@ -299,8 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="learn the attention aggregation (alpha) and the cutoffs (delta, margin)",
         description="Train alpha with L = L_ret + 0.1 L_attn (tau 0.05; AdamW lr 1e-3, "
         "warm-up) on gold chunk pairs of Q.jsonl (lines {qid, query, doc_ids, gold: "
-        "[{doc_id, start, end}]}), then pick the cutoffs delta and margin maximising mean IE "
-        "on the same queries. "
+        "[{doc_id, start, end}]}), then pick the threshold delta (and with --learn-margin the "
+        "relative cutoff margin) maximising mean IE on the same queries. "
         "Writes MODEL_DIR/weights.json (use it with encoding.weights) and config.json.",
     )
     p.add_argument("--docs", required=True, metavar="D.jsonl", help="{doc_id, text} lines")
@@ -313,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="paper: -log M_ij; row: -log(M_ij / sum_r M_ir)")
     p.add_argument("--parent-embedding", choices=["mean_of_children", "size_weighted"],
                    help="trees used to learn delta (default: the settings')")
+    p.add_argument("--learn-margin", action="store_true",
+                   help="also learn the relative cutoff margin (off: on ContractNLI it "
+                   "learns 0, one unit per query; see docs/results.md)")
     p.add_argument("--cache", metavar="DIR", help="feature cache (default MODEL_DIR/cache)")
     p.add_argument("--finetune-encoder", action="store_true", help="(not implemented)")
     p.set_defaults(func=cmd_train)

@@ -21,8 +21,11 @@ attention a head spends on chunk pairs overall).
 
 After alpha, the candidate cutoffs are chosen together on a grid, maximising mean IE
 (over k = 1, 3, 5) on the training queries with trees built from the trained alpha:
-delta (absolute: a candidate scores >= delta) and margin (relative: a candidate and each
-of its leaves score within margin of the best leaf; None = no relative cutoff).
+delta (absolute: a candidate scores >= delta) and, only when asked (`learn_margin`),
+margin (relative: a candidate and each of its leaves score within margin of the best
+leaf; None = no relative cutoff). Mean IE with precision over the *retrieved* units
+rewards answering with fewer units, and on ContractNLI the learned margin is 0: one unit
+per query, flat top-1 in disguise (docs/results.md). So it is off by default.
 """
 
 from __future__ import annotations
@@ -234,6 +237,7 @@ def train_corpus(
     epochs: int = 100,
     lr: float = 1e-3,
     lam: float = LAMBDA,
+    learn_margin: bool = False,
     cache_dir: str | None = None,
     log: Any = print,
 ) -> tuple[Any, dict[str, Any]]:
@@ -269,7 +273,8 @@ def train_corpus(
     t = timed(seconds, "train_alpha", t)
     w = AggregationWeights(alpha)
     variant = Variant("train", mix=w.mix(), parent_embedding=parent_embedding)
-    delta, margin, grid = learn_cutoffs(feats, queries, qvecs, variant)
+    delta, margin, grid = learn_cutoffs(feats, queries, qvecs, variant,
+                                        margins=MARGIN_GRID if learn_margin else (None,))
     log(f"cutoffs: delta {delta:g}, margin {margin}")
     t = timed(seconds, "learn_cutoffs", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
