@@ -167,8 +167,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from schemas.settings import load_settings
     from sproutrag.training import train_corpus
 
-    if args.finetune_encoder:
-        raise ValueError("--finetune-encoder is not implemented yet: alpha and delta only")
     settings = load_settings(args.config)
     t0 = time.perf_counter()
     weights, config = train_corpus(
@@ -177,6 +175,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         chunking=settings.chunking.model_dump(),
         parent_embedding=args.parent_embedding or settings.tree.parent_embedding,
         attn_kind=args.attn_loss, epochs=args.epochs, lr=args.lr, learn_margin=args.learn_margin,
+        finetune={"epochs": args.finetune_epochs, "lr": args.finetune_lr}
+        if args.finetune_encoder else None,
         cache_dir=args.cache or os.path.join(args.out, "cache"),
     )
     print(
@@ -317,7 +317,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also learn the relative cutoff margin (off: on ContractNLI it "
                    "learns 0, one unit per query; see docs/results.md)")
     p.add_argument("--cache", metavar="DIR", help="feature cache (default MODEL_DIR/cache)")
-    p.add_argument("--finetune-encoder", action="store_true", help="(not implemented)")
+    p.add_argument("--finetune-encoder", action="store_true",
+                   help="also fine-tune the encoder with the joint loss into MODEL_DIR/encoder "
+                   "(then alpha and delta are learned again on it; index with "
+                   "encoding.model: MODEL_DIR/encoder and encoding.weights: "
+                   "MODEL_DIR/weights.json)")
+    p.add_argument("--finetune-epochs", type=int, default=1, metavar="N",
+                   help="passes over the training documents when fine-tuning (1)")
+    p.add_argument("--finetune-lr", type=float, default=2e-5, metavar="LR",
+                   help="AdamW learning rate for the encoder (2e-5)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser(

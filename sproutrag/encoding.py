@@ -244,10 +244,24 @@ class Encoder:
         self.chunk_max_tokens, self.embedding_mode = chunk_max_tokens, embedding_mode
         self._weights = weights
 
+    def with_model(self, model: str) -> Encoder:
+        """The same settings (and weights) with another model (e.g. a fine-tuned copy)."""
+        return Encoder(
+            model, device=self._device, tokens_per_batch=self.tokens_per_batch,
+            window_tokens=self.window_tokens, window_stride=self.window_stride,
+            chunk_max_tokens=self.chunk_max_tokens, embedding_mode=self.embedding_mode,
+            weights=self._weights,
+        )
+
     # -- model facts -------------------------------------------------------------------
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    @property
+    def model_path(self) -> str:
+        """What is loaded: a local folder (the packaged weights by default) or a hub name."""
+        return self._path
 
     @property
     def device(self) -> str:

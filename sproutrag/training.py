@@ -225,6 +225,32 @@ def timed(seconds: dict[str, float], name: str, t0: float) -> float:
     return now
 
 
+def _alpha_on(
+    encoder: Any, docs: list[dict[str, Any]], queries_raw: list[dict[str, Any]], *,
+    chunking: dict[str, Any], cache_dir: str | None, attn_kind: str, epochs: int, lr: float,
+    lam: float, log: Any,
+) -> dict[str, Any]:
+    """Featurize with `encoder` (cached), compute L_ret (frozen) and train alpha."""
+    import torch
+
+    from sproutrag.evaluation import featurize_corpus, usable_queries
+
+    feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
+    queries = usable_queries(queries_raw, feats)
+    qvecs = encoder.encode_texts([q["query"] for q in queries])
+    pairs = collect_gold_pairs(feats, queries)
+    qs, pos, hard = retrieval_examples(feats, queries, qvecs)
+    with torch.no_grad():
+        l_ret = float(info_nce(torch.from_numpy(qs), torch.from_numpy(pos),
+                               [torch.from_numpy(h) for h in hard]))
+    log(f"{len(queries)} queries, {len(pairs.heads)} gold pairs; L_ret (frozen) = {l_ret:.4f}")
+    alpha, history = train_alpha(pairs, n_layers=encoder.n_layers, n_heads=encoder.n_heads,
+                                 l_ret=l_ret, epochs=epochs, lr=lr, lam=lam, kind=attn_kind)
+    log(f"L_attn {history[0]['l_attn']:.4f} -> {history[-1]['l_attn']:.4f}")
+    return {"feats": feats, "queries": queries, "qvecs": qvecs, "pairs": pairs,
+            "l_ret": l_ret, "alpha": alpha, "history": history}
+
+
 def train_corpus(
     docs_path: str,
     queries_path: str,
@@ -238,39 +264,49 @@ def train_corpus(
     lr: float = 1e-3,
     lam: float = LAMBDA,
     learn_margin: bool = False,
+    finetune: dict[str, Any] | None = None,
     cache_dir: str | None = None,
     log: Any = print,
 ) -> tuple[Any, dict[str, Any]]:
     """Featurize the training corpus, train alpha, learn delta; write weights + config.
 
-    Returns (AggregationWeights, config dict). Files: OUT/weights.json, OUT/config.json.
+    With `finetune` (keyword arguments of `finetune_encoder`, e.g. {"epochs": 1}), the
+    encoder is then fine-tuned with the joint loss into OUT/encoder, and alpha and the
+    cutoffs are learned again on it. Returns (AggregationWeights, config dict). Files:
+    OUT/weights.json, OUT/config.json (and OUT/encoder/).
     """
     import hashlib
     import json
     from pathlib import Path
 
-    import torch
-
-    from sproutrag.evaluation import featurize_corpus, read_jsonl, usable_queries
+    from sproutrag.evaluation import read_jsonl
     from sproutrag.weights import AggregationWeights
 
     seconds: dict[str, float] = {}
     t = t0 = time.perf_counter()
-    feats = featurize_corpus(read_jsonl(docs_path), encoder, chunking=chunking,
-                             cache_dir=cache_dir, log=log)
-    queries = usable_queries(read_jsonl(queries_path), feats)
-    qvecs = encoder.encode_texts([q["query"] for q in queries])
-    t = timed(seconds, "featurize", t)
-    pairs = collect_gold_pairs(feats, queries)
-    qs, pos, hard = retrieval_examples(feats, queries, qvecs)
-    with torch.no_grad():
-        l_ret = float(info_nce(torch.from_numpy(qs), torch.from_numpy(pos),
-                               [torch.from_numpy(h) for h in hard]))
-    log(f"{len(queries)} queries, {len(pairs.heads)} gold pairs; L_ret (frozen) = {l_ret:.4f}")
-    alpha, history = train_alpha(pairs, n_layers=encoder.n_layers, n_heads=encoder.n_heads,
-                                 l_ret=l_ret, epochs=epochs, lr=lr, lam=lam, kind=attn_kind)
-    log(f"L_attn {history[0]['l_attn']:.4f} -> {history[-1]['l_attn']:.4f}")
-    t = timed(seconds, "train_alpha", t)
+    docs, queries_raw = read_jsonl(docs_path), read_jsonl(queries_path)
+    kw = dict(chunking=chunking, cache_dir=cache_dir, attn_kind=attn_kind, epochs=epochs,
+              lr=lr, lam=lam, log=log)
+    r = _alpha_on(encoder, docs, queries_raw, **kw)
+    t = timed(seconds, "featurize_and_train_alpha", t)
+    tuned = None
+    if finetune is not None:
+        from sproutrag.finetune import finetune_encoder
+
+        texts = {str(d["doc_id"]): d["text"] for d in docs}
+        tuned = finetune_encoder(
+            encoder.model_path, {d: {"text": texts[d], "features": f}
+                                 for d, f in r["feats"].items()},
+            r["queries"], Path(out) / "encoder", mix=AggregationWeights(r["alpha"]).mix(),
+            lam=lam, attn_kind=attn_kind, chunk_max_tokens=encoder.chunk_max_tokens,
+            window_tokens=encoder.window_tokens, log=log, **finetune,
+        )
+        t = timed(seconds, "finetune_encoder", t)
+        encoder = encoder.with_model(str(Path(out) / "encoder"))
+        r = _alpha_on(encoder, docs, queries_raw, **kw)
+        t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
+    feats, queries, qvecs, pairs = r["feats"], r["queries"], r["qvecs"], r["pairs"]
+    alpha, history, l_ret = r["alpha"], r["history"], r["l_ret"]
     w = AggregationWeights(alpha)
     variant = Variant("train", mix=w.mix(), parent_embedding=parent_embedding)
     delta, margin, grid = learn_cutoffs(feats, queries, qvecs, variant,
@@ -301,6 +337,7 @@ def train_corpus(
         "parent_embedding": parent_embedding, "chunking": chunking,
         "encoder": {k: v for k, v in encoder.fingerprint_fields().items() if k != "weights"},
         "history": history, "delta_grid": grid, "seconds": seconds,
+        "finetune_encoder": tuned,
     }
     (Path(out) / "config.json").write_text(json.dumps(config, indent=1) + "\n", "utf-8")
     return weights, config
