@@ -13,7 +13,8 @@ The paper's joint loss is L = L_ret + lambda * L_attn (tau = 0.05, lambda = 0.1)
 
 With a frozen encoder, L_ret does not depend on alpha at all (embeddings do not move),
 so alpha is trained by L_attn alone; L_ret is computed and reported as a constant.
-(Fine-tuning the encoder, which would make L_ret matter, is not implemented here.)
+(`train_corpus(finetune=...)` fine-tunes the encoder, where L_ret matters:
+`sproutrag.finetune`.)
 
 `attn_loss="row"` is a variant kept for comparison: -log(M_ij / sum_r M_ir), the share
 of chunk i's relation mass that goes to its gold partner j (invariant to how much
