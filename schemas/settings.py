@@ -48,7 +48,11 @@ class EncodingSettings(_Section):
 
 
 class TreeSettings(_Section):
-    parent_embedding: Literal["mean_of_children", "size_weighted"] = "mean_of_children"
+    parent_embedding: Literal["mean_of_children", "size_weighted"] = Field(
+        "size_weighted",
+        description="Parent vectors: size_weighted = mean of the node's leaves (default, "
+        "better on dev: docs/results.md); mean_of_children = the paper's (e_u + e_v) / 2",
+    )
 
 
 class PipelineSettings(_Section):

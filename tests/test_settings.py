@@ -39,6 +39,7 @@ def test_bad_settings_are_rejected(tmp_path):
 
 def test_fingerprint_is_stable_and_sensitive():
     a = load_settings().tree_fields()
-    b = load_settings(tree={"parent_embedding": "size_weighted"}).tree_fields()
+    assert load_settings().tree.parent_embedding == "size_weighted"
+    b = load_settings(tree={"parent_embedding": "mean_of_children"}).tree_fields()
     assert fingerprint(a) == fingerprint(dict(a))
     assert fingerprint(a) != fingerprint(b)
