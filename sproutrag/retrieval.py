@@ -55,6 +55,7 @@ class Retriever:
         n_docs: int = 8,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
+        memory_rows: int = 300_000,
     ) -> None:
         self.store = Store.open_existing(db, storage_options=storage_options)
         if encoder is None:
@@ -73,6 +74,11 @@ class Retriever:
         self.threshold = encoder.weights.delta if threshold is None else threshold
         self.margin = encoder.weights.margin if margin == "trained" else margin
         self._trees: dict[tuple[str, str], StoredTree] = {}
+        # First stage in memory: (nodes version, doc id per row, unit row vectors) while
+        # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
+        self.memory_rows = memory_rows
+        self._matrix: tuple[int, np.ndarray | None, np.ndarray | None] | None = None
+        self._doc_hashes: tuple[int, dict[str, str]] | None = None
 
     # -- documents and trees ------------------------------------------------------
 
@@ -85,10 +91,29 @@ class Retriever:
         return [d for d in dict.fromkeys(doc_ids) if d in found]
 
     def _hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """content_hash of each known doc_id (the documents table, cached per version)."""
         tbl = self.store.table("documents")
-        rows = tbl.search().where(doc_filter(doc_ids)).select(["doc_id", "content_hash"])
-        data = rows.limit(None).to_arrow().to_pydict()
-        return dict(zip(data["doc_id"], data["content_hash"]))
+        if self._doc_hashes is None or self._doc_hashes[0] != tbl.version:
+            data = tbl.search().select(["doc_id", "content_hash"]).limit(None).to_arrow()
+            cols = data.to_pydict()
+            self._doc_hashes = (tbl.version, dict(zip(cols["doc_id"], cols["content_hash"])))
+        known = self._doc_hashes[1]
+        return {d: known[d] for d in doc_ids if d in known}
+
+    def _node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(doc id per node row, L2-normalised vectors), or (None, None) past memory_rows."""
+        tbl = self.store.table("nodes")
+        if self._matrix is None or self._matrix[0] != tbl.version:
+            if tbl.count_rows() > self.memory_rows:
+                self._matrix = (tbl.version, None, None)
+            else:
+                data = tbl.search().select(["doc_id", "vector"]).limit(None).to_arrow()
+                vecs = data.column("vector").combine_chunks().flatten().to_numpy()
+                vecs = vecs.reshape(data.num_rows, -1).astype(np.float32)
+                vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+                docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
+                self._matrix = (tbl.version, docs, vecs)
+        return self._matrix[1], self._matrix[2]
 
     def tree(self, doc_id: str, content_hash: str) -> StoredTree:
         key = (doc_id, content_hash)
@@ -110,8 +135,17 @@ class Retriever:
         """First stage: the documents of the nearest nodes, best first."""
         if doc_ids:
             return list(doc_ids)
-        rows = self._nearest_nodes(qvec, max(50, 10 * self.n_docs), None)
-        return list(dict.fromkeys(r["doc_id"] for r in rows))[: self.n_docs]
+        limit = max(50, 10 * self.n_docs)
+        docs, vecs = self._node_matrix()
+        if vecs is None:  # a large table: LanceDB's (ANN-indexed) search
+            ranked = [r["doc_id"] for r in self._nearest_nodes(qvec, limit, None)]
+        elif len(vecs):  # the same exact cosine ranking, from memory
+            s = vecs @ (qvec / max(float(np.linalg.norm(qvec)), 1e-12)).astype(np.float32)
+            top = np.argpartition(-s, min(limit, len(s)) - 1)[:limit]
+            ranked = docs[top[np.argsort(-s[top], kind="stable")]].tolist()
+        else:
+            ranked = []
+        return list(dict.fromkeys(ranked))[: self.n_docs]
 
     # -- search -------------------------------------------------------------------
 
@@ -168,8 +202,11 @@ class Retriever:
             {d: s.tree for d, s in stored.items()}, qvec, beam_width=self.beam_width,
             threshold=self.threshold, margin=self.margin,
         )
-        texts = [_node_text(stored[d], n) for d, n, _ in found]
-        scores = self.reranker(query, texts, np.asarray([x for _, _, x in found], np.float32))
+        cosine = np.asarray([x for _, _, x in found], np.float32)
+        if self.reranker is cosine_rerank:  # keeps the scores: no need to join texts
+            scores = cosine
+        else:
+            scores = self.reranker(query, [_node_text(stored[d], n) for d, n, _ in found], cosine)
         candidates = [(d, n, float(x)) for (d, n, _), x in zip(found, scores)]
         chosen = select_evidence({d: s.tree for d, s in stored.items()}, candidates, k=k)
         return [_hit(stored[c.doc_id], c) for c in chosen]

@@ -133,3 +133,16 @@ def _without_scores(obj):
     if isinstance(obj, dict):
         return {k: _without_scores(v) for k, v in obj.items() if k != "score"}
     return obj
+
+
+def test_in_memory_first_stage_equals_lancedb_search(retriever):
+    lance = Retriever(retriever.store.uri, encoder=retriever.encoder, n_docs=3, memory_rows=0)
+    memory = Retriever(retriever.store.uri, encoder=retriever.encoder, n_docs=3)
+    questions = [QUESTION, "Where did the survey team find otter spraint?",
+                 "How much is the monthly internet stipend?", "Which law governs the NDA?"]
+    for q in questions:
+        v = retriever.encoder.encode_texts([q])[0]
+        assert memory.choose_documents(v, None) == lance.choose_documents(v, None)
+        assert memory._matrix[1] is not None and lance._matrix[1] is None
+        assert [h.to_dict() for h in memory.search(q, k=3)] == \
+            [h.to_dict() for h in lance.search(q, k=3)]
