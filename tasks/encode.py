@@ -20,12 +20,11 @@ def encode_batch(
 ) -> Encoded:
     t0 = time.perf_counter()
     chunks = read_parquet(chunked.chunks_path, settings)
-    with encode_lock():
+    waiting = time.perf_counter()
+    with encode_lock():  # time spent waiting for another batch is not encode time
+        waited = time.perf_counter() - waiting
         emb, rel, failures = encode_chunks(docs, chunks, encoder_for(settings))
-    return Encoded(
-        chunked.chunks_path,
-        write_parquet(emb, f"{out_dir}/embeddings.parquet", settings),
-        write_parquet(rel, f"{out_dir}/relations.parquet", settings),
-        failures,
-        time.perf_counter() - t0,
-    )
+    emb_path = write_parquet(emb, f"{out_dir}/embeddings.parquet", settings)
+    rel_path = write_parquet(rel, f"{out_dir}/relations.parquet", settings)
+    return Encoded(chunked.chunks_path, emb_path, rel_path, failures,
+                   time.perf_counter() - t0 - waited)
