@@ -164,6 +164,17 @@ def block_attention(attn: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
     return seg.transpose(-1, -2) @ attn @ seg
 
 
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """sentence-transformers' embedding: mask-weighted mean of token states, L2-normalised.
+
+    [B, T, d] states and a [B, T] 0/1 mask -> [B, d] float32 (differentiable)."""
+    import torch
+
+    m = mask.unsqueeze(-1).float()
+    vec = (hidden.float() * m).sum(1) / m.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(vec, dim=-1)
+
+
 def _budget_batches(lengths: Sequence[int], budget: int, size: int | None) -> Iterator[range]:
     """Consecutive ranges over items sorted by decreasing length, padded tokens <= budget."""
     i, n = 0, len(lengths)
@@ -347,9 +358,7 @@ class Encoder:
                     input_ids=torch.from_numpy(batch).to(self.device),
                     attention_mask=mask.to(self.device),
                 ).last_hidden_state
-            m = mask.to(self.device).unsqueeze(-1).float()
-            vec = (hidden.float() * m).sum(1) / m.sum(1).clamp(min=1e-9)
-            out[idx] = torch.nn.functional.normalize(vec, dim=-1).cpu().numpy()
+            out[idx] = mean_pool(hidden, mask.to(self.device)).cpu().numpy()
         return out
 
     # -- documents ---------------------------------------------------------------------

@@ -29,20 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.encoding import block_attention, load_model, segment_matrix
+from sproutrag.encoding import block_attention, mean_pool, segment_matrix
 from sproutrag.training import TAU, gold_leaves, info_nce
 
 
 def _embed(tok: Any, net: Any, texts: Sequence[str], max_tokens: int) -> Any:
-    """Mean-pooled, L2-normalised embeddings with gradients ([CLS] text [SEP])."""
-    import torch
-
+    """`Encoder.encode_texts`' embeddings, with gradients ([CLS] text [SEP], mean pool)."""
     enc = tok(list(texts), truncation=True, max_length=max_tokens, padding=True,
               return_tensors="pt")
     hidden = net(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
-    m = enc["attention_mask"].unsqueeze(-1).float()
-    vec = (hidden.last_hidden_state * m).sum(1) / m.sum(1).clamp(min=1e-9)
-    return torch.nn.functional.normalize(vec, dim=-1)
+    return mean_pool(hidden.last_hidden_state, enc["attention_mask"])
 
 
 def _pair_attention(
@@ -121,11 +117,12 @@ def finetune_encoder(
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    from transformers import AutoModel
+    from transformers import AutoModel, AutoTokenizer
 
-    tok = load_model(model_path, "cpu")[0]
+    local = Path(model_path).is_dir()
+    tok = AutoTokenizer.from_pretrained(model_path, local_files_only=local)
     net = AutoModel.from_pretrained(model_path, attn_implementation="eager",
-                                    local_files_only=Path(model_path).is_dir())
+                                    local_files_only=local)
     net.train()
     steps = _document_steps(docs, queries)
     if not steps:

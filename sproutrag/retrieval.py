@@ -93,26 +93,28 @@ class Retriever:
     def _hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """content_hash of each known doc_id (the documents table, cached per version)."""
         tbl = self.store.table("documents")
-        if self._doc_hashes is None or self._doc_hashes[0] != tbl.version:
+        version = tbl.version
+        if self._doc_hashes is None or self._doc_hashes[0] != version:
             data = tbl.search().select(["doc_id", "content_hash"]).limit(None).to_arrow()
             cols = data.to_pydict()
-            self._doc_hashes = (tbl.version, dict(zip(cols["doc_id"], cols["content_hash"])))
+            self._doc_hashes = (version, dict(zip(cols["doc_id"], cols["content_hash"])))
         known = self._doc_hashes[1]
         return {d: known[d] for d in doc_ids if d in known}
 
     def _node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(doc id per node row, L2-normalised vectors), or (None, None) past memory_rows."""
         tbl = self.store.table("nodes")
-        if self._matrix is None or self._matrix[0] != tbl.version:
+        version = tbl.version
+        if self._matrix is None or self._matrix[0] != version:
             if tbl.count_rows() > self.memory_rows:
-                self._matrix = (tbl.version, None, None)
+                self._matrix = (version, None, None)
             else:
                 data = tbl.search().select(["doc_id", "vector"]).limit(None).to_arrow()
                 vecs = data.column("vector").combine_chunks().flatten().to_numpy()
                 vecs = vecs.reshape(data.num_rows, -1).astype(np.float32)
                 vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
                 docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
-                self._matrix = (tbl.version, docs, vecs)
+                self._matrix = (version, docs, vecs)
         return self._matrix[1], self._matrix[2]
 
     def tree(self, doc_id: str, content_hash: str) -> StoredTree:

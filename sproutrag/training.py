@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -211,7 +211,7 @@ def learn_cutoffs(
     rows = []
     for delta in deltas:
         for margin in margins:
-            v = Variant(**{**variant.__dict__, "delta": float(delta), "margin": margin})
+            v = replace(variant, delta=float(delta), margin=margin)
             _, avg = score_runs(run_variant(v, feats, queries, qvecs, ks, trees), feats, queries)
             rows.append({"delta": float(delta), "margin": margin, "ie": avg["ie"],
                          "char_ie": avg["char_ie"]})
