@@ -291,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative cutoff for tree mode: keep nodes whose score and leaves' "
                    "scores are within M of the best leaf (default: the trained margin; "
                    "'none' fills the budget of k units)")
-    p.add_argument("--doc-id", action="append", metavar="ID", help="restrict to documents")
+    p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
+                   help="restrict to these documents (--doc-id A B, or --doc-id repeated)")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser(
