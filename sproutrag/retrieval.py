@@ -66,8 +66,9 @@ class Retriever:
         if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
             raise StaleIndexError(
                 f"database {db!r} was built with encoder {self.store.encoder_id!r} "
-                f"(dim {self.store.dim}); this query uses {encoder.model_id!r} "
-                f"(dim {encoder.dim}): query with the encoder the database was built with"
+                f"(dim {self.store.dim}, index fingerprint {self._fingerprints()}); this "
+                f"query uses {encoder.model_id!r} (dim {encoder.dim}): query with the "
+                "encoder the database was built with (settings encoding.model)"
             )
         self.encoder = encoder
         self.beam_width, self.n_docs, self.reranker = beam_width, n_docs, reranker
@@ -79,6 +80,14 @@ class Retriever:
         self.memory_rows = memory_rows
         self._matrix: tuple[int, np.ndarray | None, np.ndarray | None] | None = None
         self._doc_hashes: tuple[int, dict[str, str]] | None = None
+
+    def _fingerprints(self) -> str:
+        """The index fingerprints of the stored documents, for error messages."""
+        tbl = self.store.table("documents")
+        if tbl is None:
+            return "none"
+        rows = tbl.search().select(["index_fingerprint"]).limit(None).to_arrow()
+        return ", ".join(sorted(set(rows.column(0).to_pylist()))) or "none"
 
     # -- documents and trees ------------------------------------------------------
 

@@ -146,3 +146,16 @@ def test_in_memory_first_stage_equals_lancedb_search(retriever):
         assert memory._matrix[1] is not None and lance._matrix[1] is None
         assert [h.to_dict() for h in memory.search(q, k=3)] == \
             [h.to_dict() for h in lance.search(q, k=3)]
+
+
+def test_missing_database_and_other_encoder_are_refused(retriever, tmp_path):
+    from types import SimpleNamespace
+
+    from sproutrag.store import DatabaseNotFoundError, StaleIndexError
+
+    with pytest.raises(DatabaseNotFoundError, match="no SproutRAG database"):
+        Retriever(str(tmp_path / "nowhere"), encoder=retriever.encoder)
+    other = SimpleNamespace(model_id="other/model", dim=384, weights=retriever.encoder.weights)
+    with pytest.raises(StaleIndexError, match="index fingerprint [0-9a-f]+") as err:
+        Retriever(retriever.store.uri, encoder=other)
+    assert "other/model" in str(err.value) and retriever.encoder.model_id in str(err.value)
