@@ -36,7 +36,7 @@ from sproutrag.training import TAU, gold_leaves, info_nce
 def _embed(tok: Any, net: Any, texts: Sequence[str], max_tokens: int) -> Any:
     """`Encoder.encode_texts`' embeddings, with gradients ([CLS] text [SEP], mean pool)."""
     enc = tok(list(texts), truncation=True, max_length=max_tokens, padding=True,
-              return_tensors="pt")
+              return_tensors="pt").to(net.device)
     hidden = net(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
     return mean_pool(hidden.last_hidden_state, enc["attention_mask"])
 
@@ -53,8 +53,8 @@ def _pair_attention(
     if lens.sum() + 2 > window:
         return None
     flat = [tok.cls_token_id, *[t for x in ids for t in x], tok.sep_token_id]
-    out = net(input_ids=torch.tensor([flat]), output_attentions=True)
-    seg = torch.from_numpy(segment_matrix([lens], len(flat), len(chunks)))
+    out = net(input_ids=torch.tensor([flat], device=net.device), output_attentions=True)
+    seg = torch.from_numpy(segment_matrix([lens], len(flat), len(chunks))).to(net.device)
     agg = sum(torch.einsum("bhst,h->bst", a, mix[li]) for li, a in enumerate(out.attentions))
     b = block_attention(agg.unsqueeze(1), seg)[0, 0]
     m = (b + b.T) / 2
@@ -105,13 +105,15 @@ def finetune_encoder(
     chunk_max_tokens: int = 256,
     window_tokens: int = 512,
     max_pairs_per_step: int = 8,
+    device: str = "cpu",
     seed: int = 0,
     log: Any = print,
 ) -> dict[str, Any]:
     """Fine-tune the model at `model_path`; save it to `out_dir`. Returns a history dict.
 
     `docs[doc_id]` = {"text": str, "features": DocFeatures} (spans of the chunking used
-    for training); `mix`: (L, H) alpha softmax weights.
+    for training); `mix`: (L, H) alpha softmax weights; `device`: "cpu" or "cuda" (full
+    precision either way).
     """
     import torch
 
@@ -122,7 +124,7 @@ def finetune_encoder(
     local = Path(model_path).is_dir()
     tok = AutoTokenizer.from_pretrained(model_path, local_files_only=local)
     net = AutoModel.from_pretrained(model_path, attn_implementation="eager",
-                                    local_files_only=local)
+                                    local_files_only=local).to(device)
     net.train()
     steps = _document_steps(docs, queries)
     if not steps:
@@ -131,7 +133,7 @@ def finetune_encoder(
     total = epochs * len(steps)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / max(1, int(warmup * total))))
-    w = torch.from_numpy(np.asarray(mix, np.float32))
+    w = torch.from_numpy(np.asarray(mix, np.float32)).to(device)
     history, t0 = [], time.perf_counter()
     for epoch in range(1, epochs + 1):
         sums = {"l_ret": 0.0, "l_attn": 0.0, "n_attn": 0}
@@ -168,7 +170,7 @@ def finetune_encoder(
         })
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    net.eval().save_pretrained(out)
+    net.eval().cpu().save_pretrained(out)
     tok.save_pretrained(out)
     return {"history": history, "steps_per_epoch": len(steps), "lr": lr, "epochs": epochs,
             "warmup": warmup, "lambda": lam, "attn_loss": attn_kind,

@@ -300,7 +300,7 @@ def train_corpus(
                                  for d, f in r["feats"].items()},
             r["queries"], Path(out) / "encoder", mix=AggregationWeights(r["alpha"]).mix(),
             lam=lam, attn_kind=attn_kind, chunk_max_tokens=encoder.chunk_max_tokens,
-            window_tokens=encoder.window_tokens, log=log, **finetune,
+            window_tokens=encoder.window_tokens, device=encoder.device, log=log, **finetune,
         )
         t = timed(seconds, "finetune_encoder", t)
         encoder = encoder.with_model(str(Path(out) / "encoder"))
