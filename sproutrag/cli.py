@@ -133,8 +133,10 @@ def _print_hits(question: str, row: dict) -> None:
             print(f"     {line}")
 
 
-#: Default rows of `sproutrag evaluate` (the paper's Table 3 ablations).
-EVAL_MODES = ("flat", "tree", "untrained", "embedding", "b1", "b3", "b10")
+#: Default rows of `sproutrag evaluate`: the baselines, the shipped tree, what each part
+#: of its search adds, and the paper's Table 3 ablations.
+EVAL_MODES = ("flat", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
+              "tree_noseed", "untrained", "untrained_search", "embedding", "b1", "b3", "b10")
 
 
 def _evaluate_command(args: argparse.Namespace) -> str:
@@ -167,10 +169,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from schemas.settings import load_settings
     from sproutrag.training import train_corpus
 
+    if len(args.docs) != len(args.queries):
+        raise ValueError(f"--docs names {len(args.docs)} files and --queries {len(args.queries)}: "
+                         "give one queries file per docs file, in the same order")
     settings = load_settings(args.config)
     t0 = time.perf_counter()
     weights, config = train_corpus(
-        args.docs, args.queries, args.out,
+        list(zip(args.docs, args.queries)), args.out,
         encoder=_encoder_from_settings(settings),
         chunking=settings.chunking.model_dump(),
         parent_embedding=args.parent_embedding or settings.tree.parent_embedding,
@@ -180,10 +185,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         cache_dir=args.cache or os.path.join(args.out, "cache"),
     )
     print(
-        f"trained alpha, delta = {weights.delta:g} and margin = {weights.margin} on "
-        f"{config['data']['n_queries']} queries ({config['data']['n_gold_pairs']} gold pairs) in "
-        f"{time.perf_counter() - t0:.1f} s -> {os.path.join(args.out, 'weights.json')} "
-        f"(fingerprint {weights.fingerprint()})"
+        f"trained alpha and the search (delta {weights.delta:g}, margin {weights.margin}, "
+        f"lexical_weight {weights.lexical_weight:g}, size_penalty {weights.size_penalty:g}, "
+        f"seed_leaves {weights.seed_leaves}) on {config['data']['n_queries']} queries "
+        f"({config['data']['n_gold_pairs']} gold pairs) in {time.perf_counter() - t0:.1f} s "
+        f"-> {os.path.join(args.out, 'weights.json')} (fingerprint {weights.fingerprint()})"
     )
     return EXIT_OK
 
@@ -220,8 +226,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     from sproutrag.evaluation import (
         load_features,
         read_jsonl,
+        result_row,
         retriever_runs,
-        score_runs,
         usable_queries,
     )
     from sproutrag.retrieval import Retriever
@@ -236,9 +242,9 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     retriever = Retriever(args.db, encoder=encoder)
     rows = []
     for mode in ("tree", "flat"):
-        per_k, avg = score_runs(retriever_runs(retriever, queries, args.k, mode), feats, queries)
-        rows.append({"name": f"{mode} [database {args.db}]", "mode": mode, "notes": "stored path",
-                     "per_k": [s.to_dict() for s in per_k], "avg": avg, "stats": {}})
+        runs = retriever_runs(retriever, queries, args.k, mode)
+        rows.append(result_row(f"{mode} [database {args.db}]", runs, feats, queries, mode=mode,
+                               notes="stored path", stats={}))
     return rows
 
 
@@ -297,15 +303,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "train",
-        help="learn the attention aggregation (alpha) and the cutoffs (delta, margin)",
+        help="learn the attention aggregation (alpha) and the search parameters",
         description="Train alpha with L = L_ret + 0.1 L_attn (tau 0.05; AdamW lr 1e-3, "
         "warm-up) on gold chunk pairs of Q.jsonl (lines {qid, query, doc_ids, gold: "
-        "[{doc_id, start, end}]}), then pick the threshold delta (and with --learn-margin the "
-        "relative cutoff margin) maximising mean IE on the same queries. "
-        "Writes MODEL_DIR/weights.json (use it with encoding.weights) and config.json.",
+        "[{doc_id, start, end}]}), then pick the search parameters (lexical weight, size "
+        "calibration of internal nodes, leaf seeds, threshold delta, and with --learn-margin "
+        "the relative cutoff) maximising the paper's IE on the same queries, averaged over "
+        "the training sets. Several sets: --docs A.jsonl B.jsonl --queries QA.jsonl "
+        "QB.jsonl. Writes MODEL_DIR/weights.json (use it with encoding.weights) and "
+        "config.json.",
     )
-    p.add_argument("--docs", required=True, metavar="D.jsonl", help="{doc_id, text} lines")
-    p.add_argument("--queries", required=True, metavar="Q.jsonl", help="training queries")
+    p.add_argument("--docs", required=True, nargs="+", metavar="D.jsonl",
+                   help="{doc_id, text} lines (one file per training set)")
+    p.add_argument("--queries", required=True, nargs="+", metavar="Q.jsonl",
+                   help="training queries (one file per --docs file, same order)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="output folder")
     p.add_argument("--config", metavar="FILE", help="YAML settings file (chunking, encoder)")
     p.add_argument("--epochs", type=int, default=100, help="passes over the queries (100)")
@@ -342,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, nargs="+", default=[1, 3, 5], help="budgets (1 3 5)")
     p.add_argument("--modes", nargs="+", default=list(EVAL_MODES),
                    help=f"rows to score (default: {' '.join(EVAL_MODES)}; also "
-                   "flat_delta size_weighted untrained_size_weighted noband b5)")
+                   "flat_delta flat_cutoffs nomargin size_weighted untrained_size_weighted "
+                   "noband b5)")
     p.add_argument("--weights", metavar="FILE", help="trained weights (default: packaged)")
     p.add_argument("--config", metavar="FILE", help="YAML settings file")
     p.add_argument("--db", metavar="DIR", help="also index into and query this database")

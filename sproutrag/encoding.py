@@ -312,7 +312,7 @@ class Encoder:
             "window_tokens": self.window_tokens,
             "window_stride": self.window_stride,
             "chunk_max_tokens": self.chunk_max_tokens,
-            "weights": self.weights.fingerprint(),
+            "weights": self.weights.tree_fingerprint(),
         }
 
     def _load(self) -> tuple[Any, Any]:

@@ -25,8 +25,17 @@ from typing import Any
 import numpy as np
 
 from sproutrag.chunking import chunk_text
-from sproutrag.metrics import Summary, average_over_k, gold_units, score_query, summarize
-from sproutrag.search import cosine_scores, select_evidence, tree_candidates
+from sproutrag.lexical import LeafTerms, bm25_leaves
+from sproutrag.metrics import (
+    QueryScores,
+    Summary,
+    average_over_k,
+    gold_units,
+    per_query_ie,
+    score_query,
+    summarize,
+)
+from sproutrag.search import SearchParams, cosine_scores, fuse, node_scores, search_trees
 from sproutrag.tree import Tree, build_tree
 
 CACHE_VERSION = "features/1"
@@ -47,6 +56,7 @@ class DocFeatures:
     pair_i: np.ndarray  # int32 (E,)
     pair_j: np.ndarray  # int32 (E,)
     heads: np.ndarray  # float32 (E, L*H): mean over windows of (B + B^T) / 2 per head
+    terms: LeafTerms | None = None  # leaf term counts (lexical scores); not cached
 
     @property
     def n(self) -> int:
@@ -165,7 +175,15 @@ class Variant:
     parent_embedding: str = "mean_of_children"
     relation: str = "attention"  # "attention" | "embedding"
     band: int = 0  # drop pairs with |i - j| <= band (0: keep all)
+    lexical_weight: float = 0.0  # w: rank by z(cosine) + w z(BM25) (tree and flat)
+    size_penalty: float = 0.0  # g: internal nodes rank at score - g log2(leaves)
+    seed_leaves: bool = False  # the k best leaves are always candidates
     notes: str = field(default="", compare=False)
+
+    def search_params(self) -> SearchParams:
+        return SearchParams(beam_width=self.beam, threshold=self.delta, margin=self.margin,
+                            lexical_weight=self.lexical_weight,
+                            size_penalty=self.size_penalty, seed_leaves=self.seed_leaves)
 
 
 def relations(f: DocFeatures, v: Variant) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -190,17 +208,33 @@ def build_trees(feats: dict[str, DocFeatures], v: Variant) -> dict[str, Tree]:
     }
 
 
+def attach_terms(feats: dict[str, DocFeatures], docs: Sequence[dict[str, Any]]) -> None:
+    """Give every document's features the term counts of its leaves (lexical scores)."""
+    texts = {str(d["doc_id"]): d["text"] for d in docs}
+    for doc_id, f in feats.items():
+        if f.terms is None and doc_id in texts:
+            f.terms = LeafTerms.of([texts[doc_id][s:e] for s, e in f.spans.tolist()])
+
+
+def _terms(feats: dict[str, DocFeatures], doc_ids: Sequence[str]) -> dict[str, LeafTerms]:
+    missing = [d for d in doc_ids if feats[d].terms is None]
+    if missing:
+        raise ValueError(f"no leaf terms for {missing[:3]}: call attach_terms(feats, docs)")
+    return {d: feats[d].terms for d in doc_ids}
+
+
 def retrieve_tree(
     trees: dict[str, Tree], feats: dict[str, DocFeatures], qvec: np.ndarray,
-    doc_ids: Sequence[str], *, k: int, beam: int, delta: float, margin: float | None = None,
-    stats: dict | None = None,
+    doc_ids: Sequence[str], *, k: int, params: SearchParams, query: str = "",
+    stats: dict | None = None, scores: dict | None = None,
 ) -> list[tuple[str, int, int]]:
-    """Ranked evidence units, the way `Retriever` does it in tree mode (cosine rerank).
+    """Ranked evidence units: `search_trees`, exactly what `Retriever` runs in tree mode.
 
-    `stats` (optional) counts hits and internal-node hits."""
-    cands = tree_candidates({d: trees[d] for d in doc_ids}, qvec, beam_width=beam,
-                            threshold=delta, margin=margin)
-    chosen = select_evidence({d: trees[d] for d in doc_ids}, cands, k=k)
+    `stats` (optional) counts hits and internal-node hits; `scores` may hold the query's
+    node scores (`query_node_scores`) to share them between budgets."""
+    lexical = _terms(feats, doc_ids) if params.lexical_weight > 0 else None
+    chosen = search_trees({d: trees[d] for d in doc_ids}, qvec, k=k, params=params,
+                          query=query, lexical=lexical, scores=scores)
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(chosen)
         stats["internal_hits"] = stats.get("internal_hits", 0) + sum(
@@ -211,19 +245,38 @@ def retrieve_tree(
     ]
 
 
+def query_node_scores(
+    trees: dict[str, Tree], feats: dict[str, DocFeatures], q: dict[str, Any], qvec: np.ndarray,
+    v: Variant,
+) -> dict:
+    """`node_scores` of one query over its documents' trees, for a variant's lexical weight."""
+    docs = q["doc_ids"]
+    return node_scores({d: trees[d] for d in docs}, qvec, query=q.get("query", ""),
+                       lexical=_terms(feats, docs) if v.lexical_weight > 0 else None,
+                       lexical_weight=v.lexical_weight)
+
+
 def retrieve_flat(
     feats: dict[str, DocFeatures], qvec: np.ndarray, doc_ids: Sequence[str], *, k: int,
-    delta: float | None = None, margin: float | None = None,
+    delta: float | None = None, margin: float | None = None, lexical_weight: float = 0.0,
+    query: str = "",
 ) -> list[tuple[str, int, int]]:
-    """Cosine top-k over the leaves of `doc_ids` (optionally only scores >= delta, and
-    within `margin` of the best leaf)."""
-    rows = []
-    for d in doc_ids:
-        s = cosine_scores(feats[d].emb, qvec)
-        rows += [(-float(x), d, u) for u, x in enumerate(s) if delta is None or x >= delta]
+    """Top-k leaves of `doc_ids` by cosine (optionally only cosine >= delta, and within
+    `margin` of the best leaf); with `lexical_weight` ranked by z(cosine) + w z(BM25)."""
+    cos = {d: cosine_scores(feats[d].emb, qvec) for d in doc_ids}
+    rank = dict(cos)
+    if lexical_weight > 0:
+        lexical = _terms(feats, doc_ids)
+        lex = bm25_leaves(query, [lexical[d] for d in doc_ids])
+        fused = fuse([cos[d] for d in doc_ids], lex, [len(cos[d]) for d in doc_ids],
+                     lexical_weight)
+        rank = dict(zip(doc_ids, fused))
+    rows = [(-float(rank[d][u]), d, u) for d in doc_ids for u in range(len(cos[d]))
+            if delta is None or cos[d][u] >= delta]
     rows.sort()
     if margin is not None and rows:
-        rows = [r for r in rows if -r[0] >= -rows[0][0] - margin]
+        best = max(float(cos[d][u]) for _, d, u in rows)
+        rows = [r for r in rows if cos[r[1]][r[2]] >= best - margin]
     return [(d, int(feats[d].spans[u, 0]), int(feats[d].spans[u, 1])) for _, d, u in rows[:k]]
 
 
@@ -253,16 +306,35 @@ def run_variant(
         trees = build_trees(feats, v)
     out: dict[int, list] = {k: [] for k in ks}
     for q, qv in zip(queries, qvecs, strict=True):
+        scores = query_node_scores(trees, feats, q, qv, v) if v.mode == "tree" else None
         for k in ks:
             if v.mode == "flat":
                 units = retrieve_flat(feats, qv, q["doc_ids"], k=k,
-                                      delta=v.delta if v.delta > 0 else None, margin=v.margin)
+                                      delta=v.delta if v.delta > 0 else None, margin=v.margin,
+                                      lexical_weight=v.lexical_weight, query=q.get("query", ""))
             else:
-                units = retrieve_tree(trees, feats, qv, q["doc_ids"], k=k, beam=v.beam,
-                                      delta=v.delta, margin=v.margin,
-                                      stats=stats if k == max(ks) else None)
+                units = retrieve_tree(trees, feats, qv, q["doc_ids"], k=k,
+                                      params=v.search_params(), query=q.get("query", ""),
+                                      stats=stats if k == max(ks) else None, scores=scores)
             out[k].append(units)
     return out
+
+
+def query_scores(
+    runs: dict[int, list[list[tuple[str, int, int]]]], feats: dict[str, DocFeatures],
+    queries: Sequence[dict[str, Any]],
+) -> dict[int, list[QueryScores]]:
+    """Per-k, per-query scores of ranked units."""
+    gus = [
+        gold_units([(d, int(s), int(e)) for d in q["doc_ids"] for s, e in feats[d].spans],
+                   _gold(q))
+        for q in queries
+    ]
+    return {
+        k: [score_query(u, _gold(q), g, k=k)
+            for u, q, g in zip(runs[k], queries, gus, strict=True)]
+        for k in sorted(runs)
+    }
 
 
 def score_runs(
@@ -270,17 +342,24 @@ def score_runs(
     queries: Sequence[dict[str, Any]],
 ) -> tuple[list[Summary], dict[str, float]]:
     """Per-k summaries and their average over k."""
-    gus = [
-        gold_units([(d, int(s), int(e)) for d in q["doc_ids"] for s, e in feats[d].spans],
-                   _gold(q))
-        for q in queries
-    ]
-    sums = [
-        summarize([score_query(u, _gold(q), g, k=k)
-                   for u, q, g in zip(runs[k], queries, gus, strict=True)], k)
-        for k in sorted(runs)
-    ]
+    scores = query_scores(runs, feats, queries)
+    sums = [summarize(scores[k], k) for k in sorted(scores)]
     return sums, average_over_k(sums)
+
+
+def result_row(
+    name: str, runs: dict[int, list[list[tuple[str, int, int]]]],
+    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], **extra: Any,
+) -> dict[str, Any]:
+    """One report row: per-k summaries, their average and each query's IE and charIE."""
+    scores = query_scores(runs, feats, queries)
+    per_k = [summarize(scores[k], k) for k in sorted(scores)]
+    ordered = [scores[k] for k in sorted(scores)]
+    return {"name": name, **extra, "per_k": [s.to_dict() for s in per_k],
+            "avg": average_over_k(per_k), "per_query": {
+                "qid": [str(q.get("qid", n)) for n, q in enumerate(queries)],
+                "ie": per_query_ie(ordered), "char_ie": per_query_ie(ordered, "char_ie"),
+            }}
 
 
 def evaluate_variants(
@@ -293,14 +372,12 @@ def evaluate_variants(
         trees = build_trees(feats, v) if v.mode == "tree" else None
         hits: dict[str, int] = {}
         runs = run_variant(v, feats, queries, qvecs, ks, trees, hits)
-        per_k, avg = score_runs(runs, feats, queries)
-        rows.append({
-            "name": v.name, "mode": v.mode, "beam": v.beam, "delta": v.delta,
-            "margin": v.margin,
-            "parent_embedding": v.parent_embedding, "relation": v.relation, "band": v.band,
-            "notes": v.notes, "per_k": [s.to_dict() for s in per_k], "avg": avg,
-            "stats": tree_stats(trees, runs, feats, queries, hits) if trees else {},
-        })
+        rows.append(result_row(
+            v.name, runs, feats, queries, mode=v.mode, beam=v.beam, delta=v.delta,
+            margin=v.margin, parent_embedding=v.parent_embedding, relation=v.relation,
+            band=v.band, notes=v.notes,
+            stats=tree_stats(trees, runs, feats, queries, hits) if trees else {},
+        ))
     return rows
 
 
@@ -355,30 +432,47 @@ def with_name(v: Variant, name: str, **changes: Any) -> Variant:
 
 # ----------------------------------------------------------------------------- the run
 
-#: Rows of the paper's ablation table (Table 3) plus the variants the figures suggest.
+#: Rows of the paper's ablation table (Table 3) plus this project's search ablations.
 PAPER_MODES = ("flat", "tree", "untrained", "embedding", "b1", "b3", "b10")
+SEARCH_MODES = ("flat_lexical", "tree_paper", "tree_cosine", "tree_nocalib", "tree_noseed",
+                "untrained_search")
 EXTRA_MODES = ("flat_delta", "flat_cutoffs", "nomargin", "size_weighted",
-               "untrained_size_weighted", "noband")
+               "untrained_size_weighted", "noband", "b5")
 
 
 def make_variants(
     modes: Sequence[str], weights: Any, parent_embedding: str
 ) -> list[Variant]:
-    """Variants by key; 'tree' uses `weights` (alpha mix, delta, margin) and b = 5."""
+    """Variants by key; 'tree' is the shipped method: `weights`' alpha and every learned
+    search parameter (delta, margin, lexical weight, size penalty, seeds), b = 5."""
     mix, delta, margin = weights.mix(), float(weights.delta), weights.margin
+    search = {"lexical_weight": weights.lexical_weight, "size_penalty": weights.size_penalty,
+              "seed_leaves": weights.seed_leaves}
     tree = Variant("tree (trained)", mix=mix, delta=delta, margin=margin,
-                   parent_embedding=parent_embedding,
+                   parent_embedding=parent_embedding, **search,
                    notes=f"weights {weights.source} ({weights.fingerprint()})")
+    paper = {"lexical_weight": 0.0, "size_penalty": 0.0, "seed_leaves": False}
     other = "size_weighted" if parent_embedding != "size_weighted" else "mean_of_children"
+    w = weights.lexical_weight
     table = {
         "flat": Variant("flat (leaf only)", mode="flat"),
+        "flat_lexical": Variant(f"flat, cosine + {w:g} x BM25 (leaves)", mode="flat",
+                                lexical_weight=w),
         "flat_delta": Variant(f"flat, scores >= delta {delta:g}", mode="flat", delta=delta),
         "flat_cutoffs": Variant(f"flat, the tree's cutoffs (delta {delta:g}, margin {margin})",
                                 mode="flat", delta=delta, margin=margin),
         "nomargin": with_name(tree, "tree (trained), no margin", margin=None),
         "tree": tree,
-        "untrained": Variant("tree (not trained: uniform, delta 0)",
+        "tree_paper": with_name(tree, "tree, the paper's search (cosine, no seeds or "
+                                "calibration)", **paper),
+        "tree_cosine": with_name(tree, "tree (trained), cosine only (no BM25)",
+                                 lexical_weight=0.0),
+        "tree_nocalib": with_name(tree, "tree (trained), no size calibration",
+                                  size_penalty=0.0),
+        "tree_noseed": with_name(tree, "tree (trained), no leaf seeds", seed_leaves=False),
+        "untrained": Variant("tree (not trained: uniform, paper's search, delta 0)",
                              parent_embedding=parent_embedding),
+        "untrained_search": with_name(tree, "tree, uniform alpha, trained search", mix=None),
         "untrained_size_weighted": Variant(f"tree (not trained), {other} parents",
                                            parent_embedding=other),
         "embedding": with_name(tree, "tree, embedding-similarity relations",
@@ -412,6 +506,7 @@ def evaluate_corpus(
     t0 = time.perf_counter()
     docs = read_jsonl(docs_path)
     feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
+    attach_terms(feats, docs)
     t1 = time.perf_counter()
     queries = usable_queries(read_jsonl(queries_path), feats)
     qvecs = encoder.encode_texts([q["query"] for q in queries])

@@ -1,4 +1,4 @@
-"""evaluate: unit-level and character-level retrieval metrics (own span arithmetic).
+"""evaluate: retrieval metrics, the paper's way (own span arithmetic).
 
 Independent of the search code it measures: nothing here imports `sproutrag.search`,
 `sproutrag.tree` or `sproutrag.retrieval`. A system's answer to one query is the list
@@ -6,26 +6,29 @@ of its *evidence units* in rank order, each a ``(doc_id, start, end)`` character
 a retrieved internal node must already be expanded into its units (every unit counts
 toward the budget). Gold evidence is a list of ``(doc_id, start, end)`` spans.
 
-Definitions (per query, at a budget of k units):
+Primary definitions (per query, at a budget of k units; the paper's):
 
 * only the first k retrieved units count (a longer answer is cut at k);
-* a unit is **relevant** when it overlaps a gold span of its document (shares >= 1 char);
-* the **gold units** of a query are the document's units (chunks) that overlap a gold
-  span: what a perfect unit retriever would return;
-* unit precision ``P = relevant retrieved units / retrieved units`` (0 when nothing is
-  retrieved); ``P@k = relevant retrieved units / k`` is reported next to it;
-* unit recall ``R = gold units retrieved / gold units`` (a retrieved unit counts when
-  its span equals a gold unit's span, or more generally when it overlaps a gold span;
-  with the system's own chunking both are the same);
+* a unit is **relevant** when it overlaps a gold span of its document (>= 1 char);
+* precision ``P = relevant units among the first k / k``: an answer shorter than k is
+  not rewarded;
+* recall ``R = gold spans touched by the first k units / gold spans``: it does not
+  depend on the system's own chunking;
+* ``IE = R x P`` per query; reported as the mean over queries, then over k = 1, 3, 5.
+
+Secondary figures, kept for comparison with earlier reports:
+
+* ``precision_returned = relevant units / units returned`` (0 when nothing is
+  returned) and ``unit_recall = gold units retrieved / gold units``, where the gold
+  units are the document's chunks that overlap a gold span; ``ie_returned`` is their
+  per-query product (the project's IE before stop 8, which rewards short answers);
 * character precision / recall (LegalBench-RAG): with Ret the union of the retrieved
   units' characters and Gold the union of the gold spans' characters (per document),
-  ``cP = |Ret & Gold| / |Ret|`` and ``cR = |Ret & Gold| / |Gold|``.
+  ``cP = |Ret & Gold| / |Ret|``, ``cR = |Ret & Gold| / |Gold|``, ``char_ie = cR x cP``.
 
-Aggregates over queries are means of the per-query values. ``IE`` is the mean over
-queries of the per-query product ``R_q x P_q`` (and ``charIE`` of ``cR_q x cP_q``), the
-definition of ../shared/FINDINGS.md; the product of the means, ``IE_means = mean R x
-mean P``, is kept in the JSON too (it is lower: P and R move in opposite directions
-across queries).
+Aggregates over queries are means of the per-query values; ``ie_means = mean R x mean
+P`` is kept in the JSON too. `paired_difference` gives the mean per-query difference of
+two systems on the same queries with its standard error.
 """
 
 from __future__ import annotations
@@ -91,14 +94,22 @@ def gold_units(units: Iterable[DocSpan], gold: Sequence[DocSpan]) -> list[DocSpa
 class QueryScores:
     """One query at one k (fractions in [0, 1])."""
 
-    precision: float
-    precision_at_k: float
-    recall: float
-    span_recall: float  # share of gold spans overlapped by some retrieved unit
+    precision: float  # relevant units among the first k / k
+    recall: float  # gold spans touched / gold spans
+    precision_returned: float  # relevant units / units returned
+    unit_recall: float  # gold units retrieved / gold units
     char_precision: float
     char_recall: float
     n_retrieved: int
     n_relevant: int
+
+    @property
+    def ie(self) -> float:
+        return self.precision * self.recall
+
+    @property
+    def char_ie(self) -> float:
+        return self.char_precision * self.char_recall
 
 
 def score_query(
@@ -117,7 +128,6 @@ def score_query(
     n_ret, n_rel = len(units), len(relevant)
     gu = {(str(d), int(s), int(e)) for d, s, e in gold_unit_spans}
     found = {x for x in gu if any(u[0] == x[0] and overlaps(u[1:], x[1:]) for u in relevant)}
-    recall = len(found) / len(gu) if gu else 0.0
     gold_list = [(str(d), int(s), int(e)) for d, s, e in gold]
     hit_spans = sum(
         any(u[0] == d and overlaps(u[1:], (s, e)) for u in units) for d, s, e in gold_list
@@ -127,10 +137,10 @@ def score_query(
     ret_chars = sum(span_length(v) for v in r.values())
     gold_chars = sum(span_length(v) for v in g.values())
     return QueryScores(
-        precision=n_rel / n_ret if n_ret else 0.0,
-        precision_at_k=n_rel / k,
-        recall=recall,
-        span_recall=hit_spans / len(gold_list) if gold_list else 0.0,
+        precision=n_rel / k,
+        recall=hit_spans / len(gold_list) if gold_list else 0.0,
+        precision_returned=n_rel / n_ret if n_ret else 0.0,
+        unit_recall=len(found) / len(gu) if gu else 0.0,
         char_precision=inter / ret_chars if ret_chars else 0.0,
         char_recall=inter / gold_chars if gold_chars else 0.0,
         n_retrieved=n_ret,
@@ -140,17 +150,17 @@ def score_query(
 
 @dataclass(frozen=True)
 class Summary:
-    """Means over queries at one k; IE = mean(R_q x P_q), IE_means = mean R x mean P."""
+    """Means over queries at one k; IE = mean(R_q x P_q) (the paper's P and R)."""
 
     k: int
     n_queries: int
     precision: float
-    precision_at_k: float
     recall: float
     ie: float
-    ie_means: float
-    ie_at_k: float  # mean(R_q x P@k_q)
-    span_recall: float
+    ie_means: float  # mean R x mean P
+    precision_returned: float
+    unit_recall: float
+    ie_returned: float  # mean(unit_recall_q x precision_returned_q): the pre-stop-8 IE
     char_precision: float
     char_recall: float
     char_ie: float
@@ -172,9 +182,10 @@ def summarize(scores: Sequence[QueryScores], k: int) -> Summary:
 
     p, r = mean("precision"), mean("recall")
     return Summary(
-        k=k, n_queries=n, precision=p, precision_at_k=mean("precision_at_k"), recall=r,
-        ie=mean_product("precision", "recall"), ie_means=p * r,
-        ie_at_k=mean_product("precision_at_k", "recall"), span_recall=mean("span_recall"),
+        k=k, n_queries=n, precision=p, recall=r, ie=mean_product("precision", "recall"),
+        ie_means=p * r, precision_returned=mean("precision_returned"),
+        unit_recall=mean("unit_recall"),
+        ie_returned=mean_product("precision_returned", "unit_recall"),
         char_precision=mean("char_precision"), char_recall=mean("char_recall"),
         char_ie=mean_product("char_precision", "char_recall"),
         mean_retrieved=mean("n_retrieved"),
@@ -182,8 +193,8 @@ def summarize(scores: Sequence[QueryScores], k: int) -> Summary:
 
 
 AVERAGED = (
-    "precision", "precision_at_k", "recall", "ie", "ie_means", "ie_at_k", "span_recall",
-    "char_precision", "char_recall", "char_ie", "mean_retrieved",
+    "precision", "recall", "ie", "ie_means", "precision_returned", "unit_recall",
+    "ie_returned", "char_precision", "char_recall", "char_ie", "mean_retrieved",
 )
 
 
@@ -191,3 +202,26 @@ def average_over_k(summaries: Sequence[Summary]) -> dict[str, float]:
     """Each metric averaged over the cutoffs (the paper reports IE averaged over k)."""
     n = len(summaries)
     return {name: sum(getattr(s, name) for s in summaries) / n for name in AVERAGED} if n else {}
+
+
+def per_query_ie(per_k: Sequence[Sequence[QueryScores]], name: str = "ie") -> list[float]:
+    """Each query's `name` (default IE) averaged over the cutoffs: per_k[k][query]."""
+    if not per_k:
+        return []
+    n = len(per_k[0])
+    return [sum(getattr(scores[q], name) for scores in per_k) / len(per_k) for q in range(n)]
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """Mean of a_q - b_q over the same queries, and its standard error (sd / sqrt(n))."""
+    if len(a) != len(b):
+        raise ValueError(f"paired values need the same queries: {len(a)} vs {len(b)}")
+    n = len(a)
+    if n == 0:
+        return 0.0, 0.0
+    d = [x - y for x, y in zip(a, b)]
+    mean = sum(d) / n
+    if n == 1:
+        return mean, 0.0
+    var = sum((x - mean) ** 2 for x in d) / (n - 1)
+    return mean, (var / n) ** 0.5

@@ -7,28 +7,39 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sproutrag.metrics import paired_difference
+
 
 def pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def paired_cell(row: dict[str, Any], ref: dict[str, Any] | None, key: str = "ie") -> str:
+    """`+d.d +/- s.s`: mean per-query difference of row - ref (percentage points)."""
+    a, b = (row.get("per_query") or {}), ((ref or {}).get("per_query") or {})
+    if not a.get(key) or not b.get(key) or a.get("qid") != b.get("qid"):
+        return "-"
+    mean, se = paired_difference(a[key], b[key])
+    return f"{100 * mean:+.1f} +/- {100 * se:.1f}"
+
+
 def markdown_table(rows: Sequence[dict[str, Any]], flat_name: str | None = None) -> str:
-    """One line per variant: IE, P, R, charIE per k and averaged over k (percentages)."""
+    """One line per variant: IE per k and averaged over k, P, R, charIE (percentages);
+    with a flat row, the ratio to it and the paired per-query difference (+/- SE)."""
     ks = [s["k"] for s in rows[0]["per_k"]] if rows else []
     flat = next((r for r in rows if r["name"] == flat_name), None)
-    head = ["variant", *[f"IE@{k}" for k in ks], "IE avg", "P avg", "R avg", "P@k avg",
-            "charP", "charR", "charIE", "units@max k"]
+    head = ["variant", *[f"IE@{k}" for k in ks], "IE avg", "P avg", "R avg", "charIE",
+            "units@max k", "IE (returned units)"]
     if flat:
-        head.append("IE / flat")
+        head += ["IE / flat", "IE - flat (paired)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         a = r["avg"]
         cells = [r["name"], *[pct(s["ie"]) for s in r["per_k"]], f"**{pct(a['ie'])}**",
-                 pct(a["precision"]), pct(a["recall"]), pct(a["precision_at_k"]),
-                 pct(a["char_precision"]), pct(a["char_recall"]), pct(a["char_ie"]),
-                 f"{r['per_k'][-1]['mean_retrieved']:.2f}"]
+                 pct(a["precision"]), pct(a["recall"]), pct(a["char_ie"]),
+                 f"{r['per_k'][-1]['mean_retrieved']:.2f}", pct(a["ie_returned"])]
         if flat:
-            cells.append(f"{a['ie'] / max(flat['avg']['ie'], 1e-12):.3f}")
+            cells += [f"{a['ie'] / max(flat['avg']['ie'], 1e-12):.3f}", paired_cell(r, flat)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

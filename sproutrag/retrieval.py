@@ -3,9 +3,12 @@
     from sproutrag.retrieval import Retriever
     hits = Retriever(".sproutrag/db").search("termination notice period", k=5)
 
-Tree mode: pick candidate documents with a vector search over `nodes`, beam-search each
-document's tree, rerank the candidates, spend the budget of k evidence units. Flat mode
-(the baseline): cosine top-k over leaves only, same encoder, same tables.
+Tree mode: pick candidate documents with a vector search over `nodes`, then
+`sproutrag.search.search_trees` over their trees: every node scored by cosine fused with
+BM25 over the node's text, beam search seeded with the best leaves, internal nodes
+calibrated against their leaves, rerank, spend the budget of k evidence units (the
+learned parameters come from the weights file). Flat mode (the baseline): cosine top-k
+over leaves only, same encoder, same tables.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sproutrag.search import Reranker, Selected, cosine_rerank, select_evidence, tree_candidates
+from sproutrag.lexical import LeafTerms
+from sproutrag.search import Reranker, SearchParams, Selected, cosine_rerank, search_trees
 from sproutrag.store import StaleIndexError, Store, StoredTree, doc_filter, sql_quote
 
 Mode = Literal["tree", "flat"]
@@ -52,6 +56,7 @@ class Retriever:
         beam_width: int = 5,
         threshold: float | None = None,
         margin: float | None | str = "trained",
+        lexical_weight: float | None = None,
         n_docs: int = 8,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
@@ -72,9 +77,18 @@ class Retriever:
             )
         self.encoder = encoder
         self.beam_width, self.n_docs, self.reranker = beam_width, n_docs, reranker
-        self.threshold = encoder.weights.delta if threshold is None else threshold
-        self.margin = encoder.weights.margin if margin == "trained" else margin
+        w = encoder.weights
+        self.flat_threshold = threshold  # flat mode: no cut unless one is given
+        self.threshold = w.delta if threshold is None else threshold
+        self.margin = w.margin if margin == "trained" else margin
+        self.lexical_weight = w.lexical_weight if lexical_weight is None else lexical_weight
+        self.params = SearchParams(
+            beam_width=beam_width, threshold=self.threshold, margin=self.margin,
+            lexical_weight=self.lexical_weight, size_penalty=w.size_penalty,
+            seed_leaves=w.seed_leaves,
+        )
         self._trees: dict[tuple[str, str], StoredTree] = {}
+        self._terms: dict[tuple[str, str], LeafTerms] = {}
         # First stage in memory: (nodes version, doc id per row, unit row vectors) while
         # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
         self.memory_rows = memory_rows
@@ -131,6 +145,13 @@ class Retriever:
         if key not in self._trees:
             self._trees[key] = self.store.load_tree(doc_id)
         return self._trees[key]
+
+    def leaf_terms(self, doc_id: str, content_hash: str) -> LeafTerms:
+        """Term counts of a document's leaves (lexical scores), cached like its tree."""
+        key = (doc_id, content_hash)
+        if key not in self._terms:
+            self._terms[key] = LeafTerms.of(self.tree(doc_id, content_hash).texts)
+        return self._terms[key]
 
     def _nearest_nodes(
         self, qvec: np.ndarray, limit: int, where: str | None
@@ -200,26 +221,25 @@ class Retriever:
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
         where = "left = -1" + (f" AND {doc_filter(doc_ids)}" if doc_ids else "")
         rows = self._nearest_nodes(qvec, k, where)
-        return [
+        hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
                 [(int(r["start"]), int(r["end"]))], r["text"])
             for r in rows
         ]
+        if self.flat_threshold is not None:
+            hits = [h for h in hits if h.score >= self.flat_threshold]
+        return hits
 
     def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str]) -> list[Hit]:
         hashes = self._hashes(docs)
         stored = {d: self.tree(d, hashes[d]) for d in docs if d in hashes}
-        found = tree_candidates(
-            {d: s.tree for d, s in stored.items()}, qvec, beam_width=self.beam_width,
-            threshold=self.threshold, margin=self.margin,
+        lexical = ({d: self.leaf_terms(d, hashes[d]) for d in stored}
+                   if self.params.lexical_weight > 0 else None)
+        chosen = search_trees(
+            {d: s.tree for d, s in stored.items()}, qvec, k=k, params=self.params, query=query,
+            lexical=lexical, reranker=self.reranker,
+            node_text=lambda d, n: _node_text(stored[d], n),
         )
-        cosine = np.asarray([x for _, _, x in found], np.float32)
-        if self.reranker is cosine_rerank:  # keeps the scores: no need to join texts
-            scores = cosine
-        else:
-            scores = self.reranker(query, [_node_text(stored[d], n) for d, n, _ in found], cosine)
-        candidates = [(d, n, float(x)) for (d, n, _), x in zip(found, scores)]
-        chosen = select_evidence({d: s.tree for d, s in stored.items()}, candidates, k=k)
         return [_hit(stored[c.doc_id], c) for c in chosen]
 
 

@@ -1,4 +1,4 @@
-"""train: learn the aggregation logits alpha (and the threshold delta) offline.
+"""train: learn the aggregation logits alpha and the search parameters offline.
 
 The paper's joint loss is L = L_ret + lambda * L_attn (tau = 0.05, lambda = 0.1):
 
@@ -20,17 +20,15 @@ so alpha is trained by L_attn alone; L_ret is computed and reported as a constan
 of chunk i's relation mass that goes to its gold partner j (invariant to how much
 attention a head spends on chunk pairs overall).
 
-After alpha, the candidate cutoffs are chosen together on a grid, maximising mean IE
-(over k = 1, 3, 5) on the training queries with trees built from the trained alpha:
-delta (absolute: a candidate scores >= delta) and, only when asked (`learn_margin`),
-margin (relative: a candidate and each of its leaves score within margin of the best
-leaf; None = no relative cutoff). Mean IE with precision over the *retrieved* units
-rewards answering with fewer units, and on ContractNLI the learned margin is 0: one unit
-per query, flat top-1 in disguise (docs/results.md). So it is off by default.
+Training takes one or more labelled sets, pooled (`load_sets`). After alpha, the
+query-time search parameters (lexical weight, size calibration, seeds, delta, margin)
+are chosen on a grid by `sproutrag.calibration.learn_search`, maximising the paper's IE
+averaged over the sets.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
@@ -39,13 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.evaluation import DocFeatures, Variant, build_trees, run_variant, score_runs
+from sproutrag.evaluation import DocFeatures, Variant
 
 TAU = 0.05
 LAMBDA = 0.1
-DELTA_GRID = tuple(round(x, 2) for x in np.arange(0.0, 0.81, 0.05))
-MARGIN_GRID: tuple[float | None, ...] = (None, 0.0, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15,
-                                         0.2)
 
 
 @dataclass
@@ -199,45 +194,54 @@ def train_alpha(
     return alpha.detach().numpy().reshape(n_layers, n_heads).astype(np.float32), history
 
 
-def learn_cutoffs(
-    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], qvecs: np.ndarray,
-    variant: Variant, *, ks: Sequence[int] = (1, 3, 5), deltas: Sequence[float] = DELTA_GRID,
-    margins: Sequence[float | None] = MARGIN_GRID,
-) -> tuple[float, float | None, list[dict[str, Any]]]:
-    """(delta, margin) on the grid with the highest mean IE over ks.
-
-    Ties go to the loosest cutoffs (the smallest delta, then no margin / the widest)."""
-    trees = build_trees(feats, variant)
-    rows = []
-    for delta in deltas:
-        for margin in margins:
-            v = replace(variant, delta=float(delta), margin=margin)
-            _, avg = score_runs(run_variant(v, feats, queries, qvecs, ks, trees), feats, queries)
-            rows.append({"delta": float(delta), "margin": margin, "ie": avg["ie"],
-                         "char_ie": avg["char_ie"]})
-    best = max(rows, key=lambda r: (round(r["ie"], 12), -r["delta"],
-                                    math.inf if r["margin"] is None else r["margin"]))
-    return best["delta"], best["margin"], rows
-
-
 def timed(seconds: dict[str, float], name: str, t0: float) -> float:
     now = time.perf_counter()
     seconds[name] = round(now - t0, 2)
     return now
 
 
+def load_sets(
+    sets: Sequence[tuple[str, str]], encoder: Any, *, chunking: dict[str, Any],
+    cache_dir: str | None, log: Any,
+) -> tuple[dict[str, DocFeatures], list[dict[str, Any]], dict[str, str]]:
+    """Featurize (cached) and pool several labelled sets: (features, queries, texts).
+
+    With more than one set, doc ids become "SET/doc_id" (SET = the set's position) so two
+    sets cannot collide; every query gets "set" (its set's position) for the objective.
+    """
+    from sproutrag.evaluation import attach_terms, featurize_corpus, read_jsonl, usable_queries
+
+    feats: dict[str, DocFeatures] = {}
+    queries: list[dict[str, Any]] = []
+    texts: dict[str, str] = {}
+    for n, (docs_path, queries_path) in enumerate(sets):
+        docs = read_jsonl(docs_path)
+        f = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
+        attach_terms(f, docs)
+        qs = usable_queries(read_jsonl(queries_path), f)
+        prefix = f"{n}/" if len(sets) > 1 else ""
+
+        def name(d: str, prefix: str = prefix) -> str:
+            return prefix + str(d)
+
+        for d, x in f.items():
+            feats[name(d)] = replace(x, doc_id=name(d))
+        texts.update({name(str(d["doc_id"])): d["text"] for d in docs})
+        for q in qs:
+            queries.append({**q, "set": n, "doc_ids": [name(d) for d in q["doc_ids"]],
+                            "gold": [{**g, "doc_id": name(str(g["doc_id"]))}
+                                     for g in q["gold"]]})
+        log(f"set {n}: {docs_path}: {len(f)} documents, {len(qs)} queries")
+    return feats, queries, texts
+
+
 def _alpha_on(
-    encoder: Any, docs: list[dict[str, Any]], queries_raw: list[dict[str, Any]], *,
-    chunking: dict[str, Any], cache_dir: str | None, attn_kind: str, epochs: int, lr: float,
-    lam: float, log: Any,
+    encoder: Any, feats: dict[str, DocFeatures], queries: list[dict[str, Any]], *,
+    attn_kind: str, epochs: int, lr: float, lam: float, log: Any,
 ) -> dict[str, Any]:
-    """Featurize with `encoder` (cached), compute L_ret (frozen) and train alpha."""
+    """Compute L_ret (frozen encoder) and train alpha on the pooled gold pairs."""
     import torch
 
-    from sproutrag.evaluation import featurize_corpus, usable_queries
-
-    feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
-    queries = usable_queries(queries_raw, feats)
     qvecs = encoder.encode_texts([q["query"] for q in queries])
     pairs = collect_gold_pairs(feats, queries)
     qs, pos, hard = retrieval_examples(feats, queries, qvecs)
@@ -248,97 +252,114 @@ def _alpha_on(
     alpha, history = train_alpha(pairs, n_layers=encoder.n_layers, n_heads=encoder.n_heads,
                                  l_ret=l_ret, epochs=epochs, lr=lr, lam=lam, kind=attn_kind)
     log(f"L_attn {history[0]['l_attn']:.4f} -> {history[-1]['l_attn']:.4f}")
-    return {"feats": feats, "queries": queries, "qvecs": qvecs, "pairs": pairs,
-            "l_ret": l_ret, "alpha": alpha, "history": history}
+    return {"qvecs": qvecs, "pairs": pairs, "l_ret": l_ret, "alpha": alpha,
+            "history": history}
 
 
 def train_corpus(
-    docs_path: str,
-    queries_path: str,
+    sets: Sequence[tuple[str, str]],
     out: str,
     *,
     encoder: Any,
     chunking: dict[str, Any],
-    parent_embedding: str = "mean_of_children",
+    parent_embedding: str = "size_weighted",
     attn_kind: str = "paper",
     epochs: int = 100,
     lr: float = 1e-3,
     lam: float = LAMBDA,
     learn_margin: bool = False,
+    search_grid: dict[str, Any] | None = None,
     finetune: dict[str, Any] | None = None,
     cache_dir: str | None = None,
     log: Any = print,
 ) -> tuple[Any, dict[str, Any]]:
-    """Featurize the training corpus, train alpha, learn delta; write weights + config.
+    """Train on one or more labelled sets ((docs.jsonl, queries.jsonl) pairs): alpha, then
+    the search parameters; write OUT/weights.json and OUT/config.json.
 
     With `finetune` (keyword arguments of `finetune_encoder`, e.g. {"epochs": 1}), the
     encoder is then fine-tuned with the joint loss into OUT/encoder, and alpha and the
-    cutoffs are learned again on it. Returns (AggregationWeights, config dict). Files:
-    OUT/weights.json, OUT/config.json (and OUT/encoder/).
+    search parameters are learned again on it. `search_grid` overrides the grids of
+    `sproutrag.calibration.learn_search`. Returns (AggregationWeights, config dict).
     """
-    import hashlib
-    import json
     from pathlib import Path
 
-    from sproutrag.evaluation import read_jsonl
+    from sproutrag.calibration import learn_search
     from sproutrag.weights import AggregationWeights
 
     seconds: dict[str, float] = {}
     t = t0 = time.perf_counter()
-    docs, queries_raw = read_jsonl(docs_path), read_jsonl(queries_path)
-    kw = dict(chunking=chunking, cache_dir=cache_dir, attn_kind=attn_kind, epochs=epochs,
-              lr=lr, lam=lam, log=log)
-    r = _alpha_on(encoder, docs, queries_raw, **kw)
+    feats, queries, texts = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
+                                      log=log)
+    kw = dict(attn_kind=attn_kind, epochs=epochs, lr=lr, lam=lam, log=log)
+    r = _alpha_on(encoder, feats, queries, **kw)
     t = timed(seconds, "featurize_and_train_alpha", t)
     tuned = None
     if finetune is not None:
         from sproutrag.finetune import finetune_encoder
 
-        texts = {str(d["doc_id"]): d["text"] for d in docs}
         tuned = finetune_encoder(
-            encoder.model_path, {d: {"text": texts[d], "features": f}
-                                 for d, f in r["feats"].items()},
-            r["queries"], Path(out) / "encoder", mix=AggregationWeights(r["alpha"]).mix(),
+            encoder.model_path, {d: {"text": texts[d], "features": f} for d, f in feats.items()},
+            queries, Path(out) / "encoder", mix=AggregationWeights(r["alpha"]).mix(),
             lam=lam, attn_kind=attn_kind, chunk_max_tokens=encoder.chunk_max_tokens,
             window_tokens=encoder.window_tokens, device=encoder.device, log=log, **finetune,
         )
         t = timed(seconds, "finetune_encoder", t)
         encoder = encoder.with_model(str(Path(out) / "encoder"))
-        r = _alpha_on(encoder, docs, queries_raw, **kw)
+        feats, queries, texts = load_sets(sets, encoder, chunking=chunking,
+                                          cache_dir=cache_dir, log=log)
+        r = _alpha_on(encoder, feats, queries, **kw)
         t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
-    feats, queries, qvecs, pairs = r["feats"], r["queries"], r["qvecs"], r["pairs"]
-    alpha, history, l_ret = r["alpha"], r["history"], r["l_ret"]
-    w = AggregationWeights(alpha)
-    variant = Variant("train", mix=w.mix(), parent_embedding=parent_embedding)
-    delta, margin, grid = learn_cutoffs(feats, queries, qvecs, variant,
-                                        margins=MARGIN_GRID if learn_margin else (None,))
-    log(f"cutoffs: delta {delta:g}, margin {margin}")
-    t = timed(seconds, "learn_cutoffs", t)
+    variant = Variant("train", mix=AggregationWeights(r["alpha"]).mix(),
+                      parent_embedding=parent_embedding)
+    params, grid = learn_search(feats, queries, r["qvecs"], variant,
+                                learn_margin=learn_margin, log=log, **(search_grid or {}))
+    t = timed(seconds, "learn_search", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
-    weights = AggregationWeights(alpha, delta, encoder=encoder.model_id,
-                                 trained_on=Path(docs_path).name, margin=margin)
+    weights = AggregationWeights(
+        r["alpha"], params.threshold, encoder=encoder.model_id,
+        trained_on=", ".join(Path(d).name for d, _ in sets), margin=params.margin,
+        lexical_weight=params.lexical_weight, size_penalty=params.size_penalty,
+        seed_leaves=params.seed_leaves,
+    )
     Path(out).mkdir(parents=True, exist_ok=True)
     weights.save(Path(out) / "weights.json")
+    config = _config(weights, sets, feats, queries, r, attn_kind=attn_kind, lam=lam, lr=lr,
+                     epochs=epochs, parent_embedding=parent_embedding, chunking=chunking,
+                     encoder=encoder, grid=grid, seconds=seconds, tuned=tuned)
+    (Path(out) / "config.json").write_text(json.dumps(config, indent=1) + "\n", "utf-8")
+    return weights, config
+
+
+def _config(weights: Any, sets: Sequence[tuple[str, str]], feats: dict, queries: list,
+            r: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    """What config.json records: data hashes, losses, optimiser, grid, timings."""
+    import hashlib
+    from pathlib import Path
 
     def sha(path: str) -> str:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
-    config = {
-        "weights_fingerprint": weights.fingerprint(), "delta": delta, "margin": margin,
-        "data": {"docs": str(docs_path), "docs_sha256": sha(docs_path),
-                 "queries": str(queries_path), "queries_sha256": sha(queries_path),
+    return {
+        "weights_fingerprint": weights.fingerprint(),
+        "tree_fingerprint": weights.tree_fingerprint(),
+        "search": {"delta": weights.delta, "margin": weights.margin,
+                   **weights.search_fields()},
+        "data": {"sets": [{"docs": str(d), "docs_sha256": sha(d), "queries": str(q),
+                           "queries_sha256": sha(q),
+                           "n_queries": sum(x.get("set") == n for x in queries)}
+                          for n, (d, q) in enumerate(sets)],
                  "n_docs": len(feats), "n_queries": len(queries),
-                 "n_gold_pairs": int(len(pairs.heads))},
-        "loss": {"tau": TAU, "lambda": lam, "attn_loss": attn_kind, "l_ret_frozen": l_ret,
+                 "n_gold_pairs": int(len(r["pairs"].heads))},
+        "loss": {"tau": TAU, "lambda": kw["lam"], "attn_loss": kw["attn_kind"],
+                 "l_ret_frozen": r["l_ret"],
                  "note": "frozen encoder: L_ret is constant in alpha; alpha is trained by "
-                         "L_attn, delta and margin by grid search of mean IE on the training "
-                         "queries"},
-        "optimizer": {"name": "AdamW", "lr_alpha": lr, "weight_decay": 0.01, "warmup": 0.1,
-                      "epochs": epochs, "batch_queries": 32},
-        "parent_embedding": parent_embedding, "chunking": chunking,
-        "encoder": {k: v for k, v in encoder.fingerprint_fields().items() if k != "weights"},
-        "history": history, "delta_grid": grid, "seconds": seconds,
-        "finetune_encoder": tuned,
+                         "L_attn; the search parameters by grid search of mean IE (the "
+                         "paper's P@k and span recall), averaged over the training sets"},
+        "optimizer": {"name": "AdamW", "lr_alpha": kw["lr"], "weight_decay": 0.01,
+                      "warmup": 0.1, "epochs": kw["epochs"], "batch_queries": 32},
+        "parent_embedding": kw["parent_embedding"], "chunking": kw["chunking"],
+        "encoder": {k: v for k, v in kw["encoder"].fingerprint_fields().items()
+                    if k != "weights"},
+        "history": r["history"], "search_grid": kw["grid"], "seconds": kw["seconds"],
+        "finetune_encoder": kw["tuned"],
     }
-    (Path(out) / "config.json").write_text(json.dumps(config, indent=1) + "\n", "utf-8")
-    return weights, config

@@ -1,9 +1,17 @@
-"""Aggregation weights over the encoder's attention heads, and the beam-search threshold.
+"""Learned parameters: the attention aggregation (index time) and the search (query time).
 
 The method aggregates chunk attention as A = sum_{l,h} w_lh Attn(l,h) with
-w = softmax(alpha) over all (layer, head) pairs. `alpha` and the candidate
-threshold `delta` are learned once (``sproutrag train``) and stored as a small JSON
-file; untrained, alpha is uniform and delta is 0.0. numpy only: no torch here.
+w = softmax(alpha) over all (layer, head) pairs: alpha shapes the trees. The search
+parameters are used only when querying: the candidate threshold `delta`, the optional
+relative cutoff `margin`, the weight of lexical evidence (`lexical_weight`), the size
+calibration of internal nodes (`size_penalty`) and whether the best leaves seed the
+candidates (`seed_leaves`); see `sproutrag.search.SearchParams`. All are learned once
+(``sproutrag train``) and stored as a small JSON file; untrained, alpha is uniform and
+the search is the paper's (delta 0, cosine only). numpy only: no torch here.
+
+`tree_fingerprint()` covers only alpha (what changes the stored trees); it enters the
+index fingerprint, so re-learning a query-time parameter never re-indexes a corpus.
+`fingerprint()` covers the whole file.
 """
 
 from __future__ import annotations
@@ -30,7 +38,8 @@ class WeightsFileError(ValueError):
 class AggregationWeights:
     """alpha: float32 (n_layers, n_heads) logits; delta: beam-search candidate threshold;
     margin: relative cutoff (a candidate must score within `margin` of the best leaf, and
-    so must each of its leaves; None: no relative cutoff)."""
+    so must each of its leaves; None: no relative cutoff); lexical_weight, size_penalty,
+    seed_leaves: see `sproutrag.search.SearchParams`."""
 
     alpha: np.ndarray
     delta: float = 0.0
@@ -38,6 +47,9 @@ class AggregationWeights:
     encoder: str | None = DEFAULT_ENCODER_ID
     trained_on: str | None = None
     margin: float | None = None
+    lexical_weight: float = 0.0
+    size_penalty: float = 0.0
+    seed_leaves: bool = False
 
     def __post_init__(self) -> None:
         alpha = np.array(self.alpha, dtype=np.float32)  # a private copy
@@ -49,6 +61,12 @@ class AggregationWeights:
             raise ValueError(f"delta must be finite, got {self.delta!r}")
         if self.margin is not None and not (math.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"margin must be None or a finite number >= 0, got {self.margin!r}")
+        for name in ("lexical_weight", "size_penalty"):
+            value = float(getattr(self, name))
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "seed_leaves", bool(self.seed_leaves))
         alpha.setflags(write=False)
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "delta", float(self.delta))
@@ -74,15 +92,27 @@ class AggregationWeights:
         e = np.exp(a - a.max())
         return (e / e.sum()).astype(np.float32)
 
-    def fingerprint(self) -> str:
-        """Short sha256 of the content (shape, float32 alpha bytes, delta, margin if set)."""
+    def tree_fingerprint(self) -> str:
+        """Short sha256 of what changes the trees: alpha (shape and float32 bytes)."""
         h = hashlib.sha256(FORMAT.encode())
         h.update(np.asarray(self.alpha.shape, dtype="<i8").tobytes())
         h.update(np.ascontiguousarray(self.alpha, dtype="<f4").tobytes())
+        return h.hexdigest()[:16]
+
+    def fingerprint(self) -> str:
+        """Short sha256 of the whole content: alpha and every search parameter."""
+        h = hashlib.sha256(self.tree_fingerprint().encode())
         h.update(np.asarray([self.delta], dtype="<f8").tobytes())
         if self.margin is not None:
             h.update(b"margin" + np.asarray([self.margin], dtype="<f8").tobytes())
+        if self.search_fields() != _UNTRAINED_SEARCH:
+            h.update(json.dumps(self.search_fields(), sort_keys=True).encode())
         return h.hexdigest()[:16]
+
+    def search_fields(self) -> dict[str, Any]:
+        """The query-time parameters besides delta and margin."""
+        return {"lexical_weight": self.lexical_weight, "size_penalty": self.size_penalty,
+                "seed_leaves": self.seed_leaves}
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AggregationWeights):
@@ -100,9 +130,11 @@ class AggregationWeights:
             "alpha": [[float(x) for x in row] for row in self.alpha],
             "delta": self.delta,
             "margin": self.margin,
+            **self.search_fields(),
             "encoder": self.encoder,
             "trained_on": self.trained_on,
             "fingerprint": self.fingerprint(),
+            "tree_fingerprint": self.tree_fingerprint(),
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -166,6 +198,7 @@ class AggregationWeights:
             raise WeightsFileError(
                 f"{where}: 'margin' must be null or a finite number >= 0, got {margin!r}"
             )
+        search = _search_fields(data, where)
         return cls(
             alpha.astype(np.float32),
             float(delta),
@@ -173,7 +206,28 @@ class AggregationWeights:
             encoder=data.get("encoder"),
             trained_on=data.get("trained_on"),
             margin=None if margin is None else float(margin),
+            **search,
         )
+
+
+_UNTRAINED_SEARCH = {"lexical_weight": 0.0, "size_penalty": 0.0, "seed_leaves": False}
+
+
+def _search_fields(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """lexical_weight, size_penalty (numbers >= 0) and seed_leaves (bool); absent: untrained."""
+    out = dict(_UNTRAINED_SEARCH)
+    for key in ("lexical_weight", "size_penalty"):
+        value = data.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value) and value >= 0
+        ):
+            raise WeightsFileError(f"{where}: '{key}' must be a number >= 0, got {value!r}")
+        out[key] = float(value)
+    seed = data.get("seed_leaves", False)
+    if not isinstance(seed, bool):
+        raise WeightsFileError(f"{where}: 'seed_leaves' must be true or false, got {seed!r}")
+    out["seed_leaves"] = seed
+    return out
 
 
 PACKAGED_WEIGHTS = Path(__file__).parent / "resources" / "weights.json"

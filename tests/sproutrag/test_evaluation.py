@@ -20,6 +20,7 @@ from sproutrag.evaluation import (
     save_features,
 )
 from sproutrag.plots import write_report
+from sproutrag.search import SearchParams
 from sproutrag.weights import AggregationWeights
 
 
@@ -61,11 +62,20 @@ def test_tree_retrieval_expands_internal_nodes_and_respects_the_budget():
     v = Variant("t", mix=np.ones((1, 1)), parent_embedding="size_weighted")
     trees = build_trees(feats, v)
     q = np.array([1.0, 0.9, 0.0, 0.0], np.float32)  # closest to the node {0, 1}
-    units = retrieve_tree(trees, feats, q, ["d"], k=2, beam=5, delta=0.0)
+    p = SearchParams(beam_width=5, threshold=0.0)
+    units = retrieve_tree(trees, feats, q, ["d"], k=2, params=p)
     assert units == [("d", 0, 10), ("d", 10, 20)]  # node {0,1} expanded
-    one = retrieve_tree(trees, feats, q, ["d"], k=1, beam=5, delta=0.0)
+    one = retrieve_tree(trees, feats, q, ["d"], k=1, params=p)
     assert one == [("d", 0, 10)]  # the node does not fit k = 1: its best leaf does
-    assert retrieve_tree(trees, feats, q, ["d"], k=5, beam=5, delta=0.9995) == []
+    high = SearchParams(beam_width=5, threshold=0.9995)
+    assert retrieve_tree(trees, feats, q, ["d"], k=5, params=high) == []
+    # a size penalty makes the node lose to its own best leaf, then the next leaf
+    calibrated = SearchParams(beam_width=5, size_penalty=0.3)  # node 0.999 - 0.3 < leaf 0.743
+    units = retrieve_tree(trees, feats, q, ["d"], k=2, params=calibrated)
+    assert units == [("d", 0, 10), ("d", 10, 20)]
+    stats: dict = {}
+    retrieve_tree(trees, feats, q, ["d"], k=2, params=calibrated, stats=stats)
+    assert stats == {"hits": 2, "internal_hits": 0}
     assert retrieve_flat(feats, q, ["d"], k=2) == [("d", 0, 10), ("d", 10, 20)]
 
 

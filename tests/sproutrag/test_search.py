@@ -114,3 +114,53 @@ def test_margin_zero_returns_single_best_unit():
     assert [(d, x) for d, x, _ in cands] == [("d", 0)]
     # nothing reaches delta: no candidates, margin or not
     assert tree_candidates({"d": tree}, q, beam_width=5, threshold=0.99, margin=0.1) == []
+
+
+def test_lexical_fusion_standardises_over_leaves():
+    from sproutrag.lexical import LeafTerms, bm25_nodes
+    from sproutrag.search import node_scores
+
+    tree, q = _random_tree(6, 7)
+    terms = LeafTerms.of(["notice", "payment", "notice period", "x", "y", "z"])
+    plain = node_scores({"d": tree}, q)["d"]
+    np.testing.assert_allclose(plain.rank, plain.cosine)  # w = 0: cosine itself
+    fused = node_scores({"d": tree}, q, query="notice period", lexical={"d": terms},
+                        lexical_weight=0.5)["d"]
+    cos, lex = plain.cosine.astype(np.float64), bm25_nodes("notice period", [terms], [tree])[0]
+    zc = (cos - cos[:6].mean()) / cos[:6].std()
+    zl = (lex - lex[:6].mean()) / lex[:6].std()
+    np.testing.assert_allclose(fused.rank, zc + 0.5 * zl, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="LeafTerms"):
+        node_scores({"d": tree}, q, query="notice", lexical_weight=0.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 60), seed=st.integers(0, 10_000), k=st.integers(1, 6))
+def test_seeded_search_never_misses_the_best_leaves(n, seed, k):
+    from sproutrag.search import SearchParams, search_trees
+
+    tree, q = _random_tree(n, seed)
+    greedy = SearchParams(beam_width=1, threshold=-1.0, seed_leaves=True, size_penalty=100.0)
+    chosen = search_trees({"d": tree}, q, k=k, params=greedy)
+    leaves = np.concatenate([c.leaves for c in chosen])
+    scores = cosine_scores(tree.vectors, q)[: tree.n]
+    best = np.argsort(-scores, kind="stable")[: min(k, n)]
+    # internal nodes priced out: exactly the top-k leaves, as flat retrieval finds them
+    assert set(leaves.tolist()) == set(best.tolist())
+
+
+def test_size_penalty_decides_between_a_node_and_its_leaves():
+    from sproutrag.search import SearchParams, search_trees
+
+    vecs = np.eye(4, dtype=np.float32)
+    tree = build_tree(vecs, np.array([0, 2, 1]), np.array([1, 3, 2]),
+                      np.array([0.9, 0.8, 0.1], dtype=np.float32))
+    q = np.array([1.0, 0.9, 0.0, 0.0], dtype=np.float32)  # node {0,1} 0.999, leaf 0 0.743
+    free = search_trees({"d": tree}, q, k=2, params=SearchParams())
+    assert [c.node for c in free] == [4]  # the node {0, 1} as one hit
+    priced = search_trees({"d": tree}, q, k=2, params=SearchParams(size_penalty=0.3))
+    assert [c.node for c in priced] == [0, 1]  # 0.999 - 0.3 < 0.743: its leaves win
+    with pytest.raises(ValueError, match="lexical_weight"):
+        SearchParams(lexical_weight=-1)
+    with pytest.raises(ValueError, match="beam_width"):
+        SearchParams(beam_width=0)

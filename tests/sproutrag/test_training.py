@@ -114,3 +114,7 @@ def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
     uniform = AggregationWeights.uniform().save(tmp_path / "uniform.json")
     fp_uniform = index_fingerprint(load_settings(None, encoding={"weights": str(uniform)}))
     assert fp_file != fp_uniform
+    # A query-time parameter (delta, the search) never changes the index fingerprint.
+    searched = AggregationWeights(alpha, 0.0, lexical_weight=0.5, size_penalty=1.0,
+                                  seed_leaves=True).save(tmp_path / "searched.json")
+    assert index_fingerprint(load_settings(None, encoding={"weights": str(searched)})) == fp_file

@@ -118,3 +118,34 @@ def test_margin_round_trips_and_old_files_have_none(tmp_path):
     assert AggregationWeights.load(old).margin is None
     with pytest.raises(ValueError, match="margin"):
         AggregationWeights(np.zeros((1, 1)), margin=-1.0)
+
+
+def test_search_parameters_round_trip_and_old_files_are_untrained(tmp_path):
+    w = AggregationWeights(np.ones((2, 3)), delta=0.1, lexical_weight=0.75, size_penalty=2.0,
+                           seed_leaves=True)
+    back = AggregationWeights.load(w.save(tmp_path / "w.json"))
+    assert (back.lexical_weight, back.size_penalty, back.seed_leaves) == (0.75, 2.0, True)
+    assert back == w and back.fingerprint() == w.fingerprint()
+    old = tmp_path / "old.json"  # written before the search parameters existed
+    old.write_text(f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "delta": 0.2}}')
+    o = AggregationWeights.load(old)
+    assert (o.lexical_weight, o.size_penalty, o.seed_leaves) == (0.0, 0.0, False)
+    for key, bad in (("lexical_weight", -1), ("size_penalty", "big"), ("seed_leaves", 1)):
+        path = tmp_path / f"bad-{key}.json"
+        path.write_text(json.dumps({"format": FORMAT, "alpha": [[0, 1]], key: bad}))
+        with pytest.raises(WeightsFileError, match=key):
+            AggregationWeights.load(path)
+
+
+def test_only_alpha_changes_the_tree_fingerprint():
+    base = AggregationWeights(np.zeros((2, 2)))
+    query_time = [
+        AggregationWeights(base.alpha, delta=0.4),
+        AggregationWeights(base.alpha, margin=0.1),
+        AggregationWeights(base.alpha, lexical_weight=0.5),
+        AggregationWeights(base.alpha, size_penalty=1.0),
+        AggregationWeights(base.alpha, seed_leaves=True),
+    ]
+    assert {w.tree_fingerprint() for w in query_time} == {base.tree_fingerprint()}
+    assert len({w.fingerprint() for w in [base, *query_time]}) == 6  # the file differs
+    assert AggregationWeights(np.ones((2, 2))).tree_fingerprint() != base.tree_fingerprint()

@@ -1,0 +1,113 @@
+"""Lexical evidence: Okapi BM25 of a query against evidence units and tree nodes.
+
+Used next to the dense cosine when scoring nodes: legal and technical questions often
+share rare words (a defined term, a statute, a name) with their evidence, which a small
+sentence encoder blurs. Measured on the three dev sets, this is where most of the
+retrieval gain comes from (docs/results.md).
+
+The collection is the set of leaves being searched (the query's documents): document
+frequencies and the average length come from those leaves, so no corpus-wide index is
+needed. A tree node is scored as the text of its leaves joined (term counts and length
+summed over its subtree, in O(n) per query term with prefix sums over the leaf order).
+Pure Python and numpy; no model.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sproutrag.tree import Tree
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+K1 = 1.2
+B = 0.75
+
+#: Very common English function words; they carry no evidence and would dominate short texts.
+STOPWORDS = frozenset(
+    "a an and are as at be been being but by can could did do does for from had has have "
+    "he her his i if in into is it its may might must my no not of on or our shall she "
+    "should so such than that the their them then there these they this those to was we "
+    "were what when where which while who whom why will with would you your".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens without stopwords (Unicode-aware: any script's words)."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+@dataclass(frozen=True)
+class LeafTerms:
+    """Term counts of one document's leaves (computed once per document, then cached)."""
+
+    counts: tuple[Counter, ...]
+    lengths: np.ndarray  # float64 (n,): tokens per leaf
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> LeafTerms:
+        counts = tuple(Counter(tokenize(t)) for t in texts)
+        return cls(counts, np.asarray([sum(c.values()) for c in counts], dtype=np.float64))
+
+    def tf(self, term: str) -> np.ndarray:
+        return np.asarray([c.get(term, 0) for c in self.counts], dtype=np.float64)
+
+
+def _idf(df: int, n: int) -> float:
+    """Lucene's non-negative BM25 idf."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _subtree_sums(tree: Tree, leaf_values: np.ndarray) -> np.ndarray:
+    """Sum of leaf_values over every node's leaves ((2n-1,), via prefix sums)."""
+    prefix = np.concatenate([[0.0], np.cumsum(leaf_values[tree.leaf_order])])
+    return prefix[tree.leaf_end] - prefix[tree.leaf_start]
+
+
+def bm25_leaves(query: str, docs: Sequence[LeafTerms]) -> list[np.ndarray]:
+    """BM25 of `query` against every leaf of `docs` (one float64 (n,) array per doc)."""
+    return _bm25(query, docs, None)
+
+
+def bm25_nodes(query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree]) -> list[np.ndarray]:
+    """BM25 of `query` against every node of each tree ((2n-1,) per doc; leaves first).
+
+    Collection statistics come from the leaves (the evidence units); an internal node is
+    the concatenation of its leaves.
+    """
+    return _bm25(query, docs, trees)
+
+
+def _bm25(
+    query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree] | None
+) -> list[np.ndarray]:
+    size = [len(d.lengths) if trees is None else 2 * len(d.lengths) - 1 for d in docs]
+    out = [np.zeros(s, dtype=np.float64) for s in size]
+    terms = sorted(set(tokenize(query)))
+    n = sum(len(d.lengths) for d in docs)
+    if not terms or not n:
+        return out
+    avg = max(sum(float(d.lengths.sum()) for d in docs) / n, 1e-9)
+    lengths = [d.lengths if trees is None else _subtree_sums(t, d.lengths)
+               for d, t in zip(docs, trees or [None] * len(docs))]
+    for term in terms:
+        tfs = [d.tf(term) for d in docs]
+        df = int(sum((tf > 0).sum() for tf in tfs))
+        if not df:
+            continue
+        idf = _idf(df, n)
+        for k, tf in enumerate(tfs):
+            if trees is not None:
+                tf = _subtree_sums(trees[k], tf)
+            out[k] += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths[k] / avg))
+    return out
+
+
+def bm25_scores(query: str, texts: Sequence[str]) -> np.ndarray:
+    """BM25 of `query` against each of `texts` (one collection; float64)."""
+    return bm25_leaves(query, [LeafTerms.of(texts)])[0]

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sproutrag.lexical import LeafTerms, bm25_leaves, bm25_nodes, bm25_scores, tokenize
+from sproutrag.tree import build_tree
+
+
+def test_tokenize_lowercases_and_drops_stopwords():
+    assert tokenize("The Receiving Party shall NOT disclose; e-mail 30 days.") == [
+        "receiving", "party", "disclose", "e", "mail", "30", "days"]
+    assert tokenize("中文 Ünïcode") == ["中文", "ünïcode"]
+
+
+def test_bm25_against_a_hand_computed_case():
+    texts = ["notice period notice", "termination", "payment terms apply here"]
+    got = bm25_scores("notice termination", texts)
+    # lengths 3, 1, 4 tokens (avg 8/3); "notice": df 1 of 3, tf 2 in text 0;
+    # "termination": df 1, tf 1 in text 1. k1 = 1.2, b = 0.75.
+    idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    avg = 8 / 3
+    t0 = idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / avg))
+    t1 = idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 1 / avg))
+    np.testing.assert_allclose(got, [t0, t1, 0.0])
+    assert not bm25_scores("the of and", texts).any()  # only stopwords: nothing matches
+    assert bm25_scores("x", []).shape == (0,)
+
+
+def test_collection_spans_documents_and_nodes_sum_their_leaves():
+    a = LeafTerms.of(["alpha beta", "gamma"])
+    b = LeafTerms.of(["alpha", "delta delta"])
+    per_leaf = bm25_leaves("alpha delta", [a, b])
+    joint = bm25_scores("alpha delta", ["alpha beta", "gamma", "alpha", "delta delta"])
+    np.testing.assert_allclose(np.concatenate(per_leaf), joint)  # one collection
+    vecs = np.eye(2, dtype=np.float32)
+    tree = build_tree(vecs, np.array([0]), np.array([1]), np.array([0.5], np.float32))
+    nodes = bm25_nodes("alpha delta", [b], [tree])[0]
+    assert nodes.shape == (3,)
+    np.testing.assert_allclose(nodes[:2], bm25_leaves("alpha delta", [b])[0])
+    # the root is the text "alpha delta delta" scored with the leaves' statistics
+    idf = math.log(1 + (2 - 1 + 0.5) / (1 + 0.5))
+    avg = 1.5
+    root = (idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / avg))
+            + idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / avg)))
+    assert nodes[2] == pytest.approx(root)
