@@ -32,6 +32,10 @@ class _Section(BaseModel):
 class ChunkingSettings(_Section):
     sentences_per_chunk: int = Field(2, ge=1, description="Sentences per evidence unit")
     max_chunk_chars: int = Field(1000, ge=16, description="Longer sentences are cut into pieces")
+    within_paragraphs: bool = Field(
+        False, description="A chunk never spans a blank line (a lone heading line joins the "
+        "paragraph after it)",
+    )
 
 
 class EncodingSettings(_Section):

@@ -195,14 +195,17 @@ def _group(sentences: list[Span], sentences_per_chunk: int, max_chunk_chars: int
 
 
 def chunk_text(
-    text: str, *, sentences_per_chunk: int = 2, max_chunk_chars: int = 1000
+    text: str, *, sentences_per_chunk: int = 2, max_chunk_chars: int = 1000,
+    within_paragraphs: bool = False,
 ) -> list[Span]:
     """Chunk character spans of `text`: consecutive sentences, at most
     `sentences_per_chunk` per chunk and `max_chunk_chars` characters per chunk.
 
     ``text[start:end]`` is the chunk. A sentence longer than `max_chunk_chars` is cut
     into pieces (at whitespace where possible, else a hard cut), each its own chunk.
-    Empty or whitespace-only text gives [].
+    With `within_paragraphs`, a chunk never spans a blank line, except that a paragraph
+    that is only a short heading line joins the paragraph after it (so the end of one
+    section is not glued to the title of the next). Empty or whitespace-only text gives [].
     """
     if isinstance(sentences_per_chunk, bool) or not isinstance(sentences_per_chunk, int):
         raise TypeError(f"sentences_per_chunk must be an int, got {sentences_per_chunk!r}")
@@ -215,10 +218,22 @@ def chunk_text(
     units: list[Span] = []
     chunks: list[Span] = []
     for s, e in split_sentences(text):
-        if e - s <= max_chunk_chars:
-            units.append((s, e))
+        if e - s > max_chunk_chars:
+            chunks += _group(units, sentences_per_chunk, max_chunk_chars)
+            chunks += _pieces(text, s, e, max_chunk_chars)
+            units = []
             continue
-        chunks += _group(units, sentences_per_chunk, max_chunk_chars)
-        chunks += _pieces(text, s, e, max_chunk_chars)
-        units = []
+        if within_paragraphs and units and _paragraph_break(text, units, s):
+            chunks += _group(units, sentences_per_chunk, max_chunk_chars)
+            units = []
+        units.append((s, e))
     return chunks + _group(units, sentences_per_chunk, max_chunk_chars)
+
+
+def _paragraph_break(text: str, run: list[Span], start: int) -> bool:
+    """Does a blank line separate the run (current paragraph) from the sentence at
+    `start`? A run that is one short line without end punctuation (a heading) never ends."""
+    if not _HARD_BREAK.search(text, run[-1][1], start):
+        return False
+    heading = text[run[0][0]:run[0][1]]
+    return not (len(run) == 1 and len(heading) <= 80 and heading[-1] not in ".!?;:。！？")

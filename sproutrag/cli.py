@@ -81,6 +81,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     retriever = Retriever(
         args.db, encoder=_encoder_from_settings(settings), beam_width=args.beam,
         threshold=args.threshold, margin=_margin_arg(args.margin),
+        lexical_weight=args.lexical_weight,
         storage_options=settings.storage.lance_options(args.db),
     )
     if args.question is not None:
@@ -99,9 +100,10 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
     else:
         _print_hits(args.question, rows[0])
-        if not rows[0]["results"] and "error" not in rows[0] and args.mode == "tree":
-            print(f"no evidence scored >= delta {retriever.threshold:g} (the trained "
-                  "threshold); --threshold 0 shows the best matches anyway")
+        if not rows[0]["results"] and "error" not in rows[0]:
+            cut = retriever.threshold if args.mode == "tree" else retriever.flat_threshold
+            print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 shows "
+                  "the best matches anyway")
         elif args.mode == "tree" and retriever.margin is not None:
             n = sum(len(h["spans"]) for h in rows[0]["results"])
             if n < args.k:
@@ -291,8 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=["tree", "flat"], default="tree", help="default tree")
     p.add_argument("--beam", type=int, default=5, help="beam width b (default 5)")
     p.add_argument("--threshold", type=float, metavar="DELTA",
-                   help="candidate threshold delta for tree mode (default: the trained "
-                   "delta of the weights file; 0 keeps every scored node)")
+                   help="keep only units whose cosine reaches DELTA (tree mode default: the "
+                   "trained delta of the weights file; flat mode default: none)")
+    p.add_argument("--lexical-weight", type=float, metavar="W",
+                   help="tree mode: rank nodes by z(cosine) + W z(BM25) (default: the "
+                   "trained weight; 0 = cosine only)")
     p.add_argument("--margin", metavar="M",
                    help="relative cutoff for tree mode: keep nodes whose score and leaves' "
                    "scores are within M of the best leaf (default: the trained margin; "

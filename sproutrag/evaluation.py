@@ -103,8 +103,14 @@ def featurize_document(encoder: Any, doc_id: str, text: str, spans: np.ndarray) 
     return DocFeatures(doc_id, np.asarray(spans, np.int64).reshape(-1, 2), emb, i, j, h)
 
 
+#: Chunking options added after the cache format: at these (old-behaviour) values they
+#: are left out of the cache key, so features cached before the option existed stay valid.
+_KEY_DEFAULTS = {"within_paragraphs": False}
+
+
 def _cache_key(docs: Sequence[dict[str, Any]], encoder: Any, chunking: dict[str, Any]) -> str:
     fields = {k: v for k, v in encoder.fingerprint_fields().items() if k != "weights"}
+    chunking = {k: v for k, v in chunking.items() if _KEY_DEFAULTS.get(k, object()) != v}
     h = hashlib.sha256(json.dumps([CACHE_VERSION, fields, chunking], sort_keys=True).encode())
     for d in docs:
         h.update(str(d["doc_id"]).encode() + b"\0" + d["text"].encode() + b"\0")

@@ -149,3 +149,14 @@ def test_one_sentence_and_empty() -> None:
 def test_bad_arguments_raise(kwargs: dict[str, int], name: str) -> None:
     with pytest.raises(ValueError, match=rf"{name}.*{next(iter(kwargs.values()))}"):
         chunk_text("Some text.", **kwargs)
+
+
+def test_within_paragraphs_keeps_a_heading_with_the_text_after_it():
+    text = ("Title One\nFirst sentence here. Second one. Third one.\n\nTitle Two\n"
+            "Another sentence. More.\n\nHEADING\n\nBody starts here. And ends.")
+    plain = [text[s:e] for s, e in chunk_text(text)]
+    assert "More.\n\nHEADING" in plain  # by default a chunk may span a blank line
+    para = [text[s:e] for s, e in chunk_text(text, within_paragraphs=True)]
+    assert para == ["Title One\nFirst sentence here.", "Second one. Third one.",
+                    "Title Two\nAnother sentence.", "More.", "HEADING\n\nBody starts here.",
+                    "And ends."]

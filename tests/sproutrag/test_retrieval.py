@@ -58,13 +58,16 @@ def test_doc_ids_restrict_and_are_escaped(retriever):
     hits = retriever.search(stipend, k=5, doc_ids=["policies/remote_work_faq.md"])
     assert hits and {h.doc_id for h in hits} == {"policies/remote_work_faq.md"}
     assert any("$35" in h.text for h in hits)
-    # A question the document cannot answer: nothing reaches the trained delta, but with
-    # threshold 0 the best nodes of that document (and only of it) come back.
-    assert retriever.threshold > 0
-    assert retriever.search(QUESTION, k=5, doc_ids=["policies/remote_work_faq.md"]) == []
-    loose = Retriever(retriever.store.uri, encoder=retriever.encoder, threshold=0.0)
-    hits = loose.search(QUESTION, k=5, doc_ids=["policies/remote_work_faq.md"])
-    assert hits and {h.doc_id for h in hits} == {"policies/remote_work_faq.md"}
+    # A question the document cannot answer: the shipped search fills the budget with
+    # that document's best units (precision is over k, so a short answer is no better);
+    # an explicit threshold drops what does not reach it, in both modes.
+    hits = retriever.search(QUESTION, k=5, doc_ids=["policies/remote_work_faq.md"])
+    assert {h.doc_id for h in hits} == {"policies/remote_work_faq.md"}
+    assert sum(len(h.spans) for h in hits) == 5
+    strict = Retriever(retriever.store.uri, encoder=retriever.encoder, threshold=0.6)
+    assert strict.search(QUESTION, k=5, doc_ids=["policies/remote_work_faq.md"]) == []
+    assert strict.search(QUESTION, k=5, mode="flat",
+                         doc_ids=["policies/remote_work_faq.md"]) == []
     flat = retriever.search(QUESTION, k=5, mode="flat", doc_ids=["one_sentence.txt"])
     assert {h.doc_id for h in flat} == {"one_sentence.txt"}
     with pytest.raises(QueryError, match="none of the doc_ids"):

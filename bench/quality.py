@@ -1,0 +1,121 @@
+"""Retrieval quality on every dev set: tree vs flat, the paper's metric, paired differences.
+
+    .venv/bin/python bench/quality.py [--weights FILE] [--modes flat tree ...] [--sets ...]
+
+Runs `sproutrag evaluate` (the same code: `evaluate_corpus`) on each development set,
+then prints one summary table (tree vs flat per set: IE averaged over k = 1, 3, 5, the
+ratio, the paired per-query difference with its standard error, IE@1 and char-IE) and
+each set's full table of modes. Sets (they need ../shared/data, as on the project's
+machines; the long ones are built from it with `python -m sproutrag.devsets`):
+
+* contractnli: ../shared/data/contractnli dev (NDAs, 614 queries);
+* hotpotqa: ../shared/data/hotpotqa dev (evidence in two paragraphs, 50 queries);
+* hotpot-long: ten HotpotQA dev documents joined into one of about 55,000 characters;
+* contractnli-long: five ContractNLI dev contracts bundled into one of about 50,000
+  characters, each hypothesis' evidence in all of them as one query (199 queries).
+
+Features are cached under --cache (first run: about 25 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+for key, value in {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
+    os.environ.setdefault(key, value)
+
+SHARED = ROOT.parent / "shared" / "data"
+SETS = {
+    "contractnli": (SHARED / "contractnli", None),
+    "hotpotqa": (SHARED / "hotpotqa", None),
+    "hotpot-long": (SHARED / "hotpotqa", 10),
+    "contractnli-long": (SHARED / "contractnli", 5),
+}
+MODES = ["flat", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
+         "tree_noseed", "untrained", "untrained_search"]
+
+
+def dev_files(name: str, data_dir: Path, split: str = "dev") -> tuple[Path, Path]:
+    """(docs, queries) of a set's split; long sets are built on first use."""
+    src, group = SETS[name]
+    if group is None:
+        return src / f"{split}.docs.jsonl", src / f"{split}.queries.jsonl"
+    out = data_dir / name
+    if not (out / f"{split}.queries.jsonl").is_file():
+        from sproutrag.devsets import main as build
+
+        build(["--src", str(src), "--group", str(group), "--out", str(out)])
+    return out / f"{split}.docs.jsonl", out / f"{split}.queries.jsonl"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--weights", help="weights file (default: the packaged one)")
+    p.add_argument("--config", help="YAML settings (chunking, encoder)")
+    p.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    p.add_argument("--modes", nargs="+", default=MODES)
+    p.add_argument("--data", default="out/data", help="where long sets are built")
+    p.add_argument("--cache", default=".eval-cache", help="feature cache")
+    p.add_argument("--out", default="out/quality", help="reports (one folder per set)")
+    args = p.parse_args(argv)
+    if not (SHARED / "contractnli" / "dev.docs.jsonl").is_file():
+        print(f"no dev sets at {SHARED}: this benchmark needs ../shared/data")
+        return 1
+
+    from schemas.settings import load_settings
+    from sproutrag.cli import _encoder_from_settings
+    from sproutrag.evaluation import evaluate_corpus, make_variants
+    from sproutrag.metrics import paired_difference
+    from sproutrag.plots import write_report
+    from sproutrag.weights import load_default_weights
+
+    settings = load_settings(args.config)
+    weights = load_default_weights(args.weights or settings.encoding.weights)
+    encoder = _encoder_from_settings(settings, weights)
+    print(f"weights {weights.source} ({weights.fingerprint()}): delta {weights.delta:g}, "
+          f"lexical_weight {weights.lexical_weight:g}, size_penalty {weights.size_penalty:g}, "
+          f"seed_leaves {weights.seed_leaves}")
+    summary = []
+    for name in args.sets:
+        docs, queries = dev_files(name, Path(args.data))
+        t0 = time.perf_counter()
+        variants = make_variants(args.modes, weights, settings.tree.parent_embedding)
+        rows, meta = evaluate_corpus(docs, queries, encoder=encoder,
+                                     chunking=settings.chunking.model_dump(), variants=variants,
+                                     cache_dir=args.cache, log=lambda *a: None)
+        meta["command"] = f"bench/quality.py --sets {name}"
+        paths = write_report(rows, Path(args.out) / name, meta, flat_name=rows[0]["name"])
+        by = {v_key: r for v_key, r in zip(args.modes, rows)}
+        flat, tree = by.get("flat"), by.get("tree")
+        if flat and tree:
+            d, se = paired_difference(tree["per_query"]["ie"], flat["per_query"]["ie"])
+            summary.append((name, meta["n_queries"], flat, tree, d, se))
+        print(f"\n## {name} ({meta['n_docs']} documents, {meta['n_queries']} queries, "
+              f"{time.perf_counter() - t0:.0f} s)\n")
+        print(paths["markdown"].read_text(encoding="utf-8").split("\n", 4)[-1])
+    print("\n## Summary: tree vs flat (IE averaged over k = 1, 3, 5; percentages)\n")
+    print("| set | queries | flat IE | tree IE | tree / flat | tree - flat (paired) "
+          "| IE@1 flat / tree | charIE flat / tree |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, n, flat, tree, d, se in summary:
+        f, t = flat["avg"], tree["avg"]
+        print(f"| {name} | {n} | {100 * f['ie']:.1f} | {100 * t['ie']:.1f} | "
+              f"{t['ie'] / max(f['ie'], 1e-12):.2f} | {100 * d:+.1f} +/- {100 * se:.1f} | "
+              f"{100 * flat['per_k'][0]['ie']:.1f} / {100 * tree['per_k'][0]['ie']:.1f} | "
+              f"{100 * f['char_ie']:.1f} / {100 * t['char_ie']:.1f} |")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "summary.json").write_text(json.dumps([
+        {"set": name, "n_queries": n, "flat": flat["avg"], "tree": tree["avg"],
+         "paired_diff": d, "se": se} for name, n, flat, tree, d, se in summary], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
