@@ -27,7 +27,7 @@ from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3, load_settings
 from sproutrag.corpus import Failure
 from sproutrag.indexing import check_deletions
-from sproutrag.interrupt import stop_on_signals, stop_reason, stop_requested
+from sproutrag.interrupt import crash_point, stop_on_signals, stop_reason, stop_requested
 from sproutrag.locking import DatabaseLock
 from sproutrag.report import RunInterruptedError, RunSummary
 from tasks.build_trees import build_trees_batch
@@ -96,6 +96,7 @@ def _store_batch(
     stored.update(i.doc.doc_id for i in built.items)
     summary.n_chunks += sum(i.tree.n for i in built.items)
     summary.n_chars += sum(len(i.doc.text) for i in built.items)
+    crash_point("batch-stored")
     failed = chunked.failures + encoded.failures + built.failures
     logger.info(
         "batch %d: %d documents stored, %d failed, %d chunks, %d nodes; chunk %.1f s, "
