@@ -27,7 +27,13 @@ from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3, load_settings
 from sproutrag.corpus import Failure
 from sproutrag.indexing import check_deletions
-from sproutrag.interrupt import crash_point, stop_on_signals, stop_reason, stop_requested
+from sproutrag.interrupt import (
+    StopRequested,
+    crash_point,
+    stop_on_signals,
+    stop_reason,
+    stop_requested,
+)
 from sproutrag.locking import DatabaseLock
 from sproutrag.report import RunInterruptedError, RunSummary
 from tasks.build_trees import build_trees_batch
@@ -80,6 +86,8 @@ def _store_batch(
     k, batch, futures = submitted
     try:
         chunked, encoded, built = (f.result() for f in futures)
+    except StopRequested:  # not a failure: the batch never ran; the next run does it
+        return 0
     except Exception as exc:  # reported per document; the run goes on
         reason = f"batch {k} failed: {type(exc).__name__}: {exc}"
         summary.failures += [Failure(d.doc_id, reason) for d in batch]

@@ -63,6 +63,29 @@ def _start_server():
     return server
 
 
+def _drain_workers() -> None:
+    """Send Prefect's queued logs and events before the server goes away (as Prefect's
+    test harness does); otherwise they are retried against a dead server at exit."""
+    import inspect
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def drain() -> None:
+        try:
+            result = APILogWorker.instance().drain()
+            if inspect.isawaitable(result):
+                await result
+        except RuntimeError:  # the worker never started
+            pass
+        result = EventsWorker.drain_all()
+        if inspect.isawaitable(result):
+            await result
+
+    run_coro_as_sync(drain())
+
+
 @contextmanager
 def temporary_server() -> Iterator[str | None]:
     """Run the block against a temporary Prefect server that dies with this process.
@@ -70,20 +93,25 @@ def temporary_server() -> Iterator[str | None]:
     With PREFECT_API_URL set (a real server), does nothing and yields None. Call it from
     the main thread: the kernel signals the child when the starting thread ends.
     """
+    from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     if PREFECT_API_URL.value():
         yield None
         return
     server = _start_server()
+    # Prefect code that asks for "the" temporary server gets this one, not a second one.
+    SubprocessASGIServer._instances[None] = server
     saved = os.environ.get("PREFECT_API_URL")
     os.environ["PREFECT_API_URL"] = server.api_url  # for Prefect's background threads too
     try:
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
             yield server.api_url
+            _drain_workers()
     finally:
         if saved is None:
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = saved
         server.stop()
+        SubprocessASGIServer._instances.pop(None, None)

@@ -157,15 +157,20 @@ def _run_row(run_id: str, status: str) -> dict:
 V1_DROPPED = {"documents": ["tree_id"], "nodes": ["tree_id"], "runs": ["status", "message"]}
 
 
-def make_schema_1(db: str) -> None:
+def make_schema_1(db: str, fingerprint: str | None = None) -> None:
     """Rewrite a current database as schema version 1 wrote it (the columns it lacked
-    dropped, `runs.finished_at` not nullable, metadata version 1)."""
+    dropped, `runs.finished_at` not nullable, metadata version 1; optionally the
+    documents' index fingerprint, which included the schema version)."""
     import lancedb
     import pyarrow as pa
 
     conn = lancedb.connect(db)
     for name, dropped in V1_DROPPED.items():
         data = conn.open_table(name).to_arrow().drop_columns(dropped)
+        if fingerprint and name == "documents":
+            column = pa.array([fingerprint] * data.num_rows, pa.string())
+            data = data.set_column(data.schema.get_field_index("index_fingerprint"),
+                                   "index_fingerprint", column)
         fields = [f.with_nullable(False) if f.name == "finished_at" else f
                   for f in data.schema]
         meta = {**data.schema.metadata, b"sproutrag.schema_version": b"1"}
