@@ -73,12 +73,13 @@ class PipelineSettings(_Section):
         "this are removed (a reader holding an older version must finish within it)"
     )
     optimize_fragments: int = Field(
-        8, ge=1, description="Optimize (compact, update indexes, prune versions) a table "
-        "after a run once it holds this many fragments"
+        8, ge=1, description="Optimize a table after a run (compact its files, update its "
+        "indexes, remove versions older than keep_versions_days) once it holds this many "
+        "fragments ..."
     )
-    optimize_versions: int = Field(
-        32, ge=1, description="... or this many versions (deletions add versions, not "
-        "fragments)"
+    prune_versions: int = Field(
+        1, ge=1, description="... or this many versions older than keep_versions_days "
+        "(besides the latest, which is always kept)"
     )
     max_delete_share: float = Field(
         0.5, ge=0, le=1, description="A run that would delete more than this share of the "

@@ -319,32 +319,35 @@ class Store:
         return True
 
     def maintain(
-        self, *, keep_versions_days: float, min_fragments: int, min_versions: int
+        self, *, keep_versions_days: float, min_fragments: int, min_old_versions: int
     ) -> dict[str, int]:
         """Optimize the tables that need it; returns versions removed per optimized table.
 
         `optimize()` compacts small files, folds new rows into the indexes and removes
-        versions older than `keep_versions_days`. Every call that finds work commits a
-        new version and rewrites the small files, so it runs only on a table that holds
-        at least `min_fragments` fragments or `min_versions` versions: a run that changed
-        nothing writes nothing here.
+        the versions older than `keep_versions_days` (never the latest). A call that
+        finds files to compact commits new versions itself, so it runs only on a table
+        that holds at least `min_fragments` fragments, or `min_old_versions` versions it
+        would remove: a run that changed nothing writes nothing here.
         """
-        from datetime import timedelta
+        from datetime import datetime, timedelta
 
         self.ensure_vector_index()
+        keep = timedelta(days=keep_versions_days)
         removed = {}
         for name in ("documents", "nodes", "runs"):
             tbl = self.table(name)
             if tbl is None:
                 continue
-            versions = len(tbl.list_versions())
+            versions = tbl.list_versions()
+            cutoff = datetime.now() - keep  # list_versions gives naive local times
+            old = sum(v["timestamp"] < cutoff for v in versions[:-1])  # removable
             fragments = tbl.stats()["fragment_stats"]["num_fragments"]
-            if fragments < min_fragments and versions < min_versions:
+            if fragments < min_fragments and old < min_old_versions:
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # retention 0 is allowed
-                tbl.optimize(cleanup_older_than=timedelta(days=keep_versions_days))
-            removed[name] = versions - len(tbl.list_versions())
+                tbl.optimize(cleanup_older_than=keep)
+            removed[name] = len(versions) - len(tbl.list_versions())
         return removed
 
     def start_run(self, row: dict[str, Any]) -> None:

@@ -53,5 +53,5 @@ def maintain_tables(db: str, settings: Settings) -> dict[str, int]:
     return open_store(db, settings).maintain(
         keep_versions_days=pipeline.keep_versions_days,
         min_fragments=pipeline.optimize_fragments,
-        min_versions=pipeline.optimize_versions,
+        min_old_versions=pipeline.prune_versions,
     )
