@@ -114,6 +114,8 @@ class Retriever:
         """(documents version, doc_id -> current tree_id, rows of the current trees),
         read once per version of the `documents` table."""
         tbl = self.store.table("documents")
+        if tbl is None:  # the first run was killed before its first documents commit
+            return (-1, {}, 0)
         version = tbl.version
         if self._doc_trees is None or self._doc_trees[0] != version:
             cols = ["doc_id", "tree_id", "n_chunks"]
@@ -149,7 +151,7 @@ class Retriever:
                 data = data.filter(pc.is_in(data["tree_id"], pa.array(list(current.values()),
                                                                        pa.string())))
                 vecs = data.column("vector").combine_chunks().flatten().to_numpy()
-                vecs = vecs.reshape(data.num_rows, -1).astype(np.float32)
+                vecs = vecs.reshape(data.num_rows, self.store.dim).astype(np.float32)
                 vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
                 docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
                 self._matrix = (versions, docs, vecs)

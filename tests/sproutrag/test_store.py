@@ -201,3 +201,34 @@ def test_schema_1_is_refused_with_the_fix_then_migrated_in_place(store):
     assert (run["run_id"], run["status"], run["message"]) == ("r1", "completed", None)
     for name in V1_DROPPED:
         assert opened.table(name).schema.metadata[b"sproutrag.schema_version"] == b"2"
+
+
+def test_retriever_reads_only_current_trees(store):
+    """Tree and flat search (memory and LanceDB first stage) over a database holding
+    other trees than the current ones: those rows are never returned."""
+    from types import SimpleNamespace
+
+    from sproutrag.retrieval import Retriever
+    from sproutrag.store import node_rows
+
+    weights = SimpleNamespace(delta=-1.0, margin=None)
+    encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
+    orphan = _item("first", "never switched in")
+    store.table("nodes", create=True).add(node_rows(orphan, "t-orphan"))  # killed 1st run
+    qvec = orphan.tree.vectors[0]
+    empty = Retriever(store.uri, encoder=encoder)
+    assert empty.search_vector("q", qvec, k=3) == []
+    assert empty.search_vector("q", qvec, k=3, mode="flat") == []
+
+    store.write([_item("a", "one two three four", seed=1)], "fp")
+    stale = _item("a", "stale words here now", seed=5)
+    store.table("nodes").add(node_rows(stale, "t-stale"))  # a next tree, not switched in
+    text = store.table("documents").to_arrow().to_pylist()[0]["text"]
+    for memory_rows in (300_000, 0):
+        r = Retriever(store.uri, encoder=encoder, memory_rows=memory_rows)
+        for mode, doc_ids in (("tree", None), ("flat", None), ("flat", ["a"])):
+            hits = r.search_vector("q", stale.tree.vectors[0], k=4, mode=mode,
+                                   doc_ids=doc_ids)
+            assert hits and {h.doc_id for h in hits} == {"a"}
+            for h in hits:
+                assert h.text == "\n".join(text[s:e] for s, e in h.spans)
