@@ -62,11 +62,12 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        _stop.clear()  # the request was for this block's work only
 
 
 def crash_point(name: str) -> None:
     """Test hook: SPROUTRAG_CRASH_AT=<name> kills the process here with SIGKILL;
-    SPROUTRAG_CRASH_AT=<name>:<SIGNAL> sends it that signal instead (once per process)."""
+    SPROUTRAG_CRASH_AT=<name>:<SIGNAL> sends it that signal instead (once per run)."""
     wanted = os.environ.get("SPROUTRAG_CRASH_AT", "")
     point, _, sig = wanted.partition(":")
     if point != name or wanted in _fired:
