@@ -1,6 +1,6 @@
 """Incremental re-indexing cost: full index, unchanged re-run, 1% changed re-run.
 
-    .venv/bin/python bench/incremental.py [--docs 300] [--changed 0.01]
+    .venv/bin/python bench/incremental.py [--docs 300] [--changed 0.01] [--nightly 30]
 
 A corpus of N documents (default 300) is generated from the sample corpus's paragraphs
 (shuffled, deterministic), then indexed three times by the `index-corpus` flow in this
@@ -13,11 +13,20 @@ so neither the model load nor the server start is charged to the reference run):
 
 Targets: run 2 under 3% of run 1, run 3 under 5%. Prints wall time per run, the ratio to
 the full index and the stage timings of each run's `runs` row.
+
+Then `--nightly` more runs with nothing changed (default 30, "a month of nightly runs"),
+twice, printing before and after each phase the LanceDB versions of each table and the
+bytes of the database folder, with the settings that govern retention. Back to back no
+version ages past the 7-day retention (`keep_versions_days`), so the first phase shows
+what every unchanged run adds; the second phase compresses time (one run stands for a
+night: the retention becomes 7 runs' worth of seconds) and shows the steady state.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import random
@@ -67,10 +76,67 @@ def timed_run(index_corpus, corpus: Path, db: str) -> tuple[float, dict]:
     return time.perf_counter() - t0, row
 
 
+def db_footprint(db: str) -> tuple[dict[str, int], int]:
+    """(versions per table, bytes of the database folder without the work dir)."""
+    import lancedb
+
+    conn = lancedb.connect(db)
+    versions = {name: len(conn.open_table(name).list_versions())
+                for name in sorted(conn.list_tables().tables)}
+    size = sum(p.stat().st_size for p in Path(db).rglob("*")
+               if p.is_file() and "_work" not in p.relative_to(db).parts)
+    return versions, size
+
+
+def nightly(index_corpus, corpus: Path, db: str, runs: int, title: str) -> float:
+    """RUNS unchanged re-runs; prints versions per table and database bytes before and
+    after, with the settings used. Returns the seconds per run."""
+    from schemas.settings import load_settings
+
+    before = db_footprint(db)
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        row = index_corpus(corpus=str(corpus), db=db)
+        assert row["n_new"] == row["n_changed"] == row["n_deleted"] == 0, row
+    seconds = (time.perf_counter() - t0) / runs
+    after = db_footprint(db)
+    pipeline = load_settings().pipeline
+    print()
+    print(f"{runs} nightly runs, nothing changed, {title} ({seconds:.2f} s each); settings: "
+          + ", ".join(f"{k}={v:g}" for k, v in pipeline.model_dump().items()
+                      if "version" in k or "optimize" in k))
+    print()
+    print("| | " + " | ".join(f"{t} versions" for t in after[0]) + " | database bytes |")
+    print("|---|" + "---|" * (len(after[0]) + 1))
+    for label, (versions, size) in (("before", before), (f"after {runs} runs", after)):
+        print(f"| {label} | " + " | ".join(str(versions.get(t, 0)) for t in after[0])
+              + f" | {size:,} |")
+    print(f"\nper unchanged run: {(after[1] - before[1]) / runs:,.0f} bytes, "
+          + ", ".join(f"{t} +{(after[0][t] - before[0].get(t, 0)) / runs:.1f} versions"
+                      for t in after[0]))
+    return seconds
+
+
+def nightly_phases(index_corpus, corpus: Path, db: str, runs: int) -> None:
+    """Back to back, no version is older than the 7-day retention: the first phase shows
+    what each unchanged run adds. The second compresses time, one run standing for one
+    night: the retention becomes 7 runs' worth of seconds, so versions do age past it
+    and the figures show the steady state of a year of nightly runs."""
+    seconds = nightly(index_corpus, corpus, db, runs, "default settings")
+    key = "SPROUTRAG_PIPELINE__KEEP_VERSIONS_DAYS"
+    os.environ[key] = repr(7 * seconds / 86400)
+    try:
+        nightly(index_corpus, corpus, db, runs, "time compressed (1 run = 1 night)")
+    finally:
+        del os.environ[key]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=300, help="corpus size (default 300)")
     ap.add_argument("--changed", type=float, default=0.01, help="share changed (0.01)")
+    ap.add_argument("--nightly", type=int, default=30,
+                    help="unchanged nightly runs to simulate afterwards (30; 0: none)")
     args = ap.parse_args()
     from flows.index_corpus import index_corpus
 
@@ -91,6 +157,10 @@ def main() -> None:
                 fh.write("\nThis paragraph was added after the first index run.\n")
         label = f"re-run, {n_change} changed ({n_change / args.docs:.0%})"
         results.append((label, *timed_run(index_corpus, corpus, db)))
+        if args.nightly:
+            report = io.StringIO()
+            with contextlib.redirect_stdout(report):
+                nightly_phases(index_corpus, corpus, db, args.nightly)
 
     full = results[0][1]
     print(f"corpus: {args.docs} documents, {n_chars:,} characters, "
@@ -108,6 +178,8 @@ def main() -> None:
           f"({'OK' if results[1][1] / full < 0.03 else 'MISSED'}); "
           f"1% changed < 5% -> {results[2][1] / full:.2%} "
           f"({'OK' if results[2][1] / full < 0.05 else 'MISSED'})")
+    if args.nightly:
+        print(report.getvalue(), end="")
 
 
 if __name__ == "__main__":

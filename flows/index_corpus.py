@@ -1,8 +1,15 @@
 """Prefect flow `index-corpus`: discover -> diff -> chunk -> encode -> build_trees -> store.
 
 The CLI (`sproutrag index`) runs this same flow. Documents go through the stages in
-batches of `pipeline.batch_docs`; each batch's Parquet intermediates live under the work
-dir until the batch is stored.
+batches of `pipeline.batch_docs`; each batch's Parquet intermediates live in the run's
+own folder below the work dir until the batch is stored.
+
+Under the database's run lock a run migrates an older schema, writes its `runs` row
+("running"), removes what interrupted runs left, diffs the corpus with the database
+(refusing mass deletions), indexes batch by batch, deletes what left the corpus, and
+completes its row. SIGTERM / SIGINT stop it between batches ("interrupted"). The flow
+run ends Failed when more documents failed than `pipeline.max_failed_share` tolerates
+(the data: `DocumentsFailedError` with the run's row), Cancelled when interrupted.
 """
 
 from __future__ import annotations
@@ -13,19 +20,37 @@ from contextlib import contextmanager
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.states import Cancelled, Failed
 from tqdm import tqdm
 
 from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3, load_settings
 from sproutrag.corpus import Failure
+from sproutrag.indexing import check_deletions
+from sproutrag.interrupt import (
+    StopRequested,
+    crash_point,
+    stop_on_signals,
+    stop_reason,
+    stop_requested,
+)
 from sproutrag.locking import DatabaseLock
-from sproutrag.report import RunSummary
+from sproutrag.report import RunInterruptedError, RunSummary
 from tasks.build_trees import build_trees_batch
 from tasks.chunk import chunk_batch
-from tasks.common import index_fingerprint, remove_tree
+from tasks.common import index_fingerprint
 from tasks.discover import diff_corpus, discover_corpus
 from tasks.encode import encode_batch
-from tasks.store import delete_documents, maintain_tables, record_run, store_batch
+from tasks.store import (
+    collect_garbage,
+    delete_documents,
+    maintain_tables,
+    migrate_database,
+    record_run,
+    start_run,
+    store_batch,
+)
+from tasks.workdir import close_work_dir, open_work_dir
 
 
 @contextmanager
@@ -33,16 +58,6 @@ def _stage(summary: RunSummary, name: str):
     t0 = time.perf_counter()
     yield
     summary.add_time(name, time.perf_counter() - t0)
-
-
-def _work_dir(db: str, settings: Settings, run_id: str) -> str:
-    """This run's folder (or s3:// prefix) for Parquet intermediates.
-
-    Those of killed runs are removed first: one index run per database at a time.
-    """
-    base = (settings.pipeline.work_dir or f"{db.rstrip('/')}/_work").rstrip("/")
-    remove_tree(base, settings)
-    return f"{base}/{run_id}"
 
 
 def _submit_batch(runner, batch, k: int, settings: Settings, work: str):
@@ -71,6 +86,8 @@ def _store_batch(
     k, batch, futures = submitted
     try:
         chunked, encoded, built = (f.result() for f in futures)
+    except StopRequested:  # not a failure: the batch never ran; the next run does it
+        return 0
     except Exception as exc:  # reported per document; the run goes on
         reason = f"batch {k} failed: {type(exc).__name__}: {exc}"
         summary.failures += [Failure(d.doc_id, reason) for d in batch]
@@ -87,6 +104,7 @@ def _store_batch(
     stored.update(i.doc.doc_id for i in built.items)
     summary.n_chunks += sum(i.tree.n for i in built.items)
     summary.n_chars += sum(len(i.doc.text) for i in built.items)
+    crash_point("batch-stored")
     failed = chunked.failures + encoded.failures + built.failures
     logger.info(
         "batch %d: %d documents stored, %d failed, %d chunks, %d nodes; chunk %.1f s, "
@@ -95,41 +113,75 @@ def _store_batch(
         built.seconds, time.perf_counter() - t0,
     )
     for f in failed:
-        logger.warning("document %s failed: %s", f.doc_id, f.reason)
+        logger.warning("document %s failed: %s", f.shown, f.reason)
     return len(built.items) + len(failed)
 
 
-def _run(corpus: str, db: str, settings: Settings, full: bool, logger) -> RunSummary:
-    fp = index_fingerprint(settings)
-    summary = RunSummary(corpus=corpus, fingerprint=fp)
+def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delete: bool,
+          summary: RunSummary, logger):
+    """Discover the corpus, diff it with the database, refuse a mass deletion."""
     with _stage(summary, "discover"):
         docs, summary.failures = discover_corpus(corpus, settings)
-        plan = diff_corpus(docs, db, settings, fp, full)
+        plan, n_indexed = diff_corpus(
+            docs, db, settings, summary.fingerprint, full, summary.failures
+        )
+    check_deletions(plan, n_indexed, corpus=corpus, allow=allow_mass_delete,
+                    max_share=settings.pipeline.max_delete_share)
     summary.n_new, summary.n_changed = len(plan.new), len(plan.changed)
-    summary.n_unchanged, summary.n_deleted = len(plan.unchanged), len(plan.deleted)
+    summary.n_unchanged = len(plan.unchanged)
     logger.info(
-        "discover: %d documents (%d new, %d changed, %d unchanged, %d deleted), %d unreadable",
-        len(docs), summary.n_new, summary.n_changed, summary.n_unchanged, summary.n_deleted,
-        len(summary.failures),
+        "discover: %d documents (%d new, %d changed, %d unchanged, %d deleted), %d failed "
+        "(%d of them indexed before: their indexed version stays)", len(docs),
+        summary.n_new, summary.n_changed, summary.n_unchanged, len(plan.deleted),
+        len(summary.failures), len(plan.kept),
     )
     for f in summary.failures:
-        logger.warning("document %s failed: %s", f.doc_id, f.reason)
-    work = _work_dir(db, settings, summary.run_id)
-    stored = _index_all(plan.to_index, db, settings, fp, work, summary, logger)
-    with _stage(summary, "store"):
-        delete_documents(plan.deleted + plan.orphans, db, settings)
-    remove_tree(work, settings)
+        logger.warning("document %s failed: %s", f.shown, f.reason)
+    if plan.held_reason:
+        summary.note(plan.held_reason)
+        logger.warning(plan.held_reason)
+    return plan
+
+
+def _run(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delete: bool,
+         summary: RunSummary, logger) -> None:
+    """The run's work, under the lock; `summary` is finished when this returns."""
+    removed = collect_garbage(db, settings)
+    if removed:
+        logger.warning("removed %d nodes rows an interrupted run left (no documents row "
+                       "named them)", removed)
+    plan = _plan(corpus, db, settings, full, allow_mass_delete, summary, logger)
+    work, leftovers = open_work_dir(db, settings, summary.run_id)
+    if leftovers:
+        logger.warning("removed %d work folders of killed runs of this database", leftovers)
+    try:
+        stored = _index_all(plan.to_index, db, settings, work, summary, logger)
+    finally:
+        close_work_dir(work, db, settings)
     summary.n_new = sum(d.doc_id in stored for d in plan.new)
     summary.n_changed = sum(d.doc_id in stored for d in plan.changed)
+    if stop_requested():
+        summary.finish("interrupted", f"{stop_reason()} after {len(stored)} documents")
+        return
+    with _stage(summary, "store"):
+        delete_documents(plan.deleted, db, settings)
+    summary.n_deleted = len(plan.deleted)
     with _stage(summary, "maintain"):
         maintain_tables(db, settings)
-    return summary.finish()
+    summary.finish(max_failed_share=settings.pipeline.max_failed_share)
 
 
-def _index_all(
-    todo, db: str, settings: Settings, fp: str, work: str, summary, logger
-) -> set[str]:
-    """Index documents batch by batch; returns the doc_ids stored."""
+def _wait_all(inflight: deque) -> None:
+    """Let the batches still in flight end (they see the stop request and do no work),
+    so none of them writes into the work folder after it is removed."""
+    for _, _, futures in inflight:
+        for future in futures:
+            future.wait()
+
+
+def _index_all(todo, db: str, settings: Settings, work: str, summary, logger) -> set[str]:
+    """Index documents batch by batch; returns the doc_ids stored. A stop request ends
+    it after the batch being stored."""
     stored: set[str] = set()
     size = settings.pipeline.batch_docs
     batches = [todo[k : k + size] for k in range(0, len(todo), size)]
@@ -139,16 +191,47 @@ def _index_all(
                 len(todo), len(batches), settings.pipeline.task_runner)
     inflight: deque = deque()
     progress = tqdm(total=len(todo), unit="doc", disable=not settings.pipeline.progress)
+    fp = summary.fingerprint
     with batch_runner(settings) as runner, progress as bar:
         for k, batch in enumerate(batches):
+            if stop_requested():
+                break
             inflight.append(_submit_batch(runner, batch, k, settings, work))
             if len(inflight) >= settings.pipeline.max_inflight_batches:
                 done = inflight.popleft()
                 bar.update(_store_batch(done, db, settings, fp, summary, stored, logger))
-        while inflight:
+        while inflight and not stop_requested():
             done = inflight.popleft()
             bar.update(_store_batch(done, db, settings, fp, summary, stored, logger))
+        if stop_requested():
+            logger.warning("%s: stopping after %d stored documents", stop_reason(),
+                           len(stored))
+            _wait_all(inflight)
     return stored
+
+
+def _locked_run(corpus: str, db: str, settings: Settings, full: bool,
+                allow_mass_delete: bool, logger) -> RunSummary:
+    """Migrate, record the start, run, record the end: the `runs` row is always completed
+    unless the process is killed."""
+    migrated = migrate_database(db, settings)
+    if migrated:
+        logger.warning("migrated tables %s of %s to the current schema in place; every "
+                       "document is re-indexed", ", ".join(migrated), db)
+    summary = RunSummary(corpus=corpus, fingerprint=index_fingerprint(settings))
+    start_run(summary.to_row(), db, settings)
+    try:
+        _run(corpus, db, settings, full, allow_mass_delete, summary, logger)
+    except KeyboardInterrupt as exc:  # a second signal
+        summary.finish("interrupted", f"stopped at once: {exc}")
+        record_run(summary.to_row(), db, settings)
+        raise
+    except Exception as exc:
+        summary.finish("failed", f"{type(exc).__name__}: {exc}")
+        record_run(summary.to_row(), db, settings)
+        raise
+    record_run(summary.to_row(), db, settings)
+    return summary
 
 
 @flow(name="index-corpus", log_prints=True)
@@ -157,18 +240,27 @@ def index_corpus(
     db: str = ".sproutrag/db",
     config: str | None = None,
     full: bool = False,
-) -> dict:
-    """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally."""
+    allow_mass_delete: bool = False,
+):
+    """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally.
+
+    Returns the run's `runs` row. With failed documents past the tolerated share the
+    run ends Failed, when interrupted Cancelled; either state's data is an exception
+    whose `.row` is that row.
+    """
     logger = get_run_logger()
     settings = load_settings(config)
     if is_s3(db):
         logger.info("database on S3: no lock file; the deployment's concurrency limit "
                     "of 1 keeps runs from overlapping")
-    with DatabaseLock(db, timeout=settings.pipeline.lock_timeout):
-        summary = _run(corpus, db, settings, full, logger)
-        record_run(summary.to_row(), db, settings)
+    with DatabaseLock(db, timeout=settings.pipeline.lock_timeout), stop_on_signals():
+        summary = _locked_run(corpus, db, settings, full, allow_mass_delete, logger)
     create_markdown_artifact(
         key="index-run", markdown=summary.to_markdown(), description=f"index run of {corpus}"
     )
     logger.info(summary.to_text())
-    return summary.to_row()
+    outcome = summary.outcome()
+    if outcome is None:
+        return summary.to_row()
+    state = Cancelled if isinstance(outcome, RunInterruptedError) else Failed
+    return state(message=str(outcome), data=outcome)

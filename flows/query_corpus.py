@@ -3,7 +3,10 @@
 Input: JSONL or Parquet with columns {qid, query, doc_ids?}. Output: one JSONL line per
 query ({qid, results[, error]}, exactly as `sproutrag query --queries` writes) and rows in
 the `results` table of the same database (one row per hit; a failed query gets one row
-with rank 0 and its error), tagged with the flow run's id.
+with rank 0 and its error), tagged with the flow run's id. When more queries failed than
+`pipeline.max_failed_query_share` tolerates (default: any), the flow run ends Failed,
+after writing everything; the state's data is a `QueriesFailedError` whose `.row` is the
+summary this flow otherwise returns.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import time
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.states import Failed
 
 from schemas.settings import load_settings
+from sproutrag.report import QueriesFailedError, too_many_failed
 from tasks.query import read_queries, search_queries, write_results
 
 
@@ -26,7 +31,7 @@ def query_corpus(
     mode: str = "tree",
     beam: int = 5,
     config: str | None = None,
-) -> dict:
+):
     """Run every query of QUERIES against DB; write OUT and the `results` table.
 
     QUERIES, DB and OUT may be local or s3:// (storage settings from CONFIG / environment).
@@ -46,4 +51,11 @@ def query_corpus(
         markdown=f"# Query run {run_id}\n\n{summary}\n\n"
         + "\n".join(f"- `{r['qid']}`: {r['error']}" for r in failed),
     )
-    return {"run_id": run_id, "n_queries": len(rows), "n_failed": len(failed), "out": out}
+    result = {"run_id": run_id, "n_queries": len(rows), "n_failed": len(failed), "out": out}
+    share = settings.pipeline.max_failed_query_share
+    if not too_many_failed(len(failed), len(rows), share):
+        return result
+    error = QueriesFailedError(
+        f"{len(failed)} of {len(rows)} queries failed (tolerated: "
+        f"pipeline.max_failed_query_share = {share:.0%}); results in {out}", result)
+    return Failed(message=str(error), data=error)

@@ -61,7 +61,10 @@ class TreeSettings(_Section):
 
 class PipelineSettings(_Section):
     batch_docs: int = Field(8, ge=1, description="Documents per chunk/encode/store batch")
-    work_dir: str | None = Field(None, description="Parquet intermediates; None = <db>/_work")
+    work_dir: str | None = Field(
+        None, description="Base folder (or s3:// prefix) of the runs' Parquet intermediates; "
+        "None = <db>/_work. A run creates and removes only its own sproutrag-run-<id> folder"
+    )
     progress: bool = True
     max_inflight_batches: int = Field(
         2, ge=1, description="Batches chunked/encoded ahead of the store (bounds memory)"
@@ -70,7 +73,29 @@ class PipelineSettings(_Section):
         0.0, ge=0, description="Seconds to wait for another run's lock (0: refuse at once)"
     )
     keep_versions_days: float = Field(
-        7.0, ge=0, description="LanceDB versions older than this are removed after a run"
+        7.0, ge=0, description="When a table is optimized, its LanceDB versions older than "
+        "this are removed (a reader holding an older version must finish within it)"
+    )
+    optimize_fragments: int = Field(
+        8, ge=1, description="Optimize a table after a run (compact its files, update its "
+        "indexes, remove versions older than keep_versions_days) once it holds this many "
+        "fragments ..."
+    )
+    prune_versions: int = Field(
+        1, ge=1, description="... or this many versions older than keep_versions_days "
+        "(besides the latest, which is always kept)"
+    )
+    max_delete_share: float = Field(
+        0.5, ge=0, le=1, description="A run that would delete more than this share of the "
+        "indexed documents (or any, from an empty corpus) refuses unless allow_mass_delete"
+    )
+    max_failed_share: float = Field(
+        0.0, ge=0, le=1, description="An index run ends Failed when more than this share "
+        "of the corpus's documents failed (0: any failure)"
+    )
+    max_failed_query_share: float = Field(
+        0.0, ge=0, le=1, description="A query-corpus run ends Failed when more than this "
+        "share of its queries failed (0: any failure)"
     )
     task_runner: Literal["threads", "dask"] = Field(
         "threads", description="Runner of the per-batch chunk/encode/build_trees tasks"

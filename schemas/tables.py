@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: tree_id (documents, nodes); status, message (runs)
+MIGRATABLE_VERSIONS = ("1",)  # an index run migrates these in place (sproutrag/migrate.py)
 
 # --- Parquet intermediates (one file per batch of documents) -----------------------
 
@@ -55,6 +56,7 @@ DOCUMENTS = pa.schema(
         pa.field("n_chunks", pa.int32(), nullable=False),
         pa.field("index_fingerprint", pa.string(), nullable=False),
         pa.field("indexed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("tree_id", pa.string(), nullable=False),  # the current tree's nodes rows
     ]
 )
 
@@ -64,6 +66,7 @@ def nodes_schema(dim: int) -> pa.Schema:
         [
             pa.field("node_id", pa.string(), nullable=False),  # "{doc_id}:{idx}"
             pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("tree_id", pa.string(), nullable=False),  # join with documents.tree_id
             pa.field("idx", pa.int32(), nullable=False),  # scipy linkage numbering
             pa.field("parent", pa.int32(), nullable=False),  # -1 for the root
             pa.field("left", pa.int32(), nullable=False),  # -1 for leaves
@@ -86,7 +89,7 @@ RUNS = pa.schema(
         pa.field("run_id", pa.string(), nullable=False),
         pa.field("corpus", pa.string(), nullable=False),
         pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("finished_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("finished_at", pa.timestamp("us", tz="UTC"), nullable=True),  # null: running
         pa.field("n_new", pa.int32(), nullable=False),
         pa.field("n_changed", pa.int32(), nullable=False),
         pa.field("n_deleted", pa.int32(), nullable=False),
@@ -99,8 +102,13 @@ RUNS = pa.schema(
         pa.field("timings_json", pa.string(), nullable=False),  # {"stage": seconds}
         pa.field("seconds", pa.float64(), nullable=False),
         pa.field("index_fingerprint", pa.string(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),  # RUN_STATUSES
+        pa.field("message", pa.string(), nullable=True),  # why it failed / stopped, notes
     ]
 )
+
+#: `runs.status`: written as "running" when a run starts, then completed by the run.
+RUN_STATUSES = ("running", "completed", "failed", "interrupted")
 
 
 def table_metadata(*, encoder_id: str, dim: int) -> dict[bytes, bytes]:

@@ -2,8 +2,9 @@
 
 Heavy imports (torch, transformers, prefect, lancedb) happen inside the commands, so
 `sproutrag --help` is instant. `sproutrag index` runs the Prefect flow `index-corpus`
-(the same code path as a deployment); without PREFECT_API_URL, Prefect starts a
-temporary local server for the run.
+(the same code path as a deployment); without PREFECT_API_URL it starts a temporary
+local Prefect server for the run that dies with the command, even on kill -9
+(flows/server.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 EXIT_OK = 0
-EXIT_ERROR = 1  # the command could not run (bad input, missing database, ...)
+EXIT_ERROR = 1  # the command could not run or finish (bad input, interrupted, ...)
 EXIT_USAGE = 2  # argparse's code for bad arguments
 EXIT_DOCS_FAILED = 3  # the run completed, but some documents failed (listed in `runs`)
 
@@ -35,10 +36,20 @@ def _offline_env() -> None:
 
 def cmd_index(args: argparse.Namespace) -> int:
     from flows.index_corpus import index_corpus
+    from flows.server import temporary_server
+    from sproutrag.report import RunInterruptedError, RunOutcome
 
     if args.no_progress:
         os.environ["SPROUTRAG_PIPELINE__PROGRESS"] = "false"
-    row = index_corpus(corpus=args.corpus, db=args.db, config=args.config, full=args.full)
+    with temporary_server():
+        state = index_corpus(
+            corpus=args.corpus, db=args.db, config=args.config, full=args.full,
+            allow_mass_delete=args.allow_mass_delete, return_state=True,
+        )
+        result = state.result(raise_on_failure=False)
+    if isinstance(result, BaseException) and not isinstance(result, RunOutcome):
+        raise result  # the run stopped on an error: main() prints it
+    row = result.row if isinstance(result, RunOutcome) else result
     failures = __import__("json").loads(row["failures_json"])
     print(
         f"indexed {args.corpus} into {args.db}: {row['n_new']} new, {row['n_changed']} changed, "
@@ -47,7 +58,13 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{row['seconds']:.1f} s ({row['n_chars'] / max(row['seconds'], 1e-9):,.0f} chars/s)"
     )
     for f in failures:
-        print(f"FAILED {f['doc_id']}: {f['reason']}", file=sys.stderr)
+        doc_id = f["doc_id"] if f["doc_id"].isprintable() else repr(f["doc_id"])
+        print(f"FAILED {doc_id}: {f['reason']}", file=sys.stderr)
+    if row.get("message"):
+        print(f"note: {row['message']}", file=sys.stderr)
+    if isinstance(result, RunInterruptedError):
+        print(f"sproutrag index: {result}", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_DOCS_FAILED if failures else EXIT_OK
 
 
@@ -255,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sproutrag",
         description="SproutRAG: attention-guided tree search over long documents. "
         "Index a corpus into LanceDB, then query it.",
-        epilog=f"Exit codes: {EXIT_OK} ok, {EXIT_ERROR} error, {EXIT_USAGE} bad arguments, "
+        epilog=f"Exit codes: {EXIT_OK} ok, {EXIT_ERROR} error (or an index run interrupted by "
+        f"SIGTERM/SIGINT), {EXIT_USAGE} bad arguments, "
         f"{EXIT_DOCS_FAILED} some documents (or queries) failed. Settings come from --config "
         "(YAML), SPROUTRAG_* environment variables (e.g. SPROUTRAG_ENCODING__DEVICE=cpu) "
         "and flags, flags winning.",
@@ -274,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True, help="LanceDB database folder or s3:// URI")
     p.add_argument("--config", metavar="FILE", help="YAML settings file")
     p.add_argument("--full", action="store_true", help="re-index every document")
+    p.add_argument("--allow-mass-delete", action="store_true",
+                   help="let this run delete more than pipeline.max_delete_share (default "
+                   "half) of the indexed documents, or all of them for an empty corpus")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)
 
@@ -370,11 +391,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from sproutrag.locking import DatabaseBusyError
+    from sproutrag.report import RunOutcome
+
     args = build_parser().parse_args(argv)
     _offline_env()
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
+    except (FileNotFoundError, ValueError, KeyError, DatabaseBusyError, RunOutcome) as exc:
         print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
 

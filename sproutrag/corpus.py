@@ -1,14 +1,18 @@
 """Discover a corpus: a folder of .txt/.md files, a JSONL file of {doc_id, text}, or one file.
 
 Works on local paths and on any fsspec URL (s3://...). A document that cannot be read
-(empty, binary, not UTF-8, duplicate doc_id, bad JSON line) becomes a `Failure` with its
-reason; discovery never stops at one bad document.
+(empty, binary, not UTF-8, duplicate or invalid doc_id, bad JSON line) becomes a
+`Failure` with its reason; discovery never stops at one bad document. A failure that
+cannot be tied to a doc_id (a JSONL line that is not JSON, or has no doc_id) says so
+(`doc_id_known=False`): the run cannot tell which indexed document it was, so it must
+not delete any.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +34,18 @@ class SourceDocument:
 
 @dataclass(frozen=True)
 class Failure:
-    doc_id: str
+    doc_id: str  # the document's id, or "line N" when doc_id_known is False
     reason: str
+    doc_id_known: bool = True
+
+    @property
+    def shown(self) -> str:
+        """The doc_id for logs and reports: control characters escaped."""
+        return self.doc_id if self.doc_id.isprintable() else repr(self.doc_id)
+
+    def to_dict(self) -> dict[str, str]:
+        """The entry of `runs.failures_json`."""
+        return {"doc_id": self.doc_id, "reason": self.reason}
 
 
 def content_hash(text: str) -> str:
@@ -50,6 +64,19 @@ def decode_text(data: bytes, *, name: str) -> str:
             "convert the file to UTF-8"
         ) from None
     return check_text(text, name=name)
+
+
+def check_doc_id(doc_id: str) -> str:
+    """A doc_id must be non-empty text without control characters (NUL, newlines, ...)."""
+    if not doc_id.strip():
+        raise ValueError(f"invalid doc_id {doc_id!r}: empty")
+    for ch in doc_id:
+        if unicodedata.category(ch) in ("Cc", "Cs"):  # controls, lone surrogates
+            raise ValueError(
+                f"invalid doc_id {doc_id!r}: control character U+{ord(ch):04X} "
+                "(doc_ids must be printable text)"
+            )
+    return doc_id
 
 
 def check_text(text: str, *, name: str) -> str:
@@ -100,6 +127,7 @@ def discover(
 
 def _read_file(fs, path: str, *, doc_id: str, source: str) -> SourceDocument | Failure:
     try:
+        check_doc_id(doc_id)
         with fs.open(path, "rb") as fh:
             text = decode_text(fh.read(), name=doc_id)
     except (OSError, ValueError) as exc:
@@ -121,18 +149,31 @@ def _from_folder(fs, root: str, corpus: str) -> Iterator[SourceDocument | Failur
 def _from_jsonl(fs, path: str, corpus: str) -> Iterator[SourceDocument | Failure]:
     with fs.open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            where = f"{corpus}:{lineno}"
-            try:
-                row = json.loads(raw)
-                doc_id, text = row["doc_id"], row["text"]
-                if not isinstance(doc_id, str | int) or not isinstance(text, str):
-                    raise TypeError("doc_id must be a string and text a string")
-                doc_id = str(doc_id)
-                check_text(text, name=doc_id)
-            except (ValueError, KeyError, TypeError) as exc:
-                what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-                yield Failure(f"line {lineno}", f"{where}: {what}")
-                continue
-            yield SourceDocument(doc_id, where, text, content_hash(text))
+            if raw.strip():
+                yield _jsonl_line(raw, where=f"{corpus}:{lineno}", line=f"line {lineno}")
+
+
+def _jsonl_line(raw: bytes, *, where: str, line: str) -> SourceDocument | Failure:
+    """One JSONL line; a failure names the doc_id whenever the line has a usable one."""
+    try:
+        row = json.loads(raw)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        return Failure(line, f"{where}: not a JSON line ({exc})", doc_id_known=False)
+    if not isinstance(row, dict) or "doc_id" not in row:
+        return Failure(line, f"{where}: missing field 'doc_id'", doc_id_known=False)
+    doc_id = row["doc_id"]
+    if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+        return Failure(line, f"{where}: doc_id must be a string, got {doc_id!r}",
+                       doc_id_known=False)
+    doc_id = str(doc_id)
+    try:
+        check_doc_id(doc_id)
+        if "text" not in row:
+            raise ValueError("missing field 'text'")
+        if not isinstance(row["text"], str):
+            raise ValueError("text must be a string")
+        text = check_text(row["text"], name=doc_id)
+        digest = content_hash(text)  # UnicodeEncodeError (a ValueError): lone surrogates
+    except ValueError as exc:
+        return Failure(doc_id, f"{where}: {exc}")
+    return SourceDocument(doc_id, where, text, digest)

@@ -36,11 +36,17 @@ class Plan:
     changed: list[SourceDocument] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
-    orphans: list[str] = field(default_factory=list)  # nodes without a documents row
+    kept: list[str] = field(default_factory=list)  # indexed, failed to read: version stays
+    held: list[str] = field(default_factory=list)  # gone, but deletion held back this run
+    held_reason: str = ""
 
     @property
     def to_index(self) -> list[SourceDocument]:
         return self.new + self.changed
+
+
+class MassDeleteError(ValueError):
+    """The run would delete more of the index than the settings allow."""
 
 
 def plan_changes(
@@ -49,27 +55,57 @@ def plan_changes(
     fingerprint: str,
     *,
     full: bool = False,
-    orphans: Sequence[str] = (),
+    failures: Sequence[Failure] = (),
 ) -> Plan:
     """Diff by content hash and index fingerprint; `full` re-indexes everything.
 
-    `orphans` (doc_ids with nodes but no `documents` row, left by a killed run) that are
-    not in the corpus are removed; those in the corpus are re-indexed anyway.
+    Only a document really gone from the corpus is deleted: an indexed document that
+    failed to read this time keeps its stored version (`kept`). A failure without a
+    doc_id (a broken JSONL line) could be any indexed document, so then no document is
+    deleted this run (`held`).
     """
-    plan = Plan()
-    seen = set()
+    new, changed, unchanged = [], [], []
     for doc in docs:
-        seen.add(doc.doc_id)
         stored = indexed.get(doc.doc_id)
         if stored is None:
-            plan.new.append(doc)
+            new.append(doc)
         elif full or stored != (doc.content_hash, fingerprint):
-            plan.changed.append(doc)
+            changed.append(doc)
         else:
-            plan.unchanged.append(doc.doc_id)
-    plan.deleted.extend(sorted(set(indexed) - seen))
-    plan.orphans.extend(sorted(set(orphans) - seen - set(indexed)))
-    return plan
+            unchanged.append(doc.doc_id)
+    failed = {f.doc_id for f in failures if f.doc_id_known}
+    missing = set(indexed) - {d.doc_id for d in docs}
+    gone, kept = sorted(missing - failed), sorted(missing & failed)
+    anonymous = [f for f in failures if not f.doc_id_known]
+    if anonymous and gone:
+        reason = (
+            f"deletions held back: {len(anonymous)} corpus entries failed before their "
+            f"doc_id was known ({', '.join(f.doc_id for f in anonymous[:5])}), so "
+            f"{len(gone)} indexed documents missing from the corpus are kept this run"
+        )
+        return Plan(new, changed, unchanged, [], kept, gone, reason)
+    return Plan(new, changed, unchanged, gone, kept)
+
+
+def check_deletions(
+    plan: Plan, n_indexed: int, *, corpus: str, max_share: float, allow: bool
+) -> None:
+    """Refuse (MassDeleteError) a run that would delete more than `max_share` of the
+    indexed documents, or any of them when the corpus yields no document at all."""
+    n = len(plan.deleted)
+    if allow or n == 0:
+        return
+    empty = not (plan.new or plan.changed or plan.unchanged or plan.kept)
+    if not empty and n <= max_share * n_indexed:
+        return
+    why = (f"the corpus {corpus!r} holds no documents" if empty else
+           f"more than pipeline.max_delete_share = {max_share:.0%} of the index")
+    raise MassDeleteError(
+        f"refusing to delete {n} of {n_indexed} indexed documents missing from the corpus "
+        f"({why}); nothing was changed. If the corpus is complete and the deletions are "
+        "intended, run again with --allow-mass-delete (flow parameter "
+        "allow_mass_delete=true)"
+    )
 
 
 def _isolate(

@@ -9,6 +9,10 @@ BM25 over the node's text, beam search seeded with the best leaves, internal nod
 calibrated against their leaves, rerank, spend the budget of k evidence units (the
 learned parameters come from the weights file). Flat mode (the baseline): cosine top-k
 over leaves only, same encoder, same tables.
+
+Only the current tree of each document is read: the `nodes` rows whose (doc_id, tree_id)
+a `documents` row names. While an index run writes (or after it was killed) `nodes` can
+also hold a document's next or previous tree; those rows are never used.
 """
 
 from __future__ import annotations
@@ -21,7 +25,14 @@ import numpy as np
 
 from sproutrag.lexical import LeafTerms
 from sproutrag.search import Reranker, SearchParams, Selected, cosine_rerank, search_trees
-from sproutrag.store import StaleIndexError, Store, StoredTree, doc_filter, sql_quote
+from sproutrag.store import (
+    StaleIndexError,
+    Store,
+    StoredTree,
+    doc_filter,
+    in_filter,
+    sql_quote,
+)
 
 Mode = Literal["tree", "flat"]
 
@@ -46,7 +57,7 @@ class Hit:
 
 
 class Retriever:
-    """Search a database built by `sproutrag index`; trees are cached by content hash."""
+    """Search a database built by `sproutrag index`; trees are cached by tree id."""
 
     def __init__(
         self,
@@ -89,11 +100,11 @@ class Retriever:
         )
         self._trees: dict[tuple[str, str], StoredTree] = {}
         self._terms: dict[tuple[str, str], LeafTerms] = {}
-        # First stage in memory: (nodes version, doc id per row, unit row vectors) while
+        # First stage in memory: (table versions, doc id per row, unit row vectors) while
         # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
         self.memory_rows = memory_rows
-        self._matrix: tuple[int, np.ndarray | None, np.ndarray | None] | None = None
-        self._doc_hashes: tuple[int, dict[str, str]] | None = None
+        self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
+        self._doc_trees: tuple[int, dict[str, str], int] | None = None
 
     def _fingerprints(self) -> str:
         """The index fingerprints of the stored documents, for error messages."""
@@ -113,55 +124,90 @@ class Retriever:
         found = set(rows.to_arrow().column("doc_id").to_pylist())
         return [d for d in dict.fromkeys(doc_ids) if d in found]
 
-    def _hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
-        """content_hash of each known doc_id (the documents table, cached per version)."""
+    def _current(self) -> tuple[int, dict[str, str], int]:
+        """(documents version, doc_id -> current tree_id, rows of the current trees),
+        read once per version of the `documents` table."""
         tbl = self.store.table("documents")
+        if tbl is None:  # the first run was killed before its first documents commit
+            return (-1, {}, 0)
         version = tbl.version
-        if self._doc_hashes is None or self._doc_hashes[0] != version:
-            data = tbl.search().select(["doc_id", "content_hash"]).limit(None).to_arrow()
-            cols = data.to_pydict()
-            self._doc_hashes = (version, dict(zip(cols["doc_id"], cols["content_hash"])))
-        known = self._doc_hashes[1]
+        if self._doc_trees is None or self._doc_trees[0] != version:
+            cols = ["doc_id", "tree_id", "n_chunks"]
+            data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
+            rows = sum(2 * n - 1 for n in data["n_chunks"])
+            self._doc_trees = (version, dict(zip(data["doc_id"], data["tree_id"])), rows)
+        return self._doc_trees
+
+    def _tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The current tree_id of each known doc_id."""
+        known = self._current()[1]
         return {d: known[d] for d in doc_ids if d in known}
 
+    def _stale_rows(self, nodes) -> int:
+        """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
+        return max(0, nodes.count_rows() - self._current()[2])
+
     def _node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """(doc id per node row, L2-normalised vectors), or (None, None) past memory_rows."""
+        """(doc id per current node row, L2-normalised vectors), or (None, None) past
+        memory_rows."""
         tbl = self.store.table("nodes")
-        version = tbl.version
-        if self._matrix is None or self._matrix[0] != version:
+        doc_version, current, _ = self._current()
+        versions = (tbl.version, doc_version)
+        if self._matrix is None or self._matrix[0] != versions:
             if tbl.count_rows() > self.memory_rows:
-                self._matrix = (version, None, None)
+                self._matrix = (versions, None, None)
             else:
-                data = tbl.search().select(["doc_id", "vector"]).limit(None).to_arrow()
+                import pyarrow as pa
+                import pyarrow.compute as pc
+
+                data = tbl.search().select(["doc_id", "tree_id", "vector"]).limit(None)
+                data = data.to_arrow()
+                data = data.filter(pc.is_in(data["tree_id"], pa.array(list(current.values()),
+                                                                       pa.string())))
                 vecs = data.column("vector").combine_chunks().flatten().to_numpy()
-                vecs = vecs.reshape(data.num_rows, -1).astype(np.float32)
+                vecs = vecs.reshape(data.num_rows, self.store.dim).astype(np.float32)
                 vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
                 docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
-                self._matrix = (version, docs, vecs)
+                self._matrix = (versions, docs, vecs)
         return self._matrix[1], self._matrix[2]
 
-    def tree(self, doc_id: str, content_hash: str) -> StoredTree:
-        key = (doc_id, content_hash)
+    def tree(self, doc_id: str, tree_id: str) -> StoredTree:
+        key = (doc_id, tree_id)
         if key not in self._trees:
-            self._trees[key] = self.store.load_tree(doc_id)
+            self._trees[key] = self.store.load_tree(doc_id, tree_id)
         return self._trees[key]
 
-    def leaf_terms(self, doc_id: str, content_hash: str) -> LeafTerms:
-        """Term counts of a document's leaves (lexical scores), cached like its tree."""
-        key = (doc_id, content_hash)
+    def _load_trees(self, docs: Sequence[str]) -> dict[str, tuple[str, StoredTree]]:
+        """doc_id -> (tree_id, current tree) of DOCS. A tree an index run replaced (and
+        removed) since `documents` was read is read again from the new `documents`
+        version."""
+        try:
+            return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
+        except KeyError:
+            self._doc_trees = None
+            return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
+
+    def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
+        """Term counts of a tree's leaves (lexical scores), cached like the tree."""
+        key = (doc_id, tree_id)
         if key not in self._terms:
-            self._terms[key] = LeafTerms.of(self.tree(doc_id, content_hash).texts)
+            self._terms[key] = LeafTerms.of(self.tree(doc_id, tree_id).texts)
         return self._terms[key]
 
     def _nearest_nodes(
         self, qvec: np.ndarray, limit: int, where: str | None
     ) -> list[dict[str, Any]]:
-        q = self.store.table("nodes").search(qvec.astype(np.float32)).distance_type("cosine")
+        """The LIMIT nearest rows of the current trees (matching WHERE). Rows of other
+        trees are fetched in excess and dropped: their number is known from the counts."""
+        nodes = self.store.table("nodes")
+        q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
         q = q.nprobes(32).refine_factor(4)  # used only once an ANN index exists
         if where:
             q = q.where(where, prefilter=True)
-        cols = ["doc_id", "idx", "start", "end", "text", "_distance"]
-        return q.select(cols).limit(limit).to_list()
+        cols = ["doc_id", "tree_id", "idx", "start", "end", "text", "_distance"]
+        rows = q.select(cols).limit(limit + self._stale_rows(nodes)).to_list()
+        current = self._current()[1]
+        return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
 
     def choose_documents(self, qvec: np.ndarray, doc_ids: Sequence[str] | None) -> list[str]:
         """First stage: the documents of the nearest nodes, best first."""
@@ -219,7 +265,12 @@ class Retriever:
         return self._tree(query, qvec, k, self.choose_documents(qvec, doc_ids))
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
-        where = "left = -1" + (f" AND {doc_filter(doc_ids)}" if doc_ids else "")
+        where = "left = -1"
+        if doc_ids:
+            trees = self._tree_ids(doc_ids)
+            if not trees:
+                return []
+            where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
         rows = self._nearest_nodes(qvec, k, where)
         hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
@@ -231,9 +282,9 @@ class Retriever:
         return hits
 
     def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str]) -> list[Hit]:
-        hashes = self._hashes(docs)
-        stored = {d: self.tree(d, hashes[d]) for d in docs if d in hashes}
-        lexical = ({d: self.leaf_terms(d, hashes[d]) for d in stored}
+        loaded = self._load_trees(docs)
+        stored = {d: st for d, (_, st) in loaded.items()}
+        lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if self.params.lexical_weight > 0 else None)
         chosen = search_trees(
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=self.params, query=query,

@@ -1,16 +1,24 @@
 """LanceDB storage of documents, tree nodes and runs.
 
-A batch of documents is written with one `merge_insert` on `nodes` (insert new rows,
-update changed ones and delete the documents' old rows in the same commit), then one on
-`documents`. Each commit is atomic, so a reader sees each document's tree either wholly
-old or wholly new; a run killed between the two commits leaves a `documents` row with
-the old hash, and the next run redoes that document.
+LanceDB commits one table at a time, so a document's version is chosen by its
+`documents` row alone: `documents.tree_id` names the `nodes` rows of its current tree,
+and readers join nodes to documents on (doc_id, tree_id). A batch is stored in three
+commits, each atomic:
+
+1. append the batch's new trees to `nodes` under fresh tree ids (no reader sees them:
+   no documents row names them yet);
+2. one `merge_insert` on `documents` switches each row to its new text and tree: before
+   it a reader sees the old version whole, after it the new one;
+3. delete the batch's old trees from `nodes`.
+
+Deleting documents removes their `documents` rows first, then their nodes. A run killed
+between commits leaves only nodes that no documents row names: invisible to readers, and
+removed by `collect_garbage` at the start of the next run.
 """
 
 from __future__ import annotations
 
-import os
-import signal
+import uuid
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +30,7 @@ import pyarrow as pa
 
 from schemas import tables
 from sproutrag.corpus import SourceDocument
+from sproutrag.interrupt import crash_point
 from sproutrag.tree import Tree, validate_tree
 
 ANN_MIN_ROWS = 100_000  # nodes; below this an exhaustive vector scan is fast and exact
@@ -29,6 +38,10 @@ ANN_MIN_ROWS = 100_000  # nodes; below this an exhaustive vector scan is fast an
 
 class StaleIndexError(ValueError):
     """The database was built with another encoder or schema version."""
+
+
+class OldSchemaError(StaleIndexError):
+    """The database has an older schema version that an index run migrates in place."""
 
 
 class DatabaseNotFoundError(FileNotFoundError):
@@ -52,12 +65,6 @@ class StoredTree:
     texts: list[str]  # leaf texts
 
 
-def _crash_point(name: str) -> None:
-    """Test hook: SPROUTRAG_CRASH_AT=<name> kills the process here (crash-safety tests)."""
-    if os.environ.get("SPROUTRAG_CRASH_AT") == name:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def sql_quote(value: str) -> str:
     """A SQL string literal: single quotes doubled, so user input cannot end the literal."""
     if "\x00" in value:
@@ -65,12 +72,27 @@ def sql_quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def in_filter(column: str, values: Iterable[str], *, negate: bool = False) -> str:
+    op = "NOT IN" if negate else "IN"
+    return f"{column} {op} (" + ", ".join(sql_quote(v) for v in values) + ")"
+
+
 def doc_filter(doc_ids: Iterable[str]) -> str:
-    return "doc_id IN (" + ", ".join(sql_quote(d) for d in doc_ids) + ")"
+    return in_filter("doc_id", doc_ids)
 
 
-def node_rows(item: IndexedDocument) -> pa.Table:
-    """The `nodes` rows of one document (validated before writing)."""
+def _parts(values: Sequence[str], size: int = 500) -> list[Sequence[str]]:
+    """Filters stay a few hundred literals long."""
+    return [values[k : k + size] for k in range(0, len(values), size)]
+
+
+def new_tree_id() -> str:
+    """A fresh id for every stored tree: a rewrite never reuses the current tree's id."""
+    return uuid.uuid4().hex[:16]
+
+
+def node_rows(item: IndexedDocument, tree_id: str) -> pa.Table:
+    """The `nodes` rows of one document's tree (validated before writing)."""
     tree, doc_id, text = item.tree, item.doc.doc_id, item.doc.text
     validate_tree(tree, name=f"tree of {doc_id!r}")
     n, total = tree.n, 2 * tree.n - 1
@@ -88,6 +110,7 @@ def node_rows(item: IndexedDocument) -> pa.Table:
     columns: dict[str, Any] = {
         "node_id": [f"{doc_id}:{i}" for i in range(total)],
         "doc_id": [doc_id] * total,
+        "tree_id": [tree_id] * total,
         "idx": idx,
         "parent": tree.parent, "left": tree.left, "right": tree.right,
         "height": tree.height, "n_leaves": tree.n_leaves,
@@ -98,7 +121,9 @@ def node_rows(item: IndexedDocument) -> pa.Table:
     return pa.table(columns, schema=tables.nodes_schema(dim))
 
 
-def document_rows(items: Sequence[IndexedDocument], fingerprint: str) -> pa.Table:
+def document_rows(
+    items: Sequence[IndexedDocument], fingerprint: str, tree_ids: dict[str, str]
+) -> pa.Table:
     now = datetime.now(UTC)
     return pa.table(
         {
@@ -110,6 +135,7 @@ def document_rows(items: Sequence[IndexedDocument], fingerprint: str) -> pa.Tabl
             "n_chunks": [i.tree.n for i in items],
             "index_fingerprint": [fingerprint] * len(items),
             "indexed_at": [now] * len(items),
+            "tree_id": [tree_ids[i.doc.doc_id] for i in items],
         },
         schema=tables.DOCUMENTS,
     )
@@ -134,7 +160,11 @@ class Store:
 
     @classmethod
     def open_existing(cls, uri: str, **kwargs: Any) -> Store:
-        """Open a database that must already hold SproutRAG tables; reads encoder and dim."""
+        """Open a database that must already hold SproutRAG tables; reads encoder and dim.
+
+        A database of an older schema version is refused with the command that
+        migrates it (`OldSchemaError`).
+        """
         import lancedb
 
         db = lancedb.connect(str(uri), storage_options=kwargs.get("storage_options"))
@@ -146,7 +176,10 @@ class Store:
         meta = db.open_table("nodes").schema.metadata or {}
         encoder = meta.get(b"sproutrag.encoder", b"?").decode()
         dim = int(meta.get(b"sproutrag.dim", b"0"))
-        return cls(uri, encoder_id=encoder, dim=dim, **kwargs)
+        store = cls(uri, encoder_id=encoder, dim=dim, **kwargs)
+        for name in ("documents", "nodes"):
+            store.table(name)  # checks the schema version
+        return store
 
     def table(self, name: str, *, create: bool = False):
         if name in self._db.list_tables().tables:
@@ -172,11 +205,20 @@ class Store:
             "encoder": self.encoder_id,
             "dim": str(self.dim),
         }
-        if found != wanted:
-            raise StaleIndexError(
-                f"table {name!r} in {self.uri!r} was built with {found}, this run uses "
-                f"{wanted}: index into a new database, or re-index with the same encoder"
+        if found == wanted:
+            return
+        same_encoder = (found["encoder"], found["dim"]) == (wanted["encoder"], wanted["dim"])
+        if same_encoder and found["schema_version"] in tables.MIGRATABLE_VERSIONS:
+            raise OldSchemaError(
+                f"table {name!r} in {self.uri!r} has schema version "
+                f"{found['schema_version']}; this SproutRAG reads version "
+                f"{tables.SCHEMA_VERSION}: run `sproutrag index CORPUS --db {self.uri}` once "
+                "to migrate the database in place (that run re-indexes every document)"
             )
+        raise StaleIndexError(
+            f"table {name!r} in {self.uri!r} was built with {found}, this run uses "
+            f"{wanted}: index into a new database, or re-index with the same encoder"
+        )
 
     def indexed(self) -> dict[str, tuple[str, str]]:
         """doc_id -> (content_hash, index_fingerprint) of every stored document."""
@@ -190,49 +232,71 @@ class Store:
             for d, h, f in zip(rows["doc_id"], rows["content_hash"], rows["index_fingerprint"])
         }
 
+    def current_trees(self) -> dict[str, tuple[str, int]]:
+        """doc_id -> (tree_id, n_chunks) of every document's current tree."""
+        tbl = self.table("documents")
+        if tbl is None:
+            return {}
+        cols = ["doc_id", "tree_id", "n_chunks"]
+        rows = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
+        return {d: (t, n) for d, t, n in zip(rows["doc_id"], rows["tree_id"], rows["n_chunks"])}
+
     def write(self, items: Sequence[IndexedDocument], fingerprint: str) -> int:
-        """Store a batch of documents atomically per table; returns the number of nodes."""
+        """Store a batch of documents (new trees, switch, old trees out); returns nodes."""
         if not items:
             return 0
-        nodes = pa.concat_tables([node_rows(i) for i in items])
-        ids = [i.doc.doc_id for i in items]
-        (
-            self.table("nodes", create=True).merge_insert("node_id")
-            .when_matched_update_all().when_not_matched_insert_all()
-            .when_not_matched_by_source_delete(doc_filter(ids))
-            .execute(nodes)
-        )
-        _crash_point("nodes-written")
+        tree_ids = {i.doc.doc_id: new_tree_id() for i in items}
+        nodes = pa.concat_tables([node_rows(i, tree_ids[i.doc.doc_id]) for i in items])
+        self.table("nodes", create=True).add(nodes)
+        crash_point("nodes-written")
         (
             self.table("documents", create=True).merge_insert("doc_id")
             .when_matched_update_all().when_not_matched_insert_all()
-            .execute(document_rows(items, fingerprint))
+            .execute(document_rows(items, fingerprint, tree_ids))
         )
+        crash_point("documents-written")
+        old = f"{doc_filter(tree_ids)} AND {in_filter('tree_id', tree_ids.values(), negate=True)}"
+        self._delete_where(self.table("nodes"), old)
         return nodes.num_rows
 
+    @staticmethod
+    def _delete_where(tbl, predicate: str) -> int:
+        """Delete matching rows; no commit (no new version) when nothing matches."""
+        n = tbl.count_rows(predicate)
+        if n:
+            tbl.delete(predicate)
+        return n
+
     def delete(self, doc_ids: Sequence[str]) -> None:
-        """Remove documents: their nodes first, then their `documents` rows.
+        """Remove documents: their `documents` rows first (readers stop seeing them),
+        then their nodes. A crash in between leaves nodes that no row names, which the
+        next run's `collect_garbage` removes."""
+        doc_ids = list(doc_ids)
+        for name in ("documents", "nodes"):
+            tbl = self.table(name)
+            for part in _parts(doc_ids) if tbl is not None else ():
+                self._delete_where(tbl, doc_filter(part))
+            if name == "documents":
+                crash_point("documents-deleted")
 
-        A crash in between leaves a `documents` row without nodes, which the next run
-        deletes again (the document is no longer in the corpus).
+    def collect_garbage(self) -> int:
+        """Remove `nodes` rows of trees that no `documents` row names; returns how many.
+
+        Only an interrupted run leaves such rows. When `nodes` holds exactly the rows of
+        the current trees (2n - 1 per document) there is nothing to look for.
         """
-        for k in range(0, len(doc_ids), 500):
-            part = doc_ids[k : k + 500]
-            for name in ("nodes", "documents"):
-                tbl = self.table(name)
-                if tbl is not None:
-                    tbl.delete(doc_filter(part))
-
-    def orphans(self) -> list[str]:
-        """doc_ids that have nodes but no `documents` row (left by an interrupted run)."""
-        nodes, docs = self.table("nodes"), self.table("documents")
+        nodes = self.table("nodes")
         if nodes is None:
-            return []
-        have = set(self.indexed()) if docs is not None else set()
-        ids = nodes.search().select(["doc_id"]).limit(None).to_arrow().column("doc_id")
+            return 0
+        current = self.current_trees()
+        if nodes.count_rows() == sum(2 * n - 1 for _, n in current.values()):
+            return 0
         import pyarrow.compute as pc
 
-        return sorted(set(pc.unique(ids).to_pylist()) - have)
+        stored = nodes.search().select(["tree_id"]).limit(None).to_arrow().column("tree_id")
+        stale = sorted(set(pc.unique(stored).to_pylist()) - {t for t, _ in current.values()})
+        return sum(self._delete_where(nodes, in_filter("tree_id", part))
+                   for part in _parts(stale))
 
     def ensure_vector_index(self, *, min_rows: int = ANN_MIN_ROWS) -> bool:
         """Create a cosine IVF_SQ index on `nodes.vector` once the table is large enough.
@@ -254,49 +318,81 @@ class Store:
         tbl.create_scalar_index("doc_id", replace=True)
         return True
 
-    def maintain(self, *, keep_versions_days: float) -> dict[str, int]:
-        """Compact files, update indexes, drop versions older than the retention period."""
-        from datetime import timedelta
+    def maintain(
+        self, *, keep_versions_days: float, min_fragments: int, min_old_versions: int
+    ) -> dict[str, int]:
+        """Optimize the tables that need it; returns versions removed per optimized table.
+
+        `optimize()` compacts small files, folds new rows into the indexes and removes
+        the versions older than `keep_versions_days` (never the latest). A call that
+        finds files to compact commits new versions itself, so it runs only on a table
+        that holds at least `min_fragments` fragments, or `min_old_versions` versions it
+        would remove: a run that changed nothing writes nothing here.
+        """
+        from datetime import datetime, timedelta
 
         self.ensure_vector_index()
+        keep = timedelta(days=keep_versions_days)
         removed = {}
         for name in ("documents", "nodes", "runs"):
             tbl = self.table(name)
             if tbl is None:
                 continue
-            before = len(tbl.list_versions())
+            versions = tbl.list_versions()
+            cutoff = datetime.now() - keep  # list_versions gives naive local times
+            old = sum(v["timestamp"] < cutoff for v in versions[:-1])  # removable
+            fragments = tbl.stats()["fragment_stats"]["num_fragments"]
+            if fragments < min_fragments and old < min_old_versions:
+                continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # retention 0 is allowed
-                tbl.optimize(cleanup_older_than=timedelta(days=keep_versions_days))
-            removed[name] = before - len(tbl.list_versions())
+                tbl.optimize(cleanup_older_than=keep)
+            removed[name] = len(versions) - len(tbl.list_versions())
         return removed
 
-    def add_run(self, row: dict[str, Any]) -> None:
+    def start_run(self, row: dict[str, Any]) -> None:
+        """The `runs` row of a run that starts (status "running", no finished_at)."""
         self.table("runs", create=True).add(pa.Table.from_pylist([row], schema=tables.RUNS))
 
-    def load_tree(self, doc_id: str) -> StoredTree:
-        """Read one document's tree back into arrays (validated)."""
+    def finish_run(self, row: dict[str, Any]) -> None:
+        """Replace the run's row with its final counts and status (one commit)."""
+        (
+            self.table("runs", create=True).merge_insert("run_id")
+            .when_matched_update_all().when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist([row], schema=tables.RUNS))
+        )
+
+    def load_tree(self, doc_id: str, tree_id: str | None = None) -> StoredTree:
+        """Read one document's current tree (or the tree `tree_id`) into arrays, validated."""
+        if tree_id is None:
+            docs = self.table("documents")
+            found = (docs.search().where(f"doc_id = {sql_quote(doc_id)}").select(["tree_id"])
+                     .limit(1).to_list() if docs is not None else [])
+            if not found:
+                raise KeyError(f"doc_id {doc_id!r} is not in the database {self.uri!r}")
+            tree_id = found[0]["tree_id"]
         tbl = self.table("nodes")
-        rows = (
-            tbl.search().where(f"doc_id = {sql_quote(doc_id)}").limit(None).to_arrow()
-            if tbl is not None else None
-        )
+        where = f"doc_id = {sql_quote(doc_id)} AND tree_id = {sql_quote(tree_id)}"
+        rows = tbl.search().where(where).limit(None).to_arrow() if tbl is not None else None
         if rows is None or rows.num_rows == 0:
-            raise KeyError(f"doc_id {doc_id!r} is not in the database {self.uri!r}")
-        rows = rows.sort_by("idx")
-        n = (rows.num_rows + 1) // 2
-        col = {name: rows.column(name).to_numpy(zero_copy_only=False) for name in (
-            "left", "right", "parent", "height", "n_leaves", "leaf_start", "leaf_end")}
-        merge_sim = rows.column("merge_sim").to_numpy(zero_copy_only=False).astype(np.float32)
-        vectors = (
-            rows.column("vector").combine_chunks().flatten().to_numpy()
-            .reshape(rows.num_rows, -1).astype(np.float32)
-        )
-        tree = Tree.from_columns(**col, merge_sim=merge_sim, vectors=vectors)
-        validate_tree(tree, name=f"stored tree of {doc_id!r}")
-        spans = np.stack(
-            [rows.column("start").to_numpy(zero_copy_only=False)[:n],
-             rows.column("end").to_numpy(zero_copy_only=False)[:n]], axis=1
-        ).astype(np.int64)
-        texts = rows.column("text").to_pylist()[:n]
-        return StoredTree(doc_id, tree, spans, texts)
+            raise KeyError(f"tree {tree_id!r} of doc_id {doc_id!r} is not in {self.uri!r}")
+        return _stored_tree(doc_id, rows.sort_by("idx"))
+
+
+def _stored_tree(doc_id: str, rows: pa.Table) -> StoredTree:
+    n = (rows.num_rows + 1) // 2
+    col = {name: rows.column(name).to_numpy(zero_copy_only=False) for name in (
+        "left", "right", "parent", "height", "n_leaves", "leaf_start", "leaf_end")}
+    merge_sim = rows.column("merge_sim").to_numpy(zero_copy_only=False).astype(np.float32)
+    vectors = (
+        rows.column("vector").combine_chunks().flatten().to_numpy()
+        .reshape(rows.num_rows, -1).astype(np.float32)
+    )
+    tree = Tree.from_columns(**col, merge_sim=merge_sim, vectors=vectors)
+    validate_tree(tree, name=f"stored tree of {doc_id!r}")
+    spans = np.stack(
+        [rows.column("start").to_numpy(zero_copy_only=False)[:n],
+         rows.column("end").to_numpy(zero_copy_only=False)[:n]], axis=1
+    ).astype(np.int64)
+    texts = rows.column("text").to_pylist()[:n]
+    return StoredTree(doc_id, tree, spans, texts)

@@ -10,12 +10,14 @@ from prefect.cache_policies import NO_CACHE
 from schemas.settings import Settings
 from sproutrag.corpus import SourceDocument
 from sproutrag.indexing import chunk_documents
+from sproutrag.interrupt import check_stop
 from tasks.common import write_parquet
 from tasks.outputs import Chunked
 
 
 @task(name="chunk", cache_policy=NO_CACHE)
 def chunk_batch(docs: list[SourceDocument], settings: Settings, out_dir: str) -> Chunked:
+    check_stop("chunk")
     t0 = time.perf_counter()
     chunks, failures = chunk_documents(
         docs,

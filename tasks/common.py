@@ -79,16 +79,6 @@ def read_parquet(path: str | Path, settings: Settings | None = None) -> pa.Table
     return pq.read_table(where, filesystem=fs)
 
 
-def remove_tree(path: str | Path, settings: Settings | None = None) -> None:
-    """Remove a folder (or an s3:// prefix) and everything below it; absent is fine."""
-    fs, where = filesystem(path, settings)
-    try:
-        if fs.exists(where):
-            fs.rm(where, recursive=True)
-    except FileNotFoundError:
-        pass
-
-
 def open_store(db: str, settings: Settings):
     from sproutrag.store import Store
 

@@ -21,7 +21,10 @@ def discover_corpus(
 
 @task(name="diff", cache_policy=NO_CACHE)
 def diff_corpus(
-    docs: list[SourceDocument], db: str, settings: Settings, fingerprint: str, full: bool = False
-) -> Plan:
-    store = open_store(db, settings)
-    return plan_changes(docs, store.indexed(), fingerprint, full=full, orphans=store.orphans())
+    docs: list[SourceDocument], db: str, settings: Settings, fingerprint: str,
+    full: bool = False, failures: list[Failure] | None = None,
+) -> tuple[Plan, int]:
+    """The plan, and how many documents the database holds."""
+    indexed = open_store(db, settings).indexed()
+    plan = plan_changes(docs, indexed, fingerprint, full=full, failures=failures or [])
+    return plan, len(indexed)

@@ -20,6 +20,8 @@ def test_query_doc_ids_take_several_values_or_repeat():
 def test_index_train_evaluate_forms_parse():
     parse = build_parser().parse_args
     assert parse(["index", "CORPUS", "--db", "DB", "--config", "F"]).config == "F"
+    assert not parse(["index", "CORPUS", "--db", "DB"]).allow_mass_delete
+    assert parse(["index", "CORPUS", "--db", "DB", "--allow-mass-delete"]).allow_mass_delete
     train = parse(["train", "--docs", "D.jsonl", "--queries", "Q.jsonl", "--out", "M"])
     assert not train.finetune_encoder and not train.learn_margin
     assert parse(["evaluate", "--docs", "D", "--queries", "Q", "--k", "1", "3", "5"]).k == [1, 3, 5]

@@ -99,10 +99,18 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
         encoding="utf-8",
     )
     corpus, db = "s3://corpus/docs", "s3://lake/db"
+    # The work prefix is shared: only this database's run folders (name and marker) go.
+    dead = "work/sproutrag-run-0123456789ab"
+    s3.put_object(Bucket="lake", Key=f"{dead}/.sproutrag-run.json",
+                  Body=json.dumps({"db": db, "run_id": "0123456789ab"}).encode())
+    s3.put_object(Bucket="lake", Key=f"{dead}/batch-00000/chunks.parquet", Body=b"debris")
+    kept = ["work/keep.txt", "work/sproutrag-run-bbbbbbbbbbbb/x"]
+    for key in kept:
+        s3.put_object(Bucket="lake", Key=key, Body=b"not the pipeline's")
 
     first = index_corpus(corpus=corpus, db=db, config=str(config))
     assert (first["n_new"], first["n_failed"]) == (3, 0)
-    assert _keys(s3, "lake", "db/nodes.lance/") and not _keys(s3, "lake", "work/")
+    assert _keys(s3, "lake", "db/nodes.lance/") and sorted(_keys(s3, "lake", "work/")) == kept
     options = load_settings(config).storage.lance_options(db)
     store = Store.open_existing(db, storage_options=options)
     documents = store.table("documents").to_arrow().to_pylist()

@@ -61,3 +61,38 @@ def test_single_file_and_missing_corpus(tmp_path):
     (tmp_path / "emptydir").mkdir()
     with pytest.raises(CorpusNotFoundError, match="no .txt or .md"):
         discover(str(tmp_path / "emptydir"))
+
+
+def test_invalid_doc_ids_and_unattributed_lines(tmp_path):
+    path = tmp_path / "c.jsonl"
+    lines = [
+        json.dumps({"doc_id": "ok", "text": "Fine."}),
+        json.dumps({"doc_id": "nul\x00", "text": "Text."}),
+        json.dumps({"doc_id": "tab\there", "text": "Text."}),
+        json.dumps({"doc_id": "  ", "text": "Text."}),
+        json.dumps({"doc_id": "lone", "text": "\ud800 broken"}),
+        json.dumps({"doc_id": "notext"}),
+        '{"doc_id": "cut", "text": "trunc',
+        json.dumps(["not", "an", "object"]),
+        json.dumps({"doc_id": None, "text": "Text."}),
+    ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    docs, failures = discover(str(path))
+    assert [d.doc_id for d in docs] == ["ok"]
+    known = {f.doc_id: f.reason for f in failures if f.doc_id_known}
+    assert set(known) == {"nul\x00", "tab\there", "  ", "lone", "notext"}
+    assert "U+0000" in known["nul\x00"] and "U+0009" in known["tab\there"]
+    assert "empty" in known["  "] and "missing field 'text'" in known["notext"]
+    unknown = [f.doc_id for f in failures if not f.doc_id_known]
+    assert unknown == ["line 7", "line 8", "line 9"]
+    assert [f.shown for f in failures][:2] == ["'nul\\x00'", "'tab\\there'"]
+
+
+def test_file_names_with_control_characters_fail_alone(tmp_path):
+    (tmp_path / "good.txt").write_text("Fine.", encoding="utf-8")
+    (tmp_path / "bad\nname.txt").write_text("Also fine text.", encoding="utf-8")
+    docs, failures = discover(str(tmp_path))
+    assert [d.doc_id for d in docs] == ["good.txt"]
+    [failure] = failures
+    assert failure.doc_id == "bad\nname.txt" and failure.doc_id_known
+    assert "U+000A" in failure.reason

@@ -107,8 +107,11 @@ def test_cli_api_and_flow_give_identical_results(retriever, sample_index, tmp_pa
          "--out", str(cli_out)], capture_output=True, text=True, cwd=ROOT,
     )
     assert proc.returncode == 3, proc.stderr  # two queries failed
-    result = query_corpus(queries=str(queries), db=db, out=str(flow_out))
-    assert result["n_failed"] == 2
+    from sproutrag.report import QueriesFailedError
+
+    with pytest.raises(QueriesFailedError) as failed:  # the flow run ends Failed
+        query_corpus(queries=str(queries), db=db, out=str(flow_out))
+    assert failed.value.row["n_failed"] == 2
     cli_rows = [json.loads(x) for x in cli_out.read_text().splitlines()]
     flow_rows = [json.loads(x) for x in flow_out.read_text().splitlines()]
     api = [

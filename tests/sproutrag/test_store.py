@@ -77,3 +77,158 @@ def test_other_encoder_is_refused(tmp_path):
         other.indexed()
     opened = Store.open_existing(str(tmp_path / "db"))
     assert (opened.encoder_id, opened.dim) == ("fake/encoder", DIM)
+
+
+def _node_ids(store) -> list[str]:
+    return store.table("nodes").to_arrow().column("node_id").to_pylist()
+
+
+def test_readers_see_a_replaced_document_wholly_old_or_wholly_new(store):
+    """The commit sequence of a replacement, stopped after each commit (what a kill
+    leaves): load_tree always gives one whole version, the one `documents` names."""
+    from sproutrag.store import document_rows, node_rows
+
+    old, new = _item("a", "one two three", seed=1), _item("a", "four five six seven", seed=2)
+    store.write([old, _item("b", "x y")], "fp")
+    # 1. nodes-written: the new tree is appended under a fresh tree id
+    store.table("nodes").add(node_rows(new, "t-new"))
+    got = store.load_tree("a")
+    assert got.texts == ["one", "two", "three"] and np.allclose(got.tree.vectors,
+                                                                old.tree.vectors)
+    assert store.indexed()["a"][0] == old.doc.content_hash
+    # 2. documents-written: the documents row switches text and tree in one commit
+    store.table("documents").merge_insert("doc_id").when_matched_update_all() \
+        .when_not_matched_insert_all().execute(document_rows([new], "fp", {"a": "t-new"}))
+    got = store.load_tree("a")
+    assert got.texts == ["four", "five", "six", "seven"]
+    assert np.allclose(got.tree.vectors, new.tree.vectors)
+    assert len(_node_ids(store)) > len(set(_node_ids(store)))  # the old tree is still there
+    # 3. the next run removes the tree no documents row names
+    assert store.collect_garbage() == 5
+    assert sorted(_node_ids(store)) == sorted(
+        [f"a:{i}" for i in range(7)] + ["b:0", "b:1", "b:2"])
+    assert store.load_tree("b").tree.n == 2
+
+
+def test_a_completed_write_leaves_exactly_the_current_trees(store):
+    store.write([_item("a", "one two three four five"), _item("b", "x y")], "fp")
+    store.write([_item("a", "short now", seed=1), _item("c", "p q r")], "fp")
+    trees = store.current_trees()
+    nodes = store.table("nodes").to_arrow()
+    assert sorted(set(zip(nodes["doc_id"].to_pylist(), nodes["tree_id"].to_pylist()))) == \
+        sorted((d, t) for d, (t, _) in trees.items())
+    assert len(set(_node_ids(store))) == nodes.num_rows == 3 + 3 + 5
+    version = store.table("nodes").version
+    assert store.collect_garbage() == 0 and store.table("nodes").version == version
+
+
+def test_deleted_documents_disappear_with_their_documents_row(store):
+    store.write([_item("a", "one two"), _item("b", "x y")], "fp")
+    store.table("documents").delete("doc_id = 'a'")  # what a kill after that commit leaves
+    with pytest.raises(KeyError, match="'a'"):
+        store.load_tree("a")
+    assert store.collect_garbage() == 3
+    assert set(store.table("nodes").to_arrow().column("doc_id").to_pylist()) == {"b"}
+
+
+def test_unchanged_maintenance_writes_nothing(store):
+    store.write([_item("a", "one two")], "fp")
+    store.start_run(_run_row("r1", "running"))
+    store.finish_run(_run_row("r1", "completed"))
+    before = {n: store.table(n).version for n in ("documents", "nodes", "runs")}
+    assert store.maintain(keep_versions_days=7, min_fragments=8, min_old_versions=1) == {}
+    assert {n: store.table(n).version for n in before} == before
+    removed = store.maintain(keep_versions_days=0, min_fragments=8, min_old_versions=2)
+    assert removed == {"runs": 2}  # documents and nodes have 1 version to remove: kept
+    assert {n: len(store.table(n).list_versions()) for n in before} == {
+        "documents": 2, "nodes": 2, "runs": 1}
+    [row] = store.table("runs").to_arrow().to_pylist()
+    assert (row["run_id"], row["status"]) == ("r1", "completed")
+
+
+def _run_row(run_id: str, status: str) -> dict:
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    return {"run_id": run_id, "corpus": "c", "started_at": now,
+            "finished_at": None if status == "running" else now, "n_new": 0, "n_changed": 0,
+            "n_deleted": 0, "n_unchanged": 0, "n_failed": 0, "n_chunks": 0, "n_nodes": 0,
+            "n_chars": 0, "failures_json": "[]", "timings_json": "{}", "seconds": 0.0,
+            "index_fingerprint": "fp", "status": status, "message": None}
+
+
+V1_DROPPED = {"documents": ["tree_id"], "nodes": ["tree_id"], "runs": ["status", "message"]}
+
+
+def make_schema_1(db: str, fingerprint: str | None = None) -> None:
+    """Rewrite a current database as schema version 1 wrote it (the columns it lacked
+    dropped, `runs.finished_at` not nullable, metadata version 1; optionally the
+    documents' index fingerprint, which included the schema version)."""
+    import lancedb
+    import pyarrow as pa
+
+    conn = lancedb.connect(db)
+    for name, dropped in V1_DROPPED.items():
+        data = conn.open_table(name).to_arrow().drop_columns(dropped)
+        if fingerprint and name == "documents":
+            column = pa.array([fingerprint] * data.num_rows, pa.string())
+            data = data.set_column(data.schema.get_field_index("index_fingerprint"),
+                                   "index_fingerprint", column)
+        fields = [f.with_nullable(False) if f.name == "finished_at" else f
+                  for f in data.schema]
+        meta = {**data.schema.metadata, b"sproutrag.schema_version": b"1"}
+        schema = pa.schema(fields, metadata=meta)
+        conn.create_table(name, data=data.cast(schema), schema=schema, mode="overwrite")
+
+
+def test_schema_1_is_refused_with_the_fix_then_migrated_in_place(store):
+    from sproutrag.migrate import migrate
+    from sproutrag.store import OldSchemaError
+
+    store.write([_item("a", "one two three"), _item("it's", "x y")], "fp")
+    store.start_run(_run_row("r1", "running"))
+    store.finish_run(_run_row("r1", "completed"))
+    make_schema_1(store.uri)
+    with pytest.raises(OldSchemaError, match=r"schema version 1.*sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    assert migrate(store.uri) == ["nodes", "documents", "runs"]
+    assert migrate(store.uri) == []  # idempotent: a crash between tables is finished later
+    opened = Store.open_existing(store.uri)
+    assert opened.current_trees() == {"a": ("legacy:a", 3), "it's": ("legacy:it's", 2)}
+    assert opened.load_tree("a").texts == ["one", "two", "three"]
+    assert opened.collect_garbage() == 0
+    [run] = opened.table("runs").to_arrow().to_pylist()
+    assert (run["run_id"], run["status"], run["message"]) == ("r1", "completed", None)
+    for name in V1_DROPPED:
+        assert opened.table(name).schema.metadata[b"sproutrag.schema_version"] == b"2"
+
+
+def test_retriever_reads_only_current_trees(store):
+    """Tree and flat search (memory and LanceDB first stage) over a database holding
+    other trees than the current ones: those rows are never returned."""
+    from types import SimpleNamespace
+
+    from sproutrag.retrieval import Retriever
+    from sproutrag.store import node_rows
+
+    weights = SimpleNamespace(delta=-1.0, margin=None)
+    encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
+    orphan = _item("first", "never switched in")
+    store.table("nodes", create=True).add(node_rows(orphan, "t-orphan"))  # killed 1st run
+    qvec = orphan.tree.vectors[0]
+    empty = Retriever(store.uri, encoder=encoder)
+    assert empty.search_vector("q", qvec, k=3) == []
+    assert empty.search_vector("q", qvec, k=3, mode="flat") == []
+
+    store.write([_item("a", "one two three four", seed=1)], "fp")
+    stale = _item("a", "stale words here now", seed=5)
+    store.table("nodes").add(node_rows(stale, "t-stale"))  # a next tree, not switched in
+    text = store.table("documents").to_arrow().to_pylist()[0]["text"]
+    for memory_rows in (300_000, 0):
+        r = Retriever(store.uri, encoder=encoder, memory_rows=memory_rows)
+        for mode, doc_ids in (("tree", None), ("flat", None), ("flat", ["a"])):
+            hits = r.search_vector("q", stale.tree.vectors[0], k=4, mode=mode,
+                                   doc_ids=doc_ids)
+            assert hits and {h.doc_id for h in hits} == {"a"}
+            for h in hits:
+                assert h.text == "\n".join(text[s:e] for s, e in h.spans)

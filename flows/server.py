@@ -1,0 +1,117 @@
+"""The temporary Prefect server of a command-line run, tied to the command's life.
+
+Without PREFECT_API_URL, Prefect 3 starts a temporary server itself
+(`prefect.server.api.server.SubprocessASGIServer`: `python -m uvicorn ...` as a child
+process) and stops it at interpreter exit. A command killed with SIGKILL never gets
+there, and the server (~220 MB) lives on, re-parented to PID 1. `temporary_server()`
+starts the same server (Prefect's class and command line; only the server module's view
+of `subprocess.Popen` is wrapped while it starts) before the flow runs, with the
+kernel's parent-death signal (Linux `PR_SET_PDEATHSIG`: SIGKILL when the command dies),
+and points the flow at it; on a normal exit it is stopped as usual.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """preexec_fn: SIGKILL this child when the thread that started it dies (Linux)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the atexit stop still applies
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+class _Subprocess:
+    """The `subprocess` module as Prefect's server module sees it while starting: its
+    Popen adds the parent-death signal."""
+
+    def __init__(self, parent: int) -> None:
+        self._parent = parent
+
+    def Popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:  # noqa: N802
+        parent = self._parent
+        return subprocess.Popen(*args, preexec_fn=lambda: _die_with_parent(parent), **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+
+def _start_server():
+    import prefect.server.api.server as server_module
+
+    server = server_module.SubprocessASGIServer(port=None)
+    real = server_module.subprocess
+    server_module.subprocess = _Subprocess(os.getpid())
+    try:
+        server.start()
+    finally:
+        server_module.subprocess = real
+    return server
+
+
+def _drain_workers() -> None:
+    """Send Prefect's queued logs and events before the server goes away (as Prefect's
+    test harness does); otherwise they are retried against a dead server at exit."""
+    import inspect
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def drain() -> None:
+        try:
+            result = APILogWorker.instance().drain()
+            if inspect.isawaitable(result):
+                await result
+        except RuntimeError:  # the worker never started
+            pass
+        result = EventsWorker.drain_all()
+        if inspect.isawaitable(result):
+            await result
+
+    run_coro_as_sync(drain())
+
+
+@contextmanager
+def temporary_server() -> Iterator[str | None]:
+    """Run the block against a temporary Prefect server that dies with this process.
+
+    With PREFECT_API_URL set (a real server), does nothing and yields None. Call it from
+    the main thread: the kernel signals the child when the starting thread ends.
+    """
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if PREFECT_API_URL.value():
+        yield None
+        return
+    server = _start_server()
+    # Prefect code that asks for "the" temporary server gets this one, not a second one.
+    SubprocessASGIServer._instances[None] = server
+    saved = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = server.api_url  # for Prefect's background threads too
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            yield server.api_url
+            _drain_workers()
+    finally:
+        if saved is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = saved
+        server.stop()
+        SubprocessASGIServer._instances.pop(None, None)
