@@ -237,3 +237,45 @@ def _paragraph_break(text: str, run: list[Span], start: int) -> bool:
         return False
     heading = text[run[0][0]:run[0][1]]
     return not (len(run) == 1 and len(heading) <= 80 and heading[-1] not in ".!?;:。！？")
+
+
+_HEADING_END = ".!?;,:。！？"
+
+
+def _heading_line(line: str) -> bool:
+    line = line.strip()
+    return 0 < len(line) <= 100 and line[-1] not in _HEADING_END
+
+
+def section_headings(text: str, spans: list[Span]) -> list[str]:
+    """The heading each chunk sits under ("" for none), for lexical context.
+
+    A chunk's heading is the first line of its paragraph (blank-line delimited) when that
+    line is heading-like (at most 100 characters, no sentence punctuation at the end) and
+    the chunk does not itself hold it; or, when its paragraph has none, a paragraph of one
+    heading-like line right before it ("ARTICLE 5" above its clause). In HotpotQA every
+    paragraph starts with its title: "He is best known for ..." then carries the name.
+    """
+    breaks = [(m.start(), m.end()) for m in _HARD_BREAK.finditer(text)]
+    starts = [0] + [e for _, e in breaks]
+    out = []
+    for s, _ in spans:
+        k = _bisect_right(starts, s) - 1
+        p = starts[k]
+        line = text[p : (text.find("\n", p) + 1 or len(text) + 1) - 1]
+        if s > p + len(line.rstrip()) - 1 and _heading_line(line):
+            out.append(line.strip())
+            continue
+        if k > 0:  # the previous paragraph: one heading-like line?
+            prev = text[starts[k - 1] : breaks[k - 1][0]].strip()
+            if "\n" not in prev and _heading_line(prev):
+                out.append(prev)
+                continue
+        out.append("")
+    return out
+
+
+def _bisect_right(values: list[int], x: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(values, x)

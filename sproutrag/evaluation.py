@@ -219,7 +219,7 @@ def attach_terms(feats: dict[str, DocFeatures], docs: Sequence[dict[str, Any]]) 
     texts = {str(d["doc_id"]): d["text"] for d in docs}
     for doc_id, f in feats.items():
         if f.terms is None and doc_id in texts:
-            f.terms = LeafTerms.of([texts[doc_id][s:e] for s, e in f.spans.tolist()])
+            f.terms = LeafTerms.of_document(texts[doc_id], f.spans.tolist())
 
 
 def _terms(feats: dict[str, DocFeatures], doc_ids: Sequence[str]) -> dict[str, LeafTerms]:

@@ -7,8 +7,11 @@ retrieval gain comes from (docs/results.md).
 
 The collection is the set of leaves being searched (the query's documents): document
 frequencies and the average length come from those leaves, so no corpus-wide index is
-needed. A tree node is scored as the text of its leaves joined (term counts and length
-summed over its subtree, in O(n) per query term with prefix sums over the leaf order).
+needed. A leaf is counted with its section heading (`LeafTerms.of_document`): in
+HotpotQA "He is best known for ..." then carries the name in its paragraph's title, and
+a clause carries its article's heading. A tree node is scored as the text of its leaves
+joined (term counts and length summed over its subtree, in O(n) per query term with
+prefix sums over the leaf order).
 Pure Python and numpy; no model.
 """
 
@@ -50,9 +53,24 @@ class LeafTerms:
     lengths: np.ndarray  # float64 (n,): tokens per leaf
 
     @classmethod
-    def of(cls, texts: Sequence[str]) -> LeafTerms:
+    def of(cls, texts: Sequence[str], contexts: Sequence[str] | None = None) -> LeafTerms:
+        """Counts of each leaf's text, with its context (e.g. its section heading,
+        `sproutrag.chunking.section_headings`) counted as part of the leaf."""
+        if contexts is not None:
+            if len(contexts) != len(texts):
+                raise ValueError(f"{len(contexts)} contexts for {len(texts)} leaves")
+            texts = [f"{c}\n{t}" if c else t for c, t in zip(contexts, texts)]
         counts = tuple(Counter(tokenize(t)) for t in texts)
         return cls(counts, np.asarray([sum(c.values()) for c in counts], dtype=np.float64))
+
+    @classmethod
+    def of_document(cls, text: str, spans: Sequence[tuple[int, int]]) -> LeafTerms:
+        """The leaves `text[s:e]` of a document, each with its section heading as context:
+        what the evaluation and the Retriever both use."""
+        from sproutrag.chunking import section_headings
+
+        spans = [(int(s), int(e)) for s, e in spans]
+        return cls.of([text[s:e] for s, e in spans], section_headings(text, spans))
 
     def tf(self, term: str) -> np.ndarray:
         return np.asarray([c.get(term, 0) for c in self.counts], dtype=np.float64)

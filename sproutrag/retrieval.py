@@ -188,10 +188,17 @@ class Retriever:
             return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
 
     def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
-        """Term counts of a tree's leaves (lexical scores), cached like the tree."""
+        """Term counts of a tree's leaves with their section headings (lexical scores),
+        cached like the tree. Should the document be replaced meanwhile, the leaves are
+        counted without headings for this query."""
         key = (doc_id, tree_id)
         if key not in self._terms:
-            self._terms[key] = LeafTerms.of(self.tree(doc_id, tree_id).texts)
+            st = self.tree(doc_id, tree_id)
+            try:
+                text = self.store.document_text(doc_id, tree_id)
+            except KeyError:
+                return LeafTerms.of(st.texts)
+            self._terms[key] = LeafTerms.of_document(text, st.spans.tolist())
         return self._terms[key]
 
     def _nearest_nodes(

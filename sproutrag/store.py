@@ -362,6 +362,16 @@ class Store:
             .execute(pa.Table.from_pylist([row], schema=tables.RUNS))
         )
 
+    def document_text(self, doc_id: str, tree_id: str) -> str:
+        """The text of a document whose current tree is `tree_id` (KeyError otherwise)."""
+        docs = self.table("documents")
+        where = f"doc_id = {sql_quote(doc_id)} AND tree_id = {sql_quote(tree_id)}"
+        found = (docs.search().where(where).select(["text"]).limit(1).to_list()
+                 if docs is not None else [])
+        if not found:
+            raise KeyError(f"doc_id {doc_id!r} with tree {tree_id!r} is not in {self.uri!r}")
+        return found[0]["text"]
+
     def load_tree(self, doc_id: str, tree_id: str | None = None) -> StoredTree:
         """Read one document's current tree (or the tree `tree_id`) into arrays, validated."""
         if tree_id is None:

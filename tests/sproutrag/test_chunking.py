@@ -160,3 +160,19 @@ def test_within_paragraphs_keeps_a_heading_with_the_text_after_it():
     assert para == ["Title One\nFirst sentence here.", "Second one. Third one.",
                     "Title Two\nAnother sentence.", "More.", "HEADING\n\nBody starts here.",
                     "And ends."]
+
+
+def test_section_headings_give_each_chunk_its_title_or_article():
+    from sproutrag.chunking import section_headings
+
+    text = ("Elwyn White\nHe was born in 1899. He wrote books. He lived in Maine.\n\n"
+            "ARTICLE 5\n\nThe party keeps secrets. It returns copies. It pays fees.\n\n"
+            "A plain paragraph that ends with a period.\nIts second line is here. More.")
+    spans = chunk_text(text)
+    got = dict(zip((text[s:e] for s, e in spans), section_headings(text, spans)))
+    assert got["Elwyn White\nHe was born in 1899."] == ""  # holds its own title
+    assert got["He wrote books. He lived in Maine."] == "Elwyn White"
+    assert got["ARTICLE 5\n\nThe party keeps secrets."] == ""  # holds the heading
+    assert got["It returns copies. It pays fees."] == "ARTICLE 5"  # a heading paragraph
+    assert got["More."] == ""  # a first line that is a sentence is no heading
+    assert section_headings("", []) == []

@@ -272,7 +272,7 @@ def test_modes_and_weights_change_results():
 def test_fingerprint_fields_follow_settings():
     a = Encoder(device="cpu").fingerprint_fields()
     assert a["encoder"] == PACKAGED_MODEL_ID
-    assert a["weights"] == AggregationWeights.uniform().fingerprint()
+    assert a["weights"] == AggregationWeights.uniform().tree_fingerprint()
     b = Encoder(device="cpu", window_stride=128).fingerprint_fields()
     c = Encoder(device="cpu", weights=AggregationWeights(np.ones((6, 12)), 0.4))
     assert a != b and a["weights"] != c.fingerprint_fields()["weights"]

@@ -46,3 +46,16 @@ def test_collection_spans_documents_and_nodes_sum_their_leaves():
     root = (idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / avg))
             + idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / avg)))
     assert nodes[2] == pytest.approx(root)
+
+
+def test_leaf_context_counts_as_part_of_the_leaf():
+    text = "Elwyn White\nHe was born in 1899. He wrote books.\n\nOther\nNothing here."
+    from sproutrag.chunking import chunk_text
+
+    spans = chunk_text(text, sentences_per_chunk=1)
+    terms = LeafTerms.of_document(text, spans)
+    second = [i for i, (s, e) in enumerate(spans) if text[s:e] == "He wrote books."][0]
+    assert terms.counts[second]["white"] == 1  # from the heading "Elwyn White"
+    assert terms.lengths[second] == 4  # elwyn white wrote books ("he": a stopword)
+    with pytest.raises(ValueError, match="contexts"):
+        LeafTerms.of(["a", "b"], ["x"])
