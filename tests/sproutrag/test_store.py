@@ -6,6 +6,7 @@ import pytest
 from sproutrag.corpus import SourceDocument, content_hash
 from sproutrag.store import IndexedDocument, StaleIndexError, Store, sql_quote
 from sproutrag.tree import build_tree
+from sproutrag.weights import AggregationWeights
 
 DIM = 8
 
@@ -211,7 +212,7 @@ def test_retriever_reads_only_current_trees(store):
     from sproutrag.retrieval import Retriever
     from sproutrag.store import node_rows
 
-    weights = SimpleNamespace(delta=-1.0, margin=None)
+    weights = AggregationWeights(np.zeros((1, 1), np.float32), delta=-1.0)  # untrained search
     encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
     orphan = _item("first", "never switched in")
     store.table("nodes", create=True).add(node_rows(orphan, "t-orphan"))  # killed 1st run
