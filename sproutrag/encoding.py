@@ -270,6 +270,14 @@ class Encoder:
         return self._model_id
 
     @property
+    def model_sha256(self) -> str | None:
+        """The model's content identity (`sproutrag.modelid`): a hash of its config,
+        tokenizer and weight files, so a folder fine-tuned again is another model."""
+        from sproutrag.modelid import model_sha256
+
+        return model_sha256(self._path)
+
+    @property
     def model_path(self) -> str:
         """What is loaded: a local folder (the packaged weights by default) or a hub name."""
         return self._path
@@ -308,6 +316,7 @@ class Encoder:
         """Every setting that changes embeddings or relations (for the index fingerprint)."""
         return {
             "encoder": self.model_id,
+            "encoder_sha256": self.model_sha256,
             "embedding_mode": self.embedding_mode,
             "window_tokens": self.window_tokens,
             "window_stride": self.window_stride,

@@ -22,7 +22,7 @@ def indexed(sample_index):
 
 def test_tables_match_the_design(indexed):
     db, row = indexed
-    docs, failures = discover(str(SAMPLE))
+    docs, failures = _pair(discover(str(SAMPLE)))
     assert failures == [] and row["n_failed"] == 0
     assert row["n_new"] == len(docs) >= 5
     store = Store.open_existing(db)
@@ -64,3 +64,8 @@ def test_run_is_recorded_and_rerun_is_incremental(indexed):
     timings = json.loads(runs[0]["timings_json"])
     assert {"discover", "chunk", "encode", "build_trees", "store"} <= set(timings)
     assert runs[0]["n_chars"] > 50_000 and runs[0]["n_chunks"] > 0
+
+
+def _pair(found):
+    """(documents, failures) of a `Discovery`."""
+    return found.docs, found.failures
