@@ -27,6 +27,7 @@ from tqdm import tqdm
 from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3, load_settings
 from sproutrag.corpus import Failure
+from sproutrag.errors import is_environment_error
 from sproutrag.indexing import check_deletions
 from sproutrag.interrupt import (
     StopRequested,
@@ -91,6 +92,8 @@ def _store_batch(
     except StopRequested:  # not a failure: the batch never ran; the next run does it
         return 0
     except Exception as exc:  # reported per document; the run goes on
+        if is_environment_error(exc):  # a full disk fails every batch: stop the run
+            raise
         reason = f"batch {k} failed: {type(exc).__name__}: {exc}"
         summary.failures += [Failure(d.doc_id, reason) for d in batch]
         logger.error("%s (%d documents: %s)", reason, len(batch),

@@ -37,13 +37,14 @@ def _offline_env() -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from flows.console import quiet_expected_tracebacks
     from flows.index_corpus import index_corpus
     from flows.server import temporary_server
     from sproutrag.report import RunInterruptedError, RunOutcome
 
     if args.no_progress:
         os.environ["SPROUTRAG_PIPELINE__PROGRESS"] = "false"
-    with temporary_server():
+    with temporary_server(), quiet_expected_tracebacks():
         state = index_corpus(
             corpus=args.corpus, db=args.db, config=args.config, full=args.full,
             allow_mass_delete=args.allow_mass_delete, return_state=True,

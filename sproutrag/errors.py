@@ -45,3 +45,32 @@ def describe_os_error(exc: BaseException) -> str | None:
     head = f"{what} ({where})" if where else what
     hint = _HINTS.get(code)
     return f"{head}: {hint}" if hint else head
+
+
+#: Errors of the machine rather than of a document: a batch that hits one stops the run.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                                errno.EPERM})
+
+
+def is_environment_error(exc: BaseException) -> bool:
+    """A full disk, a read-only or forbidden database or work dir: retrying the next
+    document cannot help, the run stops (and the next run goes on from there)."""
+    return os_errno(exc) in ENVIRONMENT_ERRNOS
+
+
+def is_expected(exc: BaseException) -> bool:
+    """An error whose message says all a user needs (no traceback needed): bad settings
+    or input, a refused run, or the machine's (disk full, read-only)."""
+    from schemas.settings import SettingsError
+    from sproutrag.corpus import CorpusNotFoundError
+    from sproutrag.indexing import MassDeleteError
+    from sproutrag.locking import DatabaseBusyError
+    from sproutrag.modelid import ModelNotFoundError
+    from sproutrag.report import RunOutcome
+    from sproutrag.store import DatabaseNotFoundError, StaleIndexError
+    from sproutrag.weights import WeightsFileError
+
+    clean = (SettingsError, CorpusNotFoundError, MassDeleteError, DatabaseBusyError,
+             ModelNotFoundError, RunOutcome, DatabaseNotFoundError, StaleIndexError,
+             WeightsFileError)
+    return isinstance(exc, clean) or describe_os_error(exc) is not None
