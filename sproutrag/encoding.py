@@ -69,8 +69,10 @@ def _resolve_model(model: str | None) -> tuple[str, str]:
 
 
 @functools.lru_cache(maxsize=4)
-def load_model(model: str, device: str) -> tuple[Any, Any]:
-    """(fast tokenizer, eval-mode model on `device`), loaded once per (model, device)."""
+def load_model(model: str, device: str, content: str | None = None) -> tuple[Any, Any]:
+    """(fast tokenizer, eval-mode model on `device`), loaded once per (model, device,
+    content): `content` (the folder's content hash) only keys the cache, so a folder
+    written again (fine-tuned into the same path) is loaded again."""
     from transformers import AutoModel, AutoTokenizer
 
     local = Path(model).is_dir()
@@ -325,7 +327,7 @@ class Encoder:
         }
 
     def _load(self) -> tuple[Any, Any]:
-        tok, net = load_model(self._path, self.device)
+        tok, net = load_model(self._path, self.device, self.model_sha256)
         limit = int(net.config.max_position_embeddings)
         if max(self.window_tokens, self.chunk_max_tokens) > limit:
             raise ValueError(

@@ -7,7 +7,7 @@ next index run re-encodes every document instead of mixing old and new vectors.
 Only the top-level files that `AutoModel` / `AutoTokenizer.from_pretrained` read are
 hashed (config, tokenizer files, safetensors / PyTorch weights and their shard
 indexes); READMEs, sentence-transformers' extras and ONNX or OpenVINO copies in
-subfolders are not. Each file's digest is cached per (path, size, mtime, inode) for the
+subfolders are not. Each file's digest is cached per (path, size, mtime, ctime, inode) for the
 life of the process, so a second call costs a few `stat`s; a rewritten file (a new
 mtime) is read again. numpy-free, torch-free.
 """
@@ -29,7 +29,7 @@ HASHED_FILES = (
 )
 
 _lock = threading.Lock()
-_file_digests: dict[tuple[str, int, int, int], str] = {}
+_file_digests: dict[tuple[str, int, int, int, int], str] = {}
 
 
 class ModelNotFoundError(FileNotFoundError):
@@ -38,7 +38,7 @@ class ModelNotFoundError(FileNotFoundError):
 
 def _file_sha256(path: Path) -> str:
     st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     with _lock:
         found = _file_digests.get(key)
     if found is not None:

@@ -47,8 +47,9 @@ def retry_transient(task, task_run, state) -> bool:  # Prefect passes all three
     exc = state.data if isinstance(getattr(state, "data", None), BaseException) else None
     if exc is None:
         return True
-    if isinstance(exc, ValueError | KeyError | TypeError | LookupError):
-        return False
+    if isinstance(exc, ValueError | LookupError | TypeError | FileNotFoundError
+                  | PermissionError | IsADirectoryError | NotADirectoryError):
+        return False  # a missing corpus, bad input or settings: the same next time
     code = os_errno(exc)
     return code is None or code not in _PERMANENT_ERRNOS
 

@@ -82,7 +82,8 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
 
     from flows.index_corpus import index_corpus
     from flows.query_corpus import query_corpus
-    from sproutrag.retrieval import Retriever, run_queries
+    from sproutrag.queries import run_queries
+    from sproutrag.retrieval import Retriever
     from sproutrag.store import Store
 
     # Credentials as secret settings (the environment's AWS_* work the same way).

@@ -101,3 +101,23 @@ def test_file_names_with_control_characters_fail_alone(tmp_path):
 def _pair(found):
     """(documents, failures) of a `Discovery`."""
     return found.docs, found.failures
+
+
+def test_symlinks_are_followed_only_inside_the_corpus_folder(tmp_path):
+    corpus, outside = tmp_path / "corpus", tmp_path / "private"
+    (corpus / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (corpus / "a.txt").write_text("Alpha text.", encoding="utf-8")
+    (outside / "passwd.txt").write_text("root:x:0:0:secret", encoding="utf-8")
+    (corpus / "sub" / "same.txt").symlink_to(corpus / "a.txt")  # inside: followed
+    (corpus / "leak.txt").symlink_to(outside / "passwd.txt")  # outside: skipped
+    (corpus / "up.md").symlink_to("../private/passwd.txt")  # relative, outside
+    found = discover(str(corpus))
+    assert [d.doc_id for d in found.docs] == ["a.txt", "sub/same.txt"]
+    assert found.failures == []
+    assert [s.doc_id for s in found.skipped] == ["leak.txt", "up.md"]
+    assert all("outside the corpus folder" in s.reason and str(outside) in s.reason
+               for s in found.skipped)
+    allowed = discover(str(corpus), allow_external_symlinks=True)
+    assert [d.doc_id for d in allowed.docs] == ["a.txt", "leak.txt", "sub/same.txt", "up.md"]
+    assert allowed.skipped == []
