@@ -111,8 +111,11 @@ def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
     """Why a single question got fewer units than asked for."""
     if not row["results"] and "error" not in row:
         cut = retriever.threshold if args.mode == "tree" else retriever.flat_threshold
-        print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 shows "
-              "the best matches anyway")
+        if cut is None:
+            print("no evidence found: the database holds no documents")
+        else:
+            print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 "
+                  "shows the best matches anyway")
     elif args.mode == "tree" and retriever.margin is not None:
         n = sum(len(h["spans"]) for h in row["results"])
         if n < args.k:
@@ -395,7 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (OSError, RuntimeError) as exc:  # a read-only database, a full disk
-        line = describe_os_error(exc)
+        ours = isinstance(exc, OSError) and exc.errno is None  # raised with a message
+        line = str(exc) if ours else describe_os_error(exc)
         if line is None:
             raise
         print(f"sproutrag {args.command}: error: {line}", file=sys.stderr)

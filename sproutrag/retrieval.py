@@ -25,6 +25,7 @@ one LRU of `cache_bytes`.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -73,7 +74,7 @@ CACHE_BYTES = 512 * 2**20
 def _check_number(name: str, value: float | None, *, minimum: float | None = None) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(
         value
     ) or (minimum is not None and value < minimum):
         bound = f" >= {minimum:g}" if minimum is not None else ""
@@ -103,7 +104,9 @@ class Retriever:
         _check_number("lexical_weight", lexical_weight, minimum=0)
         if margin != "trained":
             _check_number("margin", margin, minimum=0)
-        if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 1:
+        if isinstance(beam_width, bool) or not isinstance(beam_width, numbers.Integral) or (
+            beam_width < 1
+        ):
             raise QueryError(f"beam_width must be an integer >= 1, got {beam_width!r}")
         self.store = Store.open_existing(db, storage_options=storage_options)
         encoder = encoder if encoder is not None else self._database_encoder()
@@ -330,7 +333,7 @@ class Retriever:
         """Rank evidence for `query`; at most k evidence units over all hits."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query is empty: give a question or statement to search for")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
             raise QueryError(f"k must be an integer >= 1, got {k!r}")
         if doc_ids is not None:
             known = self.known_doc_ids(list(doc_ids))

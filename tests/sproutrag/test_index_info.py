@@ -77,7 +77,7 @@ def test_readers_default_to_the_database_and_refuse_mismatches_by_name():
 
 
 def test_retriever_takes_its_defaults_from_the_database(store):
-    from sproutrag.retrieval import Retriever
+    from sproutrag.retrieval import QueryError, Retriever
 
     store.write([_item("a", "one two three four")], "fp")
     record_index_info(store, _info("fp", _weights(0.3, lexical_weight=0.5)))
@@ -85,6 +85,9 @@ def test_retriever_takes_its_defaults_from_the_database(store):
     r = Retriever(store.uri, encoder=reader)
     assert (r.threshold, r.lexical_weight) == (0.3, 0.5)
     assert Retriever(store.uri, encoder=reader, threshold=0.0).threshold == 0.0  # override
+    for bad in ({"threshold": float("nan")}, {"lexical_weight": -1.0}, {"beam_width": 0}):
+        with pytest.raises(QueryError, match="must be"):
+            Retriever(store.uri, encoder=reader, **bad)
     # A long-lived reader follows the database: new defaults published for the same trees.
     record_index_info(store, _info("fp", _weights(0.1, lexical_weight=0.5)))
     assert r.threshold == 0.1
