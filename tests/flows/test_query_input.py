@@ -5,6 +5,7 @@ metadata and the flow run's id."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -36,7 +37,8 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
     from flows.query_corpus import query_corpus
     from sproutrag.report import QueriesFailedError
 
-    db = sample_index[0]
+    db = str(tmp_path / "db")  # a copy: the shared sample database stays as it is
+    shutil.copytree(sample_index[0], db)
     queries = tmp_path / "q.jsonl"
     queries.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
