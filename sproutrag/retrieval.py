@@ -127,6 +127,7 @@ class Retriever:
         self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
         self._doc_trees: tuple[int, dict[str, str], int, frozenset[str]] | None = None
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
+        self._pinning, self._pin = False, None  # during a search: one `documents` read
         self._resolve()  # refuses a mismatched encoder or weights file now
 
     def _database_encoder(self) -> Any:
@@ -208,7 +209,10 @@ class Retriever:
 
     def _current(self) -> tuple[int, dict[str, str], int, frozenset[str]]:
         """(documents version, doc_id -> current tree_id, rows of the current trees,
-        index fingerprints), read once per version of the `documents` table."""
+        index fingerprints), read once per version of the `documents` table (and its
+        version looked up once per search)."""
+        if self._pin is not None:
+            return self._pin
         tbl = self.store.table("documents")
         if tbl is None:  # the first run was killed before its first documents commit
             return (-1, {}, 0, frozenset())
@@ -219,6 +223,8 @@ class Retriever:
             rows = sum(2 * n - 1 for n in data["n_chunks"])
             self._doc_trees = (version, dict(zip(data["doc_id"], data["tree_id"])), rows,
                                frozenset(data["index_fingerprint"]))
+        if self._pinning:
+            self._pin = self._doc_trees
         return self._doc_trees
 
     def _tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
@@ -270,7 +276,7 @@ class Retriever:
         try:
             return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
         except KeyError:
-            self._doc_trees = None
+            self._doc_trees, self._pin = None, None
             return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
 
     def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
@@ -355,10 +361,14 @@ class Retriever:
         """`search` with the query already encoded (doc_ids already checked)."""
         if mode not in ("tree", "flat"):
             raise QueryError(f"mode must be 'tree' or 'flat', got {mode!r}")
-        params, _ = self._resolve()  # also re-checks the encoder if the tables changed
-        if mode == "flat":
-            return self._flat(qvec, k, doc_ids)
-        return self._tree(query, qvec, k, self.choose_documents(qvec, doc_ids), params)
+        self._pinning, self._pin = True, None  # read `documents` once for this query
+        try:
+            params, _ = self._resolve()  # re-checks the encoder if the tables changed
+            if mode == "flat":
+                return self._flat(qvec, k, doc_ids)
+            return self._tree(query, qvec, k, self.choose_documents(qvec, doc_ids), params)
+        finally:
+            self._pinning, self._pin = False, None
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
         where = "left = -1"
