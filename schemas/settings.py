@@ -350,6 +350,11 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     except ValidationError as exc:  # described outside: no exception context with values
         problem = _describe(exc.errors(include_input=False, include_url=False),
                             config_file=path, stage="sources")
+    except ValueError as exc:  # pydantic-settings: a section variable that is not JSON
+        field = str(exc).split('"')[1] if str(exc).count('"') >= 2 else "?"
+        problem = (f"invalid settings: environment variable {ENV_PREFIX}{field.upper()}: "
+                   "not a JSON object (or set its fields one by one, e.g. "
+                   f"{ENV_PREFIX}{field.upper()}__NAME)")
     if problem is not None:
         raise SettingsError(problem)
     for section, values in overrides.items():
