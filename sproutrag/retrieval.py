@@ -132,14 +132,14 @@ class Retriever:
 
     def _database_encoder(self) -> Any:
         """The encoder the database names (model, query truncation), packaged weights."""
-        from sproutrag.encoding import Encoder
+        from schemas.settings import EncodingSettings
+        from sproutrag.encoders import shared_encoder
         from sproutrag.index_info import latest
-        from sproutrag.weights import load_default_weights
 
         info = latest(read_index_infos(self.store))
         fields = info.encoding() if info is not None else {}
-        return Encoder(self.store.encoder_id, weights=load_default_weights(None),
-                       chunk_max_tokens=fields.get("chunk_max_tokens", 256))
+        return shared_encoder(EncodingSettings(
+            model=self.store.encoder_id, chunk_max_tokens=fields.get("chunk_max_tokens", 256)))
 
     def _resolve(self) -> tuple[SearchParams, Any]:
         """(search parameters, their defaults) for the tables as they are now: the

@@ -14,11 +14,13 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas import tables
 from schemas.settings import Settings, is_s3
+from sproutrag.encoders import shared_encoder
 from sproutrag.queries import Entry, parse_lines, run_queries
 from sproutrag.reading import reader_settings, reader_weights
 from sproutrag.retrieval import Retriever
 from sproutrag.store import Store
-from tasks.common import IO_RETRIES, encoder_for, filesystem, read_parquet
+from tasks.files import filesystem, read_parquet
+from tasks.retries import IO_RETRIES
 
 
 @task(name="read_queries", cache_policy=NO_CACHE, **IO_RETRIES)
@@ -37,7 +39,7 @@ def search_queries(
     queries: list[Entry], db: str, *, k: int, mode: str, beam: int, settings: Settings,
 ) -> list[dict[str, Any]]:
     reader = reader_settings(db, settings)
-    retriever = Retriever(db, encoder=encoder_for(reader), weights=reader_weights(settings),
+    retriever = Retriever(db, encoder=shared_encoder(reader), weights=reader_weights(settings),
                           beam_width=beam, storage_options=settings.storage.lance_options(db))
     return run_queries(retriever, queries, k=k, mode=mode)
 

@@ -148,7 +148,7 @@ def _cli(corpus, db, env_extra):
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), **env_extra}
     return subprocess.Popen(
-        [sys.executable, "-m", "sproutrag", "index", str(corpus), "--db", str(db),
+        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
          "--no-progress"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )

@@ -140,7 +140,7 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
     the cache (here a decoy of another corpus, touched later)."""
     import os
 
-    from sproutrag.cli import main
+    from flows.cli import main
     from tests.flows.test_incremental import TEXTS
 
     docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"

@@ -108,7 +108,7 @@ def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
     assert index_fp(back) == index_fp(trained)
     assert index_fp(back) != index_fp(AggregationWeights.uniform())
     # Through the settings path used by the index flow (encoding.weights = file).
-    from tasks.common import index_fingerprint
+    from tasks.database import index_fingerprint
 
     fp_file = index_fingerprint(load_settings(None, encoding={"weights": str(path)}))
     uniform = AggregationWeights.uniform().save(tmp_path / "uniform.json")
