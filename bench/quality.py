@@ -71,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from schemas.settings import load_settings
     from sproutrag.encoders import encoder_from_settings
-    from sproutrag.evaluation import evaluate_corpus, make_variants
+    from sproutrag.evaluation import evaluate_corpus
     from sproutrag.metrics import paired_difference
     from sproutrag.plots import write_report
+    from sproutrag.variants import make_variants
     from sproutrag.weights import load_default_weights
 
     settings = load_settings(args.config)

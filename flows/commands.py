@@ -169,8 +169,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from sproutrag.evaluation import evaluate_corpus, make_variants
+    from sproutrag.evaluation import evaluate_corpus
     from sproutrag.plots import write_report
+    from sproutrag.variants import make_variants
     from sproutrag.weights import load_default_weights
 
     settings = args.settings
@@ -196,13 +197,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[dict]:
     """The stored path: index DOCS into --db (incremental), query it with `Retriever`."""
     from flows.index_corpus import index_corpus
-    from sproutrag.evaluation import (
-        load_features,
-        read_jsonl,
-        result_row,
-        retriever_runs,
-        usable_queries,
-    )
+    from sproutrag.evaluation import result_row, retriever_runs
+    from sproutrag.features import load_features, read_jsonl, usable_queries
     from sproutrag.retrieval import Retriever
 
     if args.weights:  # index with the weights being evaluated (settings: env > YAML)

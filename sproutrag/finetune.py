@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from sproutrag.encoding import block_attention, mean_pool, segment_matrix
-from sproutrag.training import TAU, gold_leaves, info_nce
+from sproutrag.losses import TAU, gold_leaves, info_nce
 
 
 def _embed(tok: Any, net: Any, texts: Sequence[str], max_tokens: int) -> Any:

@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from sproutrag.evaluation import DocFeatures
-from sproutrag.training import (
-    attn_loss,
-    collect_gold_pairs,
-    gold_leaves,
-    info_nce,
-    train_alpha,
-)
+from sproutrag.features import DocFeatures
+from sproutrag.losses import attn_loss, collect_gold_pairs, gold_leaves, info_nce
+from sproutrag.training import train_alpha
 from sproutrag.weights import AggregationWeights
 
 
