@@ -75,32 +75,26 @@ def test_library_sources_never_import_orchestration():
                 assert name.split(".")[0] not in FORBIDDEN, f"{path}: imports {name}"
 
 
-def _module_level_imports(path: Path) -> list[str]:
-    """Imports executed when the module is imported: top level, also inside try/if
-    blocks, but not under `if TYPE_CHECKING:` and not inside functions or classes."""
+def _runtime_imports(path: Path) -> list[str]:
+    """Every import the module can execute: at module level and inside functions (a lazy
+    import is still a dependency), but not those under `if TYPE_CHECKING:`."""
     out: list[str] = []
 
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            out.extend(_imported_names(node))
-            if isinstance(node, ast.If):
-                test = ast.unparse(node.test)
-                if "TYPE_CHECKING" not in test:
-                    visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                for block in (node.body, node.orelse, node.finalbody,
-                              *(h.body for h in node.handlers)):
-                    visit(block)
-            elif isinstance(node, ast.With):
-                visit(node.body)
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        out.extend(_imported_names(node))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    visit(ast.parse(path.read_text(encoding="utf-8")))
     return out
 
 
 def import_graph() -> dict[str, set[str]]:
-    """sproutrag module -> the sproutrag modules it imports at module level."""
+    """sproutrag module -> the sproutrag modules it imports (anywhere but for typing)."""
     modules = set(library_modules())
     graph: dict[str, set[str]] = {}
     for name in modules:
@@ -109,7 +103,7 @@ def import_graph() -> dict[str, set[str]]:
             ROOT / "sproutrag" / "__init__.py")
         if not path.is_file():
             path = ROOT.joinpath("sproutrag", *rel, "__init__.py")
-        graph[name] = {m for m in _module_level_imports(path) if m in modules and m != name}
+        graph[name] = {m for m in _runtime_imports(path) if m in modules and m != name}
     return graph
 
 
