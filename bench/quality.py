@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from schemas.settings import load_settings
     from sproutrag.encoders import encoder_from_settings
+    from sproutrag.eval_report import write_report
     from sproutrag.evaluation import evaluate_corpus
     from sproutrag.metrics import paired_difference
-    from sproutrag.plots import write_report
     from sproutrag.variants import make_variants
     from sproutrag.weights import load_default_weights
 

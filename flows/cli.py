@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sproutrag.errors import describe_os_error
     from sproutrag.locking import DatabaseBusyError
     from sproutrag.preflight import UsageError, preflight
-    from sproutrag.report import RunOutcome
+    from sproutrag.run_summary import RunOutcome
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -27,7 +27,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     from flows.console import quiet_expected_tracebacks
     from flows.index_corpus import index_corpus
     from flows.server import temporary_server
-    from sproutrag.report import RunInterruptedError, RunOutcome
+    from sproutrag.run_summary import RunInterruptedError, RunOutcome
 
     if args.no_progress:
         os.environ["SPROUTRAG_PIPELINE__PROGRESS"] = "false"
@@ -169,8 +169,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from sproutrag.eval_report import write_report
     from sproutrag.evaluation import evaluate_corpus
-    from sproutrag.plots import write_report
     from sproutrag.variants import make_variants
     from sproutrag.weights import load_default_weights
 

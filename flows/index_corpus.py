@@ -37,7 +37,7 @@ from sproutrag.interrupt import (
     stop_requested,
 )
 from sproutrag.locking import DatabaseLock
-from sproutrag.report import RunInterruptedError, RunSummary
+from sproutrag.run_summary import RunInterruptedError, RunSummary
 from tasks.build_trees import build_trees_batch
 from tasks.chunk import chunk_batch
 from tasks.database import index_fingerprint

@@ -53,7 +53,7 @@ def _state(db: str) -> dict[str, tuple[str, int]]:
 def _index(corpus, db, **kw):
     """The run's `runs` row, also when the flow run ends Failed for failed documents."""
     from flows.index_corpus import index_corpus
-    from sproutrag.report import RunOutcome
+    from sproutrag.run_summary import RunOutcome
 
     state = index_corpus(corpus=str(corpus), db=str(db), return_state=True, **kw)
     result = state.result(raise_on_failure=False)

@@ -16,7 +16,7 @@ import fsspec
 import pytest
 
 from sproutrag.corpus import content_hash
-from sproutrag.report import DocumentsFailedError, QueriesFailedError, RunInterruptedError
+from sproutrag.run_summary import DocumentsFailedError, QueriesFailedError, RunInterruptedError
 from sproutrag.store import Store
 from sproutrag.workdir import create_run_dir
 from tests.conftest import ROOT

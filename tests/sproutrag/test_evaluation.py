@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from sproutrag.eval_report import write_report
 from sproutrag.evaluation import evaluate_variants
 from sproutrag.features import DocFeatures, load_features, pair_heads, save_features
-from sproutrag.plots import write_report
 from sproutrag.search import SearchParams
 from sproutrag.variants import (
     Variant,

@@ -107,7 +107,7 @@ def test_cli_api_and_flow_give_identical_results(retriever, sample_index, tmp_pa
          "--out", str(cli_out)], capture_output=True, text=True, cwd=ROOT,
     )
     assert proc.returncode == 3, proc.stderr  # two queries failed
-    from sproutrag.report import QueriesFailedError
+    from sproutrag.run_summary import QueriesFailedError
 
     with pytest.raises(QueriesFailedError) as failed:  # the flow run ends Failed
         query_corpus(queries=str(queries), db=db, out=str(flow_out))
