@@ -213,8 +213,8 @@ def train_corpus(
         tuned = _finetune(encoder, feats, texts, queries, out, r["alpha"], finetune, **kw)
         t = timed(seconds, "finetune_encoder", t)
         encoder = encoder.with_model(str(Path(out) / "encoder"))
-        feats, queries, texts = load_sets(sets, encoder, chunking=chunking,
-                                          cache_dir=cache_dir, log=log)
+        feats, queries, _ = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
+                                      log=log)
         r = _alpha_on(encoder, feats, queries, **kw)
         t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
     variant = Variant("train", mix=AggregationWeights(r["alpha"]).mix(),
@@ -224,11 +224,8 @@ def train_corpus(
     t = timed(seconds, "learn_search", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
     weights = AggregationWeights(
-        r["alpha"], params.threshold, encoder=encoder.model_id,
-        trained_on=", ".join(Path(d).name for d, _ in sets), margin=params.margin,
-        lexical_weight=params.lexical_weight, size_penalty=params.size_penalty,
-        seed_leaves=params.seed_leaves,
-    )
+        r["alpha"], params.threshold, encoder=encoder.model_id, margin=params.margin,
+        trained_on=", ".join(Path(d).name for d, _ in sets), **_search_fields(params))
     config = _config(weights, sets, feats, queries, r, attn_kind=attn_kind, lam=lam, lr=lr,
                      epochs=epochs, parent_embedding=parent_embedding, chunking=chunking,
                      encoder=encoder, grid=grid, seconds=seconds, tuned=tuned)
@@ -236,6 +233,11 @@ def train_corpus(
     weights.save(Path(out) / "weights.json")
     (Path(out) / "config.json").write_text(json.dumps(config, indent=1) + "\n", "utf-8")
     return weights, config
+
+
+def _search_fields(params: Any) -> dict[str, Any]:
+    return {"lexical_weight": params.lexical_weight, "size_penalty": params.size_penalty,
+            "seed_leaves": params.seed_leaves}
 
 
 def _finetune(
