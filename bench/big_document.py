@@ -49,7 +49,7 @@ def main() -> None:
         env = {**os.environ, "SPROUTRAG_PIPELINE__PROGRESS": "false"}
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "sproutrag", "index", str(corpus), "--db", f"{tmp}/db"],
+            [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", f"{tmp}/db"],
             env=env, capture_output=True, text=True,
         )
         seconds = time.perf_counter() - t0

@@ -70,15 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     from schemas.settings import load_settings
-    from sproutrag.cli import _encoder_from_settings
-    from sproutrag.evaluation import evaluate_corpus, make_variants
+    from sproutrag.encoders import encoder_from_settings
+    from sproutrag.eval_report import write_report
+    from sproutrag.evaluation import evaluate_corpus
     from sproutrag.metrics import paired_difference
-    from sproutrag.plots import write_report
+    from sproutrag.variants import make_variants
     from sproutrag.weights import load_default_weights
 
     settings = load_settings(args.config)
     weights = load_default_weights(args.weights or settings.encoding.weights)
-    encoder = _encoder_from_settings(settings, weights)
+    encoder = encoder_from_settings(settings.encoding, weights)
     print(f"weights {weights.source} ({weights.fingerprint()}): delta {weights.delta:g}, "
           f"lexical_weight {weights.lexical_weight:g}, size_penalty {weights.size_penalty:g}, "
           f"seed_leaves {weights.seed_leaves}")

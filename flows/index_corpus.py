@@ -37,10 +37,10 @@ from sproutrag.interrupt import (
     stop_requested,
 )
 from sproutrag.locking import DatabaseLock
-from sproutrag.report import RunInterruptedError, RunSummary
+from sproutrag.run_summary import RunInterruptedError, RunSummary
 from tasks.build_trees import build_trees_batch
 from tasks.chunk import chunk_batch
-from tasks.common import index_fingerprint
+from tasks.database import index_fingerprint
 from tasks.discover import check_corpus_exists, diff_corpus, discover_corpus
 from tasks.encode import encode_batch
 from tasks.store import (

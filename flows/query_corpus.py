@@ -22,8 +22,8 @@ from prefect.states import Failed
 
 from schemas.settings import load_settings
 from sproutrag.queries import check_query_parameters
-from sproutrag.report import QueriesFailedError, too_many_failed
-from tasks.query import read_queries, search_queries, write_results
+from sproutrag.run_summary import QueriesFailedError, too_many_failed
+from tasks.search import read_queries, search_queries, write_results
 
 
 @flow(name="query-corpus", log_prints=True)

@@ -26,10 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.evaluation import DocFeatures, Variant, build_trees, query_scores, retrieve_flat
+from sproutrag.evaluation import query_scores
+from sproutrag.features import DocFeatures
 from sproutrag.metrics import per_query_ie
-from sproutrag.search import SearchParams, node_scores, search_trees
+from sproutrag.search import SearchParams
 from sproutrag.tree import Tree
+from sproutrag.variants import (
+    Variant,
+    query_node_scores,
+    retrieve_flat,
+    retrieve_tree,
+    variant_trees,
+)
 
 LEXICAL_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 SIZE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
@@ -53,24 +61,18 @@ class _Scorer:
     def _node_scores(self, weight: float) -> list[dict]:
         if weight not in self._scores:
             self._scores[weight] = [
-                node_scores({d: self.trees[d] for d in q["doc_ids"]}, v, query=q["query"],
-                            lexical={d: self.feats[d].terms for d in q["doc_ids"]}
-                            if weight > 0 else None, lexical_weight=weight)
+                query_node_scores(self.trees, self.feats, q, v, weight)
                 for q, v in zip(self.queries, self.qvecs, strict=True)
             ]
         return self._scores[weight]
 
     def units(self, p: SearchParams) -> dict[int, list[list[tuple[str, int, int]]]]:
-        """Ranked units per k per query: `search_trees` with cached node scores."""
+        """Ranked units per k per query: `retrieve_tree` with cached node scores."""
         out: dict[int, list] = {k: [] for k in self.ks}
         for q, v, sc in zip(self.queries, self.qvecs, self._node_scores(p.lexical_weight)):
-            trees = {d: self.trees[d] for d in q["doc_ids"]}
             for k in self.ks:
-                out[k].append([
-                    (c.doc_id, *(int(x) for x in self.feats[c.doc_id].spans[u]))
-                    for c in search_trees(trees, v, k=k, params=p, scores=sc)
-                    for u in c.leaves
-                ])
+                out[k].append(retrieve_tree(self.trees, self.feats, v, q["doc_ids"], k=k,
+                                            params=p, scores=sc))
         return out
 
     def per_query(self, runs: dict[int, list]) -> np.ndarray:
@@ -108,9 +110,9 @@ def learn_search(
 ) -> tuple[SearchParams, list[dict[str, Any]]]:
     """The search parameters with the best objective on the training queries, and the grid.
 
-    Every lexical-weight entry needs `DocFeatures.terms` (`evaluation.attach_terms`).
+    Every lexical-weight entry needs `DocFeatures.terms` (`features.attach_terms`).
     """
-    scorer = _Scorer(feats, build_trees(feats, variant), queries, qvecs, ks)
+    scorer = _Scorer(feats, variant_trees(feats, variant), queries, qvecs, ks)
     base = SearchParams(beam_width=variant.beam)
     rows: list[dict[str, Any]] = []
     trials: list[tuple[SearchParams, np.ndarray]] = []

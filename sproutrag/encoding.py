@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,21 @@ def _load_config(model: str) -> Any:
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(model, local_files_only=Path(model).is_dir())
+
+
+#: The lock of `Encoder.lock` (see there).
+_MODEL_LOCK = threading.RLock()
+
+
+def _serialised(method):
+    """Run METHOD holding `Encoder.lock`."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 @dataclass
@@ -326,6 +342,15 @@ class Encoder:
             "weights": self.weights.tree_fingerprint(),
         }
 
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while the model runs (`encode_texts`, `encode_documents`, `window_blocks`
+        take it): concurrent callers (the thread runner's encode tasks, a query thread)
+        garbled each other's token windows. One per process, since Encoders of the same
+        model share its tokenizer and network (`load_model`'s cache); re-entrant, so a
+        caller may hold it across several calls (the encode task does)."""
+        return _MODEL_LOCK
+
     def _load(self) -> tuple[Any, Any]:
         tok, net = load_model(self._path, self.device, self.model_sha256)
         limit = int(net.config.max_position_embeddings)
@@ -344,6 +369,7 @@ class Encoder:
         return contextlib.nullcontext()
 
     # -- embeddings --------------------------------------------------------------------
+    @_serialised
     def encode_texts(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
         """float32 (n, dim) L2-normalised mean-pooled embeddings (sentence-transformers')."""
         import torch
@@ -473,6 +499,7 @@ class Encoder:
         """Embeddings and windowed attention relations of one document's chunks."""
         return self.encode_documents([(text, spans)])[0]
 
+    @_serialised
     def encode_documents(
         self, docs: Sequence[tuple[str, Sequence[tuple[int, int]]]]
     ) -> list[DocumentEncoding]:
@@ -523,6 +550,7 @@ class Encoder:
             out[d][k] = vec
         return out
 
+    @_serialised
     def window_blocks(self, text: str, spans: Sequence[tuple[int, int]]) -> list[WindowBlocks]:
         """Per-(layer, head) chunk-pair block means of every window (training features).
 

@@ -66,7 +66,7 @@ def is_expected(exc: BaseException) -> bool:
     from sproutrag.indexing import MassDeleteError
     from sproutrag.locking import DatabaseBusyError
     from sproutrag.modelid import ModelNotFoundError
-    from sproutrag.report import RunOutcome
+    from sproutrag.run_summary import RunOutcome
     from sproutrag.store import DatabaseNotFoundError, StaleIndexError
     from sproutrag.weights import WeightsFileError
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from sproutrag.encoding import block_attention, mean_pool, segment_matrix
-from sproutrag.training import TAU, gold_leaves, info_nce
+from sproutrag.losses import TAU, gold_leaves, info_nce
 
 
 def _embed(tok: Any, net: Any, texts: Sequence[str], max_tokens: int) -> Any:
@@ -90,6 +90,57 @@ def _document_steps(docs: dict[str, dict[str, Any]], queries: Sequence[dict[str,
     return list(by_doc.items())
 
 
+def _trainable(model_path: str, device: str) -> tuple[Any, Any]:
+    """(tokenizer, model in training mode with eager attention) from `model_path`."""
+    from transformers import AutoModel, AutoTokenizer
+
+    local = Path(model_path).is_dir()
+    tok = AutoTokenizer.from_pretrained(model_path, local_files_only=local)
+    net = AutoModel.from_pretrained(model_path, attn_implementation="eager",
+                                    local_files_only=local).to(device)
+    net.train()
+    return tok, net
+
+
+def _losses(
+    tok: Any, net: Any, chunks: list[str], items: list, w: Any, rng: np.random.Generator, *,
+    chunk_max_tokens: int, window_tokens: int, max_pairs: int, attn_kind: str,
+) -> tuple[Any, Any, list]:
+    """(L_ret, L_attn, the L_attn terms) of one document's step; ITEMS: its queries as
+    (text, gold chunk ids)."""
+    import torch
+
+    emb = _embed(tok, net, chunks, chunk_max_tokens)
+    qv = _embed(tok, net, [t for t, _ in items], chunk_max_tokens)
+    pos = torch.stack([torch.nn.functional.normalize(emb[g].mean(0), dim=0)
+                       for _, g in items])
+    hard = [emb[np.setdiff1d(np.arange(len(chunks)), g)] for _, g in items]
+    l_ret = info_nce(qv, pos, hard, TAU)
+    pairs = [(int(a), int(b)) for _, g in items for a, b in zip(g[:-1], g[1:])]
+    pairs = [pairs[i] for i in rng.permutation(len(pairs))[:max_pairs]]
+    terms = [x for a, b in pairs if (x := _pair_window(
+        tok, net, chunks, a, b, w, window_tokens, attn_kind)) is not None]
+    l_attn = torch.stack(terms).mean() if terms else torch.zeros(())
+    return l_ret, l_attn, terms
+
+
+def _optimiser_step(net: Any, opt: Any, sched: Any, loss: Any) -> None:
+    import torch
+
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+    opt.step()
+    sched.step()
+
+
+def _save(tok: Any, net: Any, out: Path) -> None:
+    """The model folder (`save_pretrained`: weights + tokenizer) `encoding.model` names."""
+    out.mkdir(parents=True, exist_ok=True)
+    net.eval().cpu().save_pretrained(out)
+    tok.save_pretrained(out)
+
+
 def finetune_encoder(
     model_path: str,
     docs: dict[str, dict[str, Any]],
@@ -119,13 +170,7 @@ def finetune_encoder(
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    from transformers import AutoModel, AutoTokenizer
-
-    local = Path(model_path).is_dir()
-    tok = AutoTokenizer.from_pretrained(model_path, local_files_only=local)
-    net = AutoModel.from_pretrained(model_path, attn_implementation="eager",
-                                    local_files_only=local).to(device)
-    net.train()
+    tok, net = _trainable(model_path, device)
     steps = _document_steps(docs, queries)
     if not steps:
         raise ValueError("no training query has a gold chunk in the given documents")
@@ -140,24 +185,11 @@ def finetune_encoder(
         for n, k in enumerate(rng.permutation(len(steps)), start=1):
             doc_id, items = steps[k]
             text, f = docs[doc_id]["text"], docs[doc_id]["features"]
-            chunks = [text[s:e] for s, e in f.spans]
-            emb = _embed(tok, net, chunks, chunk_max_tokens)
-            qv = _embed(tok, net, [t for t, _ in items], chunk_max_tokens)
-            pos = torch.stack([torch.nn.functional.normalize(emb[g].mean(0), dim=0)
-                               for _, g in items])
-            hard = [emb[np.setdiff1d(np.arange(len(chunks)), g)] for _, g in items]
-            l_ret = info_nce(qv, pos, hard, TAU)
-            pairs = [(int(a), int(b)) for _, g in items for a, b in zip(g[:-1], g[1:])]
-            pairs = [pairs[i] for i in rng.permutation(len(pairs))[:max_pairs_per_step]]
-            terms = [x for a, b in pairs if (x := _pair_window(
-                tok, net, chunks, a, b, w, window_tokens, attn_kind)) is not None]
-            l_attn = torch.stack(terms).mean() if terms else torch.zeros(())
-            loss = l_ret + lam * l_attn
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-            opt.step()
-            sched.step()
+            l_ret, l_attn, terms = _losses(
+                tok, net, [text[s:e] for s, e in f.spans], items, w, rng,
+                chunk_max_tokens=chunk_max_tokens, window_tokens=window_tokens,
+                max_pairs=max_pairs_per_step, attn_kind=attn_kind)
+            _optimiser_step(net, opt, sched, l_ret + lam * l_attn)
             sums["l_ret"] += l_ret.item()
             sums["l_attn"] += l_attn.item() * len(terms)
             sums["n_attn"] += len(terms)
@@ -168,10 +200,7 @@ def finetune_encoder(
             "epoch": epoch, "l_ret": sums["l_ret"] / len(steps),
             "l_attn": sums["l_attn"] / max(sums["n_attn"], 1), "attn_pairs": sums["n_attn"],
         })
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    net.eval().cpu().save_pretrained(out)
-    tok.save_pretrained(out)
+    _save(tok, net, Path(out_dir))
     return {"history": history, "steps_per_epoch": len(steps), "lr": lr, "epochs": epochs,
             "warmup": warmup, "lambda": lam, "attn_loss": attn_kind,
             "seconds": round(time.perf_counter() - t0, 1),

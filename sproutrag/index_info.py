@@ -26,7 +26,8 @@ from typing import Any
 import pyarrow as pa
 
 from schemas import tables
-from sproutrag.store import StaleIndexError, Store, in_filter
+from sproutrag.filters import in_filter
+from sproutrag.store import StaleIndexError, Store
 
 TABLE = "index_settings"
 

@@ -24,61 +24,26 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from sproutrag.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
+from sproutrag.filters import doc_filter, in_filter, sql_quote
+from sproutrag.hits import Hit, QueryError, check_number, hit_of, node_text
 from sproutrag.index_info import read_index_infos, search_defaults
 from sproutrag.lexical import LeafTerms
-from sproutrag.search import Reranker, SearchParams, Selected, cosine_rerank, search_trees
-from sproutrag.store import (
-    StaleIndexError,
-    Store,
-    StoredTree,
-    doc_filter,
-    in_filter,
-    sql_quote,
-)
+from sproutrag.rows import StoredTree
+from sproutrag.search import Reranker, SearchParams, cosine_rerank, search_trees
+from sproutrag.store import StaleIndexError, Store
 
 Mode = Literal["tree", "flat"]
 
 
-class QueryError(ValueError):
-    """A query that cannot run (empty text, bad k, only unknown doc_ids)."""
-
-
-@dataclass(frozen=True)
-class Hit:
-    doc_id: str
-    node_id: str
-    score: float
-    spans: list[tuple[int, int]]  # the node's evidence units, in document order
-    text: str  # their texts joined by newlines
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "doc_id": self.doc_id, "node_id": self.node_id, "score": round(self.score, 6),
-            "spans": [list(s) for s in self.spans], "text": self.text,
-        }
-
-
 #: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
 CACHE_BYTES = 512 * 2**20
-
-
-def _check_number(name: str, value: float | None, *, minimum: float | None = None) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(
-        value
-    ) or (minimum is not None and value < minimum):
-        bound = f" >= {minimum:g}" if minimum is not None else ""
-        raise QueryError(f"{name} must be a finite number{bound}, got {value!r}")
 
 
 class Retriever:
@@ -100,10 +65,10 @@ class Retriever:
         memory_rows: int = 300_000,
         cache_bytes: int = CACHE_BYTES,
     ) -> None:
-        _check_number("threshold", threshold)
-        _check_number("lexical_weight", lexical_weight, minimum=0)
+        check_number("threshold", threshold)
+        check_number("lexical_weight", lexical_weight, minimum=0)
         if margin != "trained":
-            _check_number("margin", margin, minimum=0)
+            check_number("margin", margin, minimum=0)
         if isinstance(beam_width, bool) or not isinstance(beam_width, numbers.Integral) or (
             beam_width < 1
         ):
@@ -132,14 +97,14 @@ class Retriever:
 
     def _database_encoder(self) -> Any:
         """The encoder the database names (model, query truncation), packaged weights."""
-        from sproutrag.encoding import Encoder
+        from schemas.settings import EncodingSettings
+        from sproutrag.encoders import shared_encoder
         from sproutrag.index_info import latest
-        from sproutrag.weights import load_default_weights
 
         info = latest(read_index_infos(self.store))
         fields = info.encoding() if info is not None else {}
-        return Encoder(self.store.encoder_id, weights=load_default_weights(None),
-                       chunk_max_tokens=fields.get("chunk_max_tokens", 256))
+        return shared_encoder(EncodingSettings(
+            model=self.store.encoder_id, chunk_max_tokens=fields.get("chunk_max_tokens", 256)))
 
     def _resolve(self) -> tuple[SearchParams, Any]:
         """(search parameters, their defaults) for the tables as they are now: the
@@ -396,19 +361,9 @@ class Retriever:
         chosen = search_trees(
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
             lexical=lexical, reranker=self.reranker,
-            node_text=lambda d, n: _node_text(stored[d], n),
+            node_text=lambda d, n: node_text(stored[d], n),
         )
-        return [_hit(stored[c.doc_id], c) for c in chosen]
-
-
-def _node_text(st: StoredTree, node: int) -> str:
-    return "\n".join(st.texts[i] for i in np.sort(st.tree.leaves_of(node)))
-
-
-def _hit(st: StoredTree, sel: Selected) -> Hit:
-    spans = [(int(st.spans[i, 0]), int(st.spans[i, 1])) for i in sel.leaves]
-    text = "\n".join(st.texts[i] for i in sel.leaves)
-    return Hit(st.doc_id, f"{st.doc_id}:{sel.node}", sel.score, spans, text)
+        return [hit_of(stored[c.doc_id], c) for c in chosen]
 
 
 __all__ = ["Hit", "QueryError", "Retriever", "sql_quote"]

@@ -4,7 +4,9 @@ Pure functions over arrays (no model, no database): `node_scores` scores every n
 (cosine, optionally fused with BM25), `beam_search` finds candidate nodes,
 `tree_candidates` adds the seeds and cutoffs, a `Reranker` orders them and
 `select_evidence` spends the budget of k evidence units. `search_trees` is the whole of
-tree mode, shared by `Retriever` and the evaluation.
+tree mode, shared by `Retriever`, the evaluation and training; `search_leaves` is flat
+mode over leaf vectors held in memory (the evaluation's; `Retriever` runs flat mode as
+a LanceDB vector search over the stored leaves).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sproutrag.lexical import LeafTerms, bm25_nodes
+from sproutrag.lexical import LeafTerms, bm25_leaves, bm25_nodes
 from sproutrag.tree import Tree
 
 
@@ -299,3 +301,39 @@ def search_trees(
                           np.asarray([x for _, _, x in found], np.float32))
         found = [(d, n, float(x)) for (d, n, _), x in zip(found, ranked)]
     return select_evidence(trees, found, k=k)
+
+
+def search_leaves(
+    leaf_vectors: dict[str, np.ndarray],
+    query_vec: np.ndarray,
+    *,
+    k: int,
+    threshold: float | None = None,
+    margin: float | None = None,
+    query: str = "",
+    lexical: dict[str, LeafTerms] | None = None,
+    lexical_weight: float = 0.0,
+) -> list[tuple[str, int, float]]:
+    """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
+
+    Only leaves whose cosine reaches `threshold`, and with a `margin` only those within
+    margin of the best such leaf; with `lexical_weight` w > 0 (and each document's
+    `LeafTerms`) leaves are ranked by z(cosine) + w z(BM25). Ties go to the smaller
+    (doc_id, leaf).
+    """
+    ids = list(leaf_vectors)
+    cos = {d: cosine_scores(leaf_vectors[d], query_vec) for d in ids}
+    rank = dict(cos)
+    if lexical_weight > 0:
+        if lexical is None or any(d not in lexical for d in ids):
+            raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched document")
+        lex = bm25_leaves(query, [lexical[d] for d in ids])
+        rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
+                                  lexical_weight)))
+    rows = [(-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d]))
+            if threshold is None or cos[d][u] >= threshold]
+    rows.sort()
+    if margin is not None and rows:
+        best = max(float(cos[d][u]) for _, d, u in rows)
+        rows = [r for r in rows if cos[r[1]][r[2]] >= best - margin]
+    return [(d, u, -score) for score, d, u in rows[:k]]

@@ -14,24 +14,31 @@ commits, each atomic:
 Deleting documents removes their `documents` rows first, then their nodes. A run killed
 between commits leaves only nodes that no documents row names: invisible to readers, and
 removed by `collect_garbage` at the start of the next run.
+
+The Arrow rows of the tables are built and read back in `sproutrag.rows`; filters on
+user input (doc ids) are built in `sproutrag.filters`.
 """
 
 from __future__ import annotations
 
-import uuid
 import warnings
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from schemas import tables
-from sproutrag.corpus import SourceDocument
+from sproutrag.filters import doc_filter, in_filter, parts, sql_quote
 from sproutrag.interrupt import crash_point
-from sproutrag.tree import Tree, validate_tree
+from sproutrag.rows import (
+    IndexedDocument,
+    StoredTree,
+    document_rows,
+    new_tree_id,
+    node_rows,
+    stored_tree,
+)
 
 ANN_MIN_ROWS = 100_000  # nodes; below this an exhaustive vector scan is fast and exact
 
@@ -46,99 +53,6 @@ class OldSchemaError(StaleIndexError):
 
 class DatabaseNotFoundError(FileNotFoundError):
     """No SproutRAG database at the given location."""
-
-
-@dataclass(frozen=True)
-class IndexedDocument:
-    """One document ready to store: its text, chunk spans and tree."""
-
-    doc: SourceDocument
-    spans: np.ndarray  # int64 (n, 2): char spans of the leaves 0..n-1
-    tree: Tree
-
-
-@dataclass(frozen=True)
-class StoredTree:
-    doc_id: str
-    tree: Tree
-    spans: np.ndarray  # (n, 2) leaf char spans
-    texts: list[str]  # leaf texts
-
-
-def sql_quote(value: str) -> str:
-    """A SQL string literal: single quotes doubled, so user input cannot end the literal."""
-    if "\x00" in value:
-        raise ValueError(f"doc_id {value!r} contains a NUL character")
-    return "'" + value.replace("'", "''") + "'"
-
-
-def in_filter(column: str, values: Iterable[str], *, negate: bool = False) -> str:
-    op = "NOT IN" if negate else "IN"
-    return f"{column} {op} (" + ", ".join(sql_quote(v) for v in values) + ")"
-
-
-def doc_filter(doc_ids: Iterable[str]) -> str:
-    return in_filter("doc_id", doc_ids)
-
-
-def _parts(values: Sequence[str], size: int = 500) -> list[Sequence[str]]:
-    """Filters stay a few hundred literals long."""
-    return [values[k : k + size] for k in range(0, len(values), size)]
-
-
-def new_tree_id() -> str:
-    """A fresh id for every stored tree: a rewrite never reuses the current tree's id."""
-    return uuid.uuid4().hex[:16]
-
-
-def node_rows(item: IndexedDocument, tree_id: str) -> pa.Table:
-    """The `nodes` rows of one document's tree (validated before writing)."""
-    tree, doc_id, text = item.tree, item.doc.doc_id, item.doc.text
-    validate_tree(tree, name=f"tree of {doc_id!r}")
-    n, total = tree.n, 2 * tree.n - 1
-    if len(item.spans) != n:
-        raise ValueError(f"{doc_id!r}: {len(item.spans)} spans for a tree of {n} leaves")
-    idx = np.arange(total, dtype=np.int32)
-    starts = [int(s) for s in item.spans[:, 0]] + [None] * (n - 1)
-    ends = [int(e) for e in item.spans[:, 1]] + [None] * (n - 1)
-    leaf_text = [text[s:e] for s, e in item.spans.tolist()] + [None] * (n - 1)
-    merge_sim = [None if np.isnan(v) else float(v) for v in tree.merge_sim]
-    dim = tree.vectors.shape[1]
-    vectors = pa.FixedSizeListArray.from_arrays(
-        pa.array(np.ascontiguousarray(tree.vectors, dtype=np.float32).ravel()), dim
-    )
-    columns: dict[str, Any] = {
-        "node_id": [f"{doc_id}:{i}" for i in range(total)],
-        "doc_id": [doc_id] * total,
-        "tree_id": [tree_id] * total,
-        "idx": idx,
-        "parent": tree.parent, "left": tree.left, "right": tree.right,
-        "height": tree.height, "n_leaves": tree.n_leaves,
-        "leaf_start": tree.leaf_start, "leaf_end": tree.leaf_end,
-        "merge_sim": merge_sim, "start": starts, "end": ends, "text": leaf_text,
-        "vector": vectors,
-    }
-    return pa.table(columns, schema=tables.nodes_schema(dim))
-
-
-def document_rows(
-    items: Sequence[IndexedDocument], fingerprint: str, tree_ids: dict[str, str]
-) -> pa.Table:
-    now = datetime.now(UTC)
-    return pa.table(
-        {
-            "doc_id": [i.doc.doc_id for i in items],
-            "source": [i.doc.source for i in items],
-            "content_hash": [i.doc.content_hash for i in items],
-            "text": [i.doc.text for i in items],
-            "n_chars": [len(i.doc.text) for i in items],
-            "n_chunks": [i.tree.n for i in items],
-            "index_fingerprint": [fingerprint] * len(items),
-            "indexed_at": [now] * len(items),
-            "tree_id": [tree_ids[i.doc.doc_id] for i in items],
-        },
-        schema=tables.DOCUMENTS,
-    )
 
 
 class Store:
@@ -276,7 +190,7 @@ class Store:
         doc_ids = list(doc_ids)
         for name in ("documents", "nodes"):
             tbl = self.table(name)
-            for part in _parts(doc_ids) if tbl is not None else ():
+            for part in parts(doc_ids) if tbl is not None else ():
                 self._delete_where(tbl, doc_filter(part))
             if name == "documents":
                 crash_point("documents-deleted")
@@ -298,7 +212,7 @@ class Store:
         stored = nodes.search().select(["tree_id"]).limit(None).to_arrow().column("tree_id")
         stale = sorted(set(pc.unique(stored).to_pylist()) - {t for t, _ in current.values()})
         return sum(self._delete_where(nodes, in_filter("tree_id", part))
-                   for part in _parts(stale))
+                   for part in parts(stale))
 
     def ensure_vector_index(self, *, min_rows: int = ANN_MIN_ROWS) -> bool:
         """Create a cosine IVF_SQ index on `nodes.vector` once the table is large enough.
@@ -331,7 +245,7 @@ class Store:
         that holds at least `min_fragments` fragments, or `min_old_versions` versions it
         would remove: a run that changed nothing writes nothing here.
         """
-        from datetime import datetime, timedelta
+        from datetime import timedelta
 
         self.ensure_vector_index()
         keep = timedelta(days=keep_versions_days)
@@ -392,23 +306,4 @@ class Store:
         rows = tbl.search().where(where).limit(None).to_arrow() if tbl is not None else None
         if rows is None or rows.num_rows == 0:
             raise KeyError(f"tree {tree_id!r} of doc_id {doc_id!r} is not in {self.uri!r}")
-        return _stored_tree(doc_id, rows.sort_by("idx"))
-
-
-def _stored_tree(doc_id: str, rows: pa.Table) -> StoredTree:
-    n = (rows.num_rows + 1) // 2
-    col = {name: rows.column(name).to_numpy(zero_copy_only=False) for name in (
-        "left", "right", "parent", "height", "n_leaves", "leaf_start", "leaf_end")}
-    merge_sim = rows.column("merge_sim").to_numpy(zero_copy_only=False).astype(np.float32)
-    vectors = (
-        rows.column("vector").combine_chunks().flatten().to_numpy()
-        .reshape(rows.num_rows, -1).astype(np.float32)
-    )
-    tree = Tree.from_columns(**col, merge_sim=merge_sim, vectors=vectors)
-    validate_tree(tree, name=f"stored tree of {doc_id!r}")
-    spans = np.stack(
-        [rows.column("start").to_numpy(zero_copy_only=False)[:n],
-         rows.column("end").to_numpy(zero_copy_only=False)[:n]], axis=1
-    ).astype(np.int64)
-    texts = rows.column("text").to_pylist()[:n]
-    return StoredTree(doc_id, tree, spans, texts)
+        return stored_tree(doc_id, rows.sort_by("idx"))

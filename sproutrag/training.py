@@ -6,7 +6,7 @@ The paper's joint loss is L = L_ret + lambda * L_attn (tau = 0.05, lambda = 0.1)
   chunk-block attention. Gold pairs: chunks that both overlap the evidence of one
   training query and share an encoder window (pairs that never share a window have no
   attention). (A_ij + A_ji) / 2 averaged over the windows holding the pair is the
-  stored relation M_ij = heads_ij . softmax(alpha) (see `sproutrag.evaluation`).
+  stored relation M_ij = heads_ij . softmax(alpha) (see `sproutrag.features`).
 * L_ret = InfoNCE between a query and its positive passage (the normalised mean of its
   gold chunks' embeddings) against negatives: every other chunk of the same document
   (hard) and the other queries' positives in the batch (in-batch).
@@ -24,6 +24,9 @@ Training takes one or more labelled sets, pooled (`load_sets`). After alpha, the
 query-time search parameters (lexical weight, size calibration, seeds, delta, margin)
 are chosen on a grid by `sproutrag.calibration.learn_search`, maximising the paper's IE
 averaged over the sets.
+
+The losses and gold pairs are in `sproutrag.losses`, the per-head features and their
+cache in `sproutrag.features`; this module and `sproutrag.finetune` build on both.
 """
 
 from __future__ import annotations
@@ -32,113 +35,32 @@ import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sproutrag.evaluation import DocFeatures, Variant
-
-TAU = 0.05
-LAMBDA = 0.1
-
-
-@dataclass
-class GoldPairs:
-    """Gold pairs as rows into one stacked (P, LH) matrix, plus each pair's row group."""
-
-    heads: np.ndarray  # float32 (G, LH): relation per head of each gold pair
-    query: np.ndarray  # int64 (G,): training query of each pair
-    row_heads: np.ndarray  # float32 (G, LH): sum over r of chunk i's relations (row mass)
-
-
-def gold_leaves(f: DocFeatures, gold: Sequence[tuple[int, int]]) -> np.ndarray:
-    """Chunks of `f` that overlap any gold span (start, end)."""
-    s, e = f.spans[:, 0], f.spans[:, 1]
-    hit = np.zeros(f.n, bool)
-    for gs, ge in gold:
-        hit |= (np.maximum(s, gs) < np.minimum(e, ge))
-    return np.flatnonzero(hit)
-
-
-def collect_gold_pairs(
-    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]]
-) -> GoldPairs:
-    """Every (query, i < j) with i, j gold chunks of the query that share a window."""
-    heads, qids, rows = [], [], []
-    row_mass: dict[str, np.ndarray] = {}
-    for qn, q in enumerate(queries):
-        for d in q["doc_ids"]:
-            f = feats[d]
-            leaves = gold_leaves(f, [(g["start"], g["end"]) for g in q["gold"]
-                                     if str(g["doc_id"]) == d])
-            if len(leaves) < 2 or not len(f.pair_i):
-                continue
-            mask = np.isin(f.pair_i, leaves) & np.isin(f.pair_j, leaves)
-            if not mask.any():
-                continue
-            if d not in row_mass:  # sum over partners r of M_ir, per head, per chunk i
-                rm = np.zeros((f.n, f.heads.shape[1]), np.float64)
-                np.add.at(rm, f.pair_i, f.heads)
-                np.add.at(rm, f.pair_j, f.heads)
-                row_mass[d] = rm.astype(np.float32)
-            idx = np.flatnonzero(mask)
-            heads.append(f.heads[idx])
-            rows.append((row_mass[d][f.pair_i[idx]] + row_mass[d][f.pair_j[idx]]) / 2)
-            qids.append(np.full(len(idx), qn))
-    if not heads:
-        raise ValueError("no gold pairs: no training query has two gold chunks in one window")
-    return GoldPairs(np.concatenate(heads), np.concatenate(qids), np.concatenate(rows))
-
-
-def attn_loss(alpha: Any, heads: Any, row_heads: Any | None = None, kind: str = "paper") -> Any:
-    """L_attn on torch tensors: mean of -log(M) (paper) or -log(M / row mass) (row)."""
-    import torch
-
-    w = torch.softmax(alpha.reshape(-1), dim=0)
-    m = heads @ w
-    if kind == "paper":
-        return -torch.log(m.clamp_min(1e-12)).mean()
-    if kind == "row":
-        return -torch.log((m / (row_heads @ w).clamp_min(1e-12)).clamp_min(1e-12)).mean()
-    raise ValueError(f"attn loss must be 'paper' or 'row', got {kind!r}")
-
-
-def info_nce(q: Any, pos: Any, hard: Sequence[Any], tau: float = TAU) -> Any:
-    """InfoNCE: q (B, d), pos (B, d), hard[b] (n_b, d); all L2-normalised torch tensors.
-
-    Logits of query b: its positive, the other queries' positives (in-batch) and its own
-    hard negatives, divided by tau; the loss is the mean cross-entropy of the positive.
-    """
-    import torch
-
-    inbatch = q @ pos.T / tau  # (B, B): diagonal = positives
-    losses = []
-    for b in range(q.shape[0]):
-        logits = inbatch[b]
-        if len(hard[b]):
-            logits = torch.cat([logits, hard[b] @ q[b] / tau])
-        losses.append(torch.logsumexp(logits, 0) - inbatch[b, b])
-    return torch.stack(losses).mean()
-
-
-def retrieval_examples(
-    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], qvecs: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """(query vectors, positive passages, hard negatives) for queries with gold chunks."""
-    qs, pos, hard = [], [], []
-    for q, v in zip(queries, qvecs, strict=True):
-        d = q["doc_ids"][0]
-        f = feats[d]
-        leaves = gold_leaves(f, [(g["start"], g["end"]) for g in q["gold"]
-                                 if str(g["doc_id"]) == d])
-        if not len(leaves):
-            continue
-        p = f.emb[leaves].mean(0)
-        qs.append(v)
-        pos.append(p / max(np.linalg.norm(p), 1e-12))
-        hard.append(np.delete(f.emb, leaves, axis=0))
-    return np.asarray(qs, np.float32), np.asarray(pos, np.float32), hard
+from sproutrag.calibration import learn_search
+from sproutrag.features import (
+    DocFeatures,
+    attach_terms,
+    featurize_corpus,
+    read_jsonl,
+    usable_queries,
+)
+from sproutrag.finetune import finetune_encoder
+from sproutrag.losses import (
+    LAMBDA,
+    TAU,
+    GoldPairs,
+    attn_loss,
+    collect_gold_pairs,
+    info_nce,
+    retrieval_examples,
+)
+from sproutrag.variants import Variant
+from sproutrag.weights import AggregationWeights
 
 
 def train_alpha(
@@ -209,8 +131,6 @@ def load_sets(
     With more than one set, doc ids become "SET/doc_id" (SET = the set's position) so two
     sets cannot collide; every query gets "set" (its set's position) for the objective.
     """
-    from sproutrag.evaluation import attach_terms, featurize_corpus, read_jsonl, usable_queries
-
     feats: dict[str, DocFeatures] = {}
     queries: list[dict[str, Any]] = []
     texts: dict[str, str] = {}
@@ -281,11 +201,6 @@ def train_corpus(
     search parameters are learned again on it. `search_grid` overrides the grids of
     `sproutrag.calibration.learn_search`. Returns (AggregationWeights, config dict).
     """
-    from pathlib import Path
-
-    from sproutrag.calibration import learn_search
-    from sproutrag.weights import AggregationWeights
-
     seconds: dict[str, float] = {}
     t = t0 = time.perf_counter()
     feats, queries, texts = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
@@ -295,18 +210,11 @@ def train_corpus(
     t = timed(seconds, "featurize_and_train_alpha", t)
     tuned = None
     if finetune is not None:
-        from sproutrag.finetune import finetune_encoder
-
-        tuned = finetune_encoder(
-            encoder.model_path, {d: {"text": texts[d], "features": f} for d, f in feats.items()},
-            queries, Path(out) / "encoder", mix=AggregationWeights(r["alpha"]).mix(),
-            lam=lam, attn_kind=attn_kind, chunk_max_tokens=encoder.chunk_max_tokens,
-            window_tokens=encoder.window_tokens, device=encoder.device, log=log, **finetune,
-        )
+        tuned = _finetune(encoder, feats, texts, queries, out, r["alpha"], finetune, **kw)
         t = timed(seconds, "finetune_encoder", t)
         encoder = encoder.with_model(str(Path(out) / "encoder"))
-        feats, queries, texts = load_sets(sets, encoder, chunking=chunking,
-                                          cache_dir=cache_dir, log=log)
+        feats, queries, _ = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
+                                      log=log)
         r = _alpha_on(encoder, feats, queries, **kw)
         t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
     variant = Variant("train", mix=AggregationWeights(r["alpha"]).mix(),
@@ -316,25 +224,40 @@ def train_corpus(
     t = timed(seconds, "learn_search", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
     weights = AggregationWeights(
-        r["alpha"], params.threshold, encoder=encoder.model_id,
-        trained_on=", ".join(Path(d).name for d, _ in sets), margin=params.margin,
-        lexical_weight=params.lexical_weight, size_penalty=params.size_penalty,
-        seed_leaves=params.seed_leaves,
-    )
-    Path(out).mkdir(parents=True, exist_ok=True)
-    weights.save(Path(out) / "weights.json")
+        r["alpha"], params.threshold, encoder=encoder.model_id, margin=params.margin,
+        trained_on=", ".join(Path(d).name for d, _ in sets), **_search_fields(params))
     config = _config(weights, sets, feats, queries, r, attn_kind=attn_kind, lam=lam, lr=lr,
                      epochs=epochs, parent_embedding=parent_embedding, chunking=chunking,
                      encoder=encoder, grid=grid, seconds=seconds, tuned=tuned)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    weights.save(Path(out) / "weights.json")
     (Path(out) / "config.json").write_text(json.dumps(config, indent=1) + "\n", "utf-8")
     return weights, config
+
+
+def _search_fields(params: Any) -> dict[str, Any]:
+    return {"lexical_weight": params.lexical_weight, "size_penalty": params.size_penalty,
+            "seed_leaves": params.seed_leaves}
+
+
+def _finetune(
+    encoder: Any, feats: dict[str, DocFeatures], texts: dict[str, str],
+    queries: list[dict[str, Any]], out: str, alpha: np.ndarray, finetune: dict[str, Any], *,
+    attn_kind: str, lam: float, log: Any, **_: Any,
+) -> dict[str, Any]:
+    """Fine-tune ENCODER's model with the joint loss (alpha fixed) into OUT/encoder."""
+    return finetune_encoder(
+        encoder.model_path, {d: {"text": texts[d], "features": f} for d, f in feats.items()},
+        queries, Path(out) / "encoder", mix=AggregationWeights(alpha).mix(),
+        lam=lam, attn_kind=attn_kind, chunk_max_tokens=encoder.chunk_max_tokens,
+        window_tokens=encoder.window_tokens, device=encoder.device, log=log, **finetune,
+    )
 
 
 def _config(weights: Any, sets: Sequence[tuple[str, str]], feats: dict, queries: list,
             r: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """What config.json records: data hashes, losses, optimiser, grid, timings."""
     import hashlib
-    from pathlib import Path
 
     def sha(path: str) -> str:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

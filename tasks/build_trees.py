@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from schemas.settings import Settings
 from sproutrag.corpus import SourceDocument
 from sproutrag.indexing import build_trees
-from tasks.common import read_parquet
+from tasks.files import read_parquet
 from tasks.outputs import Built, Encoded
 
 

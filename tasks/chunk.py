@@ -11,7 +11,7 @@ from schemas.settings import Settings
 from sproutrag.corpus import SourceDocument
 from sproutrag.indexing import chunk_documents
 from sproutrag.interrupt import check_stop
-from tasks.common import write_parquet
+from tasks.files import write_parquet
 from tasks.outputs import Chunked
 
 

@@ -8,7 +8,8 @@ from prefect.cache_policies import NO_CACHE
 from schemas.settings import Settings
 from sproutrag.corpus import Discovery, Failure, SourceDocument, check_corpus, discover
 from sproutrag.indexing import Plan, plan_changes
-from tasks.common import IO_RETRIES, open_store
+from tasks.database import open_store
+from tasks.retries import IO_RETRIES
 
 
 @task(name="check_corpus", cache_policy=NO_CACHE, **IO_RETRIES)

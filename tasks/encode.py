@@ -9,9 +9,10 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
 from sproutrag.corpus import SourceDocument
+from sproutrag.encoders import shared_encoder
 from sproutrag.indexing import encode_chunks
 from sproutrag.interrupt import check_stop
-from tasks.common import encode_lock, encoder_for, read_parquet, write_parquet
+from tasks.files import read_parquet, write_parquet
 from tasks.outputs import Chunked, Encoded
 
 
@@ -21,11 +22,12 @@ def encode_batch(
 ) -> Encoded:
     t0 = time.perf_counter()
     chunks = read_parquet(chunked.chunks_path, settings)
+    encoder = shared_encoder(settings)
     waiting = time.perf_counter()
-    with encode_lock():  # time spent waiting for another batch is not encode time
+    with encoder.lock:  # time spent waiting for another batch is not encode time
         waited = time.perf_counter() - waiting
         check_stop("encode")  # a stop requested while this batch waited for the model
-        emb, rel, failures = encode_chunks(docs, chunks, encoder_for(settings))
+        emb, rel, failures = encode_chunks(docs, chunks, encoder)
     emb_path = write_parquet(emb, f"{out_dir}/embeddings.parquet", settings)
     rel_path = write_parquet(rel, f"{out_dir}/relations.parquet", settings)
     return Encoded(chunked.chunks_path, emb_path, rel_path, failures,

@@ -9,10 +9,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
+from sproutrag.encoders import shared_encoder
 from sproutrag.index_info import IndexInfo, record_index_info
 from sproutrag.migrate import migrate
 from sproutrag.store import IndexedDocument
-from tasks.common import IO_RETRIES, encoder_for, index_fields, open_store
+from tasks.database import index_fields, open_store
+from tasks.retries import IO_RETRIES
 
 
 @task(name="store", cache_policy=NO_CACHE, **IO_RETRIES)
@@ -34,7 +36,7 @@ def start_run(row: dict[str, Any], db: str, settings: Settings) -> None:
 def record_index_settings(db: str, settings: Settings, fingerprint: str, run_id: str) -> bool:
     """Record how this run indexes (encoder, alpha, query-time defaults) in
     `index_settings`, before any document is written; returns whether a row changed."""
-    info = IndexInfo.build(fingerprint=fingerprint, encoder=encoder_for(settings),
+    info = IndexInfo.build(fingerprint=fingerprint, encoder=shared_encoder(settings),
                            fields=index_fields(settings), run_id=run_id)
     return record_index_info(open_store(db, settings), info)
 

@@ -7,7 +7,8 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
 from sproutrag.workdir import create_run_dir, leftover_run_dirs, remove_run_dir, run_dir_name
-from tasks.common import IO_RETRIES, filesystem
+from tasks.files import filesystem
+from tasks.retries import IO_RETRIES
 
 
 def work_base(db: str, settings: Settings) -> str:

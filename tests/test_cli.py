@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sproutrag.cli import build_parser
+from flows.cli import build_parser
 
 
 def test_query_doc_ids_take_several_values_or_repeat():
@@ -34,7 +34,7 @@ def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatc
 
     import pytest
 
-    from sproutrag.cli import main
+    from flows.cli import main
     from tests.conftest import ROOT
 
     for argv in (["query", "--db", "DB", "q", "--k", "0"],
@@ -63,7 +63,7 @@ def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatc
     assert not (tmp_path / "db").exists()
     # In a fresh process: refused without importing torch, Prefect or LanceDB.
     probe = (
-        "import sys\nfrom sproutrag.cli import main\n"
+        "import sys\nfrom flows.cli import main\n"
         f"assert main(['index', {str(tmp_path)!r}, '--db', 'x', '--config', {str(bad)!r}]) == 2\n"
         "print(sorted(m for m in ('torch', 'prefect', 'lancedb', 'transformers') "
         "if m in sys.modules))\n"
@@ -74,7 +74,7 @@ def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatc
 
 
 def test_missing_corpus_fails_fast_without_creating_the_database(tmp_path, capsys):
-    from sproutrag.cli import main
+    from flows.cli import main
 
     db = tmp_path / "db"
     assert main(["index", str(tmp_path / "nowhere"), "--db", str(db)]) == 1

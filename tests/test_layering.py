@@ -1,41 +1,148 @@
-"""Dependencies point one way: flows -> tasks -> sproutrag, schemas."""
+"""Dependencies point one way: flows -> tasks -> sproutrag, schemas; no import cycles."""
 
 from __future__ import annotations
 
+import ast
+import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Orchestration: the library must not load any of it, not even indirectly.
+FORBIDDEN = ("prefect", "flows", "tasks")
 
 
-def _modules_after(code: str) -> set[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys; print(' '.join(sys.modules))"],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    ).stdout
-    return set(out.split())
+def library_modules() -> list[str]:
+    """Every module of the `sproutrag` package (each one is a public entry point)."""
+    found = pkgutil.walk_packages([str(ROOT / "sproutrag")], prefix="sproutrag.")
+    return ["sproutrag", *sorted(m.name for m in found if m.name != "sproutrag.__main__")]
 
 
-def test_import_sproutrag_does_not_import_prefect_or_torch():
-    mods = _modules_after(
-        "import sproutrag, sproutrag.cli, sproutrag.corpus, sproutrag.indexing, "
-        "sproutrag.store, sproutrag.tree, sproutrag.chunking, sproutrag.encoding"
-    )
-    assert not any(m == "prefect" or m.startswith("prefect.") for m in mods)
-    assert "torch" not in mods
+_PROBE = """
+import importlib, json, sys
+forbidden = {forbidden!r}
+out = {{}}
+for name in {modules!r}:
+    importlib.import_module(name)
+    out[name] = sorted({{m.split(".")[0] for m in sys.modules}} & set(forbidden))
+    if out[name]:
+        break
+out["torch"] = "torch" in sys.modules
+print(json.dumps(out))
+"""
 
 
-def test_library_sources_never_import_prefect():
+def _import_in_fresh_interpreter(modules: list[str]) -> dict:
+    code = _PROBE.format(forbidden=FORBIDDEN, modules=modules)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_no_library_module_loads_orchestration():
+    """Import every sproutrag module in a fresh interpreter: none loads prefect, flows or
+    tasks (the first module whose import loaded one is named)."""
+    modules = library_modules()
+    assert "sproutrag.encoding" in modules and "sproutrag.retrieval" in modules
+    found = _import_in_fresh_interpreter(modules)
+    offenders = {name: mods for name, mods in found.items() if name != "torch" and mods}
+    assert not offenders, f"the library imports orchestration: {offenders}"
+
+
+def test_core_modules_do_not_load_torch():
+    found = _import_in_fresh_interpreter(
+        ["sproutrag", "sproutrag.corpus", "sproutrag.indexing", "sproutrag.store",
+         "sproutrag.tree", "sproutrag.chunking", "sproutrag.encoding", "sproutrag.encoders"])
+    assert found["torch"] is False
+
+
+def _imported_names(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return []
+
+
+def test_library_sources_never_import_orchestration():
+    """Also imports inside functions (the fresh-interpreter test sees only module level)."""
     for path in (ROOT / "sproutrag").rglob("*.py"):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            stripped = line.strip()
-            assert not stripped.startswith(("import prefect", "from prefect")), path
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for name in _imported_names(node):
+                assert name.split(".")[0] not in FORBIDDEN, f"{path}: imports {name}"
+
+
+def _runtime_imports(path: Path) -> list[str]:
+    """Every import the module can execute: at module level and inside functions (a lazy
+    import is still a dependency), but not those under `if TYPE_CHECKING:`."""
+    out: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        out.extend(_imported_names(node))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """sproutrag module -> the sproutrag modules it imports (anywhere but for typing)."""
+    modules = set(library_modules())
+    graph: dict[str, set[str]] = {}
+    for name in modules:
+        rel = name.split(".")[1:]
+        path = ROOT.joinpath("sproutrag", *rel[:-1], f"{rel[-1]}.py") if rel else (
+            ROOT / "sproutrag" / "__init__.py")
+        if not path.is_file():
+            path = ROOT.joinpath("sproutrag", *rel, "__init__.py")
+        graph[name] = {m for m in _runtime_imports(path) if m in modules and m != name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def dfs(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := dfs(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := dfs(node)):
+            return cycle
+    return None
+
+
+def test_no_import_cycles_among_library_modules():
+    graph = import_graph()
+    assert graph["sproutrag.retrieval"], "the import graph was not read"
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+def test_find_cycle_sees_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
 def test_help_is_quick_and_explains():
     out = subprocess.run(
-        [sys.executable, "-m", "sproutrag", "index", "--help"],
+        [sys.executable, "-m", "flows.cli", "index", "--help"],
         capture_output=True, text=True, check=True, cwd=ROOT,
     ).stdout
     assert "CORPUS" in out and "--db" in out

@@ -36,7 +36,7 @@ def _cli(corpus, db, env_extra, *, own_server: bool, home: Path) -> subprocess.P
     else:
         env["PREFECT_API_URL"] = PREFECT_API_URL.value()
     return subprocess.Popen(
-        [sys.executable, "-m", "sproutrag", "index", str(corpus), "--db", str(db),
+        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
          "--no-progress"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
@@ -88,8 +88,8 @@ def assert_reader_view(db: str, versions: dict[str, set[str]]) -> None:
     """Every document is one whole version (its documents.text and tree agree), and
     every query hit's spans hold the hit's text in documents.text."""
     from schemas.settings import load_settings
+    from sproutrag.encoders import shared_encoder
     from sproutrag.retrieval import Retriever
-    from tasks.common import encoder_for
 
     store = Store.open_existing(db)
     texts = {d["doc_id"]: d for d in store.table("documents").to_arrow().to_pylist()}
@@ -99,7 +99,7 @@ def assert_reader_view(db: str, versions: dict[str, set[str]]) -> None:
         assert stored.tree.n == row["n_chunks"]
         for (s, e), text in zip(stored.spans.tolist(), stored.texts):
             assert row["text"][s:e] == text, (doc_id, text)
-    retriever = Retriever(db, encoder=encoder_for(load_settings()), threshold=0.0, margin=None)
+    retriever = Retriever(db, encoder=shared_encoder(load_settings()), threshold=0.0, margin=None)
     for question in QUESTIONS:
         for mode in ("tree", "flat"):
             for doc_ids in (None, sorted(texts)):

@@ -61,7 +61,7 @@ def test_symlink_out_of_the_corpus_is_skipped_and_reported(built):
 
 
 def test_index_settings_are_stored_and_readers_default_to_them(built, capsys):
-    from sproutrag.cli import main
+    from flows.cli import main
     from sproutrag.encoding import Encoder
     from sproutrag.index_info import read_index_infos
     from sproutrag.retrieval import Retriever
@@ -148,8 +148,8 @@ def _rewrite_weights(folder: Path, seed: int) -> None:
 def test_a_model_fine_tuned_again_into_its_folder_reindexes_and_is_checked(
     prefect_harness, tmp_path, capsys
 ):
+    from flows.cli import main
     from flows.index_corpus import index_corpus
-    from sproutrag.cli import main
     from sproutrag.encoding import DEFAULT_MODEL
 
     model = tmp_path / "encoder"

@@ -53,7 +53,7 @@ def _state(db: str) -> dict[str, tuple[str, int]]:
 def _index(corpus, db, **kw):
     """The run's `runs` row, also when the flow run ends Failed for failed documents."""
     from flows.index_corpus import index_corpus
-    from sproutrag.report import RunOutcome
+    from sproutrag.run_summary import RunOutcome
 
     state = index_corpus(corpus=str(corpus), db=str(db), return_state=True, **kw)
     result = state.result(raise_on_failure=False)
@@ -148,7 +148,7 @@ def _cli(corpus, db, env_extra):
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), **env_extra}
     return subprocess.Popen(
-        [sys.executable, "-m", "sproutrag", "index", str(corpus), "--db", str(db),
+        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
          "--no-progress"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )

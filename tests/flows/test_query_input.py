@@ -35,7 +35,7 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
     import lancedb
 
     from flows.query_corpus import query_corpus
-    from sproutrag.report import QueriesFailedError
+    from sproutrag.run_summary import QueriesFailedError
 
     db = str(tmp_path / "db")  # a copy: the shared sample database stays as it is
     shutil.copytree(sample_index[0], db)
@@ -43,7 +43,7 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
     queries.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "sproutrag", "query", "--db", db, "--queries", str(queries),
+        [sys.executable, "-m", "flows.cli", "query", "--db", db, "--queries", str(queries),
          "--out", str(cli_out)], capture_output=True, text=True, cwd=ROOT,
     )
     assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr

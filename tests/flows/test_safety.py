@@ -16,7 +16,7 @@ import fsspec
 import pytest
 
 from sproutrag.corpus import content_hash
-from sproutrag.report import DocumentsFailedError, QueriesFailedError, RunInterruptedError
+from sproutrag.run_summary import DocumentsFailedError, QueriesFailedError, RunInterruptedError
 from sproutrag.store import Store
 from sproutrag.workdir import create_run_dir
 from tests.conftest import ROOT
@@ -119,7 +119,7 @@ def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, 
     assert [r["status"] for r in _runs(db)[-2:]] == ["failed", "failed"]
     assert "MassDeleteError" in _runs(db)[-1]["message"]
 
-    from sproutrag.cli import main
+    from flows.cli import main
 
     _jsonl(jl, docs[2:])
     assert main(["index", str(jl), "--db", str(db), "--allow-mass-delete"]) == 0
@@ -161,8 +161,8 @@ def test_failed_documents_fail_the_flow_run_after_all_work(
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
+    from flows.cli import main
     from flows.index_corpus import index_corpus
-    from sproutrag.cli import main
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     _write(corpus, {"ok.txt": TEXTS["a.txt"], "empty.txt": " "})
@@ -233,7 +233,7 @@ def test_sigterm_stops_promptly_records_the_run_and_its_server(prefect_harness, 
            "SPROUTRAG_PIPELINE__BATCH_DOCS": "1"}
     env.pop("PREFECT_API_URL", None)  # the command starts its own temporary server
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sproutrag", "index", str(corpus), "--db", str(db),
+        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
          "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 300  # SIGTERM once batch 0 is encoded (while it is stored
@@ -285,7 +285,7 @@ def test_an_unchanged_run_writes_only_its_runs_row(prefect_harness, tmp_path):
 def test_schema_1_database_is_refused_by_queries_and_migrated_by_the_next_run(
     prefect_harness, tmp_path, capsys
 ):
-    from sproutrag.cli import main
+    from flows.cli import main
     from tests.sproutrag.test_store import make_schema_1
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"

@@ -187,7 +187,7 @@ def test_secrets_are_never_printed_logged_or_stored(
     printed = {}
 
     def cli(name: str, *args: str, **extra: str) -> int:
-        proc = subprocess.run([sys.executable, "-m", "sproutrag", *args],
+        proc = subprocess.run([sys.executable, "-m", "flows.cli", *args],
                               capture_output=True, env={**env, **extra}, cwd=str(work))
         printed[name] = proc.stdout + proc.stderr
         return proc.returncode

@@ -3,7 +3,8 @@ from __future__ import annotations
 import numpy as np
 
 from sproutrag.calibration import learn_search
-from sproutrag.evaluation import DocFeatures, Variant, attach_terms
+from sproutrag.features import DocFeatures, attach_terms
+from sproutrag.variants import Variant
 
 TEXT = "alpha clause here. beta clause here. gamma clause here. delta clause here."
 SPANS = np.array([[0, 18], [19, 36], [37, 55], [56, 74]])

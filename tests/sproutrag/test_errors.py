@@ -31,7 +31,7 @@ def tiny_fs(tmp_path):
 def test_lance_full_disk_and_read_only_are_named(tiny_fs, tmp_path, capsys):
     import lancedb
 
-    from sproutrag.cli import main
+    from flows.cli import main
 
     with pytest.raises(RuntimeError) as full:  # LanceDB's own error type
         lancedb.connect(str(tiny_fs / "db")).create_table(
@@ -52,7 +52,7 @@ def test_lance_full_disk_and_read_only_are_named(tiny_fs, tmp_path, capsys):
 
 def test_only_transient_errors_are_retried():
     from sproutrag.corpus import CorpusNotFoundError
-    from tasks.common import retry_transient
+    from tasks.retries import retry_transient
 
     def retried(exc: BaseException) -> bool:
         return retry_transient(None, None, SimpleNamespace(data=exc))

@@ -6,21 +6,18 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sproutrag.evaluation import (
-    DocFeatures,
+from sproutrag.eval_report import write_report
+from sproutrag.evaluation import evaluate_variants
+from sproutrag.features import DocFeatures, load_features, pair_heads, save_features
+from sproutrag.search import SearchParams
+from sproutrag.variants import (
     Variant,
-    build_trees,
-    evaluate_variants,
-    load_features,
     make_variants,
-    pair_heads,
     relations,
     retrieve_flat,
     retrieve_tree,
-    save_features,
+    variant_trees,
 )
-from sproutrag.plots import write_report
-from sproutrag.search import SearchParams
 from sproutrag.weights import AggregationWeights
 
 
@@ -60,7 +57,7 @@ def _toy() -> dict[str, DocFeatures]:
 def test_tree_retrieval_expands_internal_nodes_and_respects_the_budget():
     feats = _toy()
     v = Variant("t", mix=np.ones((1, 1)), parent_embedding="size_weighted")
-    trees = build_trees(feats, v)
+    trees = variant_trees(feats, v)
     q = np.array([1.0, 0.9, 0.0, 0.0], np.float32)  # closest to the node {0, 1}
     p = SearchParams(beam_width=5, threshold=0.0)
     units = retrieve_tree(trees, feats, q, ["d"], k=2, params=p)
@@ -118,7 +115,7 @@ def test_head_features_give_the_encoders_relations():
     """heads @ mix equals the relations `encode_documents` stores (the index path)."""
     from sproutrag.chunking import chunk_text
     from sproutrag.encoding import Encoder
-    from sproutrag.evaluation import featurize_document
+    from sproutrag.features import featurize_document
 
     text = " ".join(f"Clause {n}. The party shall keep item {n} secret." for n in range(16))
     spans = np.asarray(chunk_text(text), np.int64)
@@ -140,7 +137,7 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
     the cache (here a decoy of another corpus, touched later)."""
     import os
 
-    from sproutrag.cli import main
+    from flows.cli import main
     from tests.flows.test_incremental import TEXTS
 
     docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"

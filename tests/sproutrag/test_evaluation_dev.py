@@ -9,16 +9,10 @@ import pytest
 
 from schemas.settings import load_settings
 from sproutrag.encoding import Encoder
-from sproutrag.evaluation import (
-    evaluate_corpus,
-    load_features,
-    make_variants,
-    read_jsonl,
-    retriever_runs,
-    score_runs,
-    usable_queries,
-)
+from sproutrag.evaluation import evaluate_corpus, retriever_runs, score_runs
+from sproutrag.features import load_features, read_jsonl, usable_queries
 from sproutrag.retrieval import Retriever
+from sproutrag.variants import make_variants
 from sproutrag.weights import load_default_weights
 
 pytestmark = pytest.mark.model

@@ -7,7 +7,7 @@ import pytest
 
 from sproutrag.chunking import chunk_text
 from sproutrag.encoding import Encoder
-from sproutrag.evaluation import DocFeatures
+from sproutrag.features import DocFeatures
 from sproutrag.finetune import finetune_encoder
 from sproutrag.weights import AggregationWeights
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from sproutrag.encoding import DEFAULT_MODEL, Encoder
-from sproutrag.evaluation import feature_path
+from sproutrag.features import feature_path
 from sproutrag.modelid import ModelNotFoundError, folder_sha256, model_sha256
 from sproutrag.weights import AggregationWeights
 

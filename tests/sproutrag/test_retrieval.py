@@ -103,11 +103,11 @@ def test_cli_api_and_flow_give_identical_results(retriever, sample_index, tmp_pa
     queries.write_text("\n".join(json.dumps(q) for q in lines), encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "sproutrag", "query", "--db", db, "--queries", str(queries),
+        [sys.executable, "-m", "flows.cli", "query", "--db", db, "--queries", str(queries),
          "--out", str(cli_out)], capture_output=True, text=True, cwd=ROOT,
     )
     assert proc.returncode == 3, proc.stderr  # two queries failed
-    from sproutrag.report import QueriesFailedError
+    from sproutrag.run_summary import QueriesFailedError
 
     with pytest.raises(QueriesFailedError) as failed:  # the flow run ends Failed
         query_corpus(queries=str(queries), db=db, out=str(flow_out))

@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from sproutrag.evaluation import DocFeatures
-from sproutrag.training import (
-    attn_loss,
-    collect_gold_pairs,
-    gold_leaves,
-    info_nce,
-    train_alpha,
-)
+from sproutrag.features import DocFeatures
+from sproutrag.losses import attn_loss, collect_gold_pairs, gold_leaves, info_nce
+from sproutrag.training import train_alpha
 from sproutrag.weights import AggregationWeights
 
 
@@ -108,7 +103,7 @@ def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
     assert index_fp(back) == index_fp(trained)
     assert index_fp(back) != index_fp(AggregationWeights.uniform())
     # Through the settings path used by the index flow (encoding.weights = file).
-    from tasks.common import index_fingerprint
+    from tasks.database import index_fingerprint
 
     fp_file = index_fingerprint(load_settings(None, encoding={"weights": str(path)}))
     uniform = AggregationWeights.uniform().save(tmp_path / "uniform.json")

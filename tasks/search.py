@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from schemas import tables
 from schemas.settings import Settings, is_s3
+from sproutrag.encoders import shared_encoder
 from sproutrag.queries import Entry, parse_lines, run_queries
 from sproutrag.reading import reader_settings, reader_weights
 from sproutrag.retrieval import Retriever
+from sproutrag.rows import result_rows
 from sproutrag.store import Store
-from tasks.common import IO_RETRIES, encoder_for, filesystem, read_parquet
+from tasks.files import filesystem, read_parquet
+from tasks.retries import IO_RETRIES
 
 
 @task(name="read_queries", cache_policy=NO_CACHE, **IO_RETRIES)
@@ -37,22 +37,9 @@ def search_queries(
     queries: list[Entry], db: str, *, k: int, mode: str, beam: int, settings: Settings,
 ) -> list[dict[str, Any]]:
     reader = reader_settings(db, settings)
-    retriever = Retriever(db, encoder=encoder_for(reader), weights=reader_weights(settings),
+    retriever = Retriever(db, encoder=shared_encoder(reader), weights=reader_weights(settings),
                           beam_width=beam, storage_options=settings.storage.lance_options(db))
     return run_queries(retriever, queries, k=k, mode=mode)
-
-
-def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int, mode: str,
-                flow_run_id: str | None = None) -> pa.Table:
-    now, out = datetime.now(UTC), []
-    base = {"run_id": run_id, "mode": mode, "k": k, "created_at": now,
-            "flow_run_id": flow_run_id}
-    for row in rows:
-        if "error" in row:
-            out.append({**base, "qid": row["qid"], "rank": 0, "error": row["error"]})
-        for rank, hit in enumerate(row["results"], start=1):
-            out.append({**base, "qid": row["qid"], "rank": rank, **hit})
-    return pa.Table.from_pylist(out, schema=tables.RESULTS)
 
 
 @task(name="write_results", cache_policy=NO_CACHE, **IO_RETRIES)

@@ -1,6 +1,8 @@
-"""The `sproutrag` command line (see `sproutrag --help`).
+"""The `sproutrag` command line (see `sproutrag --help`): arguments and exit codes.
 
-Heavy imports (torch, transformers, prefect, lancedb) happen inside the commands, so
+The command line belongs to the orchestration side (`index` runs a Prefect flow); the
+commands themselves are in `flows.commands`; `python -m flows.cli` runs it too. Heavy
+imports (torch, transformers, prefect, lancedb) happen inside the commands, so
 `sproutrag --help` is instant. `sproutrag index` runs the Prefect flow `index-corpus`
 (the same code path as a deployment); without PREFECT_API_URL it starts a temporary
 local Prefect server for the run that dies with the command, even on kill -9
@@ -14,12 +16,19 @@ import os
 import sys
 from collections.abc import Sequence
 
+from flows.commands import (
+    DEFAULT_MARGIN,
+    EVAL_MODES,
+    EXIT_DOCS_FAILED,
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    cmd_evaluate,
+    cmd_index,
+    cmd_query,
+    cmd_train,
+)
 from sproutrag.preflight import finite_float, margin_value, non_negative_float, positive_int
-
-EXIT_OK = 0
-EXIT_ERROR = 1  # the command could not run or finish (bad input, interrupted, ...)
-EXIT_USAGE = 2  # argparse's code for bad arguments
-EXIT_DOCS_FAILED = 3  # the run completed, but some documents failed (listed in `runs`)
 
 OFFLINE_ENV = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -36,219 +45,6 @@ def _offline_env() -> None:
         os.environ.setdefault(key, value)
 
 
-def cmd_index(args: argparse.Namespace) -> int:
-    from flows.console import quiet_expected_tracebacks
-    from flows.index_corpus import index_corpus
-    from flows.server import temporary_server
-    from sproutrag.report import RunInterruptedError, RunOutcome
-
-    if args.no_progress:
-        os.environ["SPROUTRAG_PIPELINE__PROGRESS"] = "false"
-    with temporary_server(), quiet_expected_tracebacks():
-        state = index_corpus(
-            corpus=args.corpus, db=args.db, config=args.config, full=args.full,
-            allow_mass_delete=args.allow_mass_delete, return_state=True,
-        )
-        result = state.result(raise_on_failure=False)
-    if isinstance(result, BaseException) and not isinstance(result, RunOutcome):
-        raise result  # the run stopped on an error: main() prints it
-    row = result.row if isinstance(result, RunOutcome) else result
-    failures = __import__("json").loads(row["failures_json"])
-    print(
-        f"indexed {args.corpus} into {args.db}: {row['n_new']} new, {row['n_changed']} changed, "
-        f"{row['n_deleted']} deleted, {row['n_unchanged']} unchanged, {row['n_failed']} failed; "
-        f"{row['n_chunks']} chunks, {row['n_nodes']} nodes, {row['n_chars']} chars in "
-        f"{row['seconds']:.1f} s ({row['n_chars'] / max(row['seconds'], 1e-9):,.0f} chars/s)"
-    )
-    for f in failures:
-        doc_id = f["doc_id"] if f["doc_id"].isprintable() else repr(f["doc_id"])
-        print(f"FAILED {doc_id}: {f['reason']}", file=sys.stderr)
-    if row.get("message"):
-        print(f"note: {row['message']}", file=sys.stderr)
-    if isinstance(result, RunInterruptedError):
-        print(f"sproutrag index: {result}", file=sys.stderr)
-        return EXIT_ERROR
-    return EXIT_DOCS_FAILED if failures else EXIT_OK
-
-
-def cmd_query(args: argparse.Namespace) -> int:
-    import json
-
-    from sproutrag.queries import parse_lines, run_queries
-    from sproutrag.reading import reader_settings, reader_weights
-    from sproutrag.retrieval import Retriever
-
-    settings = args.settings  # --config, SPROUTRAG_* / AWS_* env (checked by preflight)
-    reader = reader_settings(args.db, settings)  # the database's encoder unless named
-    retriever = Retriever(
-        args.db, encoder=_encoder_from_settings(reader), weights=reader_weights(settings),
-        beam_width=args.beam, threshold=args.threshold,
-        margin="trained" if args.margin is _DEFAULT else args.margin,
-        lexical_weight=args.lexical_weight,
-        storage_options=settings.storage.lance_options(args.db),
-    )
-    if args.question is not None:
-        queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None}]
-    else:
-        with open(args.queries, "rb") as fh:
-            queries = parse_lines(fh)
-    rows = run_queries(retriever, queries, k=args.k, mode=args.mode)
-    failed = [r for r in rows if "error" in r]
-    if args.queries:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
-    else:
-        _print_hits(args.question, rows[0])
-        _print_hint(args, retriever, rows[0])
-    for r in failed:
-        print(f"query {r['qid']} failed: {r['error']}", file=sys.stderr)
-    return EXIT_DOCS_FAILED if failed else EXIT_OK
-
-
-def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
-    """Why a single question got fewer units than asked for."""
-    if not row["results"] and "error" not in row:
-        cut = retriever.threshold if args.mode == "tree" else retriever.flat_threshold
-        if cut is None:
-            print("no evidence found: the database holds no documents")
-        else:
-            print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 "
-                  "shows the best matches anyway")
-    elif args.mode == "tree" and retriever.margin is not None:
-        n = sum(len(h["spans"]) for h in row["results"])
-        if n < args.k:
-            print(f"({n} of at most {args.k} units: the others scored more than margin "
-                  f"{retriever.margin:g} below the best; --margin none fills the budget)")
-
-
-#: --margin absent (the database's or weights' margin), as opposed to "none".
-_DEFAULT = object()
-
-
-def _print_hits(question: str, row: dict) -> None:
-    print(f"query: {question}")
-    for rank, hit in enumerate(row["results"], start=1):
-        spans = ", ".join(f"{s}-{e}" for s, e in hit["spans"])
-        print(f"{rank}. {hit['node_id']}  score {hit['score']:.3f}  chars {spans}")
-        for line in hit["text"].splitlines():
-            print(f"     {line}")
-
-
-#: Default rows of `sproutrag evaluate`: the baselines, the shipped tree, what each part
-#: of its search adds, and the paper's Table 3 ablations.
-EVAL_MODES = ("flat", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
-              "tree_noseed", "untrained", "untrained_search", "embedding", "b1", "b3", "b10")
-
-
-def _evaluate_command(args: argparse.Namespace) -> str:
-    import shlex
-
-    parts = ["sproutrag", "evaluate", "--docs", args.docs, "--queries", args.queries,
-             "--k", *map(str, args.k), "--modes", *args.modes]
-    for flag in ("weights", "config", "db", "out"):
-        if getattr(args, flag):
-            parts += [f"--{flag}", str(getattr(args, flag))]
-    return shlex.join(parts)
-
-
-def _encoder_from_settings(settings, weights=None):
-    from sproutrag.encoding import Encoder
-    from sproutrag.weights import load_default_weights
-
-    enc = settings.encoding
-    return Encoder(
-        enc.model, device=enc.device, tokens_per_batch=enc.tokens_per_batch,
-        window_tokens=enc.window_tokens, window_stride=enc.window_stride,
-        chunk_max_tokens=enc.chunk_max_tokens, embedding_mode=enc.embedding_mode,
-        weights=weights if weights is not None else load_default_weights(enc.weights),
-    )
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    import time
-
-    from sproutrag.preflight import UsageError
-    from sproutrag.training import train_corpus
-
-    if len(args.docs) != len(args.queries):
-        raise UsageError(f"--docs names {len(args.docs)} files and --queries "
-                         f"{len(args.queries)}: give one queries file per docs file, in the "
-                         "same order")
-    settings = args.settings
-    t0 = time.perf_counter()
-    weights, config = train_corpus(
-        list(zip(args.docs, args.queries)), args.out,
-        encoder=_encoder_from_settings(settings),
-        chunking=settings.chunking.model_dump(),
-        parent_embedding=args.parent_embedding or settings.tree.parent_embedding,
-        attn_kind=args.attn_loss, epochs=args.epochs, lr=args.lr, learn_margin=args.learn_margin,
-        finetune={"epochs": args.finetune_epochs, "lr": args.finetune_lr}
-        if args.finetune_encoder else None,
-        cache_dir=args.cache or os.path.join(args.out, "cache"),
-    )
-    print(
-        f"trained alpha and the search (delta {weights.delta:g}, margin {weights.margin}, "
-        f"lexical_weight {weights.lexical_weight:g}, size_penalty {weights.size_penalty:g}, "
-        f"seed_leaves {weights.seed_leaves}) on {config['data']['n_queries']} queries "
-        f"({config['data']['n_gold_pairs']} gold pairs) in {time.perf_counter() - t0:.1f} s "
-        f"-> {os.path.join(args.out, 'weights.json')} (fingerprint {weights.fingerprint()})"
-    )
-    return EXIT_OK
-
-
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from sproutrag.evaluation import evaluate_corpus, make_variants
-    from sproutrag.plots import write_report
-    from sproutrag.weights import load_default_weights
-
-    settings = args.settings
-    weights = load_default_weights(args.weights or settings.encoding.weights)
-    encoder = _encoder_from_settings(settings, weights)
-    variants = make_variants(args.modes, weights, settings.tree.parent_embedding)
-    rows, meta = evaluate_corpus(
-        args.docs, args.queries, encoder=encoder, chunking=settings.chunking.model_dump(),
-        variants=variants, ks=args.k, cache_dir=args.cache or os.path.join(args.out, "cache"),
-    )
-    if args.db:
-        rows += _db_rows(args, settings, encoder, meta)
-    meta["command"] = _evaluate_command(args)
-    meta["weights"] = {"source": weights.source, "fingerprint": weights.fingerprint(),
-                       "delta": weights.delta, "margin": weights.margin}
-    flat = next((v.name for v in variants if v.mode == "flat" and v.delta == 0), None)
-    paths = write_report(rows, args.out, meta, flat_name=flat)
-    print(paths["markdown"].read_text(encoding="utf-8"))
-    print(f"-> {paths['markdown']}, {paths['json']}, {paths['png']}")
-    return EXIT_OK
-
-
-def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[dict]:
-    """The stored path: index DOCS into --db (incremental), query it with `Retriever`."""
-    from flows.index_corpus import index_corpus
-    from sproutrag.evaluation import (
-        load_features,
-        read_jsonl,
-        result_row,
-        retriever_runs,
-        usable_queries,
-    )
-    from sproutrag.retrieval import Retriever
-
-    if args.weights:  # index with the weights being evaluated (settings: env > YAML)
-        os.environ["SPROUTRAG_ENCODING__WEIGHTS"] = os.path.abspath(args.weights)
-    index_corpus(corpus=args.docs, db=args.db, config=args.config)
-    feats = load_features(meta["features"])  # the file this evaluation used, not the newest
-    queries = usable_queries(read_jsonl(args.queries), feats)
-    retriever = Retriever(args.db, encoder=encoder)
-    rows = []
-    for mode in ("tree", "flat"):
-        runs = retriever_runs(retriever, queries, args.k, mode)
-        rows.append(result_row(f"{mode} [database {args.db}]", runs, feats, queries, mode=mode,
-                               notes="stored path", stats={}))
-    return rows
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sproutrag",
@@ -261,7 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
         "and flags, flags winning.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_index(sub)
+    _add_query(sub)
+    _add_train(sub)
+    _add_evaluate(sub)
+    return parser
 
+
+def _add_index(sub) -> None:
     p = sub.add_parser(
         "index",
         help="index a corpus into a LanceDB database (incremental)",
@@ -280,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)
 
+
+def _add_query(sub) -> None:
     p = sub.add_parser(
         "query",
         help="search an indexed database (one question, or a JSONL batch)",
@@ -302,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lexical-weight", type=non_negative_float, metavar="W",
                    help="tree mode: rank nodes by z(cosine) + W z(BM25) (default: the "
                    "database's; 0 = cosine only)")
-    p.add_argument("--margin", metavar="M", type=margin_value, default=_DEFAULT,
+    p.add_argument("--margin", metavar="M", type=margin_value, default=DEFAULT_MARGIN,
                    help="relative cutoff for tree mode: keep nodes whose score and leaves' "
                    "scores are within M of the best leaf (default: the database's margin; "
                    "'none' fills the budget of k units)")
@@ -313,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "name them explicitly: by default the database's own are used)")
     p.set_defaults(func=cmd_query)
 
+
+def _add_train(sub) -> None:
     p = sub.add_parser(
         "train",
         help="learn the attention aggregation (alpha) and the search parameters",
@@ -353,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="AdamW learning rate for the encoder (2e-5)")
     p.set_defaults(func=cmd_train)
 
+
+def _add_evaluate(sub) -> None:
     p = sub.add_parser(
         "evaluate",
         help="score retrieval modes and ablations on labelled queries",
@@ -375,7 +184,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="out/eval", metavar="DIR", help="report folder")
     p.add_argument("--cache", metavar="DIR", help="feature cache (default OUT/cache)")
     p.set_defaults(func=cmd_evaluate)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -383,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sproutrag.errors import describe_os_error
     from sproutrag.locking import DatabaseBusyError
     from sproutrag.preflight import UsageError, preflight
-    from sproutrag.report import RunOutcome
+    from sproutrag.run_summary import RunOutcome
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,5 +1,0 @@
-import sys
-
-from sproutrag.cli import main
-
-sys.exit(main())
