@@ -3,7 +3,7 @@ import sys
 from common import *
 from sproutrag.variants import Variant, variant_trees as build_trees, retrieve_tree, retrieve_flat
 from sproutrag.weights import load_default_weights
-from sproutrag.search import cosine_scores
+from sproutrag.search import cosine_scores, SearchParams
 w = load_default_weights(None)
 name, split = sys.argv[1], sys.argv[2]
 feats, queries, qv, texts = load(name, split)
@@ -14,7 +14,7 @@ V = Variant("t", mix=w.mix(), parent_embedding="size_weighted")
 trees = build_trees(feats, V)
 for delta in (0.45, 0.0):
     for beam in (5, 10**6):
-        r = score(run_budget(lambda q, v, k: retrieve_tree(trees, feats, v, q["doc_ids"], k=k, beam=beam, delta=delta), feats, queries, qv), feats, queries)
+        r = score(run_budget(lambda q, v, k: retrieve_tree(trees, feats, v, q["doc_ids"], k=k, params=SearchParams(beam_width=beam, threshold=delta)), feats, queries, qv), feats, queries)
         report(f"tree delta {delta} beam {beam}", r, flat)
 
 def leaf_rank(q, v, k, fn):
