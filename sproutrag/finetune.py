@@ -141,6 +141,26 @@ def _save(tok: Any, net: Any, out: Path) -> None:
     tok.save_pretrained(out)
 
 
+def _run_epoch(tok: Any, net: Any, opt: Any, sched: Any, docs: dict[str, dict[str, Any]],
+               steps: list, w: Any, rng: np.random.Generator, *, lam: float, t0: float,
+               log: Any, prefix: str, **loss_kw: Any) -> dict[str, float]:
+    """One pass over the documents in random order, a step per document; loss sums."""
+    sums = {"l_ret": 0.0, "l_attn": 0.0, "n_attn": 0}
+    for n, k in enumerate(rng.permutation(len(steps)), start=1):
+        doc_id, items = steps[k]
+        text, f = docs[doc_id]["text"], docs[doc_id]["features"]
+        l_ret, l_attn, terms = _losses(
+            tok, net, [text[s:e] for s, e in f.spans], items, w, rng, **loss_kw)
+        _optimiser_step(net, opt, sched, l_ret + lam * l_attn)
+        sums["l_ret"] += l_ret.item()
+        sums["l_attn"] += l_attn.item() * len(terms)
+        sums["n_attn"] += len(terms)
+        if n % 10 == 0 or n == len(steps):
+            log(f"{prefix}: {n}/{len(steps)} documents, "
+                f"L_ret {sums['l_ret'] / n:.4f}, {time.perf_counter() - t0:.0f} s")
+    return sums
+
+
 def finetune_encoder(
     model_path: str,
     docs: dict[str, dict[str, Any]],
@@ -181,21 +201,10 @@ def finetune_encoder(
     w = torch.from_numpy(np.asarray(mix, np.float32)).to(device)
     history, t0 = [], time.perf_counter()
     for epoch in range(1, epochs + 1):
-        sums = {"l_ret": 0.0, "l_attn": 0.0, "n_attn": 0}
-        for n, k in enumerate(rng.permutation(len(steps)), start=1):
-            doc_id, items = steps[k]
-            text, f = docs[doc_id]["text"], docs[doc_id]["features"]
-            l_ret, l_attn, terms = _losses(
-                tok, net, [text[s:e] for s, e in f.spans], items, w, rng,
-                chunk_max_tokens=chunk_max_tokens, window_tokens=window_tokens,
-                max_pairs=max_pairs_per_step, attn_kind=attn_kind)
-            _optimiser_step(net, opt, sched, l_ret + lam * l_attn)
-            sums["l_ret"] += l_ret.item()
-            sums["l_attn"] += l_attn.item() * len(terms)
-            sums["n_attn"] += len(terms)
-            if n % 10 == 0 or n == len(steps):
-                log(f"fine-tune epoch {epoch}: {n}/{len(steps)} documents, "
-                    f"L_ret {sums['l_ret'] / n:.4f}, {time.perf_counter() - t0:.0f} s")
+        sums = _run_epoch(
+            tok, net, opt, sched, docs, steps, w, rng, lam=lam, t0=t0, log=log,
+            prefix=f"fine-tune epoch {epoch}", chunk_max_tokens=chunk_max_tokens,
+            window_tokens=window_tokens, max_pairs=max_pairs_per_step, attn_kind=attn_kind)
         history.append({
             "epoch": epoch, "l_ret": sums["l_ret"] / len(steps),
             "l_attn": sums["l_attn"] / max(sums["n_attn"], 1), "attn_pairs": sums["n_attn"],
