@@ -138,11 +138,7 @@ class Store:
 
     def indexed(self) -> dict[str, tuple[str, str]]:
         """doc_id -> (content_hash, index_fingerprint) of every stored document."""
-        tbl = self.table("documents")
-        if tbl is None:
-            return {}
-        cols = ["doc_id", "content_hash", "index_fingerprint"]
-        rows = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
+        rows = self._document_columns(["doc_id", "content_hash", "index_fingerprint"])
         return {
             d: (h, f)
             for d, h, f in zip(rows["doc_id"], rows["content_hash"], rows["index_fingerprint"])
@@ -150,12 +146,15 @@ class Store:
 
     def current_trees(self) -> dict[str, tuple[str, int]]:
         """doc_id -> (tree_id, n_chunks) of every document's current tree."""
+        rows = self._document_columns(["doc_id", "tree_id", "n_chunks"])
+        return {d: (t, n) for d, t, n in zip(rows["doc_id"], rows["tree_id"], rows["n_chunks"])}
+
+    def _document_columns(self, cols: list[str]) -> dict[str, list]:
+        """These columns of every `documents` row (empty lists without the table)."""
         tbl = self.table("documents")
         if tbl is None:
-            return {}
-        cols = ["doc_id", "tree_id", "n_chunks"]
-        rows = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
-        return {d: (t, n) for d, t, n in zip(rows["doc_id"], rows["tree_id"], rows["n_chunks"])}
+            return {c: [] for c in cols}
+        return tbl.search().select(cols).limit(None).to_arrow().to_pydict()
 
     def write(self, items: Sequence[IndexedDocument], fingerprint: str) -> int:
         """Store a batch of documents (new trees, switch, old trees out); returns nodes."""
