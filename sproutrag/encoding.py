@@ -6,7 +6,9 @@ each window's token attention, aggregated over layers and heads with the weights
 is pooled into chunk-pair blocks. A pair's relation is the mean of its symmetrised
 block over the windows that hold both chunks; pairs that never share a window have
 none. Windows stream through the model in token-budgeted batches, so memory stays
-linear in the document's length.
+linear in the document's length. The window arithmetic is in `sproutrag.windows`; the
+fast forward passes of BERT-architecture models (the default) in `sproutrag.attention`,
+with the model's own eager forward and attention hooks as the reference and fallback.
 
 torch and transformers are imported inside functions only: importing this module is
 instant.
@@ -25,12 +27,30 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sproutrag.weights import DEFAULT_ENCODER_ID, AggregationWeights
+from sproutrag.windows import (
+    budget_batches,
+    merge_pairs,
+    normalise_rows,
+    pad_rows,
+    plan_windows,
+    segment_matrix,
+    window_pairs,
+)
+
+__all__ = [
+    "DEFAULT_MODEL", "DocumentEncoding", "Encoder", "WindowBlocks", "block_attention",
+    "load_model", "mean_pool", "plan_windows", "resolve_device", "segment_matrix",
+]
 
 if TYPE_CHECKING:
     import torch
 
 PACKAGED_MODEL_ID = DEFAULT_ENCODER_ID
 EMBEDDING_MODES = ("alone", "context")
+#: Padded tokens per forward batch when `tokens_per_batch` is not set: a GPU wants big
+#: batches; on CPU big batches only stream bigger tensors through memory (measured in
+#: docs/decisions.md: 2,048 as fast as any, 16,384 2-3x slower on the chunk pass).
+TOKENS_PER_BATCH = {"cuda": 16384, "cpu": 2048}
 
 
 def _packaged_model_path() -> str | None:
@@ -124,36 +144,6 @@ class _Window:
     lens: np.ndarray  # tokens per chunk of the window
 
 
-def plan_windows(lengths: Sequence[int], budget: int, stride: int) -> list[tuple[int, int]]:
-    """Windows [a, b) of whole consecutive chunks whose tokens fit in `budget`.
-
-    A new window starts about every `stride` tokens but never after the previous
-    window's last chunk, so every adjacent pair that fits together shares a window.
-    A chunk longer than the budget gets a window of its own.
-    """
-    n = len(lengths)
-    if n == 0:
-        return []
-    pos = np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
-    out, a = [], 0
-    while True:
-        b = max(int(np.searchsorted(pos, pos[a] + budget, "right")) - 1, a + 1)
-        out.append((a, b))
-        if b >= n:
-            return out
-        step = int(np.searchsorted(pos, pos[a] + stride, "right")) - 1
-        a = min(max(step, a + 1), b - 1) if b - 1 > a else a + 1
-
-
-def segment_matrix(lens: Sequence[np.ndarray], length: int, n_cols: int) -> np.ndarray:
-    """[B, length, n_cols]: column k holds 1/|chunk k| on chunk k's tokens (after [CLS])."""
-    seg = np.zeros((len(lens), length, n_cols), dtype=np.float32)
-    for b, ln in enumerate(lens):
-        cols = np.repeat(np.arange(len(ln)), ln)
-        seg[b, 1 + np.arange(len(cols)), cols] = 1.0 / ln[cols]
-    return seg
-
-
 def block_attention(attn: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
     """Chunk-pair block means of token attention: [B, H, T, T] x [B, T, C] -> [B, H, C, C].
 
@@ -175,49 +165,6 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(vec, dim=-1)
 
 
-def _budget_batches(lengths: Sequence[int], budget: int, size: int | None) -> Iterator[range]:
-    """Consecutive ranges over items sorted by decreasing length, padded tokens <= budget."""
-    i, n = 0, len(lengths)
-    while i < n:
-        k = size if size else max(1, budget // max(int(lengths[i]), 1))
-        yield range(i, min(n, i + k))
-        i += k
-
-
-def _pad(rows: Sequence[np.ndarray], cls_id: int, sep_id: int, pad_id: int) -> np.ndarray:
-    ids = np.full((len(rows), max(len(r) for r in rows) + 2), pad_id, dtype=np.int64)
-    for b, r in enumerate(rows):
-        ids[b, 0], ids[b, 1 : len(r) + 1], ids[b, len(r) + 1] = cls_id, r, sep_id
-    return ids
-
-
-def _pairs(block: np.ndarray, lens: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
-    """Global (i, j, m) with i < j from one window's block (chunks without tokens skipped)."""
-    c = len(lens)
-    sym = (block[:c, :c] + block[:c, :c].T) / 2
-    iu, ju = np.triu_indices(c, 1)
-    keep = (lens[iu] > 0) & (lens[ju] > 0)
-    iu, ju = iu[keep], ju[keep]
-    return iu + start, ju + start, sym[iu, ju]
-
-
-def _merge_pairs(parts: list[tuple[np.ndarray, ...]], n: int) -> tuple[np.ndarray, ...]:
-    """Average each pair over the windows holding it; sorted by (i, j)."""
-    if not parts:
-        return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32)
-    i = np.concatenate([p[0] for p in parts]).astype(np.int64)
-    j = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    m = np.concatenate([p[2] for p in parts]).astype(np.float64)
-    keys, inv = np.unique(i * n + j, return_inverse=True)
-    mean = np.bincount(inv, weights=m) / np.bincount(inv)
-    return (keys // n).astype(np.int32), (keys % n).astype(np.int32), mean.astype(np.float32)
-
-
-def _normalise(x: np.ndarray) -> np.ndarray:
-    norm = np.linalg.norm(x, axis=1, keepdims=True)
-    return (x / np.maximum(norm, 1e-12)).astype(np.float32)
-
-
 class Encoder:
     """The SLLM: chunk/query embeddings and chunk-pair attention relations."""
 
@@ -226,13 +173,18 @@ class Encoder:
         model: str | None = None,
         *,
         device: str | None = None,
-        tokens_per_batch: int = 16384,
+        tokens_per_batch: int | None = None,
         window_tokens: int = 512,
         window_stride: int = 256,
         chunk_max_tokens: int = 256,
         embedding_mode: str = "alone",
         weights: AggregationWeights | None = None,
+        fast_path: bool = True,
     ) -> None:
+        """`tokens_per_batch`: padded tokens per forward batch (None: `TOKENS_PER_BATCH`
+        of the device). `fast_path`: the forward passes of `sproutrag.attention` where
+        the model supports them (the same results); False: the model's own forward with
+        attention hooks (the reference)."""
         if embedding_mode not in EMBEDDING_MODES:
             raise ValueError(
                 f"embedding_mode must be one of {EMBEDDING_MODES}, got {embedding_mode!r}"
@@ -246,7 +198,7 @@ class Encoder:
             raise ValueError(
                 f"window_stride must be in [1, window_tokens - 2], got {window_stride}"
             )
-        if tokens_per_batch < 1:
+        if tokens_per_batch is not None and tokens_per_batch < 1:
             raise ValueError(f"tokens_per_batch must be >= 1, got {tokens_per_batch}")
         self._path, self._model_id = _resolve_model(model)
         self._device = device
@@ -254,6 +206,7 @@ class Encoder:
         self.window_tokens, self.window_stride = window_tokens, window_stride
         self.chunk_max_tokens, self.embedding_mode = chunk_max_tokens, embedding_mode
         self._weights = weights
+        self.fast_path = fast_path
 
     def with_model(self, model: str) -> Encoder:
         """The same settings (and weights) with another model (e.g. a fine-tuned copy)."""
@@ -261,7 +214,7 @@ class Encoder:
             model, device=self._device, tokens_per_batch=self.tokens_per_batch,
             window_tokens=self.window_tokens, window_stride=self.window_stride,
             chunk_max_tokens=self.chunk_max_tokens, embedding_mode=self.embedding_mode,
-            weights=self._weights,
+            weights=self._weights, fast_path=self.fast_path,
         )
 
     # -- model facts -------------------------------------------------------------------
@@ -279,6 +232,13 @@ class Encoder:
         if self._device in (None, "", "auto"):
             self._device = resolve_device(None)
         return self._device
+
+    @property
+    def batch_tokens(self) -> int:
+        """Padded tokens per forward batch: `tokens_per_batch` or the device's default."""
+        if self.tokens_per_batch is not None:
+            return self.tokens_per_batch
+        return TOKENS_PER_BATCH["cuda" if self.device.startswith("cuda") else "cpu"]
 
     @property
     def dim(self) -> int:
@@ -347,19 +307,31 @@ class Encoder:
         )["input_ids"]
         order = np.argsort([-len(x) for x in ids], kind="stable")
         lengths = [len(ids[i]) + 2 for i in order]
-        for rng in _budget_batches(lengths, self.tokens_per_batch, batch_size):
+        fast = self._fast(net)
+        for rng in budget_batches(lengths, self.batch_tokens, batch_size):
             idx = order[rng.start : rng.stop]
             rows = [np.asarray(ids[i], dtype=np.int64) for i in idx]
-            batch = _pad(rows, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
+            batch = pad_rows(rows, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
             lens = torch.tensor([len(r) + 2 for r in rows])
-            mask = (torch.arange(batch.shape[1])[None, :] < lens[:, None]).long()
+            mask = (torch.arange(batch.shape[1])[None, :] < lens[:, None]).to(self.device)
+            batch_ids = torch.from_numpy(batch).to(self.device)
             with torch.inference_mode(), self._autocast():
-                hidden = net(
-                    input_ids=torch.from_numpy(batch).to(self.device),
-                    attention_mask=mask.to(self.device),
-                ).last_hidden_state
-            out[idx] = mean_pool(hidden, mask.to(self.device)).cpu().numpy()
+                if fast:
+                    from sproutrag.attention import embed_forward
+
+                    hidden = embed_forward(net, batch_ids, mask)
+                else:
+                    hidden = net(input_ids=batch_ids, attention_mask=mask.long())
+                    hidden = hidden.last_hidden_state
+            out[idx] = mean_pool(hidden, mask).cpu().numpy()
         return out
+
+    def _fast(self, net: Any) -> bool:
+        if not self.fast_path:
+            return False
+        from sproutrag.attention import supports
+
+        return supports(net)
 
     # -- documents ---------------------------------------------------------------------
     def _plan(self, text: str, spans: Sequence[tuple[int, int]]) -> _Plan:
@@ -386,18 +358,36 @@ class Encoder:
         return mods if len(mods) == self.n_layers else []
 
     def _forward(self, windows: list[_Window], *, heads: bool) -> dict[str, Any]:
-        """One batch of windows: aggregated blocks [B, C, C], chunk states, head blocks."""
+        """One batch of windows: aggregated blocks [B, C, C], chunk states, head blocks
+        (numpy float32), by the fast path where the model supports it."""
         import torch
 
         tok, net = self._load()
         dev = self.device
-        ids = _pad([w.ids for w in windows], tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
+        ids = pad_rows([w.ids for w in windows], tok.cls_token_id, tok.sep_token_id,
+                       tok.pad_token_id)
         n_cols = max(len(w.lens) for w in windows)
         seg = torch.from_numpy(segment_matrix([w.lens for w in windows], ids.shape[1], n_cols))
         seg = seg.to(dev)
         lens = torch.tensor([len(w.ids) + 2 for w in windows])
-        mask = (torch.arange(ids.shape[1])[None, :] < lens[:, None]).long().to(dev)
+        valid = (torch.arange(ids.shape[1])[None, :] < lens[:, None]).to(dev)
         mix = torch.from_numpy(self.weights.mix()).to(dev)
+        ids_t = torch.from_numpy(ids).to(dev)
+        context = self.embedding_mode == "context"
+        if not self._fast(net):
+            return self._forward_hooks(net, ids_t, valid, seg, mix, heads=heads)
+        from sproutrag.attention import window_forward
+
+        with torch.inference_mode(), self._autocast():
+            out = window_forward(net, ids_t, valid, seg, mix, heads=heads, states=context,
+                                 per_window=not dev.startswith("cuda"))
+            return {k: v.float().cpu().numpy() for k, v in out.items()}
+
+    def _forward_hooks(self, net: Any, ids: torch.Tensor, valid: torch.Tensor,
+                       seg: torch.Tensor, mix: torch.Tensor, *, heads: bool) -> dict[str, Any]:
+        """The reference: the model's own eager forward, attention folded in by hooks."""
+        import torch
+
         acc: dict[str, Any] = {"tok": None, "heads": []}
 
         def reduce(layer: int, attn: torch.Tensor | None) -> None:
@@ -420,11 +410,8 @@ class Encoder:
         ]
         try:
             with torch.inference_mode(), self._autocast():
-                out = net(
-                    input_ids=torch.from_numpy(ids).to(dev),
-                    attention_mask=mask,
-                    output_attentions=not mods,
-                )
+                out = net(input_ids=ids, attention_mask=valid.long(),
+                          output_attentions=not mods)
                 for li, attn in enumerate(() if mods else out.attentions or ()):
                     reduce(li, attn)
                 blocks = block_attention(acc["tok"].unsqueeze(1), seg)[:, 0]
@@ -443,7 +430,7 @@ class Encoder:
         """(window, result index, batch result) for every window, in token-budgeted batches."""
         order = np.argsort([-len(w.ids) for w in windows], kind="stable")
         lengths = [len(windows[i].ids) + 2 for i in order]
-        for rng in _budget_batches(lengths, self.tokens_per_batch, None):
+        for rng in budget_batches(lengths, self.batch_tokens, None):
             batch = [windows[i] for i in order[rng.start : rng.stop]]
             res = self._forward(batch, heads=heads)
             for b, w in enumerate(batch):
@@ -475,7 +462,7 @@ class Encoder:
         counts = [np.zeros(len(p.chunk_ids), np.int64) for p in plans]
         for w, b, res in self._run_windows(self._windows(plans)):
             c = len(w.lens)
-            parts[w.doc].append(_pairs(res["blocks"][b], w.lens, w.start))
+            parts[w.doc].append(window_pairs(res["blocks"][b], w.lens, w.start))
             if context:
                 sums[w.doc][w.start : w.start + c] += res["states"][b, :c]
                 counts[w.doc][w.start : w.start + c] += w.lens > 0
@@ -483,7 +470,7 @@ class Encoder:
         return [
             DocumentEncoding(
                 emb,
-                *_merge_pairs(pp, max(len(p.chunk_ids), 1)),
+                *merge_pairs(pp, max(len(p.chunk_ids), 1)),
                 n_windows=len(p.windows),
                 n_tokens=p.n_tokens,
             )
@@ -501,7 +488,7 @@ class Encoder:
             emb = np.zeros((n, self.dim), np.float32)
             if context and n:
                 ok = counts[d] > 0
-                emb[ok] = _normalise(sums[d][ok] / counts[d][ok, None])
+                emb[ok] = normalise_rows(sums[d][ok] / counts[d][ok, None])
             for k in range(n):
                 if not context or counts[d][k] == 0:
                     s, e = spans[k]
