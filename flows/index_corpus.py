@@ -20,12 +20,14 @@ from contextlib import contextmanager
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run
 from prefect.states import Cancelled, Failed
 from tqdm import tqdm
 
 from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3, load_settings
 from sproutrag.corpus import Failure
+from sproutrag.errors import is_environment_error
 from sproutrag.indexing import check_deletions
 from sproutrag.interrupt import (
     StopRequested,
@@ -39,13 +41,14 @@ from sproutrag.report import RunInterruptedError, RunSummary
 from tasks.build_trees import build_trees_batch
 from tasks.chunk import chunk_batch
 from tasks.common import index_fingerprint
-from tasks.discover import diff_corpus, discover_corpus
+from tasks.discover import check_corpus_exists, diff_corpus, discover_corpus
 from tasks.encode import encode_batch
 from tasks.store import (
     collect_garbage,
     delete_documents,
     maintain_tables,
     migrate_database,
+    record_index_settings,
     record_run,
     start_run,
     store_batch,
@@ -89,6 +92,8 @@ def _store_batch(
     except StopRequested:  # not a failure: the batch never ran; the next run does it
         return 0
     except Exception as exc:  # reported per document; the run goes on
+        if is_environment_error(exc):  # a full disk fails every batch: stop the run
+            raise
         reason = f"batch {k} failed: {type(exc).__name__}: {exc}"
         summary.failures += [Failure(d.doc_id, reason) for d in batch]
         logger.error("%s (%d documents: %s)", reason, len(batch),
@@ -121,10 +126,17 @@ def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delet
           summary: RunSummary, logger):
     """Discover the corpus, diff it with the database, refuse a mass deletion."""
     with _stage(summary, "discover"):
-        docs, summary.failures = discover_corpus(corpus, settings)
+        found = discover_corpus(corpus, settings)
+        docs, summary.failures = found.docs, found.failures
         plan, n_indexed = diff_corpus(
             docs, db, settings, summary.fingerprint, full, summary.failures
         )
+    if found.skipped:
+        summary.note(f"skipped {len(found.skipped)} symlinks pointing outside the corpus "
+                     f"folder (pipeline.allow_external_symlinks): "
+                     f"{', '.join(f.shown for f in found.skipped[:10])}")
+    for f in found.skipped:
+        logger.warning("skipped %s: %s", f.shown, f.reason)
     check_deletions(plan, n_indexed, corpus=corpus, allow=allow_mass_delete,
                     max_share=settings.pipeline.max_delete_share)
     summary.n_new, summary.n_changed = len(plan.new), len(plan.changed)
@@ -210,7 +222,7 @@ def _index_all(todo, db: str, settings: Settings, work: str, summary, logger) ->
     return stored
 
 
-def _locked_run(corpus: str, db: str, settings: Settings, full: bool,
+def _locked_run(corpus: str, db: str, settings: Settings, fp: str, full: bool,
                 allow_mass_delete: bool, logger) -> RunSummary:
     """Migrate, record the start, run, record the end: the `runs` row is always completed
     unless the process is killed."""
@@ -218,9 +230,10 @@ def _locked_run(corpus: str, db: str, settings: Settings, full: bool,
     if migrated:
         logger.warning("migrated tables %s of %s to the current schema in place; every "
                        "document is re-indexed", ", ".join(migrated), db)
-    summary = RunSummary(corpus=corpus, fingerprint=index_fingerprint(settings))
+    summary = RunSummary(corpus=corpus, fingerprint=fp, flow_run_id=flow_run.get_id())
     start_run(summary.to_row(), db, settings)
     try:
+        record_index_settings(db, settings, fp, summary.run_id)
         _run(corpus, db, settings, full, allow_mass_delete, summary, logger)
     except KeyboardInterrupt as exc:  # a second signal
         summary.finish("interrupted", f"stopped at once: {exc}")
@@ -250,11 +263,15 @@ def index_corpus(
     """
     logger = get_run_logger()
     settings = load_settings(config)
+    # Before the database is touched: a missing corpus, or a model or weights file that
+    # cannot be read, fails here (no retries, no database folder created).
+    check_corpus_exists(corpus, settings)
+    fp = index_fingerprint(settings)
     if is_s3(db):
         logger.info("database on S3: no lock file; the deployment's concurrency limit "
                     "of 1 keeps runs from overlapping")
     with DatabaseLock(db, timeout=settings.pipeline.lock_timeout), stop_on_signals():
-        summary = _locked_run(corpus, db, settings, full, allow_mass_delete, logger)
+        summary = _locked_run(corpus, db, settings, fp, full, allow_mass_delete, logger)
     create_markdown_artifact(
         key="index-run", markdown=summary.to_markdown(), description=f"index run of {corpus}"
     )

@@ -3,7 +3,9 @@
 Input: JSONL or Parquet with columns {qid, query, doc_ids?}. Output: one JSONL line per
 query ({qid, results[, error]}, exactly as `sproutrag query --queries` writes) and rows in
 the `results` table of the same database (one row per hit; a failed query gets one row
-with rank 0 and its error), tagged with the flow run's id. When more queries failed than
+with rank 0 and its error), tagged with the query run's id and the Prefect flow run's id
+(`run_id`, `flow_run_id`). Lines that cannot run (not JSON, a bad qid or doc_ids, a
+duplicate qid) get an error line; the batch goes on. When more queries failed than
 `pipeline.max_failed_query_share` tolerates (default: any), the flow run ends Failed,
 after writing everything; the state's data is a `QueriesFailedError` whose `.row` is the
 summary this flow otherwise returns.
@@ -15,9 +17,11 @@ import time
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run
 from prefect.states import Failed
 
 from schemas.settings import load_settings
+from sproutrag.queries import check_query_parameters
 from sproutrag.report import QueriesFailedError, too_many_failed
 from tasks.query import read_queries, search_queries, write_results
 
@@ -37,12 +41,14 @@ def query_corpus(
     QUERIES, DB and OUT may be local or s3:// (storage settings from CONFIG / environment).
     """
     logger = get_run_logger()
+    check_query_parameters(k=k, beam=beam, mode=mode)  # before any work
     settings = load_settings(config)
     batch = read_queries(queries, settings)
     t0 = time.perf_counter()
     rows = search_queries(batch, db, k=k, mode=mode, beam=beam, settings=settings)
     logger.info("search: %d queries in %.1f s", len(rows), time.perf_counter() - t0)
-    run_id = write_results(rows, db, out, k=k, mode=mode, settings=settings)
+    run_id = write_results(rows, db, out, k=k, mode=mode, settings=settings,
+                           flow_run_id=flow_run.get_id())
     failed = [r for r in rows if "error" in r]
     summary = f"{len(rows)} queries, {len(failed)} failed, results in {out} and `results`"
     logger.info(summary)
@@ -51,7 +57,8 @@ def query_corpus(
         markdown=f"# Query run {run_id}\n\n{summary}\n\n"
         + "\n".join(f"- `{r['qid']}`: {r['error']}" for r in failed),
     )
-    result = {"run_id": run_id, "n_queries": len(rows), "n_failed": len(failed), "out": out}
+    result = {"run_id": run_id, "flow_run_id": flow_run.get_id(), "n_queries": len(rows),
+              "n_failed": len(failed), "out": out}
     share = settings.pipeline.max_failed_query_share
     if not too_many_failed(len(failed), len(rows), share):
         return result

@@ -19,7 +19,6 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    YamlConfigSettingsSource,
 )
 
 from schemas.tables import SCHEMA_VERSION
@@ -105,6 +104,10 @@ class PipelineSettings(_Section):
         "None = a local cluster of dask_workers processes"
     )
     dask_workers: int = Field(2, ge=1, description="Workers of the local Dask cluster")
+    allow_external_symlinks: bool = Field(
+        False, description="Index a corpus folder's symlinks whose target lies outside the "
+        "folder (off: they are skipped and reported)"
+    )
 
 
 S3_SCHEMES = ("s3://", "s3a://")
@@ -204,7 +207,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls))
+        return (init_settings, env_settings)  # the YAML file: `load_settings`
 
     def tree_fields(self) -> dict[str, Any]:
         """Settings (besides the encoder's) that change the stored trees."""
@@ -215,32 +218,155 @@ class Settings(BaseSettings):
         }
 
 
-class ConfigFileError(ValueError):
+class SettingsError(ValueError):
+    """Invalid settings: names the environment variable, file or setting that is wrong,
+    never its value (it may be a secret)."""
+
+
+class ConfigFileError(SettingsError):
     """The YAML settings file is missing or invalid."""
+
+
+#: SPROUTRAG_* environment variables that are not settings (test hooks).
+NON_SETTING_VARIABLES = frozenset({"SPROUTRAG_CRASH_AT"})
+ENV_PREFIX = "SPROUTRAG_"
+
+
+def check_environment(environ: dict[str, str] | None = None) -> None:
+    """Refuse SPROUTRAG_* variables that name no settings section (pydantic-settings
+    would silently ignore `SPROUTRAG_PIPELNE__BATCH_DOCS`); unknown fields of a known
+    section are refused by the section's model."""
+    sections = sorted(Settings.model_fields)
+    bad = []
+    for key in sorted(os.environ if environ is None else environ):
+        name = key.upper()
+        if not name.startswith(ENV_PREFIX) or name in NON_SETTING_VARIABLES:
+            continue
+        section = name[len(ENV_PREFIX):].partition("__")[0].lower()
+        if section not in sections:
+            bad.append(key)
+    if bad:
+        raise SettingsError(
+            f"environment variable{'s' if len(bad) > 1 else ''} {', '.join(bad)}: no such "
+            f"settings section (sections: {', '.join(sections)}; nested fields use '__', "
+            "e.g. SPROUTRAG_PIPELINE__BATCH_DOCS)"
+        )
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    """The YAML file's mapping; errors name the file and the line, never the content."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigFileError(f"config file {str(path)!r} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigFileError(
+            f"config file {str(path)!r} cannot be read: {exc.strerror}"
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise ConfigFileError(f"config file {str(path)!r} is not valid YAML{where}: "
+                              f"{problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigFileError(
+            f"config file {str(path)!r} must be a mapping of settings sections "
+            f"({', '.join(Settings.model_fields)}), not a {type(data).__name__}"
+        )
+    return data
+
+
+def _env_source(loc: tuple[str, ...]) -> str | None:
+    """The environment variable that set the setting at LOC, if one did."""
+    names = [ENV_PREFIX + "__".join(loc[:2]).upper(), ENV_PREFIX + loc[0].upper()]
+    present = {k.upper(): k for k in os.environ}
+    return next((present[n] for n in names if n in present), None)
+
+
+def _describe(errors: list[dict[str, Any]], *, config_file: Path | None, stage: str) -> str:
+    """One line per problem: where the value came from and what is wrong (no values)."""
+    lines = []
+    for err in errors:
+        loc = tuple(str(x) for x in err["loc"])
+        name = ".".join(loc)
+        if err["type"] == "extra_forbidden":
+            model = Settings.model_fields.get(loc[0]) if len(loc) > 1 else None
+            valid = ", ".join(model.annotation.model_fields) if model else ", ".join(
+                Settings.model_fields)
+            msg = f"unknown setting {name!r} (misspelled? valid here: {valid})"
+        else:
+            msg = f"{name}: {err['msg']}"
+        env = _env_source(loc) if stage == "sources" and loc else None
+        if env is not None:
+            source = f"environment variable {env}"
+        elif stage == "sources" and config_file is not None:
+            source = f"config file {str(config_file)!r}"
+        elif stage == "overrides":
+            source = "command-line flag or flow parameter"
+        else:
+            source = "settings"
+        lines.append(f"{source}: {msg}")
+    return "invalid settings: " + "; ".join(lines)
 
 
 def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
     """Build settings from overrides > environment > YAML file > defaults.
 
     `overrides` are nested dicts by section, e.g. `encoding={"device": "cpu"}`; a section
-    given here is merged over the lower layers key by key.
+    given here is merged over the lower layers key by key. Invalid settings raise
+    `SettingsError` naming the variable, file or setting, never the value.
     """
-    if config_file is not None and not Path(config_file).is_file():
+    from pydantic import ValidationError
+
+    path = Path(config_file) if config_file is not None else None
+    if path is not None and not path.is_file():
         raise ConfigFileError(f"config file {str(config_file)!r} does not exist")
+    check_environment()
+    yaml_data = _read_yaml(path) if path is not None else {}
 
-    class _FromFile(Settings):
-        model_config = SettingsConfigDict(
-            env_prefix="SPROUTRAG_", env_nested_delimiter="__", extra="forbid",
-            yaml_file=str(config_file) if config_file else None,
-        )
+    class _Yaml(PydanticBaseSettingsSource):
+        def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+            return yaml_data.get(field_name), field_name, False
 
-    base = _FromFile()
-    merged = base.model_dump()
+        def __call__(self) -> dict[str, Any]:
+            return dict(yaml_data)
+
+    class _Sources(Settings):
+        @classmethod
+        def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
+                                       **_: Any) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings, env_settings, _Yaml(settings_cls))
+
+    problem = None
+    try:
+        merged = _Sources().model_dump()
+    except ValidationError as exc:  # described outside: no exception context with values
+        problem = _describe(exc.errors(include_input=False, include_url=False),
+                            config_file=path, stage="sources")
+    except ValueError as exc:  # pydantic-settings: a section variable that is not JSON
+        field = str(exc).split('"')[1] if str(exc).count('"') >= 2 else "?"
+        problem = (f"invalid settings: environment variable {ENV_PREFIX}{field.upper()}: "
+                   "not a JSON object (or set its fields one by one, e.g. "
+                   f"{ENV_PREFIX}{field.upper()}__NAME)")
+    if problem is not None:
+        raise SettingsError(problem)
     for section, values in overrides.items():
         if section not in merged:
-            raise ConfigFileError(f"unknown settings section {section!r}")
+            raise SettingsError(f"unknown settings section {section!r}")
         merged[section].update({k: v for k, v in values.items() if v is not None})
-    return Settings.model_validate(merged)
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        problem = _describe(exc.errors(include_input=False, include_url=False),
+                            config_file=path, stage="overrides")
+    raise SettingsError(problem)
 
 
 def fingerprint(fields: dict[str, Any]) -> str:

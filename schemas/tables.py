@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2"  # 2: tree_id (documents, nodes); status, message (runs)
-MIGRATABLE_VERSIONS = ("1",)  # an index run migrates these in place (sproutrag/migrate.py)
+SCHEMA_VERSION = "3"  # 2: tree_id (documents, nodes); status, message (runs)
+#                       3: flow_run_id (runs, results); results metadata; index_settings
+MIGRATABLE_VERSIONS = ("1", "2")  # an index run migrates these in place (sproutrag/migrate.py)
 
 # --- Parquet intermediates (one file per batch of documents) -----------------------
 
@@ -104,6 +105,7 @@ RUNS = pa.schema(
         pa.field("index_fingerprint", pa.string(), nullable=False),
         pa.field("status", pa.string(), nullable=False),  # RUN_STATUSES
         pa.field("message", pa.string(), nullable=True),  # why it failed / stopped, notes
+        pa.field("flow_run_id", pa.string(), nullable=True),  # the Prefect flow run
     ]
 )
 
@@ -126,7 +128,7 @@ def with_metadata(schema: pa.Schema, *, encoder_id: str, dim: int) -> pa.Schema:
 
 RESULTS = pa.schema(
     [
-        pa.field("run_id", pa.string(), nullable=False),  # the query-corpus flow run
+        pa.field("run_id", pa.string(), nullable=False),  # the query run (random id)
         pa.field("qid", pa.string(), nullable=False),
         pa.field("rank", pa.int32(), nullable=False),  # 1-based; 0 for a failed query
         pa.field("doc_id", pa.string(), nullable=True),
@@ -138,5 +140,29 @@ RESULTS = pa.schema(
         pa.field("mode", pa.string(), nullable=False),
         pa.field("k", pa.int32(), nullable=False),
         pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("flow_run_id", pa.string(), nullable=True),  # the Prefect flow run
+    ]
+)
+
+#: How the index was built, one row per index fingerprint the documents carry: the
+#: encoder's identity and the weights' alpha (which shaped the trees), and the
+#: query-time defaults of the weights file the run used (readers default to them).
+INDEX_SETTINGS = pa.schema(
+    [
+        pa.field("index_fingerprint", pa.string(), nullable=False),  # documents' column
+        pa.field("encoder", pa.string(), nullable=False),  # model id (as in the metadata)
+        pa.field("encoder_sha256", pa.string(), nullable=True),  # model content hash
+        pa.field("dim", pa.int32(), nullable=False),
+        pa.field("tree_fingerprint", pa.string(), nullable=False),  # the weights' alpha
+        pa.field("weights_fingerprint", pa.string(), nullable=False),  # the whole file
+        pa.field("weights_source", pa.string(), nullable=False),  # its path (or "uniform")
+        pa.field("delta", pa.float64(), nullable=False),
+        pa.field("margin", pa.float64(), nullable=True),  # null: no relative cutoff
+        pa.field("lexical_weight", pa.float64(), nullable=False),
+        pa.field("size_penalty", pa.float64(), nullable=False),
+        pa.field("seed_leaves", pa.bool_(), nullable=False),
+        pa.field("settings_json", pa.string(), nullable=False),  # the fingerprinted fields
+        pa.field("run_id", pa.string(), nullable=False),  # the run that wrote the row
+        pa.field("updated_at", pa.timestamp("us", tz="UTC"), nullable=False),
     ]
 )

@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from sproutrag.preflight import finite_float, margin_value, non_negative_float, positive_int
+
 EXIT_OK = 0
 EXIT_ERROR = 1  # the command could not run or finish (bad input, interrupted, ...)
 EXIT_USAGE = 2  # argparse's code for bad arguments
@@ -35,13 +37,14 @@ def _offline_env() -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from flows.console import quiet_expected_tracebacks
     from flows.index_corpus import index_corpus
     from flows.server import temporary_server
     from sproutrag.report import RunInterruptedError, RunOutcome
 
     if args.no_progress:
         os.environ["SPROUTRAG_PIPELINE__PROGRESS"] = "false"
-    with temporary_server():
+    with temporary_server(), quiet_expected_tracebacks():
         state = index_corpus(
             corpus=args.corpus, db=args.db, config=args.config, full=args.full,
             allow_mass_delete=args.allow_mass_delete, return_state=True,
@@ -68,47 +71,28 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_DOCS_FAILED if failures else EXIT_OK
 
 
-def _read_queries(path: str) -> list:
-    import json
-
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                out.append({"qid": f"line-{n}", "query": "", "_bad": f"bad JSON: {exc}"})
-    return out
-
-
 def cmd_query(args: argparse.Namespace) -> int:
     import json
 
-    from sproutrag.retrieval import Retriever, run_queries
+    from sproutrag.queries import parse_lines, run_queries
+    from sproutrag.reading import reader_settings, reader_weights
+    from sproutrag.retrieval import Retriever
 
-    if (args.question is None) == (args.queries is None):
-        raise ValueError("give either a QUESTION or --queries FILE (and --out FILE)")
-    if args.queries and not args.out:
-        raise ValueError("--queries needs --out FILE for the results")
-    from schemas.settings import load_settings
-
-    settings = load_settings()  # encoding.weights, s3:// options: SPROUTRAG_* / AWS_* env
+    settings = args.settings  # --config, SPROUTRAG_* / AWS_* env (checked by preflight)
+    reader = reader_settings(args.db, settings)  # the database's encoder unless named
     retriever = Retriever(
-        args.db, encoder=_encoder_from_settings(settings), beam_width=args.beam,
-        threshold=args.threshold, margin=_margin_arg(args.margin),
+        args.db, encoder=_encoder_from_settings(reader), weights=reader_weights(settings),
+        beam_width=args.beam, threshold=args.threshold,
+        margin="trained" if args.margin is _DEFAULT else args.margin,
         lexical_weight=args.lexical_weight,
         storage_options=settings.storage.lance_options(args.db),
     )
     if args.question is not None:
         queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None}]
     else:
-        queries = _read_queries(args.queries)
+        with open(args.queries, "rb") as fh:
+            queries = parse_lines(fh)
     rows = run_queries(retriever, queries, k=args.k, mode=args.mode)
-    for q, row in zip(queries, rows):
-        if isinstance(q, dict) and "_bad" in q:
-            row["error"] = q["_bad"]
     failed = [r for r in rows if "error" in r]
     if args.queries:
         with open(args.out, "w", encoding="utf-8") as fh:
@@ -117,30 +101,30 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
     else:
         _print_hits(args.question, rows[0])
-        if not rows[0]["results"] and "error" not in rows[0]:
-            cut = retriever.threshold if args.mode == "tree" else retriever.flat_threshold
-            print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 shows "
-                  "the best matches anyway")
-        elif args.mode == "tree" and retriever.margin is not None:
-            n = sum(len(h["spans"]) for h in rows[0]["results"])
-            if n < args.k:
-                print(f"({n} of at most {args.k} units: the others scored more than margin "
-                      f"{retriever.margin:g} below the best; --margin none fills the budget)")
+        _print_hint(args, retriever, rows[0])
     for r in failed:
         print(f"query {r['qid']} failed: {r['error']}", file=sys.stderr)
     return EXIT_DOCS_FAILED if failed else EXIT_OK
 
 
-def _margin_arg(value: str | None) -> float | None | str:
-    """--margin: absent = the trained margin, "none" = no relative cutoff, else a number."""
-    if value is None:
-        return "trained"
-    if value.strip().lower() == "none":
-        return None
-    margin = float(value)
-    if not margin >= 0:
-        raise ValueError(f"--margin must be >= 0 or 'none', got {value!r}")
-    return margin
+def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
+    """Why a single question got fewer units than asked for."""
+    if not row["results"] and "error" not in row:
+        cut = retriever.threshold if args.mode == "tree" else retriever.flat_threshold
+        if cut is None:
+            print("no evidence found: the database holds no documents")
+        else:
+            print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 "
+                  "shows the best matches anyway")
+    elif args.mode == "tree" and retriever.margin is not None:
+        n = sum(len(h["spans"]) for h in row["results"])
+        if n < args.k:
+            print(f"({n} of at most {args.k} units: the others scored more than margin "
+                  f"{retriever.margin:g} below the best; --margin none fills the budget)")
+
+
+#: --margin absent (the database's or weights' margin), as opposed to "none".
+_DEFAULT = object()
 
 
 def _print_hits(question: str, row: dict) -> None:
@@ -185,13 +169,14 @@ def _encoder_from_settings(settings, weights=None):
 def cmd_train(args: argparse.Namespace) -> int:
     import time
 
-    from schemas.settings import load_settings
+    from sproutrag.preflight import UsageError
     from sproutrag.training import train_corpus
 
     if len(args.docs) != len(args.queries):
-        raise ValueError(f"--docs names {len(args.docs)} files and --queries {len(args.queries)}: "
-                         "give one queries file per docs file, in the same order")
-    settings = load_settings(args.config)
+        raise UsageError(f"--docs names {len(args.docs)} files and --queries "
+                         f"{len(args.queries)}: give one queries file per docs file, in the "
+                         "same order")
+    settings = args.settings
     t0 = time.perf_counter()
     weights, config = train_corpus(
         list(zip(args.docs, args.queries)), args.out,
@@ -214,12 +199,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from schemas.settings import load_settings
     from sproutrag.evaluation import evaluate_corpus, make_variants
     from sproutrag.plots import write_report
     from sproutrag.weights import load_default_weights
 
-    settings = load_settings(args.config)
+    settings = args.settings
     weights = load_default_weights(args.weights or settings.encoding.weights)
     encoder = _encoder_from_settings(settings, weights)
     variants = make_variants(args.modes, weights, settings.tree.parent_embedding)
@@ -254,9 +238,7 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     if args.weights:  # index with the weights being evaluated (settings: env > YAML)
         os.environ["SPROUTRAG_ENCODING__WEIGHTS"] = os.path.abspath(args.weights)
     index_corpus(corpus=args.docs, db=args.db, config=args.config)
-    cache = sorted(__import__("pathlib").Path(args.cache or os.path.join(args.out, "cache"))
-                   .glob("features-*.npz"), key=os.path.getmtime)
-    feats = load_features(cache[-1])
+    feats = load_features(meta["features"])  # the file this evaluation used, not the newest
     queries = usable_queries(read_jsonl(args.queries), feats)
     retriever = Retriever(args.db, encoder=encoder)
     rows = []
@@ -310,21 +292,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True, help="database built by `sproutrag index`")
     p.add_argument("--queries", metavar="Q.jsonl", help="batch of queries")
     p.add_argument("--out", metavar="R.jsonl", help="where to write batch results")
-    p.add_argument("--k", type=int, default=5, help="evidence units per query (default 5)")
+    p.add_argument("--k", type=positive_int, default=5,
+                   help="evidence units per query (default 5)")
     p.add_argument("--mode", choices=["tree", "flat"], default="tree", help="default tree")
-    p.add_argument("--beam", type=int, default=5, help="beam width b (default 5)")
-    p.add_argument("--threshold", type=float, metavar="DELTA",
+    p.add_argument("--beam", type=positive_int, default=5, help="beam width b (default 5)")
+    p.add_argument("--threshold", type=finite_float, metavar="DELTA",
                    help="keep only units whose cosine reaches DELTA (tree mode default: the "
-                   "trained delta of the weights file; flat mode default: none)")
-    p.add_argument("--lexical-weight", type=float, metavar="W",
+                   "delta the database was indexed with; flat mode default: none)")
+    p.add_argument("--lexical-weight", type=non_negative_float, metavar="W",
                    help="tree mode: rank nodes by z(cosine) + W z(BM25) (default: the "
-                   "trained weight; 0 = cosine only)")
-    p.add_argument("--margin", metavar="M",
+                   "database's; 0 = cosine only)")
+    p.add_argument("--margin", metavar="M", type=margin_value, default=_DEFAULT,
                    help="relative cutoff for tree mode: keep nodes whose score and leaves' "
-                   "scores are within M of the best leaf (default: the trained margin; "
+                   "scores are within M of the best leaf (default: the database's margin; "
                    "'none' fills the budget of k units)")
     p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
                    help="restrict to these documents (--doc-id A B, or --doc-id repeated)")
+    p.add_argument("--config", metavar="FILE",
+                   help="YAML settings file (storage; encoding.model / encoding.weights to "
+                   "name them explicitly: by default the database's own are used)")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser(
@@ -345,8 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training queries (one file per --docs file, same order)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="output folder")
     p.add_argument("--config", metavar="FILE", help="YAML settings file (chunking, encoder)")
-    p.add_argument("--epochs", type=int, default=100, help="passes over the queries (100)")
-    p.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate for alpha")
+    p.add_argument("--epochs", type=positive_int, default=100, help="passes over the queries (100)")
+    p.add_argument("--lr", type=non_negative_float, default=1e-3,
+                   help="AdamW learning rate for alpha")
     p.add_argument("--attn-loss", choices=["paper", "row"], default="paper",
                    help="paper: -log M_ij; row: -log(M_ij / sum_r M_ir)")
     p.add_argument("--parent-embedding", choices=["mean_of_children", "size_weighted"],
@@ -360,9 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(then alpha and delta are learned again on it; index with "
                    "encoding.model: MODEL_DIR/encoder and encoding.weights: "
                    "MODEL_DIR/weights.json)")
-    p.add_argument("--finetune-epochs", type=int, default=1, metavar="N",
+    p.add_argument("--finetune-epochs", type=positive_int, default=1, metavar="N",
                    help="passes over the training documents when fine-tuning (1)")
-    p.add_argument("--finetune-lr", type=float, default=2e-5, metavar="LR",
+    p.add_argument("--finetune-lr", type=non_negative_float, default=2e-5, metavar="LR",
                    help="AdamW learning rate for the encoder (2e-5)")
     p.set_defaults(func=cmd_train)
 
@@ -376,7 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--docs", required=True, metavar="D.jsonl", help="{doc_id, text} lines")
     p.add_argument("--queries", required=True, metavar="Q.jsonl", help="labelled queries")
-    p.add_argument("--k", type=int, nargs="+", default=[1, 3, 5], help="budgets (1 3 5)")
+    p.add_argument("--k", type=positive_int, nargs="+", default=[1, 3, 5],
+                   help="budgets (1 3 5)")
     p.add_argument("--modes", nargs="+", default=list(EVAL_MODES),
                    help=f"rows to score (default: {' '.join(EVAL_MODES)}; also "
                    "flat_delta flat_cutoffs nomargin size_weighted untrained_size_weighted "
@@ -391,15 +379,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from schemas.settings import SettingsError
+    from sproutrag.errors import describe_os_error
     from sproutrag.locking import DatabaseBusyError
+    from sproutrag.preflight import UsageError, preflight
     from sproutrag.report import RunOutcome
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     _offline_env()
     try:
+        args.settings = preflight(args)  # before Prefect starts or a model loads
         return args.func(args)
+    except (UsageError, SettingsError) as exc:  # nothing ran
+        print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (FileNotFoundError, ValueError, KeyError, DatabaseBusyError, RunOutcome) as exc:
         print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except (OSError, RuntimeError) as exc:  # a read-only database, a full disk
+        ours = isinstance(exc, OSError) and exc.errno is None  # raised with a message
+        line = str(exc) if ours else describe_os_error(exc)
+        if line is None:
+            raise
+        print(f"sproutrag {args.command}: error: {line}", file=sys.stderr)
         return EXIT_ERROR
 
 

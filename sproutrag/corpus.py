@@ -6,15 +6,20 @@ Works on local paths and on any fsspec URL (s3://...). A document that cannot be
 cannot be tied to a doc_id (a JSONL line that is not JSON, or has no doc_id) says so
 (`doc_id_known=False`): the run cannot tell which indexed document it was, so it must
 not delete any.
+
+In a local folder a symlink is followed only when its target lies inside the corpus
+folder; one pointing outside (say to /etc/passwd) is skipped and reported
+(`Discovery.skipped`) unless `allow_external_symlinks`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -46,6 +51,29 @@ class Failure:
     def to_dict(self) -> dict[str, str]:
         """The entry of `runs.failures_json`."""
         return {"doc_id": self.doc_id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A corpus entry deliberately not indexed (a symlink out of the corpus folder)."""
+
+    doc_id: str
+    reason: str
+
+    @property
+    def shown(self) -> str:
+        return self.doc_id if self.doc_id.isprintable() else repr(self.doc_id)
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What `discover` found: readable documents (sorted by doc_id), failures, and the
+    entries skipped on purpose (absent from the corpus for the run: an indexed one is
+    deleted)."""
+
+    docs: list[SourceDocument]
+    failures: list[Failure]
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 def content_hash(text: str) -> str:
@@ -96,18 +124,26 @@ def _filesystem(corpus: str, storage_options: dict[str, Any] | None):
     return fs, root
 
 
-def discover(
-    corpus: str, *, storage_options: dict[str, Any] | None = None
-) -> tuple[list[SourceDocument], list[Failure]]:
-    """Return the corpus's readable documents (sorted by doc_id) and the failures."""
+def check_corpus(corpus: str, *, storage_options: dict[str, Any] | None = None) -> None:
+    """Raise CorpusNotFoundError when CORPUS does not exist (a cheap check before a run)."""
     fs, root = _filesystem(str(corpus), storage_options)
     if not fs.exists(root):
         raise CorpusNotFoundError(
             f"corpus {corpus!r} does not exist: give a folder of .txt/.md files, "
             "a .jsonl file of {doc_id, text} lines, or a single text file"
         )
+
+
+def discover(
+    corpus: str, *, storage_options: dict[str, Any] | None = None,
+    allow_external_symlinks: bool = False,
+) -> Discovery:
+    """The corpus's readable documents (sorted by doc_id), failures and skipped entries."""
+    check_corpus(corpus, storage_options=storage_options)
+    fs, root = _filesystem(str(corpus), storage_options)
+    skipped: list[Skipped] = []
     if fs.isdir(root):
-        items = _from_folder(fs, root, corpus)
+        items = _from_folder(fs, root, corpus, skipped if not allow_external_symlinks else None)
     elif root.endswith(".jsonl"):
         items = _from_jsonl(fs, root, corpus)
     else:
@@ -122,7 +158,7 @@ def discover(
             failures.append(Failure(item.doc_id, f"duplicate doc_id (also in {item.source})"))
         else:
             docs[item.doc_id] = item
-    return [docs[k] for k in sorted(docs)], failures
+    return Discovery([docs[k] for k in sorted(docs)], failures, skipped)
 
 
 def _read_file(fs, path: str, *, doc_id: str, source: str) -> SourceDocument | Failure:
@@ -135,7 +171,21 @@ def _read_file(fs, path: str, *, doc_id: str, source: str) -> SourceDocument | F
     return SourceDocument(doc_id, source, text, content_hash(text))
 
 
-def _from_folder(fs, root: str, corpus: str) -> Iterator[SourceDocument | Failure]:
+def _external_target(fs, root: str, path: str) -> str | None:
+    """The target of PATH when it is a local symlink pointing outside ROOT, else None."""
+    if "file" not in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)):
+        return None  # object stores have no symlinks
+    if not os.path.islink(path):
+        return None
+    target, base = os.path.realpath(path), os.path.realpath(root)
+    return None if os.path.commonpath([target, base]) == base else target
+
+
+def _from_folder(
+    fs, root: str, corpus: str, skipped: list[Skipped] | None
+) -> Iterator[SourceDocument | Failure]:
+    """The folder's .txt/.md files; with SKIPPED (a list to fill), symlinks out of the
+    folder are reported there instead of being read."""
     root = root.rstrip("/")
     paths = sorted(p for p in fs.find(root) if p.lower().endswith(TEXT_SUFFIXES))
     if not paths:
@@ -143,6 +193,11 @@ def _from_folder(fs, root: str, corpus: str) -> Iterator[SourceDocument | Failur
     prefix = corpus.rstrip("/")
     for path in paths:
         rel = path[len(root) + 1 :]
+        target = _external_target(fs, root, path) if skipped is not None else None
+        if target is not None:
+            skipped.append(Skipped(rel, f"symlink to {target}, outside the corpus folder: "
+                                        "skipped (pipeline.allow_external_symlinks)"))
+            continue
         yield _read_file(fs, path, doc_id=rel, source=f"{prefix}/{rel}")
 
 

@@ -89,8 +89,10 @@ def _resolve_model(model: str | None) -> tuple[str, str]:
 
 
 @functools.lru_cache(maxsize=4)
-def load_model(model: str, device: str) -> tuple[Any, Any]:
-    """(fast tokenizer, eval-mode model on `device`), loaded once per (model, device)."""
+def load_model(model: str, device: str, content: str | None = None) -> tuple[Any, Any]:
+    """(fast tokenizer, eval-mode model on `device`), loaded once per (model, device,
+    content): `content` (the folder's content hash) only keys the cache, so a folder
+    written again (fine-tuned into the same path) is loaded again."""
     from transformers import AutoModel, AutoTokenizer
 
     local = Path(model).is_dir()
@@ -223,6 +225,14 @@ class Encoder:
         return self._model_id
 
     @property
+    def model_sha256(self) -> str | None:
+        """The model's content identity (`sproutrag.modelid`): a hash of its config,
+        tokenizer and weight files, so a folder fine-tuned again is another model."""
+        from sproutrag.modelid import model_sha256
+
+        return model_sha256(self._path)
+
+    @property
     def model_path(self) -> str:
         """What is loaded: a local folder (the packaged weights by default) or a hub name."""
         return self._path
@@ -268,6 +278,7 @@ class Encoder:
         """Every setting that changes embeddings or relations (for the index fingerprint)."""
         return {
             "encoder": self.model_id,
+            "encoder_sha256": self.model_sha256,
             "embedding_mode": self.embedding_mode,
             "window_tokens": self.window_tokens,
             "window_stride": self.window_stride,
@@ -276,7 +287,7 @@ class Encoder:
         }
 
     def _load(self) -> tuple[Any, Any]:
-        tok, net = load_model(self._path, self.device)
+        tok, net = load_model(self._path, self.device, self.model_sha256)
         limit = int(net.config.max_position_embeddings)
         if max(self.window_tokens, self.chunk_max_tokens) > limit:
             raise ValueError(

@@ -117,6 +117,13 @@ def _cache_key(docs: Sequence[dict[str, Any]], encoder: Any, chunking: dict[str,
     return h.hexdigest()[:16]
 
 
+def feature_path(cache_dir: str | Path, docs: Sequence[dict[str, Any]], encoder: Any,
+                 chunking: dict[str, Any]) -> Path:
+    """The cache file of these documents' features (keyed by the corpus, the encoder's
+    content identity and settings, and the chunking)."""
+    return Path(cache_dir) / f"features-{_cache_key(docs, encoder, chunking)}.npz"
+
+
 def featurize_corpus(
     docs: Sequence[dict[str, Any]],
     encoder: Any,
@@ -128,7 +135,7 @@ def featurize_corpus(
     """Features of every document (chunked with `chunking` kwargs), cached as one npz."""
     path = None
     if cache_dir is not None:
-        path = Path(cache_dir) / f"features-{_cache_key(docs, encoder, chunking)}.npz"
+        path = feature_path(cache_dir, docs, encoder, chunking)
         if path.is_file():
             return load_features(path)
     t0, out = time.perf_counter(), {}
@@ -521,6 +528,8 @@ def evaluate_corpus(
         "docs": str(docs_path), "queries": str(queries_path), "n_docs": len(feats),
         "n_queries": len(queries), "ks": list(ks), "chunking": chunking,
         "encoder": {k: v for k, v in encoder.fingerprint_fields().items() if k != "weights"},
+        "features": None if cache_dir is None else str(
+            feature_path(cache_dir, docs, encoder, chunking)),
         "seconds": {"featurize": round(t1 - t0, 1),
                     "search_and_score": round(time.perf_counter() - t1, 1)},
     }

@@ -21,7 +21,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,10 +47,26 @@ def tokenize(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class LeafTerms:
-    """Term counts of one document's leaves (computed once per document, then cached)."""
+    """Term counts of one document's leaves (computed once per document, then cached),
+    with an inverted index so a query costs only the leaves that hold its terms."""
 
     counts: tuple[Counter, ...]
     lengths: np.ndarray  # float64 (n,): tokens per leaf
+    postings: dict[str, tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )  # term -> (leaf ids, counts)
+
+    def __post_init__(self) -> None:
+        if self.postings:
+            return
+        rows: dict[str, tuple[list[int], list[int]]] = {}
+        for leaf, c in enumerate(self.counts):
+            for term, tf in c.items():
+                ids, tfs = rows.setdefault(term, ([], []))
+                ids.append(leaf)
+                tfs.append(tf)
+        self.postings.update({t: (np.asarray(i, np.int64), np.asarray(f, np.float64))
+                              for t, (i, f) in rows.items()})
 
     @classmethod
     def of(cls, texts: Sequence[str], contexts: Sequence[str] | None = None) -> LeafTerms:
@@ -73,7 +89,12 @@ class LeafTerms:
         return cls.of([text[s:e] for s, e in spans], section_headings(text, spans))
 
     def tf(self, term: str) -> np.ndarray:
-        return np.asarray([c.get(term, 0) for c in self.counts], dtype=np.float64)
+        """Count of `term` in each leaf (float64 (n,))."""
+        out = np.zeros(len(self.counts), dtype=np.float64)
+        if term in self.postings:
+            ids, tfs = self.postings[term]
+            out[ids] = tfs
+        return out
 
 
 def _idf(df: int, n: int) -> float:

@@ -64,6 +64,7 @@ class RunSummary:
     timings: dict[str, float] = field(default_factory=dict)
     status: str = "running"
     message: str | None = None  # why it failed or stopped; notes (held-back deletions)
+    flow_run_id: str | None = None  # the Prefect flow run, when there is one
 
     def add_time(self, stage: str, seconds: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + seconds
@@ -124,7 +125,7 @@ class RunSummary:
             "failures_json": json.dumps([f.to_dict() for f in self.failures]),
             "timings_json": json.dumps({k: round(v, 3) for k, v in self.timings.items()}),
             "seconds": round(self.seconds, 3), "index_fingerprint": self.fingerprint,
-            "status": self.status, "message": self.message,
+            "status": self.status, "message": self.message, "flow_run_id": self.flow_run_id,
         }
 
     def to_text(self) -> str:

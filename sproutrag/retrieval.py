@@ -13,16 +13,27 @@ over leaves only, same encoder, same tables.
 Only the current tree of each document is read: the `nodes` rows whose (doc_id, tree_id)
 a `documents` row names. While an index run writes (or after it was killed) `nodes` can
 also hold a document's next or previous tree; those rows are never used.
+
+The search parameters default to those the database was indexed with (its
+`index_settings` table, `sproutrag.index_info`); a `weights` file given instead must have
+the database's alpha, and an encoder whose content differs from the indexing one is
+refused. Both checks are made again whenever the tables change, so a long-lived
+Retriever follows re-index runs. Trees and their term counts are cached by tree id in
+one LRU of `cache_bytes`.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from sproutrag.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
+from sproutrag.index_info import read_index_infos, search_defaults
 from sproutrag.lexical import LeafTerms
 from sproutrag.search import Reranker, SearchParams, Selected, cosine_rerank, search_trees
 from sproutrag.store import (
@@ -56,6 +67,20 @@ class Hit:
         }
 
 
+#: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
+CACHE_BYTES = 512 * 2**20
+
+
+def _check_number(name: str, value: float | None, *, minimum: float | None = None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(
+        value
+    ) or (minimum is not None and value < minimum):
+        bound = f" >= {minimum:g}" if minimum is not None else ""
+        raise QueryError(f"{name} must be a finite number{bound}, got {value!r}")
+
+
 class Retriever:
     """Search a database built by `sproutrag index`; trees are cached by tree id."""
 
@@ -64,6 +89,7 @@ class Retriever:
         db: str,
         *,
         encoder: Any = None,
+        weights: Any = None,
         beam_width: int = 5,
         threshold: float | None = None,
         margin: float | None | str = "trained",
@@ -72,13 +98,18 @@ class Retriever:
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
+        cache_bytes: int = CACHE_BYTES,
     ) -> None:
+        _check_number("threshold", threshold)
+        _check_number("lexical_weight", lexical_weight, minimum=0)
+        if margin != "trained":
+            _check_number("margin", margin, minimum=0)
+        if isinstance(beam_width, bool) or not isinstance(beam_width, numbers.Integral) or (
+            beam_width < 1
+        ):
+            raise QueryError(f"beam_width must be an integer >= 1, got {beam_width!r}")
         self.store = Store.open_existing(db, storage_options=storage_options)
-        if encoder is None:
-            from sproutrag.encoding import Encoder
-            from sproutrag.weights import load_default_weights
-
-            encoder = Encoder(weights=load_default_weights(None))
+        encoder = encoder if encoder is not None else self._database_encoder()
         if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
             raise StaleIndexError(
                 f"database {db!r} was built with encoder {self.store.encoder_id!r} "
@@ -86,25 +117,77 @@ class Retriever:
                 f"query uses {encoder.model_id!r} (dim {encoder.dim}): query with the "
                 "encoder the database was built with (settings encoding.model)"
             )
-        self.encoder = encoder
+        self.encoder, self.weights = encoder, weights
         self.beam_width, self.n_docs, self.reranker = beam_width, n_docs, reranker
-        w = encoder.weights
-        self.flat_threshold = threshold  # flat mode: no cut unless one is given
-        self.threshold = w.delta if threshold is None else threshold
-        self.margin = w.margin if margin == "trained" else margin
-        self.lexical_weight = w.lexical_weight if lexical_weight is None else lexical_weight
-        self.params = SearchParams(
-            beam_width=beam_width, threshold=self.threshold, margin=self.margin,
-            lexical_weight=self.lexical_weight, size_penalty=w.size_penalty,
-            seed_leaves=w.seed_leaves,
-        )
-        self._trees: dict[tuple[str, str], StoredTree] = {}
-        self._terms: dict[tuple[str, str], LeafTerms] = {}
+        self._overrides = (threshold, margin, lexical_weight)
+        self._cache = LRUCache(cache_bytes)  # ("tree" | "terms", doc_id, tree_id) -> value
         # First stage in memory: (table versions, doc id per row, unit row vectors) while
         # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
         self.memory_rows = memory_rows
         self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
-        self._doc_trees: tuple[int, dict[str, str], int] | None = None
+        self._doc_trees: tuple[int, dict[str, str], int, frozenset[str]] | None = None
+        self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
+        self._pinning, self._pin = False, None  # during a search: one `documents` read
+        self._resolve()  # refuses a mismatched encoder or weights file now
+
+    def _database_encoder(self) -> Any:
+        """The encoder the database names (model, query truncation), packaged weights."""
+        from sproutrag.encoding import Encoder
+        from sproutrag.index_info import latest
+        from sproutrag.weights import load_default_weights
+
+        info = latest(read_index_infos(self.store))
+        fields = info.encoding() if info is not None else {}
+        return Encoder(self.store.encoder_id, weights=load_default_weights(None),
+                       chunk_max_tokens=fields.get("chunk_max_tokens", 256))
+
+    def _resolve(self) -> tuple[SearchParams, Any]:
+        """(search parameters, their defaults) for the tables as they are now: the
+        database's index settings (or WEIGHTS, or the encoder's), then the overrides."""
+        version, _, _, fingerprints = self._current()
+        tbl = self.store.table("index_settings")
+        key = (version, tbl.version if tbl is not None else -1)
+        if self._settings is None or self._settings[0] != key:
+            infos = read_index_infos(self.store, fingerprints) if tbl is not None else {}
+            base = search_defaults(infos, encoder=self.encoder, weights=self.weights,
+                                   uri=self.store.uri)
+            threshold, margin, lexical = self._overrides
+            params = SearchParams(
+                beam_width=self.beam_width,
+                threshold=base.delta if threshold is None else threshold,
+                margin=base.margin if margin == "trained" else margin,
+                lexical_weight=base.lexical_weight if lexical is None else lexical,
+                size_penalty=base.size_penalty, seed_leaves=base.seed_leaves,
+            )
+            self._settings = (key, params, base)
+        return self._settings[1], self._settings[2]
+
+    @property
+    def params(self) -> SearchParams:
+        """The tree search's parameters now (see `_resolve`)."""
+        return self._resolve()[0]
+
+    @property
+    def defaults(self) -> Any:
+        """Where the defaults came from (`sproutrag.index_info.SearchDefaults`)."""
+        return self._resolve()[1]
+
+    @property
+    def threshold(self) -> float:
+        return self.params.threshold
+
+    @property
+    def margin(self) -> float | None:
+        return self.params.margin
+
+    @property
+    def lexical_weight(self) -> float:
+        return self.params.lexical_weight
+
+    @property
+    def flat_threshold(self) -> float | None:
+        """Flat mode cuts only at an explicit threshold."""
+        return self._overrides[0]
 
     def _fingerprints(self) -> str:
         """The index fingerprints of the stored documents, for error messages."""
@@ -124,18 +207,24 @@ class Retriever:
         found = set(rows.to_arrow().column("doc_id").to_pylist())
         return [d for d in dict.fromkeys(doc_ids) if d in found]
 
-    def _current(self) -> tuple[int, dict[str, str], int]:
-        """(documents version, doc_id -> current tree_id, rows of the current trees),
-        read once per version of the `documents` table."""
+    def _current(self) -> tuple[int, dict[str, str], int, frozenset[str]]:
+        """(documents version, doc_id -> current tree_id, rows of the current trees,
+        index fingerprints), read once per version of the `documents` table (and its
+        version looked up once per search)."""
+        if self._pin is not None:
+            return self._pin
         tbl = self.store.table("documents")
         if tbl is None:  # the first run was killed before its first documents commit
-            return (-1, {}, 0)
+            return (-1, {}, 0, frozenset())
         version = tbl.version
         if self._doc_trees is None or self._doc_trees[0] != version:
-            cols = ["doc_id", "tree_id", "n_chunks"]
+            cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
             data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
             rows = sum(2 * n - 1 for n in data["n_chunks"])
-            self._doc_trees = (version, dict(zip(data["doc_id"], data["tree_id"])), rows)
+            self._doc_trees = (version, dict(zip(data["doc_id"], data["tree_id"])), rows,
+                               frozenset(data["index_fingerprint"]))
+        if self._pinning:
+            self._pin = self._doc_trees
         return self._doc_trees
 
     def _tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
@@ -151,7 +240,7 @@ class Retriever:
         """(doc id per current node row, L2-normalised vectors), or (None, None) past
         memory_rows."""
         tbl = self.store.table("nodes")
-        doc_version, current, _ = self._current()
+        doc_version, current, _, _ = self._current()
         versions = (tbl.version, doc_version)
         if self._matrix is None or self._matrix[0] != versions:
             if tbl.count_rows() > self.memory_rows:
@@ -172,10 +261,13 @@ class Retriever:
         return self._matrix[1], self._matrix[2]
 
     def tree(self, doc_id: str, tree_id: str) -> StoredTree:
-        key = (doc_id, tree_id)
-        if key not in self._trees:
-            self._trees[key] = self.store.load_tree(doc_id, tree_id)
-        return self._trees[key]
+        """The tree TREE_ID of DOC_ID (tree ids are fresh for every stored version)."""
+        key = ("tree", doc_id, tree_id)
+        found = self._cache.get(key)
+        if found is None:
+            found = self.store.load_tree(doc_id, tree_id)
+            self._cache.put(key, found, stored_tree_nbytes(found))
+        return found
 
     def _load_trees(self, docs: Sequence[str]) -> dict[str, tuple[str, StoredTree]]:
         """doc_id -> (tree_id, current tree) of DOCS. A tree an index run replaced (and
@@ -184,22 +276,24 @@ class Retriever:
         try:
             return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
         except KeyError:
-            self._doc_trees = None
+            self._doc_trees, self._pin = None, None
             return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
 
     def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
         """Term counts of a tree's leaves with their section headings (lexical scores),
         cached like the tree. Should the document be replaced meanwhile, the leaves are
         counted without headings for this query."""
-        key = (doc_id, tree_id)
-        if key not in self._terms:
+        key = ("terms", doc_id, tree_id)
+        found = self._cache.get(key)
+        if found is None:
             st = self.tree(doc_id, tree_id)
             try:
                 text = self.store.document_text(doc_id, tree_id)
             except KeyError:
                 return LeafTerms.of(st.texts)
-            self._terms[key] = LeafTerms.of_document(text, st.spans.tolist())
-        return self._terms[key]
+            found = LeafTerms.of_document(text, st.spans.tolist())
+            self._cache.put(key, found, leaf_terms_nbytes(found))
+        return found
 
     def _nearest_nodes(
         self, qvec: np.ndarray, limit: int, where: str | None
@@ -245,8 +339,8 @@ class Retriever:
         """Rank evidence for `query`; at most k evidence units over all hits."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query is empty: give a question or statement to search for")
-        if k < 1:
-            raise QueryError(f"k must be >= 1, got {k}")
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise QueryError(f"k must be an integer >= 1, got {k!r}")
         if doc_ids is not None:
             known = self.known_doc_ids(list(doc_ids))
             if not known:
@@ -265,11 +359,16 @@ class Retriever:
         mode: Mode = "tree",
     ) -> list[Hit]:
         """`search` with the query already encoded (doc_ids already checked)."""
-        if mode == "flat":
-            return self._flat(qvec, k, doc_ids)
-        if mode != "tree":
+        if mode not in ("tree", "flat"):
             raise QueryError(f"mode must be 'tree' or 'flat', got {mode!r}")
-        return self._tree(query, qvec, k, self.choose_documents(qvec, doc_ids))
+        self._pinning, self._pin = True, None  # read `documents` once for this query
+        try:
+            params, _ = self._resolve()  # re-checks the encoder if the tables changed
+            if mode == "flat":
+                return self._flat(qvec, k, doc_ids)
+            return self._tree(query, qvec, k, self.choose_documents(qvec, doc_ids), params)
+        finally:
+            self._pinning, self._pin = False, None
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
         where = "left = -1"
@@ -288,13 +387,14 @@ class Retriever:
             hits = [h for h in hits if h.score >= self.flat_threshold]
         return hits
 
-    def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str]) -> list[Hit]:
+    def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
+              params: SearchParams) -> list[Hit]:
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
-                   if self.params.lexical_weight > 0 else None)
+                   if params.lexical_weight > 0 else None)
         chosen = search_trees(
-            {d: s.tree for d, s in stored.items()}, qvec, k=k, params=self.params, query=query,
+            {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
             lexical=lexical, reranker=self.reranker,
             node_text=lambda d, n: _node_text(stored[d], n),
         )
@@ -312,24 +412,3 @@ def _hit(st: StoredTree, sel: Selected) -> Hit:
 
 
 __all__ = ["Hit", "QueryError", "Retriever", "sql_quote"]
-
-
-def run_queries(
-    retriever: Retriever,
-    queries: Sequence[dict[str, Any]],
-    *,
-    k: int = 5,
-    mode: Mode = "tree",
-) -> list[dict[str, Any]]:
-    """Run a batch of `{qid, query, doc_ids?}`; a query that cannot run gets `error`."""
-    out = []
-    for n, q in enumerate(queries, start=1):
-        qid = q.get("qid", f"line-{n}") if isinstance(q, dict) else f"line-{n}"
-        try:
-            if not isinstance(q, dict):
-                raise QueryError("a query line must be a JSON object {qid, query, doc_ids?}")
-            hits = retriever.search(q.get("query", ""), k=k, doc_ids=q.get("doc_ids"), mode=mode)
-            out.append({"qid": qid, "results": [h.to_dict() for h in hits]})
-        except (QueryError, ValueError, KeyError) as exc:
-            out.append({"qid": qid, "results": [], "error": str(exc)})
-    return out

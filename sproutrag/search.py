@@ -203,13 +203,20 @@ def _with_seeds(
     found: list[tuple[str, Tree, np.ndarray]], scores: dict[str, NodeScores],
     threshold: float, k: int,
 ) -> list[tuple[str, Tree, np.ndarray]]:
-    """Add the k best leaves (by rank score, cosine >= threshold) over all trees."""
-    leaves = [(float(scores[d].rank[u]), d, u) for d, t, _ in found for u in range(t.n)
-              if scores[d].cosine[u] >= threshold]
-    top: dict[str, list[int]] = {}
-    for _, d, u in sorted(leaves, key=lambda r: (-r[0], r[1], r[2]))[:k]:
-        top.setdefault(d, []).append(u)
-    return [(d, t, np.union1d(x, np.asarray(top.get(d, []), dtype=x.dtype)).astype(np.int64))
+    """Add the k best leaves (by rank score, cosine >= threshold) over all trees; ties go
+    to the smaller (doc_id, leaf)."""
+    order = {d: r for r, d in enumerate(sorted(d for d, _, _ in found))}
+    rank, doc, leaf = [], [], []
+    for d, t, _ in found:
+        keep = np.flatnonzero(scores[d].cosine[: t.n] >= threshold)
+        rank.append(scores[d].rank[keep])
+        doc.append(np.full(len(keep), order[d]))
+        leaf.append(keep)
+    if not rank:
+        return found
+    rank, doc, leaf = (np.concatenate(x) for x in (rank, doc, leaf))
+    best = np.lexsort((leaf, doc, -rank))[:k]
+    return [(d, t, np.union1d(x, leaf[best][doc[best] == order[d]]).astype(np.int64))
             for d, t, x in found]
 
 

@@ -156,6 +156,8 @@ class Store:
             "documents": tables.DOCUMENTS,
             "nodes": tables.nodes_schema(dim),
             "runs": tables.RUNS,
+            "results": tables.RESULTS,
+            "index_settings": tables.INDEX_SETTINGS,
         }
 
     @classmethod
@@ -361,6 +363,10 @@ class Store:
             .when_matched_update_all().when_not_matched_insert_all()
             .execute(pa.Table.from_pylist([row], schema=tables.RUNS))
         )
+
+    def add_results(self, rows: pa.Table) -> None:
+        """Append rows to the `results` table (created with the schema metadata)."""
+        self.table("results", create=True).add(rows)
 
     def document_text(self, doc_id: str, tree_id: str) -> str:
         """The text of a document whose current tree is `tree_id` (KeyError otherwise)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import threading
 from pathlib import Path
@@ -32,6 +33,26 @@ def _encoder(encoding_json: str):
 
 _ENCODE_LOCK = threading.Lock()
 
+#: OSErrors that another attempt cannot fix (missing, forbidden, read-only, disk full).
+_PERMANENT_ERRNOS = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS,
+                               errno.ENOSPC, errno.EDQUOT, errno.EISDIR, errno.ENOTDIR})
+
+
+def retry_transient(task, task_run, state) -> bool:  # Prefect passes all three
+    """Prefect `retry_condition_fn`: retry only errors that another attempt may pass
+    (a dropped connection, a timeout), not a missing corpus, a bad setting, a read-only
+    database or a full disk."""
+    from sproutrag.errors import os_errno
+
+    exc = state.data if isinstance(getattr(state, "data", None), BaseException) else None
+    if exc is None:
+        return True
+    if isinstance(exc, ValueError | LookupError | TypeError | FileNotFoundError
+                  | PermissionError | IsADirectoryError | NotADirectoryError):
+        return False  # a missing corpus, bad input or settings: the same next time
+    code = os_errno(exc)
+    return code is None or code not in _PERMANENT_ERRNOS
+
 
 def encode_lock() -> threading.Lock:
     """One encode at a time per process.
@@ -49,8 +70,13 @@ def encoder_for(settings: Settings):
     return _encoder(settings.encoding.model_dump_json())
 
 
+def index_fields(settings: Settings) -> dict:
+    """Everything that changes the stored trees and vectors (no storage settings)."""
+    return {**encoder_for(settings).fingerprint_fields(), **settings.tree_fields()}
+
+
 def index_fingerprint(settings: Settings) -> str:
-    return fingerprint({**encoder_for(settings).fingerprint_fields(), **settings.tree_fields()})
+    return fingerprint(index_fields(settings))
 
 
 def filesystem(url: str | Path, settings: Settings | None = None):
@@ -87,3 +113,7 @@ def open_store(db: str, settings: Settings):
         db, encoder_id=enc.model_id, dim=enc.dim,
         storage_options=settings.storage.lance_options(db),
     )
+
+
+#: Retries of the I/O tasks: two, after 2 s and 10 s, only for errors that may pass.
+IO_RETRIES = {"retries": 2, "retry_delay_seconds": [2, 10], "retry_condition_fn": retry_transient}

@@ -1,4 +1,4 @@
-"""discover: list the corpus and diff it with the database."""
+"""discover: check and list the corpus, and diff it with the database."""
 
 from __future__ import annotations
 
@@ -6,17 +6,23 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.corpus import Failure, SourceDocument, discover
+from sproutrag.corpus import Discovery, Failure, SourceDocument, check_corpus, discover
 from sproutrag.indexing import Plan, plan_changes
-from tasks.common import open_store
+from tasks.common import IO_RETRIES, open_store
 
 
-@task(name="discover", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
-def discover_corpus(
-    corpus: str, settings: Settings | None = None
-) -> tuple[list[SourceDocument], list[Failure]]:
+@task(name="check_corpus", cache_policy=NO_CACHE, **IO_RETRIES)
+def check_corpus_exists(corpus: str, settings: Settings | None = None) -> None:
+    """Fail fast (before the database is touched) when the corpus does not exist."""
     opts = settings.storage.fsspec_options(corpus) if settings is not None else None
-    return discover(corpus, storage_options=opts)
+    check_corpus(corpus, storage_options=opts)
+
+
+@task(name="discover", cache_policy=NO_CACHE, **IO_RETRIES)
+def discover_corpus(corpus: str, settings: Settings | None = None) -> Discovery:
+    opts = settings.storage.fsspec_options(corpus) if settings is not None else None
+    allow = settings.pipeline.allow_external_symlinks if settings is not None else False
+    return discover(corpus, storage_options=opts, allow_external_symlinks=allow)
 
 
 @task(name="diff", cache_policy=NO_CACHE)

@@ -14,33 +14,39 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas import tables
 from schemas.settings import Settings, is_s3
-from sproutrag.retrieval import Retriever, run_queries
-from tasks.common import encoder_for, filesystem, read_parquet
+from sproutrag.queries import Entry, parse_lines, run_queries
+from sproutrag.reading import reader_settings, reader_weights
+from sproutrag.retrieval import Retriever
+from sproutrag.store import Store
+from tasks.common import IO_RETRIES, encoder_for, filesystem, read_parquet
 
 
-@task(name="read_queries", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
-def read_queries(path: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+@task(name="read_queries", cache_policy=NO_CACHE, **IO_RETRIES)
+def read_queries(path: str, settings: Settings | None = None) -> list[Entry]:
+    """The batch's entries; a line that is not JSON is an entry with its error."""
     if path.endswith(".parquet"):
-        return read_parquet(path, settings).to_pylist()
+        rows = read_parquet(path, settings).to_pylist()
+        return [Entry(n, row) for n, row in enumerate(rows, start=1)]
     fs, where = filesystem(path, settings)
-    with fs.open(where, "r", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    with fs.open(where, "rb") as fh:
+        return parse_lines(fh)
 
 
 @task(name="search", cache_policy=NO_CACHE)
 def search_queries(
-    queries: list[dict[str, Any]], db: str, *, k: int, mode: str, beam: int,
-    settings: Settings | None = None,
+    queries: list[Entry], db: str, *, k: int, mode: str, beam: int, settings: Settings,
 ) -> list[dict[str, Any]]:
-    opts = settings.storage.lance_options(db) if settings is not None else None
-    encoder = encoder_for(settings) if settings is not None else None
-    retriever = Retriever(db, encoder=encoder, beam_width=beam, storage_options=opts)
+    reader = reader_settings(db, settings)
+    retriever = Retriever(db, encoder=encoder_for(reader), weights=reader_weights(settings),
+                          beam_width=beam, storage_options=settings.storage.lance_options(db))
     return run_queries(retriever, queries, k=k, mode=mode)
 
 
-def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int, mode: str) -> pa.Table:
+def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int, mode: str,
+                flow_run_id: str | None = None) -> pa.Table:
     now, out = datetime.now(UTC), []
-    base = {"run_id": run_id, "mode": mode, "k": k, "created_at": now}
+    base = {"run_id": run_id, "mode": mode, "k": k, "created_at": now,
+            "flow_run_id": flow_run_id}
     for row in rows:
         if "error" in row:
             out.append({**base, "qid": row["qid"], "rank": 0, "error": row["error"]})
@@ -49,25 +55,19 @@ def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int, mode: str) -
     return pa.Table.from_pylist(out, schema=tables.RESULTS)
 
 
-@task(name="write_results", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="write_results", cache_policy=NO_CACHE, **IO_RETRIES)
 def write_results(
     rows: list[dict[str, Any]], db: str, out: str, *, k: int, mode: str,
-    settings: Settings | None = None,
+    settings: Settings, flow_run_id: str | None = None,
 ) -> str:
-    import lancedb
-
+    """Write OUT (JSONL) and append to `results`; returns the query run's id."""
     run_id = uuid.uuid4().hex[:12]
+    table = result_rows(rows, run_id=run_id, k=k, mode=mode, flow_run_id=flow_run_id)
     fs, where = filesystem(out, settings)
     if not is_s3(out):
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     with fs.open(where, "w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    opts = settings.storage.lance_options(db) if settings is not None else None
-    conn = lancedb.connect(db, storage_options=opts)
-    table = result_rows(rows, run_id=run_id, k=k, mode=mode)
-    if "results" in conn.list_tables().tables:
-        conn.open_table("results").add(table)
-    else:
-        conn.create_table("results", data=table, schema=tables.RESULTS)
+    Store.open_existing(db, storage_options=settings.storage.lance_options(db)).add_results(table)
     return run_id

@@ -9,27 +9,37 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
+from sproutrag.index_info import IndexInfo, record_index_info
 from sproutrag.migrate import migrate
 from sproutrag.store import IndexedDocument
-from tasks.common import open_store
+from tasks.common import IO_RETRIES, encoder_for, index_fields, open_store
 
 
-@task(name="store", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="store", cache_policy=NO_CACHE, **IO_RETRIES)
 def store_batch(items: list[IndexedDocument], db: str, settings: Settings, fingerprint: str) -> int:
     return open_store(db, settings).write(items, fingerprint)
 
 
-@task(name="delete", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="delete", cache_policy=NO_CACHE, **IO_RETRIES)
 def delete_documents(doc_ids: list[str], db: str, settings: Settings) -> None:
     open_store(db, settings).delete(doc_ids)
 
 
-@task(name="start_run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="start_run", cache_policy=NO_CACHE, **IO_RETRIES)
 def start_run(row: dict[str, Any], db: str, settings: Settings) -> None:
     open_store(db, settings).start_run(row)
 
 
-@task(name="record_run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="record_index_settings", cache_policy=NO_CACHE, **IO_RETRIES)
+def record_index_settings(db: str, settings: Settings, fingerprint: str, run_id: str) -> bool:
+    """Record how this run indexes (encoder, alpha, query-time defaults) in
+    `index_settings`, before any document is written; returns whether a row changed."""
+    info = IndexInfo.build(fingerprint=fingerprint, encoder=encoder_for(settings),
+                           fields=index_fields(settings), run_id=run_id)
+    return record_index_info(open_store(db, settings), info)
+
+
+@task(name="record_run", cache_policy=NO_CACHE, **IO_RETRIES)
 def record_run(row: dict[str, Any], db: str, settings: Settings) -> None:
     open_store(db, settings).finish_run(row)
 
@@ -40,13 +50,13 @@ def migrate_database(db: str, settings: Settings) -> list[str]:
     return migrate(db, storage_options=settings.storage.lance_options(db))
 
 
-@task(name="collect_garbage", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="collect_garbage", cache_policy=NO_CACHE, **IO_RETRIES)
 def collect_garbage(db: str, settings: Settings) -> int:
     """Remove the nodes no documents row names (left by an interrupted run)."""
     return open_store(db, settings).collect_garbage()
 
 
-@task(name="maintain", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="maintain", cache_policy=NO_CACHE, **IO_RETRIES)
 def maintain_tables(db: str, settings: Settings) -> dict[str, int]:
     """Compact the tables that need it and drop versions past the retention period."""
     pipeline = settings.pipeline

@@ -7,14 +7,14 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
 from sproutrag.workdir import create_run_dir, leftover_run_dirs, remove_run_dir, run_dir_name
-from tasks.common import filesystem
+from tasks.common import IO_RETRIES, filesystem
 
 
 def work_base(db: str, settings: Settings) -> str:
     return (settings.pipeline.work_dir or f"{db.rstrip('/')}/_work").rstrip("/")
 
 
-@task(name="open_work_dir", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="open_work_dir", cache_policy=NO_CACHE, **IO_RETRIES)
 def open_work_dir(db: str, settings: Settings, run_id: str) -> tuple[str, int]:
     """Create this run's folder; remove the folders killed runs of DB left. Returns
     (the folder as a path or s3:// URL, how many leftovers were removed)."""
@@ -26,7 +26,7 @@ def open_work_dir(db: str, settings: Settings, run_id: str) -> tuple[str, int]:
     return f"{base}/{run_dir_name(run_id)}", removed
 
 
-@task(name="close_work_dir", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="close_work_dir", cache_policy=NO_CACHE, **IO_RETRIES)
 def close_work_dir(path: str, db: str, settings: Settings) -> None:
     fs, where = filesystem(path, settings)
     remove_run_dir(fs, where, db=db)

@@ -25,3 +25,59 @@ def test_index_train_evaluate_forms_parse():
     train = parse(["train", "--docs", "D.jsonl", "--queries", "Q.jsonl", "--out", "M"])
     assert not train.finetune_encoder and not train.learn_margin
     assert parse(["evaluate", "--docs", "D", "--queries", "Q", "--k", "1", "3", "5"]).k == [1, 3, 5]
+
+
+def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatch):
+    """Refused at parse time or by the preflight: no Prefect, no model (exit 2)."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from sproutrag.cli import main
+    from tests.conftest import ROOT
+
+    for argv in (["query", "--db", "DB", "q", "--k", "0"],
+                 ["query", "--db", "DB", "q", "--threshold", "nan"],
+                 ["query", "--db", "DB", "q", "--lexical-weight", "-1"],
+                 ["query", "--db", "DB", "q", "--margin", "inf"],
+                 ["query", "--db", "DB", "q", "--beam", "0"],
+                 ["evaluate", "--docs", "D", "--queries", "Q", "--k", "1", "0"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2, argv
+    assert "argument --k: must be >= 1" in capsys.readouterr().err
+    assert main(["query", "--db", "DB"]) == 2  # neither a question nor --queries
+    assert main(["query", "--db", "DB", "--queries", str(tmp_path / "none.jsonl"),
+                 "--out", "o"]) == 2
+    monkeypatch.setenv("SPROUTRAG_ENCODING__MODEL", str(tmp_path / "no-model"))
+    assert main(["query", "--db", "DB", "q"]) == 2
+    err = capsys.readouterr().err
+    assert "encoding.model: no model folder" in err and "Traceback" not in err
+    monkeypatch.delenv("SPROUTRAG_ENCODING__MODEL")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pipeline: {batch_docs: 0}\n", encoding="utf-8")
+    assert main(["index", str(tmp_path), "--db", str(tmp_path / "db"), "--config",
+                 str(bad)]) == 2
+    assert "pipeline.batch_docs" in capsys.readouterr().err
+    assert not (tmp_path / "db").exists()
+    # In a fresh process: refused without importing torch, Prefect or LanceDB.
+    probe = (
+        "import sys\nfrom sproutrag.cli import main\n"
+        f"assert main(['index', {str(tmp_path)!r}, '--db', 'x', '--config', {str(bad)!r}]) == 2\n"
+        "print(sorted(m for m in ('torch', 'prefect', 'lancedb', 'transformers') "
+        "if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_missing_corpus_fails_fast_without_creating_the_database(tmp_path, capsys):
+    from sproutrag.cli import main
+
+    db = tmp_path / "db"
+    assert main(["index", str(tmp_path / "nowhere"), "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert "corpus" in err and "does not exist" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1 and not db.exists()

@@ -43,3 +43,47 @@ def test_fingerprint_is_stable_and_sensitive():
     b = load_settings(tree={"parent_embedding": "mean_of_children"}).tree_fields()
     assert fingerprint(a) == fingerprint(dict(a))
     assert fingerprint(a) != fingerprint(b)
+
+
+def test_errors_name_the_variable_or_file_never_the_value(tmp_path, monkeypatch):
+    from schemas.settings import SettingsError
+
+    secret = "do-not-print-this-secret-9f2c"
+    monkeypatch.setenv("SPROUTRAG_PIPELINE__BATCH_DOCS", "many")
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert "environment variable SPROUTRAG_PIPELINE__BATCH_DOCS" in str(err.value)
+    assert "many" not in str(err.value) and "file" not in str(err.value)
+    monkeypatch.delenv("SPROUTRAG_PIPELINE__BATCH_DOCS")
+    # A misspelled secret field: named, with the valid names; its value never shown.
+    monkeypatch.setenv("SPROUTRAG_STORAGE__SECRET_KEY", secret)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    text = f"{err.value} {err.value!r} {err.value.__context__!r} {err.value.__cause__!r}"
+    assert "SPROUTRAG_STORAGE__SECRET_KEY" in text and "secret_access_key" in text
+    assert secret not in text
+    monkeypatch.delenv("SPROUTRAG_STORAGE__SECRET_KEY")
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(f"storage:\n  secret_key: {secret}\n", encoding="utf-8")
+    with pytest.raises(SettingsError) as err:
+        load_settings(cfg)
+    assert str(cfg) in str(err.value) and secret not in str(err.value)
+
+
+def test_misspelled_sections_and_broken_yaml_are_refused(tmp_path, monkeypatch):
+    from schemas.settings import SettingsError
+
+    monkeypatch.setenv("SPROUTRAG_PIPELNE__BATCH_DOCS", "4")  # silently ignored before
+    with pytest.raises(SettingsError, match="SPROUTRAG_PIPELNE__BATCH_DOCS: no such settings"):
+        load_settings()
+    monkeypatch.delenv("SPROUTRAG_PIPELNE__BATCH_DOCS")
+    monkeypatch.setenv("SPROUTRAG_CRASH_AT", "")  # a test hook, not a setting
+    assert load_settings().pipeline.batch_docs == 8
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("pipeline:\n  batch_docs: [1\n  work_dir: x\n", encoding="utf-8")
+    with pytest.raises(ConfigFileError, match=r"broken.yaml' is not valid YAML at line 3"):
+        load_settings(broken)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- pipeline\n", encoding="utf-8")
+    with pytest.raises(ConfigFileError, match="must be a mapping"):
+        load_settings(listed)

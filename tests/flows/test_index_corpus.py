@@ -22,7 +22,7 @@ def indexed(sample_index):
 
 def test_tables_match_the_design(indexed):
     db, row = indexed
-    docs, failures = discover(str(SAMPLE))
+    docs, failures = _pair(discover(str(SAMPLE)))
     assert failures == [] and row["n_failed"] == 0
     assert row["n_new"] == len(docs) >= 5
     store = Store.open_existing(db)
@@ -49,18 +49,29 @@ def test_tables_match_the_design(indexed):
     assert one.n == 1 and len(one.left) == 1
     meta = nodes.schema.metadata
     assert meta[b"sproutrag.encoder"] == b"sentence-transformers/all-MiniLM-L6-v2"
-    assert meta[b"sproutrag.dim"] == b"384" and meta[b"sproutrag.schema_version"] == b"2"
+    assert meta[b"sproutrag.dim"] == b"384" and meta[b"sproutrag.schema_version"] == b"3"
 
 
 def test_run_is_recorded_and_rerun_is_incremental(indexed):
     from flows.index_corpus import index_corpus
 
     db, first = indexed
+    settings_version = Store.open_existing(db).table("index_settings").version
     again = index_corpus(corpus=str(SAMPLE), db=db)
     assert again["n_unchanged"] == first["n_new"] and again["n_new"] == 0
     assert again["n_nodes"] == 0
-    runs = Store.open_existing(db).table("runs").to_arrow().to_pylist()
+    store = Store.open_existing(db)
+    assert store.table("index_settings").version == settings_version  # nothing changed
+    runs = store.table("runs").to_arrow().to_pylist()
     assert len(runs) == 2
+    # Each row names its Prefect flow run (a downstream job can tie rows to runs).
+    assert all(r["flow_run_id"] for r in runs) and runs[0]["flow_run_id"] != runs[1][
+        "flow_run_id"]
     timings = json.loads(runs[0]["timings_json"])
     assert {"discover", "chunk", "encode", "build_trees", "store"} <= set(timings)
     assert runs[0]["n_chars"] > 50_000 and runs[0]["n_chunks"] > 0
+
+
+def _pair(found):
+    """(documents, failures) of a `Discovery`."""
+    return found.docs, found.failures

@@ -82,7 +82,8 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
 
     from flows.index_corpus import index_corpus
     from flows.query_corpus import query_corpus
-    from sproutrag.retrieval import Retriever, run_queries
+    from sproutrag.queries import run_queries
+    from sproutrag.retrieval import Retriever
     from sproutrag.store import Store
 
     # Credentials as secret settings (the environment's AWS_* work the same way).
@@ -138,3 +139,84 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
     assert again["n_deleted"] == again["n_failed"] == 0
     runs = Store.open_existing(db, storage_options=options).table("runs").to_arrow()
     assert runs.num_rows == 2 and SECRET not in json.dumps(runs.to_pylist(), default=str)
+
+
+def _leaks(blobs: dict[str, bytes], secrets: list[str]) -> list[str]:
+    """Where any of SECRETS occurs in BLOBS (name -> bytes)."""
+    return [f"{s!r} in {name}" for name, data in blobs.items() for s in secrets
+            if s.encode() in data]
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.model
+def test_secrets_are_never_printed_logged_or_stored(
+    prefect_harness, s3, s3_endpoint, tmp_path, monkeypatch, capfd
+):
+    """An S3 run with credentials as settings, including a misspelled secret setting:
+    the secret values appear in nothing the CLI or the flows print, log or store: not
+    in stdout/stderr, the Prefect databases (flow runs, states, logs, artifacts), the
+    LanceDB tables or any object in the buckets."""
+    from prefect.settings import get_current_settings
+
+    from flows.index_corpus import index_corpus
+    from flows.query_corpus import query_corpus
+
+    token, typo = "sproutrag-session-token-never-logged", "sproutrag-misspelled-secret-value"
+    secrets = [SECRET, token, typo]
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                "PREFECT_API_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SPROUTRAG_STORAGE__ACCESS_KEY_ID", KEY_ID)
+    monkeypatch.setenv("SPROUTRAG_STORAGE__SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("SPROUTRAG_STORAGE__SESSION_TOKEN", token)
+    for name in SMALL_DOCS[:2]:
+        s3.put_object(Bucket="corpus", Key=f"docs/{name}", Body=(SAMPLE / name).read_bytes())
+    work = tmp_path / "run"
+    work.mkdir()
+    config = work / "s3.yaml"
+    config.write_text(f"storage:\n  endpoint: {s3_endpoint}\n  region: {REGION}\n"
+                      "pipeline:\n  work_dir: s3://lake/work\n", encoding="utf-8")
+    db, queries = "s3://lake/db", work / "q.jsonl"
+    queries.write_text(json.dumps({"qid": "q", "query": "otter spraint"}) + "\n{broken\n",
+                       encoding="utf-8")
+    s3.put_object(Bucket="lake", Key="q.jsonl", Body=queries.read_bytes())
+    env = {**__import__("os").environ, "PREFECT_HOME": str(work / "prefect-home")}
+    printed = {}
+
+    def cli(name: str, *args: str, **extra: str) -> int:
+        proc = subprocess.run([sys.executable, "-m", "sproutrag", *args],
+                              capture_output=True, env={**env, **extra}, cwd=str(work))
+        printed[name] = proc.stdout + proc.stderr
+        return proc.returncode
+
+    assert cli("index", "index", "s3://corpus/docs", "--db", db, "--config", str(config),
+               "--no-progress") == 0, printed["index"].decode()[-2000:]
+    assert cli("query", "query", "--db", db, "--config", str(config), "--queries",
+               str(queries), "--out", str(work / "r.jsonl")) == 3  # the broken line
+    assert cli("typo", "index", "s3://corpus/docs", "--db", db, "--config", str(config),
+               SPROUTRAG_STORAGE__SECRET_KEY=typo) == 2
+    assert b"SPROUTRAG_STORAGE__SECRET_KEY" in printed["typo"]
+    # The flows themselves (a deployment's runs): a query run with a failed line, and an
+    # index run whose settings are wrong (the flow run's state carries the error).
+    with pytest.raises(Exception, match="1 of 2 queries failed"):
+        query_corpus(queries="s3://lake/q.jsonl", db=db, out="s3://lake/out/r.jsonl",
+                     config=str(config))
+    monkeypatch.setenv("SPROUTRAG_STORAGE__SECRET_KEY", typo)
+    with pytest.raises(Exception, match="SPROUTRAG_STORAGE__SECRET_KEY"):
+        index_corpus(corpus="s3://corpus/docs", db=db, config=str(config))
+    printed["in-process"] = "".join(capfd.readouterr()).encode()
+
+    harness_db = Path(get_current_settings().server.database.connection_url
+                      .get_secret_value().split("///", 1)[1])
+    stored = {**_files(work), **_files(harness_db.parent)}
+    for bucket in ("corpus", "lake"):
+        for key in _keys(s3, bucket, ""):
+            stored[f"s3://{bucket}/{key}"] = s3.get_object(Bucket=bucket, Key=key)[
+                "Body"].read()
+    assert any(k.startswith("s3://lake/db/runs.lance") for k in stored)
+    assert any(k.startswith("s3://lake/db/results.lance") for k in stored)
+    assert any("prefect-home" in k and k.endswith(".db") for k in stored)
+    assert not _leaks({**printed, **stored}, secrets)

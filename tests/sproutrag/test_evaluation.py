@@ -132,3 +132,39 @@ def test_head_features_give_the_encoders_relations():
     np.testing.assert_array_equal(j, ref.rel_j)
     np.testing.assert_allclose(m, ref.rel_m, rtol=1e-4, atol=1e-7)
     np.testing.assert_allclose(f.emb, ref.embeddings, atol=1e-5)
+
+
+@pytest.mark.model
+def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_path, capsys):
+    """`evaluate --db` loads the feature file of this evaluation, not the newest file in
+    the cache (here a decoy of another corpus, touched later)."""
+    import os
+
+    from sproutrag.cli import main
+    from tests.flows.test_incremental import TEXTS
+
+    docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"
+    docs.write_text("".join(json.dumps({"doc_id": k, "text": v}) + "\n"
+                            for k, v in TEXTS.items()), encoding="utf-8")
+    golds = [("q1", "When is payment due?", "a.txt", "Payment is due in 45 days."),
+             ("q2", "How often is security training?", "sub/c.txt",
+              "Security training is mandatory every year.")]
+    queries.write_text("".join(json.dumps({
+        "qid": q, "query": text, "doc_ids": [d],
+        "gold": [{"doc_id": d, "start": TEXTS[d].index(g), "end": TEXTS[d].index(g) + len(g)}],
+    }) + "\n" for q, text, d, g in golds), encoding="utf-8")
+    cache = tmp_path / "cache"
+    decoy = cache / "features-0000000000000000.npz"
+    save_features(_toy(), decoy)
+    os.utime(decoy, (2_000_000_000, 2_000_000_000))  # the newest file in the cache
+    out = tmp_path / "eval"
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                 "flat", "tree", "--db", str(tmp_path / "db"), "--out", str(out),
+                 "--cache", str(cache)]) == 0
+    report = json.loads((out / "results.json").read_text())
+    rows = {r["name"]: r for r in report["rows"]}
+    assert report["meta"]["features"] != str(decoy)
+    for mode, name in (("flat", "flat (leaf only)"), ("tree", "tree (trained)")):
+        stored = rows[f"{mode} [database {tmp_path / 'db'}]"]
+        assert stored["per_query"]["qid"] == rows[name]["per_query"]["qid"] == ["q1", "q2"]
+        assert stored["avg"] == pytest.approx(rows[name]["avg"], abs=1e-9), mode

@@ -158,7 +158,8 @@ def _run_row(run_id: str, status: str) -> dict:
             "index_fingerprint": "fp", "status": status, "message": None}
 
 
-V1_DROPPED = {"documents": ["tree_id"], "nodes": ["tree_id"], "runs": ["status", "message"]}
+V1_DROPPED = {"documents": ["tree_id"], "nodes": ["tree_id"],
+              "runs": ["status", "message", "flow_run_id"]}
 
 
 def make_schema_1(db: str, fingerprint: str | None = None) -> None:
@@ -169,6 +170,8 @@ def make_schema_1(db: str, fingerprint: str | None = None) -> None:
     import pyarrow as pa
 
     conn = lancedb.connect(db)
+    if "index_settings" in conn.list_tables().tables:  # new in version 3
+        conn.drop_table("index_settings")
     for name, dropped in V1_DROPPED.items():
         data = conn.open_table(name).to_arrow().drop_columns(dropped)
         if fingerprint and name == "documents":
@@ -201,7 +204,59 @@ def test_schema_1_is_refused_with_the_fix_then_migrated_in_place(store):
     [run] = opened.table("runs").to_arrow().to_pylist()
     assert (run["run_id"], run["status"], run["message"]) == ("r1", "completed", None)
     for name in V1_DROPPED:
-        assert opened.table(name).schema.metadata[b"sproutrag.schema_version"] == b"2"
+        assert opened.table(name).schema.metadata[b"sproutrag.schema_version"] == b"3"
+
+
+def make_schema_2(db: str) -> None:
+    """Rewrite a current database as schema version 2 wrote it: no `flow_run_id` in
+    `runs` and `results`, `results` without any SproutRAG metadata, no `index_settings`,
+    metadata version 2."""
+    import lancedb
+    import pyarrow as pa
+
+    conn = lancedb.connect(db)
+    if "index_settings" in conn.list_tables().tables:
+        conn.drop_table("index_settings")
+    for name in ("nodes", "documents", "runs", "results"):
+        data = conn.open_table(name).to_arrow()
+        if "flow_run_id" in data.schema.names:
+            data = data.drop_columns(["flow_run_id"])
+        meta = ({**data.schema.metadata, b"sproutrag.schema_version": b"2"}
+                if name != "results" else None)
+        schema = pa.schema(list(data.schema), metadata=meta)
+        conn.create_table(name, data=data.cast(schema), schema=schema, mode="overwrite")
+
+
+def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(store):
+    """Version 3: `runs` and `results` gain flow_run_id (null for old rows) and
+    `results` the schema metadata every table carries."""
+    import pyarrow as pa
+
+    from schemas import tables
+    from sproutrag.migrate import migrate
+    from sproutrag.store import OldSchemaError
+
+    store.write([_item("a", "one two three")], "fp")
+    store.start_run(_run_row("r1", "completed"))
+    row = {"run_id": "q1", "qid": "q", "rank": 1, "doc_id": "a", "node_id": "a:0",
+           "score": 0.5, "spans": [[0, 3]], "text": "one", "error": None, "mode": "tree",
+           "k": 1, "created_at": _run_row("x", "running")["started_at"]}
+    store.add_results(pa.Table.from_pylist([row], schema=tables.RESULTS))
+    make_schema_2(store.uri)
+    with pytest.raises(OldSchemaError, match=r"schema version 2.*sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    assert migrate(store.uri) == ["nodes", "documents", "runs", "results"]
+    assert migrate(store.uri) == []
+    opened = Store.open_existing(store.uri)
+    for name in ("nodes", "documents", "runs", "results"):
+        meta = opened.table(name).schema.metadata
+        assert meta[b"sproutrag.schema_version"] == tables.SCHEMA_VERSION.encode()
+        assert (meta[b"sproutrag.encoder"], meta[b"sproutrag.dim"]) == (b"fake/encoder", b"8")
+    [run] = opened.table("runs").to_arrow().to_pylist()
+    [res] = opened.table("results").to_arrow().to_pylist()
+    assert run["flow_run_id"] is None and res["flow_run_id"] is None
+    assert (res["qid"], res["spans"], run["status"]) == ("q", [[0, 3]], "completed")
+    assert opened.load_tree("a").texts == ["one", "two", "three"]
 
 
 def test_retriever_reads_only_current_trees(store):

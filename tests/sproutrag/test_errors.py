@@ -1,0 +1,65 @@
+"""A full disk and a read-only database give one clean line, and are not retried."""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from sproutrag.errors import describe_os_error, is_environment_error, os_errno
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 64 KB tmpfs (needs the privilege to mount; skipped without it)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                          capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs privileges)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_lance_full_disk_and_read_only_are_named(tiny_fs, tmp_path, capsys):
+    import lancedb
+
+    from sproutrag.cli import main
+
+    with pytest.raises(RuntimeError) as full:  # LanceDB's own error type
+        lancedb.connect(str(tiny_fs / "db")).create_table(
+            "t", data=pa.table({"x": np.arange(100_000)}))
+    assert os_errno(full.value) == errno.ENOSPC and is_environment_error(full.value)
+    line = describe_os_error(full.value)
+    assert line.startswith("No space left on device: free disk space") and ".rs:" not in line
+
+    subprocess.run(["mount", "-o", "remount,ro", str(tiny_fs)], check=True)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("One sentence.", encoding="utf-8")
+    assert main(["index", str(corpus), "--db", str(tiny_fs / "newdb")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot write the database folder" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1
+
+
+def test_only_transient_errors_are_retried():
+    from sproutrag.corpus import CorpusNotFoundError
+    from tasks.common import retry_transient
+
+    def retried(exc: BaseException) -> bool:
+        return retry_transient(None, None, SimpleNamespace(data=exc))
+
+    assert retried(ConnectionResetError("peer reset")) and retried(TimeoutError())
+    assert retried(RuntimeError("lance error: commit conflict"))
+    assert not retried(CorpusNotFoundError("corpus 'x' does not exist"))
+    assert not retried(OSError(errno.ENOSPC, "No space left on device"))
+    assert not retried(RuntimeError("LanceError(IO): Read-only file system (os error 30)"))
+    assert not retried(ValueError("bad input")) and not retried(PermissionError("no"))
