@@ -84,6 +84,40 @@ def _block(p: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
     return s.transpose(-1, -2) @ p @ s
 
 
+def _core(
+    sa: Any, h: torch.Tensor, add: torch.Tensor, seg: torch.Tensor, mix_l: torch.Tensor,
+    acc: torch.Tensor, *, whole: bool, heads: bool, per_window: bool, head_group: int,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """One layer's attention core: folds mix_l-weighted probabilities into `acc`
+    [B, T, T] in place; returns the context [B, T, H, dh] (with `whole`) and the
+    per-head chunk blocks [B, H, C, C] (with `heads`)."""
+    import torch
+
+    n_batch, n_tok = h.shape[:2]
+    n_heads, size = sa.num_attention_heads, sa.attention_head_size
+    q = _project(sa.query, h, n_heads, size)
+    kt = _project(sa.key, h, n_heads, size).transpose(-1, -2)  # [B, H, dh, T]
+    v = _project(sa.value, h, n_heads, size) if whole else None
+    ctx = h.new_empty(n_batch, n_tok, n_heads, size) if whole else None
+    hb = acc.new_empty(n_batch, n_heads, seg.shape[-1], seg.shape[-1]) if heads else None
+    for bs, hs in _slices(n_batch, n_heads, per_window, head_group):
+        nb, nh = bs.stop - bs.start, hs.stop - hs.start
+        mask = add[bs].unsqueeze(1).expand(nb, nh, 1, n_tok).reshape(nb * nh, 1, n_tok)
+        s = torch.baddbmm(mask.to(q.dtype), q[bs, hs].reshape(nb * nh, n_tok, size),
+                          kt[bs, hs].reshape(nb * nh, size, n_tok), alpha=sa.scaling)
+        if s.dtype == torch.float32:
+            p = torch.softmax(s, -1, out=s)
+        else:  # autocast: probabilities in float32, as the eager forward has them
+            p = torch.softmax(s.float(), -1)
+        p = p.view(nb, nh, n_tok, n_tok)
+        acc[bs] += torch.einsum("bhst,h->bst", p, mix_l[hs])
+        if heads:
+            hb[bs, hs] = _block(p, seg[bs])
+        if whole:
+            ctx[bs, :, hs] = torch.matmul(p.to(v.dtype), v[bs, hs]).transpose(1, 2)
+    return ctx, hb
+
+
 def window_forward(
     net: Any,
     ids: torch.Tensor,
@@ -108,36 +142,15 @@ def window_forward(
 
     n_batch, n_tok = ids.shape
     layers = net.encoder.layer
-    neg = torch.finfo(torch.float32).min
     add = torch.zeros(n_batch, 1, n_tok, device=ids.device).masked_fill_(
-        ~valid[:, None, :], neg)
+        ~valid[:, None, :], torch.finfo(torch.float32).min)
     acc = torch.zeros(n_batch, n_tok, n_tok, device=ids.device)
     per_head: list[torch.Tensor] = []
     h = net.embeddings(input_ids=ids)
     for li, layer in enumerate(layers):
-        sa = layer.attention.self
-        n_heads, size = sa.num_attention_heads, sa.attention_head_size
         whole = li < len(layers) - 1 or states  # the last layer: probabilities only
-        q = _project(sa.query, h, n_heads, size)
-        kt = _project(sa.key, h, n_heads, size).transpose(-1, -2)  # [B, H, dh, T]
-        v = _project(sa.value, h, n_heads, size) if whole else None
-        ctx = h.new_empty(n_batch, n_tok, n_heads, size) if whole else None
-        hb = acc.new_empty(n_batch, n_heads, seg.shape[-1], seg.shape[-1]) if heads else None
-        for bs, hs in _slices(n_batch, n_heads, per_window, head_group):
-            nb, nh = bs.stop - bs.start, hs.stop - hs.start
-            mask = add[bs].unsqueeze(1).expand(nb, nh, 1, n_tok).reshape(nb * nh, 1, n_tok)
-            s = torch.baddbmm(mask.to(q.dtype), q[bs, hs].reshape(nb * nh, n_tok, size),
-                              kt[bs, hs].reshape(nb * nh, size, n_tok), alpha=sa.scaling)
-            if s.dtype == torch.float32:
-                p = torch.softmax(s, -1, out=s)
-            else:  # autocast: probabilities in float32, as the eager forward has them
-                p = torch.softmax(s.float(), -1)
-            p = p.view(nb, nh, n_tok, n_tok)
-            acc[bs] += torch.einsum("bhst,h->bst", p, mix[li, hs])
-            if heads:
-                hb[bs, hs] = _block(p, seg[bs])
-            if whole:
-                ctx[bs, :, hs] = torch.matmul(p.to(v.dtype), v[bs, hs]).transpose(1, 2)
+        ctx, hb = _core(layer.attention.self, h, add, seg, mix[li], acc, whole=whole,
+                        heads=heads, per_window=per_window, head_group=head_group)
         if heads:
             per_head.append(hb)
         if not whole:
