@@ -23,6 +23,7 @@ reference path. torch is imported inside functions only.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,75 @@ def supports(net: Any) -> bool:
     except AttributeError:
         return False
     return True
+
+
+def block_attention(attn: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
+    """Chunk-pair block means of token attention: [B, H, T, T] x [B, T, C] -> [B, H, C, C].
+
+    out[b, h, i, j] = mean over chunk i's tokens s and chunk j's tokens t of
+    attn[b, h, s, t], for a `seg` from `segment_matrix` (special/pad rows are zero).
+    """
+    seg = seg.to(attn.dtype).unsqueeze(1)
+    return seg.transpose(-1, -2) @ attn @ seg
+
+
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """sentence-transformers' embedding: mask-weighted mean of token states, L2-normalised.
+
+    [B, T, d] states and a [B, T] 0/1 mask -> [B, d] float32 (differentiable)."""
+    import torch
+
+    m = mask.unsqueeze(-1).float()
+    vec = (hidden.float() * m).sum(1) / m.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(vec, dim=-1)
+
+
+def reference_forward(
+    net: Any,
+    ids: torch.Tensor,
+    valid: torch.Tensor,
+    seg: torch.Tensor,
+    mix: torch.Tensor,
+    *,
+    heads: bool = False,
+    states: bool = False,
+) -> dict[str, torch.Tensor]:
+    """What `window_forward` returns, by the model's own eager forward (any architecture
+    whose attention modules return their probabilities), heads folded in by forward
+    hooks as each layer ends: the reference and the fallback."""
+    import torch
+
+    acc: dict[str, Any] = {"tok": None, "heads": []}
+
+    def reduce(layer: int, attn: torch.Tensor | None) -> None:
+        if attn is None:
+            raise RuntimeError(
+                "no attention weights: load the model with attn_implementation='eager'"
+            )
+        attn = attn.float()
+        agg = torch.einsum("bhst,h->bst", attn, mix[layer])
+        acc["tok"] = agg if acc["tok"] is None else acc["tok"].add_(agg)
+        if heads:
+            acc["heads"].append(block_attention(attn, seg))
+
+    mods = [m for m in net.modules() if type(m).__name__.endswith("SelfAttention")]
+    mods = mods if len(mods) == net.config.num_hidden_layers else []
+    hooks = [m.register_forward_hook(
+        functools.partial(lambda li, _m, _a, out: reduce(li, out[1]), li))
+        for li, m in enumerate(mods)]
+    try:
+        out = net(input_ids=ids, attention_mask=valid.long(), output_attentions=not mods)
+        for li, attn in enumerate(() if mods else out.attentions or ()):
+            reduce(li, attn)
+    finally:
+        for h in hooks:
+            h.remove()
+    res = {"blocks": block_attention(acc["tok"].unsqueeze(1), seg)[:, 0]}
+    if states:
+        res["states"] = seg.transpose(1, 2) @ out.last_hidden_state.float()
+    if heads:
+        res["heads"] = torch.cat(acc["heads"], dim=1)
+    return res
 
 
 def _slices(batch: int, heads: int, per_window: bool, group: int) -> Iterator[tuple]:

@@ -22,10 +22,11 @@ import importlib.util
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from sproutrag.attention import block_attention, mean_pool
 from sproutrag.weights import DEFAULT_ENCODER_ID, AggregationWeights
 from sproutrag.windows import (
     budget_batches,
@@ -41,9 +42,6 @@ __all__ = [
     "DEFAULT_MODEL", "DocumentEncoding", "Encoder", "WindowBlocks", "block_attention",
     "load_model", "mean_pool", "plan_windows", "resolve_device", "segment_matrix",
 ]
-
-if TYPE_CHECKING:
-    import torch
 
 PACKAGED_MODEL_ID = DEFAULT_ENCODER_ID
 EMBEDDING_MODES = ("alone", "context")
@@ -144,27 +142,6 @@ class _Window:
     start: int
     ids: np.ndarray  # content token ids (no specials)
     lens: np.ndarray  # tokens per chunk of the window
-
-
-def block_attention(attn: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
-    """Chunk-pair block means of token attention: [B, H, T, T] x [B, T, C] -> [B, H, C, C].
-
-    out[b, h, i, j] = mean over chunk i's tokens s and chunk j's tokens t of
-    attn[b, h, s, t], for a `seg` from `segment_matrix` (special/pad rows are zero).
-    """
-    seg = seg.to(attn.dtype).unsqueeze(1)
-    return seg.transpose(-1, -2) @ attn @ seg
-
-
-def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """sentence-transformers' embedding: mask-weighted mean of token states, L2-normalised.
-
-    [B, T, d] states and a [B, T] 0/1 mask -> [B, d] float32 (differentiable)."""
-    import torch
-
-    m = mask.unsqueeze(-1).float()
-    vec = (hidden.float() * m).sum(1) / m.sum(1).clamp(min=1e-9)
-    return torch.nn.functional.normalize(vec, dim=-1)
 
 
 class Encoder:
@@ -364,10 +341,6 @@ class Encoder:
         windows = plan_windows([len(c) for c in chunk_ids], budget, self.window_stride)
         return _Plan(chunk_ids, windows, int(inside.sum()))
 
-    def _attention_modules(self, net: Any) -> list[Any]:
-        mods = [m for m in net.modules() if type(m).__name__.endswith("SelfAttention")]
-        return mods if len(mods) == self.n_layers else []
-
     def _forward(self, windows: list[_Window], *, heads: bool) -> dict[str, Any]:
         """One batch of windows: aggregated blocks [B, C, C], chunk states, head blocks
         (numpy float32), by the fast path where the model supports it."""
@@ -384,58 +357,17 @@ class Encoder:
         valid = (torch.arange(ids.shape[1])[None, :] < lens[:, None]).to(dev)
         mix = torch.from_numpy(self.weights.mix()).to(dev)
         ids_t = torch.from_numpy(ids).to(dev)
-        context = self.embedding_mode == "context"
-        if not self._fast(net):
-            return self._forward_hooks(net, ids_t, valid, seg, mix, heads=heads)
-        from sproutrag.attention import window_forward
+        from sproutrag.attention import reference_forward, window_forward
 
         with torch.inference_mode(), self._autocast():
-            out = window_forward(net, ids_t, valid, seg, mix, heads=heads, states=context,
-                                 per_window=not dev.startswith("cuda"))
+            if self._fast(net):
+                out = window_forward(net, ids_t, valid, seg, mix, heads=heads,
+                                     states=self.embedding_mode == "context",
+                                     per_window=not dev.startswith("cuda"))
+            else:
+                out = reference_forward(net, ids_t, valid, seg, mix, heads=heads,
+                                        states=self.embedding_mode == "context")
             return {k: v.float().cpu().numpy() for k, v in out.items()}
-
-    def _forward_hooks(self, net: Any, ids: torch.Tensor, valid: torch.Tensor,
-                       seg: torch.Tensor, mix: torch.Tensor, *, heads: bool) -> dict[str, Any]:
-        """The reference: the model's own eager forward, attention folded in by hooks."""
-        import torch
-
-        acc: dict[str, Any] = {"tok": None, "heads": []}
-
-        def reduce(layer: int, attn: torch.Tensor | None) -> None:
-            if attn is None:
-                raise RuntimeError(
-                    "no attention weights: load the model with attn_implementation='eager'"
-                )
-            attn = attn.float()
-            agg = torch.einsum("bhst,h->bst", attn, mix[layer])
-            acc["tok"] = agg if acc["tok"] is None else acc["tok"].add_(agg)
-            if heads:
-                acc["heads"].append(block_attention(attn, seg))
-
-        mods = self._attention_modules(net)
-        hooks = [
-            m.register_forward_hook(
-                functools.partial(lambda li, _m, _a, out: reduce(li, out[1]), li)
-            )
-            for li, m in enumerate(mods)
-        ]
-        try:
-            with torch.inference_mode(), self._autocast():
-                out = net(input_ids=ids, attention_mask=valid.long(),
-                          output_attentions=not mods)
-                for li, attn in enumerate(() if mods else out.attentions or ()):
-                    reduce(li, attn)
-                blocks = block_attention(acc["tok"].unsqueeze(1), seg)[:, 0]
-                res = {"blocks": blocks.float().cpu().numpy()}
-                if self.embedding_mode == "context":
-                    states = seg.transpose(1, 2) @ out.last_hidden_state.float()
-                    res["states"] = states.cpu().numpy()
-                if heads:
-                    res["heads"] = torch.cat(acc["heads"], dim=1).float().cpu().numpy()
-        finally:
-            for h in hooks:
-                h.remove()
-        return res
 
     def _run_windows(self, windows: list[_Window], *, heads: bool = False) -> Iterator[tuple]:
         """(window, result index, batch result) for every window, in token-budgeted batches."""
