@@ -19,6 +19,10 @@ def _encoder(encoding_json: str):
     from sproutrag.weights import load_default_weights
 
     enc = EncodingSettings.model_validate_json(encoding_json)
+    if enc.threads:
+        import torch
+
+        torch.set_num_threads(enc.threads)  # process-wide: the encoder is the CPU user
     return Encoder(
         enc.model,
         device=enc.device,
