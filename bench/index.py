@@ -143,7 +143,12 @@ def run_e2e(docs: list[dict], work: Path) -> dict:
                            str(work / "e2e.lancedb")], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"sproutrag index failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return {"compute_s": time.perf_counter() - t0}
+    total = time.perf_counter() - t0
+    import lancedb
+
+    runs = lancedb.connect(str(work / "e2e.lancedb")).open_table("runs").to_arrow()
+    stages = json.loads(runs.column("timings_json")[-1].as_py())  # {"stage": seconds}
+    return {"compute_s": total, **{f"{k}_s": v for k, v in stages.items()}}
 
 
 def worker(way: str, args: argparse.Namespace) -> None:
