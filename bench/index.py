@@ -110,8 +110,12 @@ def run_encoder(docs: list[dict], work: Path) -> dict:
     from sproutrag.encoding import Encoder
     from sproutrag.weights import load_default_weights
 
-    cfg = Settings()
-    enc = Encoder(device="cpu", weights=load_default_weights(None))
+    cfg = Settings()  # SPROUTRAG_ENCODING__* apply here as in the e2e way
+    e = cfg.encoding
+    enc = Encoder(e.model, device="cpu", tokens_per_batch=e.tokens_per_batch,
+                  window_tokens=e.window_tokens, window_stride=e.window_stride,
+                  chunk_max_tokens=e.chunk_max_tokens, embedding_mode=e.embedding_mode,
+                  weights=load_default_weights(e.weights))
     enc.encode_documents([("Warm up. The model loads.", [(0, 8), (9, 25)])])
     pieces = chunked(docs)
     embed = {"s": 0.0}
