@@ -40,7 +40,14 @@ class ChunkingSettings(_Section):
 class EncodingSettings(_Section):
     model: str | None = Field(None, description="Model path or name; None = packaged MiniLM-L6")
     device: str | None = Field(None, description="cuda / cpu; None = cuda when present")
-    tokens_per_batch: int = Field(16384, ge=512)
+    tokens_per_batch: int | None = Field(
+        None, ge=512, description="Padded tokens per forward batch; None = 16384 on cuda, "
+        "2048 on CPU (bigger CPU batches only stream bigger tensors through memory)",
+    )
+    threads: int | None = Field(
+        None, ge=1, description="torch CPU threads while encoding; None = torch's default "
+        "(every core). 1 on a machine shared with other jobs (docs/decisions.md)",
+    )
     window_tokens: int = Field(512, ge=32, le=512)
     window_stride: int = Field(256, ge=16)
     chunk_max_tokens: int = Field(256, ge=16, le=512)

