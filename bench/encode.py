@@ -103,14 +103,14 @@ def main() -> None:
     }
     ours = {
         "ours encode_texts only (no attention)": (Encoder(device=device), "texts"),
-        "ours alone, stride 256 (default)": (Encoder(device=device), "docs"),
-        "ours context, stride 256": (Encoder(device=device, embedding_mode="context"), "docs"),
-        "ours alone, stride 510 (1-chunk overlap)": (
-            Encoder(device=device, window_stride=510),
+        "ours alone, stride 510 (default: 1-chunk overlap)": (Encoder(device=device), "docs"),
+        "ours context, stride 510": (Encoder(device=device, embedding_mode="context"), "docs"),
+        "ours alone, stride 256 (half overlap)": (
+            Encoder(device=device, window_stride=256),
             "docs",
         ),
-        "ours context, stride 510": (
-            Encoder(device=device, embedding_mode="context", window_stride=510),
+        "ours context, stride 256": (
+            Encoder(device=device, embedding_mode="context", window_stride=256),
             "docs",
         ),
     }

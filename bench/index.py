@@ -4,7 +4,7 @@
 
 One run indexes the same corpus three ways, each in its own process:
 
-  (a) e2e:     `python -m sproutrag index CORPUS --db DB` (Prefect flow, chunking,
+  (a) e2e:     `python -m flows.cli index CORPUS --db DB` (Prefect flow, chunking,
                encoding with relations, trees, LanceDB), the whole command timed;
   (b) plain:   the same chunks (sproutrag.chunking with the default settings) embedded by
                sentence-transformers' `encode` (the packaged model, no hub) and written to
@@ -143,7 +143,7 @@ def run_e2e(docs: list[dict], work: Path) -> dict:
         for d in docs:
             f.write(json.dumps(d) + "\n")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "sproutrag", "index", str(corpus), "--db",
+    proc = subprocess.run([sys.executable, "-m", "flows.cli", "index", str(corpus), "--db",
                            str(work / "e2e.lancedb")], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"sproutrag index failed ({proc.returncode}): {proc.stderr[-2000:]}")

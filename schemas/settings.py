@@ -49,7 +49,11 @@ class EncodingSettings(_Section):
         "(every core). 1 on a machine shared with other jobs (docs/decisions.md)",
     )
     window_tokens: int = Field(512, ge=32, le=512)
-    window_stride: int = Field(256, ge=16)
+    window_stride: int | None = Field(
+        None, ge=16, description="Tokens between window starts; None = window_tokens - 2 "
+        "(windows share one chunk; 256 = the half-overlapping windows of before: twice the "
+        "window passes, the same shipped retrieval, docs/decisions.md)",
+    )
     chunk_max_tokens: int = Field(256, ge=16, le=512)
     embedding_mode: Literal["alone", "context"] = "alone"
     weights: str | None = Field(

@@ -1,7 +1,8 @@
 """Chunk embeddings and attention relations from the SLLM (all-MiniLM-L6-v2 by default).
 
 A document is tokenized once; its chunks are packed into overlapping windows of whole
-chunks (window_tokens positions, a new window about every window_stride tokens), and
+chunks (window_tokens positions, a new window about every window_stride tokens: by
+default just before the previous one ends, so windows share one chunk), and
 each window's token attention, aggregated over layers and heads with the weights' mix,
 is pooled into chunk-pair blocks. A pair's relation is the mean of its symmetrised
 block over the windows that hold both chunks; pairs that never share a window have
@@ -108,14 +109,16 @@ class Encoder:
         device: str | None = None,
         tokens_per_batch: int | None = None,
         window_tokens: int = 512,
-        window_stride: int = 256,
+        window_stride: int | None = None,
         chunk_max_tokens: int = 256,
         embedding_mode: str = "alone",
         weights: AggregationWeights | None = None,
         fast_path: bool = True,
     ) -> None:
         """`tokens_per_batch`: padded tokens per forward batch (None: `TOKENS_PER_BATCH`
-        of the device). `fast_path`: the forward passes of `sproutrag.attention` where
+        of the device). `window_stride`: tokens between window starts (None: window_tokens
+        - 2, windows that overlap by one chunk, see docs/decisions.md). `fast_path`: the
+        forward passes of `sproutrag.attention` where
         the model supports them (the same results); False: the model's own forward with
         attention hooks (the reference)."""
         if embedding_mode not in EMBEDDING_MODES:
@@ -127,6 +130,8 @@ class Encoder:
                 f"window_tokens and chunk_max_tokens must be >= 3, got "
                 f"{window_tokens} and {chunk_max_tokens}"
             )
+        if window_stride is None:
+            window_stride = window_tokens - 2
         if not 1 <= window_stride <= window_tokens - 2:
             raise ValueError(
                 f"window_stride must be in [1, window_tokens - 2], got {window_stride}"
