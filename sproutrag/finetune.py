@@ -13,7 +13,7 @@ warm-up), one optimiser step per training document with the queries on it:
   attention is pooled into chunk blocks, symmetrised, and the loss is -log(M_ij)
   ("paper") or -log(M_ij / sum_r M_ir) ("row", r over the window's chunks), alpha fixed
   (trained before on the frozen encoder). The window is the pair's own span of chunks,
-  not the index's half-overlapping windows: an approximation of the stored relation
+  not the index's planned windows: an approximation of the stored relation
   that keeps the step small.
 
 The result is a model folder (`save_pretrained`: weights + tokenizer) that
