@@ -55,8 +55,12 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         summary = [ln for ln in proc.stdout.splitlines() if ln.startswith("indexed")]
+        stages = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines()
+                  if ln.strip().startswith("stages:")]
         print(f"document: {args.chars:,} characters; exit code {proc.returncode}")
         print(summary[0] if summary else proc.stderr[-3000:])
+        if stages:
+            print(stages[-1])
         print(f"wall time {seconds:.1f} s; peak RSS of the indexing process {peak_kb / 1e6:.2f} GB"
               f" (target < 3 GB): {'OK' if peak_kb < 3e6 else 'OVER'}")
 
