@@ -148,12 +148,6 @@ def _finish_layer(layer: Any, ctx: torch.Tensor, h: torch.Tensor) -> torch.Tenso
     return layer.output(layer.intermediate(h), h)
 
 
-def _block(p: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
-    """[b, h, T, T] x [b, T, C] -> [b, h, C, C] chunk-pair block means."""
-    s = seg.to(p.dtype).unsqueeze(1)
-    return s.transpose(-1, -2) @ p @ s
-
-
 def _core(
     sa: Any, h: torch.Tensor, add: torch.Tensor, seg: torch.Tensor, mix_l: torch.Tensor,
     acc: torch.Tensor, *, whole: bool, heads: bool, per_window: bool, head_group: int,
@@ -182,7 +176,7 @@ def _core(
         p = p.view(nb, nh, n_tok, n_tok)
         acc[bs] += torch.einsum("bhst,h->bst", p, mix_l[hs])
         if heads:
-            hb[bs, hs] = _block(p, seg[bs])
+            hb[bs, hs] = block_attention(p, seg[bs])
         if whole:
             ctx[bs, :, hs] = torch.matmul(p.to(v.dtype), v[bs, hs]).transpose(1, 2)
     return ctx, hb
@@ -226,7 +220,7 @@ def window_forward(
         if not whole:
             break
         h = _finish_layer(layer, ctx, h)
-    out = {"blocks": _block(acc.unsqueeze(1), seg)[:, 0]}
+    out = {"blocks": block_attention(acc.unsqueeze(1), seg)[:, 0]}
     if states:
         out["states"] = seg.transpose(1, 2) @ h.float()
     if heads:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sproutrag import attention
 from sproutrag.attention import block_attention, mean_pool
 from sproutrag.model_loading import (
     DEFAULT_MODEL,
@@ -118,9 +119,8 @@ class Encoder:
         """`tokens_per_batch`: padded tokens per forward batch (None: `TOKENS_PER_BATCH`
         of the device). `window_stride`: tokens between window starts (None: window_tokens
         - 2, windows that overlap by one chunk, see docs/decisions.md). `fast_path`: the
-        forward passes of `sproutrag.attention` where
-        the model supports them (the same results); False: the model's own forward with
-        attention hooks (the reference)."""
+        forward passes of `sproutrag.attention` where the model supports them (the same
+        results); False: the model's own forward with attention hooks (the reference)."""
         if embedding_mode not in EMBEDDING_MODES:
             raise ValueError(
                 f"embedding_mode must be one of {EMBEDDING_MODES}, got {embedding_mode!r}"
@@ -266,9 +266,7 @@ class Encoder:
             batch_ids = torch.from_numpy(batch).to(self.device)
             with torch.inference_mode(), autocast(self.device):
                 if fast:
-                    from sproutrag.attention import embed_forward
-
-                    hidden = embed_forward(net, batch_ids, mask)
+                    hidden = attention.embed_forward(net, batch_ids, mask)
                 else:
                     hidden = net(input_ids=batch_ids, attention_mask=mask.long())
                     hidden = hidden.last_hidden_state
@@ -276,11 +274,8 @@ class Encoder:
         return out
 
     def _fast(self, net: Any) -> bool:
-        if not self.fast_path:
-            return False
-        from sproutrag.attention import supports
-
-        return supports(net)
+        """Whether NET runs on `sproutrag.attention`'s passes (else the reference)."""
+        return self.fast_path and attention.supports(net)
 
     # -- documents ---------------------------------------------------------------------
     def _plan(self, text: str, spans: Sequence[tuple[int, int]]) -> Plan:
@@ -297,9 +292,9 @@ class Encoder:
             sp, self.window_tokens - 2, self.window_stride,
         )
 
-    def _forward(self, windows: list[Window], *, heads: bool) -> dict[str, Any]:
+    def _forward(self, windows: list[Window], *, heads: bool, fast: bool) -> dict[str, Any]:
         """One batch of windows: aggregated blocks [B, C, C], chunk states, head blocks
-        (numpy float32), by the fast path where the model supports it."""
+        (numpy float32), by the fast path with FAST, else the reference forward."""
         import torch
 
         tok, net = self._load()
@@ -313,25 +308,25 @@ class Encoder:
         valid = (torch.arange(ids.shape[1])[None, :] < lens[:, None]).to(dev)
         mix = torch.from_numpy(self.weights.mix()).to(dev)
         ids_t = torch.from_numpy(ids).to(dev)
-        from sproutrag.attention import reference_forward, window_forward
-
+        context = self.embedding_mode == "context"
         with torch.inference_mode(), autocast(self.device):
-            if self._fast(net):
-                out = window_forward(net, ids_t, valid, seg, mix, heads=heads,
-                                     states=self.embedding_mode == "context",
-                                     per_window=not dev.startswith("cuda"))
+            if fast:
+                out = attention.window_forward(
+                    net, ids_t, valid, seg, mix, heads=heads, states=context,
+                    per_window=not dev.startswith("cuda"))
             else:
-                out = reference_forward(net, ids_t, valid, seg, mix, heads=heads,
-                                        states=self.embedding_mode == "context")
+                out = attention.reference_forward(
+                    net, ids_t, valid, seg, mix, heads=heads, states=context)
             return {k: v.float().cpu().numpy() for k, v in out.items()}
 
     def _run_windows(self, windows: list[Window], *, heads: bool = False) -> Iterator[tuple]:
         """(window, result index, batch result) for every window, in token-budgeted batches."""
         order = np.argsort([-len(w.ids) for w in windows], kind="stable")
         lengths = [len(windows[i].ids) + 2 for i in order]
+        fast = self._fast(self._load()[1])
         for rng in budget_batches(lengths, self.batch_tokens, None):
             batch = [windows[i] for i in order[rng.start : rng.stop]]
-            res = self._forward(batch, heads=heads)
+            res = self._forward(batch, heads=heads, fast=fast)
             for b, w in enumerate(batch):
                 yield w, b, res
 

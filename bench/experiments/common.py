@@ -80,3 +80,26 @@ def report(name, res, ref=None):
         m, se = paired_difference(pq, ref[1])
         s += f"  d {100*m:+5.1f} +/- {100*se:4.1f}  x{avg['ie']/max(ref[0]['ie'],1e-9):.3f}"
     print(s, flush=True)
+
+def z(x):
+    """Standardised scores: the fusion's z."""
+    return (x - x.mean()) / max(x.std(), 1e-9)
+
+def leaf_headings(feats, texts):
+    """{doc: section heading of each leaf} (`chunking.section_headings`)."""
+    from sproutrag.chunking import section_headings
+    return {d: section_headings(texts[d], [tuple(x) for x in feats[d].spans.tolist()]) for d in feats}
+
+def with_headings(d, feats, texts, heads):
+    """Each leaf's text counted with its heading, as the shipped lexical scores do."""
+    return [h + "\n" + texts[d][s:e] for h, (s, e) in zip(heads[d], feats[d].spans)]
+
+def ranked(P, feats, queries, fn):
+    """P: per query (keys, *score arrays over its leaves); the top 5 leaves by
+    fn(*arrays), cut at each k, scored -> (avg, per-query ie, per k)."""
+    runs = {k: [] for k in KS}
+    for keys, *arrays in P:
+        o = np.argsort(-fn(*arrays), kind="stable")[:5]
+        r = [(keys[i][0], *map(int, feats[keys[i][0]].spans[keys[i][1]])) for i in o]
+        for k in KS: runs[k].append(r[:k])
+    return score(runs, feats, queries)

@@ -4,7 +4,6 @@ from common import *
 from sproutrag.search import cosine_scores
 from sproutrag.lexical import bm25_scores
 from sproutrag.chunking import section_headings as para_heads
-def z(x): return (x - x.mean()) / max(x.std(), 1e-9)
 BL = re.compile(r"\n[^\S\n]*\n\s*")
 def para_heads_old(text, spans):
     starts = [0] + [m.end() for m in BL.finditer(text)]
@@ -26,15 +25,9 @@ for name in sys.argv[1].split(","):
             for d in q["doc_ids"]:
                 cos.append(cosine_scores(feats[d].emb, v)); keys += [(d, u) for u in range(feats[d].n)]
                 lt += [texts[d][s:e] for s, e in feats[d].spans]
-                lh += [h + "\n" + texts[d][s:e] for h, (s, e) in zip(heads[d], feats[d].spans)]
+                lh += with_headings(d, feats, texts, heads)
             P.append((keys, np.concatenate(cos).astype(np.float64), bm25_scores(q["query"], lt), bm25_scores(q["query"], lh)))
-        def run(fn):
-            runs = {k: [] for k in KS}
-            for keys, c, b, bh in P:
-                o = np.argsort(-fn(c, b, bh), kind="stable")[:5]
-                r = [(keys[i][0], *map(int, feats[keys[i][0]].spans[keys[i][1]])) for i in o]
-                for k in KS: runs[k].append(r[:k])
-            return score(runs, feats, queries)
+        def run(fn): return ranked(P, feats, queries, fn)
         flat = run(lambda c, b, bh: c)
         report(f"{name}-{split} flat", flat)
         base = run(lambda c, b, bh: z(c) + 0.75 * z(b))

@@ -3,8 +3,7 @@ import sys
 from common import *
 from sproutrag.search import cosine_scores
 from sproutrag.lexical import bm25_scores
-from sproutrag.chunking import section_headings, _HARD_BREAK
-def z(x): return (x - x.mean()) / max(x.std(), 1e-9)
+from sproutrag.chunking import _HARD_BREAK
 def para_ids(text, spans):
     starts = [0] + [m.end() for m in _HARD_BREAK.finditer(text)]
     import bisect
@@ -18,21 +17,15 @@ for name in sys.argv[1].split(","):
             M = np.zeros((pid.max() + 1, f.emb.shape[1])); np.add.at(M, pid, f.emb)
             M /= np.maximum(np.linalg.norm(M, axis=1, keepdims=True), 1e-9)
             sec[d] = M[pid]
-        heads = {d: section_headings(texts[d], [tuple(x) for x in feats[d].spans.tolist()]) for d in feats}
+        heads = leaf_headings(feats, texts)
         P = []
         for q, v in zip(queries, qv):
             keys, cos, cs, lh = [], [], [], []
             for d in q["doc_ids"]:
                 cos.append(cosine_scores(feats[d].emb, v)); cs.append(sec[d] @ v); keys += [(d, u) for u in range(feats[d].n)]
-                lh += [h + "\n" + texts[d][s:e] for h, (s, e) in zip(heads[d], feats[d].spans)]
+                lh += with_headings(d, feats, texts, heads)
             P.append((keys, np.concatenate(cos).astype(np.float64), np.concatenate(cs), bm25_scores(q["query"], lh)))
-        def run(fn):
-            runs = {k: [] for k in KS}
-            for keys, c, s, b in P:
-                o = np.argsort(-fn(c, s, b), kind="stable")[:5]
-                r = [(keys[i][0], *map(int, feats[keys[i][0]].spans[keys[i][1]])) for i in o]
-                for k in KS: runs[k].append(r[:k])
-            return score(runs, feats, queries)
+        def run(fn): return ranked(P, feats, queries, fn)
         flat = run(lambda c, s, b: c)
         report(f"{name}-{split} flat", flat)
         base = run(lambda c, s, b: z(c) + z(b))

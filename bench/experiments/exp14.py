@@ -6,15 +6,13 @@ from common import *
 from sproutrag.variants import Variant, variant_trees
 from sproutrag.weights import load_default_weights
 from sproutrag.lexical import bm25_scores
-from sproutrag.chunking import section_headings
-def z(x): return (x - x.mean()) / max(x.std(), 1e-9)
 def unit(x): return x / max(np.linalg.norm(x), 1e-9)
 w = load_default_weights(None)
 for name in sys.argv[1].split(","):
     for split in sys.argv[2].split(","):
         feats, queries, qv, texts = load(name, split)
         trees = variant_trees(feats, Variant("t", mix=w.mix(), parent_embedding="size_weighted"))
-        heads = {d: section_headings(texts[d], [tuple(x) for x in feats[d].spans.tolist()]) for d in feats}
+        heads = leaf_headings(feats, texts)
         P = []
         for q, v in zip(queries, qv):
             keys, E, par, lh = [], [], [], []
@@ -29,17 +27,14 @@ for name in sys.argv[1].split(","):
             par /= np.maximum(np.linalg.norm(par, axis=1, keepdims=True), 1e-9)
             P.append((keys, E, par, v.astype(np.float64), z(bm25_scores(q["query"], lh))))
         def run(fb, beta):
-            runs = {k: [] for k in KS}
-            for keys, E, par, v, zb in P:
+            def scores(E, par, v, zb):
                 s = z(E @ v) + zb
                 if beta:
                     o = np.argsort(-s, kind="stable")
                     x = {"leaf": E[o[0]], "parent": par[o[0]], "top3": E[o[:3]].mean(0)}[fb]
                     s = z(E @ unit(v + beta * unit(x))) + zb
-                o = np.argsort(-s, kind="stable")[:5]
-                r = [(keys[i][0], *map(int, feats[keys[i][0]].spans[keys[i][1]])) for i in o]
-                for k in KS: runs[k].append(r[:k])
-            return score(runs, feats, queries)
+                return s
+            return ranked(P, feats, queries, scores)
         base = run("leaf", 0)
         report(f"{name}-{split} shipped fusion", base)
         for fb in ("leaf", "parent", "top3"):
