@@ -9,10 +9,38 @@ from sproutrag.lexical import LeafTerms, bm25_leaves, bm25_nodes, bm25_scores, t
 from sproutrag.tree import build_tree
 
 
-def test_tokenize_lowercases_and_drops_stopwords():
+def test_tokenize_lowercases_drops_stopwords_and_stems():
     assert tokenize("The Receiving Party shall NOT disclose; e-mail 30 days.") == [
-        "receiving", "party", "disclose", "e", "mail", "30", "days"]
-    assert tokenize("中文 Ünïcode") == ["中文", "ünïcode"]
+        "receiv", "parti", "disclos", "e", "mail", "30", "day"]
+    assert tokenize("中文 Ünïcode") == ["中文", "ünïcode"]  # other scripts: unchanged
+    # a question's word forms meet its evidence's: one stem per family
+    assert tokenize("formed forming form") == ["form"] * 3
+    assert tokenize("Confidentiality confidential") == ["confidenti"] * 2
+    assert tokenize("terminate termination terminated") == ["termin"] * 3
+
+
+def test_stemmed_forms_match_in_bm25():
+    texts = ["The band was formed in 1994.", "The album was released in 2003."]
+    got = bm25_scores("When was the band forming?", texts)
+    assert got[0] > 0 and got[1] == 0  # "forming" finds "formed" (and "band")
+    only_form = bm25_scores("forming", texts)
+    assert only_form[0] > 0 and only_form[1] == 0
+
+
+def test_stemming_is_thread_safe():
+    """Snowball stemmers keep state while stemming: each thread has its own (uncached
+    calls here, so threads really stem at the same time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sproutrag.lexical import stem
+
+    words = [f"{w}{e}" for w in ("terminat", "disclos", "form", "agre", "notif")
+             for e in ("e", "ed", "ing", "es", "ion", "ement", "ied", "y")] * 200
+    want = [stem.__wrapped__(w) for w in words]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda i: [stem.__wrapped__(w) for w in words[i:] + words[:i]],
+                            range(8)))
+    assert all(g == want[i:] + want[:i] for i, g in enumerate(got))
 
 
 def test_bm25_against_a_hand_computed_case():
@@ -55,7 +83,10 @@ def test_leaf_context_counts_as_part_of_the_leaf():
     spans = chunk_text(text, sentences_per_chunk=1)
     terms = LeafTerms.of_document(text, spans)
     second = [i for i, (s, e) in enumerate(spans) if text[s:e] == "He wrote books."][0]
-    assert terms.counts[second]["white"] == 1  # from the heading "Elwyn White"
-    assert terms.lengths[second] == 4  # elwyn white wrote books ("he": a stopword)
+    assert terms.counts[second]["white"] == 2  # from the heading "Elwyn White", twice
+    assert terms.counts[second]["wrote"] == 1
+    # elwyn white (x2) wrote book ("he": a stopword; "books" stemmed)
+    assert terms.lengths[second] == 6
+    assert terms.counts[second]["book"] == 1
     with pytest.raises(ValueError, match="contexts"):
         LeafTerms.of(["a", "b"], ["x"])
