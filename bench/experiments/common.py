@@ -103,3 +103,24 @@ def ranked(P, feats, queries, fn):
         r = [(keys[i][0], *map(int, feats[keys[i][0]].spans[keys[i][1]])) for i in o]
         for k in KS: runs[k].append(r[:k])
     return score(runs, feats, queries)
+
+import sproutrag.lexical as lex
+
+def plain_tokenize(text):
+    """BM25's analyzer before stop 17: lower case, stopwords out, no stems."""
+    return [w for w in lex._WORD.findall(text.lower()) if w not in lex.STOPWORDS]
+
+if os.environ.get("STOP16_LEXICAL"):  # experiments 1-14 as they were run: no stems, heading x1
+    lex.tokenize, lex.CONTEXT_WEIGHT = plain_tokenize, 1
+
+def query_leaves(feats, queries, qv, texts, heads):
+    """Per query, over its documents' leaves: (query, keys, cosines, leaf texts, headings)."""
+    from sproutrag.search import cosine_scores
+    out = []
+    for q, v in zip(queries, qv):
+        keys, cos, lt, lh = [], [], [], []
+        for d in q["doc_ids"]:
+            cos.append(cosine_scores(feats[d].emb, v)); keys += [(d, u) for u in range(feats[d].n)]
+            lt += [texts[d][s:e] for s, e in feats[d].spans]; lh += heads[d]
+        out.append((q, keys, np.concatenate(cos).astype(np.float64), lt, lh))
+    return out

@@ -2,9 +2,8 @@
 section heading (its tokens counted h times), in the shipped fusion z(cos) + z(BM25)."""
 import sys
 from common import *
-import sproutrag.lexical as lex
 from sproutrag.lexical import LeafTerms, bm25_leaves
-from sproutrag.search import cosine_scores
+lex.CONTEXT_WEIGHT = 1  # the heading's count is set by h here
 def scores(query, texts, heads, h, k1, b):
     lex.K1, lex.B = k1, b
     ctx = [" ".join([x] * h) if h else "" for x in heads]
@@ -16,15 +15,8 @@ SHAPES = [(1, 1.2, 0.75), (0, 1.2, 0.75), (2, 1.2, 0.75), (3, 1.2, 0.75),
 for name in sys.argv[1].split(","):
     for split in sys.argv[2].split(","):
         feats, queries, qv, texts = load(name, split)
-        heads = leaf_headings(feats, texts)
-        P = []
-        for q, v in zip(queries, qv):
-            keys, cos, lt, lh = [], [], [], []
-            for d in q["doc_ids"]:
-                cos.append(cosine_scores(feats[d].emb, v)); keys += [(d, u) for u in range(feats[d].n)]
-                lt += [texts[d][s:e] for s, e in feats[d].spans]; lh += heads[d]
-            P.append((keys, np.concatenate(cos).astype(np.float64),
-                      *[scores(q["query"], lt, lh, *sh) for sh in SHAPES]))
+        P = [(keys, cos, *[scores(q["query"], lt, lh, *sh) for sh in SHAPES])
+             for q, keys, cos, lt, lh in query_leaves(feats, queries, qv, texts, leaf_headings(feats, texts))]
         def run(fn): return ranked(P, feats, queries, fn)
         base = run(lambda c, *bs: z(c) + z(bs[0]))
         report(f"{name}-{split} shipped (stemmed; heading x1, k1 1.2, b 0.75)", base)

@@ -4,9 +4,7 @@ the next picks favour the query's uncovered terms (two-paragraph questions: "Whi
 first X or Y?"). Base: the shipped fusion z(cos) + z(BM25), stems, heading x2."""
 import sys
 from common import *
-import sproutrag.lexical as lex
 from sproutrag.lexical import LeafTerms, tokenize, _idf
-from sproutrag.search import cosine_scores
 def contributions(query, lt):
     """[n_leaves, n_terms] BM25 contribution of each query term, and presence."""
     terms = sorted(set(tokenize(query))); n = len(lt.lengths); avg = max(lt.lengths.mean(), 1e-9)
@@ -28,14 +26,8 @@ def greedy(cos, C, gamma, w=1.0, k=5):
 for name in sys.argv[1].split(","):
     for split in sys.argv[2].split(","):
         feats, queries, qv, texts = load(name, split)
-        heads = leaf_headings(feats, texts)
-        P = []
-        for q, v in zip(queries, qv):
-            keys, cos, lt, lh = [], [], [], []
-            for d in q["doc_ids"]:
-                cos.append(cosine_scores(feats[d].emb, v)); keys += [(d, u) for u in range(feats[d].n)]
-                lt += [texts[d][s:e] for s, e in feats[d].spans]; lh += heads[d]
-            P.append((keys, np.concatenate(cos).astype(np.float64), contributions(q["query"], LeafTerms.of(lt, lh))))
+        P = [(keys, cos, contributions(q["query"], LeafTerms.of(lt, lh)))
+             for q, keys, cos, lt, lh in query_leaves(feats, queries, qv, texts, leaf_headings(feats, texts))]
         res = {}
         for gamma in (1.0, 0.75, 0.5, 0.25):
             runs = {k: [] for k in KS}
