@@ -64,10 +64,16 @@ def stem(word: str) -> str:
     return stemmer.stemWord(word)
 
 
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens without stopwords, not stemmed (Unicode-aware: any
+    script's words are tokens)."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
 def tokenize(text: str) -> list[str]:
-    """Stemmed lower-cased word tokens without stopwords (Unicode-aware: any script's
-    words are tokens; only English ones have their endings removed)."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    """BM25's terms: `words` reduced to their stems (only English words have their
+    endings removed)."""
+    return [stem(w) for w in words(text)]
 
 
 @dataclass(frozen=True)

@@ -106,12 +106,18 @@ def ranked(P, feats, queries, fn):
 
 import sproutrag.lexical as lex
 
-def plain_tokenize(text):
-    """BM25's analyzer before stop 17: lower case, stopwords out, no stems."""
-    return [w for w in lex._WORD.findall(text.lower()) if w not in lex.STOPWORDS]
+plain_tokenize = lex.words  # BM25's analyzer before stop 17: lower case, stopwords out, no stems
 
 if os.environ.get("STOP16_LEXICAL"):  # experiments 1-14 as they were run: no stems, heading x1
     lex.tokenize, lex.CONTEXT_WEIGHT = plain_tokenize, 1
+
+def each_split(argv=None):
+    """For `script.py SETS SPLITS` (e.g. cnli,hotpot train,dev): (name, split, feats,
+    queries, qvecs, texts) of each set and split, in order."""
+    argv = argv or sys.argv
+    for name in argv[1].split(","):
+        for split in argv[2].split(","):
+            yield (name, split, *load(name, split))
 
 def query_leaves(feats, queries, qv, texts, heads):
     """Per query, over its documents' leaves: (query, keys, cosines, leaf texts, headings)."""

@@ -2,7 +2,6 @@
 a query term already present in a picked leaf is multiplied by gamma per such leaf, so
 the next picks favour the query's uncovered terms (two-paragraph questions: "Which came
 first X or Y?"). Base: the shipped fusion z(cos) + z(BM25), stems, heading x2."""
-import sys
 from common import *
 from sproutrag.lexical import LeafTerms, tokenize, _idf
 def contributions(query, lt):
@@ -23,17 +22,15 @@ def greedy(cos, C, gamma, w=1.0, k=5):
         s[picked] = -np.inf
         i = int(np.argmax(s)); picked.append(i); covered += present[i]
     return picked
-for name in sys.argv[1].split(","):
-    for split in sys.argv[2].split(","):
-        feats, queries, qv, texts = load(name, split)
-        P = [(keys, cos, contributions(q["query"], LeafTerms.of(lt, lh)))
-             for q, keys, cos, lt, lh in query_leaves(feats, queries, qv, texts, leaf_headings(feats, texts))]
-        res = {}
-        for gamma in (1.0, 0.75, 0.5, 0.25):
-            runs = {k: [] for k in KS}
-            for keys, cos, C in P:
-                o = greedy(cos, C, gamma)
-                r = [(keys[i][0], *map(int, feats[keys[i][0]].spans[keys[i][1]])) for i in o]
-                for k in KS: runs[k].append(r[:k])
-            res[gamma] = score(runs, feats, queries)
-            report(f"{name}-{split} coverage gamma {gamma}", res[gamma], res[1.0] if gamma != 1.0 else None)
+for name, split, feats, queries, qv, texts in each_split():
+    P = [(keys, cos, contributions(q["query"], LeafTerms.of(lt, lh)))
+         for q, keys, cos, lt, lh in query_leaves(feats, queries, qv, texts, leaf_headings(feats, texts))]
+    res = {}
+    for gamma in (1.0, 0.75, 0.5, 0.25):
+        runs = {k: [] for k in KS}
+        for keys, cos, C in P:
+            o = greedy(cos, C, gamma)
+            r = [(keys[i][0], *map(int, feats[keys[i][0]].spans[keys[i][1]])) for i in o]
+            for k in KS: runs[k].append(r[:k])
+        res[gamma] = score(runs, feats, queries)
+        report(f"{name}-{split} coverage gamma {gamma}", res[gamma], res[1.0] if gamma != 1.0 else None)

@@ -2,7 +2,6 @@
 words (how, many, much, whether, also) and against the union with NLTK's 179-word English
 list (which adds all, any, each, both, few, more, most, other, some, only, same, very,
 about, after, before, over, under, up, down, out, off, ...)."""
-import sys
 from common import *
 from sproutrag.lexical import LeafTerms, bm25_leaves
 NLTK = set("""i me my myself we our ours ourselves you your yours yourself yourselves he him his
@@ -15,19 +14,17 @@ such no nor not only own same so than too very s t can will just don should now"
 QUESTION = {"how", "many", "much", "whether", "also"}
 LISTS = {"shipped": lex.STOPWORDS, "+ question words": lex.STOPWORDS | QUESTION,
          "+ NLTK": lex.STOPWORDS | NLTK}
-for name in sys.argv[1].split(","):
-    for split in sys.argv[2].split(","):
-        feats, queries, qv, texts = load(name, split)
-        P = []
-        for q, keys, cos, lt, lh in query_leaves(feats, queries, qv, texts, leaf_headings(feats, texts)):
-            row = [keys, cos]
-            for words in LISTS.values():
-                lex.STOPWORDS = words
-                row.append(bm25_leaves(q["query"], [LeafTerms.of(lt, lh)])[0])
-            lex.STOPWORDS = LISTS["shipped"]
-            P.append(tuple(row))
-        def run(fn): return ranked(P, feats, queries, fn)
-        base = run(lambda c, *b: z(c) + z(b[0]))
-        report(f"{name}-{split} shipped stopwords", base)
-        for i, label in enumerate(list(LISTS)[1:], 1):
-            report(f"{name}-{split} stopwords {label}", run(lambda c, *b: z(c) + z(b[i])), base)
+for name, split, feats, queries, qv, texts in each_split():
+    P = []
+    for q, keys, cos, lt, lh in query_leaves(feats, queries, qv, texts, leaf_headings(feats, texts)):
+        row = [keys, cos]
+        for words in LISTS.values():
+            lex.STOPWORDS = words
+            row.append(bm25_leaves(q["query"], [LeafTerms.of(lt, lh)])[0])
+        lex.STOPWORDS = LISTS["shipped"]
+        P.append(tuple(row))
+    def run(fn): return ranked(P, feats, queries, fn)
+    base = run(lambda c, *b: z(c) + z(b[0]))
+    report(f"{name}-{split} shipped stopwords", base)
+    for i, label in enumerate(list(LISTS)[1:], 1):
+        report(f"{name}-{split} stopwords {label}", run(lambda c, *b: z(c) + z(b[i])), base)
