@@ -132,8 +132,8 @@ def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delet
             docs, db, settings, summary.fingerprint, full, summary.failures
         )
     if found.skipped:
-        summary.note(f"skipped {len(found.skipped)} symlinks pointing outside the corpus "
-                     f"folder (pipeline.allow_external_symlinks): "
+        summary.note(f"skipped {len(found.skipped)} symlinks (to folders, or pointing "
+                     f"outside the corpus folder: pipeline.allow_external_symlinks): "
                      f"{', '.join(f.shown for f in found.skipped[:10])}")
     for f in found.skipped:
         logger.warning("skipped %s: %s", f.shown, f.reason)
