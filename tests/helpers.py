@@ -98,3 +98,11 @@ def unblock_fifo_after(path: Path, seconds: float) -> Iterator[threading.Event]:
     finally:
         done.set()
         thread.join()
+
+
+def runs(db) -> list[dict]:
+    """The database's `runs` rows, oldest first."""
+    from sproutrag.store import Store
+
+    rows = Store.open_existing(str(db)).table("runs").to_arrow().to_pylist()
+    return sorted(rows, key=lambda r: r["started_at"])
