@@ -78,7 +78,7 @@ class Failure:
 @dataclass(frozen=True)
 class Skipped:
     """A corpus entry deliberately not indexed (a symlink out of the corpus folder, a
-    symlink to a folder)."""
+    symlink to a folder: its doc_id then ends with "/")."""
 
     doc_id: str
     reason: str
