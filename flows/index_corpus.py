@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3, load_settings
-from sproutrag.corpus import Failure
+from sproutrag.corpus import Failure, Skipped
 from sproutrag.errors import is_environment_error
 from sproutrag.indexing import check_deletions
 from sproutrag.interrupt import (
@@ -122,6 +122,15 @@ def _store_batch(
     return len(built.items) + len(failed)
 
 
+def _skipped_kinds(skipped: list[Skipped]) -> list[tuple[str, list[Skipped]]]:
+    """Skipped symlinks by kind (a folder symlink's name ends with "/"), non-empty only."""
+    folders = [s for s in skipped if s.doc_id.endswith("/")]
+    outside = [s for s in skipped if not s.doc_id.endswith("/")]
+    kinds = [("pointing outside the corpus folder (pipeline.allow_external_symlinks)",
+              outside), ("to folders (never followed)", folders)]
+    return [(what, group) for what, group in kinds if group]
+
+
 def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delete: bool,
           summary: RunSummary, logger):
     """Discover the corpus, diff it with the database, refuse a mass deletion."""
@@ -131,10 +140,9 @@ def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delet
         plan, n_indexed = diff_corpus(
             docs, db, settings, summary.fingerprint, full, summary.failures
         )
-    if found.skipped:
-        summary.note(f"skipped {len(found.skipped)} symlinks pointing outside the corpus "
-                     f"folder (pipeline.allow_external_symlinks): "
-                     f"{', '.join(f.shown for f in found.skipped[:10])}")
+    for what, group in _skipped_kinds(found.skipped):
+        summary.note(f"skipped {len(group)} symlinks {what}: "
+                     f"{', '.join(f.shown for f in group[:10])}")
     for f in found.skipped:
         logger.warning("skipped %s: %s", f.shown, f.reason)
     check_deletions(plan, n_indexed, corpus=corpus, allow=allow_mass_delete,

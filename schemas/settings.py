@@ -119,6 +119,14 @@ class PipelineSettings(_Section):
         False, description="Index a corpus folder's symlinks whose target lies outside the "
         "folder (off: they are skipped and reported)"
     )
+    max_doc_bytes: int = Field(
+        100_000_000, ge=1, description="Largest corpus file (or JSONL line) read, in bytes; "
+        "checked before reading: a larger one fails, named with its size"
+    )
+    max_doc_chars: int = Field(
+        20_000_000, ge=1, description="Longest document text indexed, in characters "
+        "(Unicode code points); a longer one fails"
+    )
 
 
 S3_SCHEMES = ("s3://", "s3a://")

@@ -1,15 +1,22 @@
 """Discover a corpus: a folder of .txt/.md files, a JSONL file of {doc_id, text}, or one file.
 
 Works on local paths and on any fsspec URL (s3://...). A document that cannot be read
-(empty, binary, not UTF-8, duplicate or invalid doc_id, bad JSON line) becomes a
-`Failure` with its reason; discovery never stops at one bad document. A failure that
-cannot be tied to a doc_id (a JSONL line that is not JSON, or has no doc_id) says so
-(`doc_id_known=False`): the run cannot tell which indexed document it was, so it must
-not delete any.
+(empty, binary, not UTF-8, too large, not a regular file, invalid doc_id, bad JSON line)
+becomes a `Failure` with its reason; discovery never stops at one bad document. A
+failure that cannot be tied to a doc_id (a JSONL line that is not JSON, has no doc_id or
+is too long to parse) says so (`doc_id_known=False`): the run cannot tell which indexed
+document it was, so it must not delete any. A subfolder that cannot be listed is a
+failure standing for every doc_id below it (`Failure.folder`): none of them is deleted.
 
-In a local folder a symlink is followed only when its target lies inside the corpus
+A doc_id found more than once (a JSONL export with two lines for one document) fails as
+a whole, naming every copy: none is indexed, the indexed version stays.
+
+In a local folder a file symlink is followed only when its target lies inside the corpus
 folder; one pointing outside (say to /etc/passwd) is skipped and reported
-(`Discovery.skipped`) unless `allow_external_symlinks`.
+(`Discovery.skipped`) unless `allow_external_symlinks`. Symlinks to folders are never
+followed (no cycles, no document under two doc_ids): they are skipped and reported.
+Only regular files are opened (a named pipe would block the run forever); a file's size
+is checked before it is read, and the binary check reads only its first 8 KiB.
 """
 
 from __future__ import annotations
@@ -17,16 +24,30 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
-TEXT_SUFFIXES = (".txt", ".md")
+from sproutrag.listing import (
+    TEXT_SUFFIXES,
+    Entry,
+    bounded_lines,
+    is_local,
+    list_fsspec,
+    list_local,
+)
+
+__all__ = ["TEXT_SUFFIXES"]  # re-exported: callers import it from here
 
 
 class CorpusNotFoundError(FileNotFoundError):
     """The corpus path does not exist or holds nothing to index."""
+
+
+class CorpusUnreadableError(CorpusNotFoundError):
+    """The corpus folder itself (or the JSONL file) cannot be listed or opened."""
 
 
 @dataclass(frozen=True)
@@ -39,9 +60,10 @@ class SourceDocument:
 
 @dataclass(frozen=True)
 class Failure:
-    doc_id: str  # the document's id, or "line N" when doc_id_known is False
+    doc_id: str  # the document's id, or "line N" / "folder/" when doc_id_known is False
     reason: str
     doc_id_known: bool = True
+    folder: str | None = None  # an unlistable folder ("sub/"): stands for every doc_id below
 
     @property
     def shown(self) -> str:
@@ -55,7 +77,8 @@ class Failure:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A corpus entry deliberately not indexed (a symlink out of the corpus folder)."""
+    """A corpus entry deliberately not indexed (a symlink out of the corpus folder, a
+    symlink to a folder: its doc_id then ends with "/")."""
 
     doc_id: str
     reason: str
@@ -134,81 +157,197 @@ def check_corpus(corpus: str, *, storage_options: dict[str, Any] | None = None) 
         )
 
 
+@dataclass(frozen=True)
+class DocLimits:
+    """The largest document read: `pipeline.max_doc_bytes` (of a file or JSONL line, checked
+    before reading it) and `pipeline.max_doc_chars` (of its text, in code points)."""
+
+    max_bytes: int = 100_000_000
+    max_chars: int = 20_000_000
+
+    def check_bytes(self, n: int, *, name: str) -> None:
+        if n > self.max_bytes:
+            raise ValueError(
+                f"{name}: {n:,} bytes, over the limit of {self.max_bytes:,} bytes "
+                "(pipeline.max_doc_bytes): not read; split the document or raise the limit")
+
+    def check_chars(self, text: str, *, name: str) -> str:
+        if len(text) > self.max_chars:
+            raise ValueError(
+                f"{name}: {len(text):,} characters, over the limit of {self.max_chars:,} "
+                "(pipeline.max_doc_chars); split the document or raise the limit")
+        return text
+
+
 def discover(
     corpus: str, *, storage_options: dict[str, Any] | None = None,
-    allow_external_symlinks: bool = False,
+    allow_external_symlinks: bool = False, limits: DocLimits | None = None,
 ) -> Discovery:
     """The corpus's readable documents (sorted by doc_id), failures and skipped entries."""
     check_corpus(corpus, storage_options=storage_options)
     fs, root = _filesystem(str(corpus), storage_options)
+    limits = limits or DocLimits()
     skipped: list[Skipped] = []
     if fs.isdir(root):
-        items = _from_folder(fs, root, corpus, skipped if not allow_external_symlinks else None)
+        items = _from_folder(fs, root, corpus, skipped, allow_external_symlinks, limits)
     elif root.endswith(".jsonl"):
-        items = _from_jsonl(fs, root, corpus)
+        items = _from_jsonl(fs, root, corpus, limits)
     else:
         name = root.rsplit("/", 1)[-1]
-        items = iter([_read_file(fs, root, doc_id=name, source=str(corpus))])
-    docs: dict[str, SourceDocument] = {}
-    failures: list[Failure] = []
+        items = iter([_read_file(fs, Entry(root, name), source=str(corpus), limits=limits)])
+    docs, failures = _without_duplicates(list(items))
+    return Discovery(docs, failures, skipped)
+
+
+def _without_duplicates(
+    items: list[SourceDocument | Failure],
+) -> tuple[list[SourceDocument], list[Failure]]:
+    """Documents sorted by doc_id and failures; a doc_id found more than once (as a
+    document or a failure) becomes one failure naming every copy."""
+    copies: dict[str, list[str]] = {}
     for item in items:
-        if isinstance(item, Failure):
-            failures.append(item)
-        elif item.doc_id in docs:
-            failures.append(Failure(item.doc_id, f"duplicate doc_id (also in {item.source})"))
-        else:
-            docs[item.doc_id] = item
-    return Discovery([docs[k] for k in sorted(docs)], failures, skipped)
+        if isinstance(item, SourceDocument):
+            copies.setdefault(item.doc_id, []).append(item.source)
+        elif item.doc_id_known:
+            copies.setdefault(item.doc_id, []).append(f"failed: {item.reason}")
+    docs = {d.doc_id: d for d in items if isinstance(d, SourceDocument)
+            and len(copies[d.doc_id]) == 1}
+    failures = [f for f in items if isinstance(f, Failure)
+                and not (f.doc_id_known and len(copies[f.doc_id]) > 1)]
+    for doc_id, where in copies.items():
+        if len(where) > 1:
+            failures.append(Failure(doc_id, (
+                f"duplicate doc_id: {len(where)} entries ({'; '.join(where)}); none of them "
+                "is indexed (an indexed version stays): give each document its own doc_id")))
+    return [docs[k] for k in sorted(docs)], failures
 
 
-def _read_file(fs, path: str, *, doc_id: str, source: str) -> SourceDocument | Failure:
+_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISDIR, "a folder"))
+
+
+def _check_regular(mode: int, *, name: str) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise ValueError(f"{name}: {kind}, not a regular file: not read "
+                         "(only regular files are indexed)")
+
+
+def _open_local(path: str, *, name: str, limits: DocLimits) -> BinaryIO:
+    """PATH opened for reading once it is known to be a regular file of at most
+    `limits.max_bytes` (a named pipe is never opened: that would block)."""
+    st = os.stat(path)  # follows symlinks
+    _check_regular(st.st_mode, name=name)
+    limits.check_bytes(st.st_size, name=name)
+    fh = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")  # noqa: SIM115 - returned
+    try:  # replaced between the stat and the open?
+        _check_regular(os.fstat(fh.fileno()).st_mode, name=name)
+    except ValueError:
+        fh.close()
+        raise
+    return fh
+
+
+def _read_bytes(fh: BinaryIO, *, name: str, limits: DocLimits) -> bytes:
+    """The file's bytes: the first 8 KiB checked for NUL bytes before the rest is read,
+    and never more than `limits.max_bytes`."""
+    head = fh.read(8192)
+    if b"\x00" in head:
+        raise ValueError(f"{name}: binary file (NUL bytes), not text")
+    data = head + fh.read(limits.max_bytes + 1 - len(head))
+    limits.check_bytes(len(data), name=name)  # it grew since its size was checked
+    return data
+
+
+def _read_file(fs, entry: Entry, *, source: str, limits: DocLimits) -> SourceDocument | Failure:
+    doc_id = entry.rel
     try:
         check_doc_id(doc_id)
-        with fs.open(path, "rb") as fh:
-            text = decode_text(fh.read(), name=doc_id)
+        if is_local(fs):
+            fh = _open_local(entry.path, name=doc_id, limits=limits)
+        else:
+            size = entry.size if entry.size is not None else fs.info(entry.path)["size"]
+            limits.check_bytes(size, name=doc_id)
+            fh = fs.open(entry.path, "rb")
+        with fh:
+            data = _read_bytes(fh, name=doc_id, limits=limits)
+        text = limits.check_chars(decode_text(data, name=doc_id), name=doc_id)
     except (OSError, ValueError) as exc:
         return Failure(doc_id, str(exc))
     return SourceDocument(doc_id, source, text, content_hash(text))
 
 
-def _external_target(fs, root: str, path: str) -> str | None:
+def _external_target(root: str, path: str) -> str | None:
     """The target of PATH when it is a local symlink pointing outside ROOT, else None."""
-    if "file" not in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)):
-        return None  # object stores have no symlinks
     if not os.path.islink(path):
         return None
     target, base = os.path.realpath(path), os.path.realpath(root)
     return None if os.path.commonpath([target, base]) == base else target
 
 
+def _list_folder(fs, root: str, corpus: str, skipped: list[Skipped]):
+    """The folder's entries, and a failure for each subfolder that could not be listed."""
+    if not is_local(fs):
+        return list_fsspec(fs, root).entries, []
+    try:
+        listing = list_local(root)
+    except OSError as exc:
+        raise CorpusUnreadableError(
+            f"cannot list the corpus folder {corpus!r}: {exc.strerror or exc}; nothing was "
+            "changed: check its permissions") from None
+    unlisted = [Failure(rel, f"cannot list the folder {rel} ({why}): its documents are held "
+                             "back (none is deleted, none is updated); check its permissions",
+                        doc_id_known=False, folder=rel) for rel, why in listing.unlisted]
+    skipped += [Skipped(rel, f"symlink to the folder {target}: not followed (folder "
+                             "symlinks never are; index that folder itself, or link its files)")
+                for rel, target in listing.folder_links]
+    return listing.entries, unlisted
+
+
 def _from_folder(
-    fs, root: str, corpus: str, skipped: list[Skipped] | None
+    fs, root: str, corpus: str, skipped: list[Skipped], allow_external: bool,
+    limits: DocLimits,
 ) -> Iterator[SourceDocument | Failure]:
-    """The folder's .txt/.md files; with SKIPPED (a list to fill), symlinks out of the
-    folder are reported there instead of being read."""
+    """The folder's .txt/.md files; symlinks out of the folder are reported in SKIPPED
+    instead of being read, unless ALLOW_EXTERNAL."""
     root = root.rstrip("/")
-    paths = sorted(p for p in fs.find(root) if p.lower().endswith(TEXT_SUFFIXES))
-    if not paths:
+    entries, unlisted = _list_folder(fs, root, corpus, skipped)
+    yield from unlisted
+    if not entries and not unlisted:
         raise CorpusNotFoundError(f"corpus folder {corpus!r} holds no .txt or .md files")
     prefix = corpus.rstrip("/")
-    for path in paths:
-        rel = path[len(root) + 1 :]
-        target = _external_target(fs, root, path) if skipped is not None else None
+    for entry in entries:
+        target = None if allow_external or not is_local(fs) else _external_target(
+            root, entry.path)
         if target is not None:
-            skipped.append(Skipped(rel, f"symlink to {target}, outside the corpus folder: "
-                                        "skipped (pipeline.allow_external_symlinks)"))
+            skipped.append(Skipped(entry.rel, f"symlink to {target}, outside the corpus "
+                                              "folder: skipped (pipeline.allow_external_symlinks)"))
             continue
-        yield _read_file(fs, path, doc_id=rel, source=f"{prefix}/{rel}")
+        yield _read_file(fs, entry, source=f"{prefix}/{entry.rel}", limits=limits)
 
 
-def _from_jsonl(fs, path: str, corpus: str) -> Iterator[SourceDocument | Failure]:
+def _from_jsonl(
+    fs, path: str, corpus: str, limits: DocLimits
+) -> Iterator[SourceDocument | Failure]:
+    if is_local(fs):
+        try:
+            _check_regular(os.stat(path).st_mode, name=corpus)
+        except ValueError as exc:
+            raise CorpusUnreadableError(str(exc)) from None
     with fs.open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if raw.strip():
-                yield _jsonl_line(raw, where=f"{corpus}:{lineno}", line=f"line {lineno}")
+        for lineno, raw in enumerate(bounded_lines(fh, limits.max_bytes), start=1):
+            where, line = f"{corpus}:{lineno}", f"line {lineno}"
+            if raw is None:
+                yield Failure(line, f"{where}: line longer than {limits.max_bytes:,} bytes "
+                                    "(pipeline.max_doc_bytes): not read", doc_id_known=False)
+            elif raw.strip():
+                yield _jsonl_line(raw, where=where, line=line, limits=limits)
 
 
-def _jsonl_line(raw: bytes, *, where: str, line: str) -> SourceDocument | Failure:
+def _jsonl_line(
+    raw: bytes, *, where: str, line: str, limits: DocLimits
+) -> SourceDocument | Failure:
     """One JSONL line; a failure names the doc_id whenever the line has a usable one."""
     try:
         row = json.loads(raw)
@@ -227,7 +366,7 @@ def _jsonl_line(raw: bytes, *, where: str, line: str) -> SourceDocument | Failur
             raise ValueError("missing field 'text'")
         if not isinstance(row["text"], str):
             raise ValueError("text must be a string")
-        text = check_text(row["text"], name=doc_id)
+        text = limits.check_chars(check_text(row["text"], name=doc_id), name=doc_id)
         digest = content_hash(text)  # UnicodeEncodeError (a ValueError): lone surrogates
     except ValueError as exc:
         return Failure(doc_id, f"{where}: {exc}")

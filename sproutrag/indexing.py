@@ -62,7 +62,8 @@ def plan_changes(
     Only a document really gone from the corpus is deleted: an indexed document that
     failed to read this time keeps its stored version (`kept`). A failure without a
     doc_id (a broken JSONL line) could be any indexed document, so then no document is
-    deleted this run (`held`).
+    deleted this run (`held`); a folder that could not be listed (`Failure.folder`)
+    holds back the deletion of the documents below it.
     """
     new, changed, unchanged = [], [], []
     for doc in docs:
@@ -76,15 +77,25 @@ def plan_changes(
     failed = {f.doc_id for f in failures if f.doc_id_known}
     missing = set(indexed) - {d.doc_id for d in docs}
     gone, kept = sorted(missing - failed), sorted(missing & failed)
-    anonymous = [f for f in failures if not f.doc_id_known]
-    if anonymous and gone:
+    anonymous = [f for f in failures if not f.doc_id_known and f.folder is None]
+    folders = tuple(f.folder for f in failures if f.folder is not None)
+    held = gone if anonymous else [d for d in gone if folders and d.startswith(folders)]
+    if not held:
+        return Plan(new, changed, unchanged, gone, kept)
+    if anonymous:
         reason = (
             f"deletions held back: {len(anonymous)} corpus entries failed before their "
             f"doc_id was known ({', '.join(f.doc_id for f in anonymous[:5])}), so "
-            f"{len(gone)} indexed documents missing from the corpus are kept this run"
+            f"{len(held)} indexed documents missing from the corpus are kept this run"
         )
-        return Plan(new, changed, unchanged, [], kept, gone, reason)
-    return Plan(new, changed, unchanged, gone, kept)
+    else:
+        reason = (
+            f"deletions held back: {len(held)} indexed documents below folders that could "
+            f"not be listed ({', '.join(folders[:5])}) are kept this run"
+        )
+    held_set = set(held)
+    deleted = [d for d in gone if d not in held_set]
+    return Plan(new, changed, unchanged, deleted, kept, held, reason)
 
 
 def check_deletions(

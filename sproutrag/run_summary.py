@@ -77,10 +77,17 @@ class RunSummary:
         *, max_failed_share: float = 0.0,
     ) -> RunSummary:
         """Set the final status; a completed run with more failed documents than
-        `max_failed_share` of the corpus tolerates is "failed"."""
+        `max_failed_share` of the corpus tolerates, or with a corpus folder it could not
+        list, is "failed"."""
         self.finished_at = datetime.now(UTC)
         total = self.n_documents + self.n_failed
-        if status == "completed" and too_many_failed(self.n_failed, total, max_failed_share):
+        unlisted = [f.shown for f in self.failures if f.folder is not None]
+        if status == "completed" and unlisted:  # part of the corpus was not seen at all
+            status = "failed"
+            message = (f"{len(unlisted)} folders of the corpus could not be listed "
+                       f"({', '.join(unlisted[:5])}): their documents were neither updated "
+                       "nor deleted")
+        elif status == "completed" and too_many_failed(self.n_failed, total, max_failed_share):
             status = "failed"
             message = (f"{self.n_failed} of {total} documents failed (tolerated: "
                        f"pipeline.max_failed_share = {max_failed_share:.0%})")

@@ -6,7 +6,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.corpus import Discovery, Failure, SourceDocument, check_corpus, discover
+from sproutrag.corpus import (
+    Discovery,
+    DocLimits,
+    Failure,
+    SourceDocument,
+    check_corpus,
+    discover,
+)
 from sproutrag.indexing import Plan, plan_changes
 from tasks.database import open_store
 from tasks.retries import IO_RETRIES
@@ -22,8 +29,11 @@ def check_corpus_exists(corpus: str, settings: Settings | None = None) -> None:
 @task(name="discover", cache_policy=NO_CACHE, **IO_RETRIES)
 def discover_corpus(corpus: str, settings: Settings | None = None) -> Discovery:
     opts = settings.storage.fsspec_options(corpus) if settings is not None else None
-    allow = settings.pipeline.allow_external_symlinks if settings is not None else False
-    return discover(corpus, storage_options=opts, allow_external_symlinks=allow)
+    pipeline = settings.pipeline if settings is not None else None
+    allow = pipeline.allow_external_symlinks if pipeline is not None else False
+    limits = (DocLimits(pipeline.max_doc_bytes, pipeline.max_doc_chars)
+              if pipeline is not None else None)
+    return discover(corpus, storage_options=opts, allow_external_symlinks=allow, limits=limits)
 
 
 @task(name="diff", cache_policy=NO_CACHE)

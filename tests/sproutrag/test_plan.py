@@ -41,3 +41,16 @@ def test_mass_deletions_refuse_unless_allowed():
     with pytest.raises(MassDeleteError, match="holds no documents"):
         check_deletions(empty, 4, corpus="c", max_share=1.0, allow=False)
     check_deletions(plan_changes([], {}, "fp"), 0, corpus="c", max_share=0.5, allow=False)
+
+
+def test_an_unlistable_folder_holds_back_only_the_deletions_below_it():
+    indexed = {d: (content_hash("text"), "fp") for d in ("a", "locked/b", "locked/c", "d")}
+    folder = Failure("locked/", "cannot list the folder locked/", doc_id_known=False,
+                     folder="locked/")
+    plan = plan_changes([_doc("a")], indexed, "fp", failures=[folder])
+    assert (plan.deleted, plan.held) == (["d"], ["locked/b", "locked/c"])
+    assert "2 indexed documents below folders that could not be listed (locked/)" in (
+        plan.held_reason)
+    line = Failure("line 3", "corpus.jsonl:3: not a JSON line", doc_id_known=False)
+    both = plan_changes([_doc("a")], indexed, "fp", failures=[folder, line])
+    assert (both.deleted, both.held) == ([], ["d", "locked/b", "locked/c"])

@@ -1,0 +1,119 @@
+"""List a corpus folder and know what could not be seen.
+
+A local folder is walked with `os.scandir` (no recursion, no symlinked folders followed):
+a subfolder that cannot be listed (permission denied, removed meanwhile) is reported in
+`Listing.unlisted`, never silently taken as empty, and a symlink to a folder is reported
+in `Listing.folder_links` (not followed: no cycles, no document under two doc_ids).
+fsspec's own `find` would skip an unlistable folder without a word.
+
+On object stores (s3://...) a listing error propagates: s3fs lists a prefix in one flat
+request that raises on any error, and a backend whose `find` is fsspec's generic
+folder walk is asked to raise (`on_error="raise"`) instead of skipping the folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+TEXT_SUFFIXES = (".txt", ".md")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A corpus file to read: its path, its doc_id (path below the folder) and its size
+    in bytes when the listing gave one."""
+
+    path: str
+    rel: str
+    size: int | None = None
+
+
+@dataclass
+class Listing:
+    entries: list[Entry] = field(default_factory=list)
+    unlisted: list[tuple[str, str]] = field(default_factory=list)  # (rel folder + "/", why)
+    folder_links: list[tuple[str, str]] = field(default_factory=list)  # (rel + "/", target)
+
+
+def is_local(fs) -> bool:
+    return "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
+
+
+def _is_dir(entry: os.DirEntry, *, follow: bool) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:  # cannot tell: it is read as a file, and that read reports the error
+        return False
+
+
+def list_local(root: str) -> Listing:
+    """The .txt/.md files below ROOT (sorted by doc_id), the subfolders that could not be
+    listed and the symlinks to folders. ROOT itself unlistable raises OSError."""
+    out, stack = Listing(), [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError as exc:
+            if folder == root:
+                raise
+            out.unlisted.append((folder[len(root) + 1 :] + "/", exc.strerror or str(exc)))
+            continue
+        for entry in entries:
+            rel = entry.path[len(root) + 1 :]
+            if _is_dir(entry, follow=False):
+                stack.append(entry.path)
+            elif entry.is_symlink() and _is_dir(entry, follow=True):
+                out.folder_links.append((rel + "/", os.path.realpath(entry.path)))
+            elif entry.name.lower().endswith(TEXT_SUFFIXES):
+                out.entries.append(Entry(entry.path, rel))
+    out.entries.sort(key=lambda e: e.rel)
+    out.unlisted.sort()
+    out.folder_links.sort()
+    return out
+
+
+def _generic_find(fs) -> bool:
+    """FS's `find` is fsspec's folder walk (which skips unlistable folders by default)."""
+    from fsspec.asyn import AsyncFileSystem
+    from fsspec.spec import AbstractFileSystem
+
+    if isinstance(fs, AsyncFileSystem):
+        return type(fs)._find is AsyncFileSystem._find
+    return type(fs).find is AbstractFileSystem.find
+
+
+def list_fsspec(fs, root: str) -> Listing:
+    """The .txt/.md objects below ROOT with their sizes; a listing error raises."""
+    kwargs = {"on_error": "raise"} if _generic_find(fs) else {}
+    found = fs.find(root, detail=True, **kwargs)
+    entries = [
+        Entry(name, name[len(root) + 1 :], info.get("size"))
+        for name, info in found.items()
+        if info.get("type") != "directory" and name.lower().endswith(TEXT_SUFFIXES)
+    ]
+    return Listing(sorted(entries, key=lambda e: e.rel))
+
+
+def bounded_lines(fh: BinaryIO, limit: int, block: int = 1 << 20) -> Iterator[bytes | None]:
+    """FH's lines (newline stripped); None for a line longer than LIMIT bytes, whose bytes
+    are skipped, never held in memory."""
+    buf, over, scan = bytearray(), False, 0
+    while True:
+        chunk = fh.read(block)
+        buf += chunk
+        while (i := buf.find(b"\n", scan)) >= 0:
+            yield None if over or i > limit else bytes(buf[:i])
+            del buf[: i + 1]
+            over, scan = False, 0
+        if not chunk:
+            if buf or over:
+                yield None if over or len(buf) > limit else bytes(buf)
+            return
+        scan = len(buf)
+        if len(buf) > limit:  # the line is too long: drop what was read of it
+            over, buf, scan = True, bytearray(), 0
