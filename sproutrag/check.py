@@ -233,8 +233,12 @@ class Report:
 
 def check_database(uri: str, *, storage_options: dict[str, str] | None = None) -> Report:
     """Read every column of every table, validate every stored tree (see module doc)."""
+    from sproutrag.preflight import is_s3
     from sproutrag.store import DatabaseNotFoundError
 
+    if not is_s3(uri) and not os.path.isdir(uri):  # connect() would create the folder
+        raise DatabaseNotFoundError(f"no SproutRAG database at {uri!r} (no such folder): "
+                                    "check the --db path")
     _, names = _connect(uri, storage_options)
     if not names & {"documents", "nodes"}:
         raise DatabaseNotFoundError(f"no SproutRAG database at {uri!r} (no 'documents' or "
