@@ -4,10 +4,12 @@ The CLI (`sproutrag index`) runs this same flow. Documents go through the stages
 batches of `pipeline.batch_docs`; each batch's Parquet intermediates live in the run's
 own folder below the work dir until the batch is stored.
 
-Under the database's run lock a run migrates an older schema, writes its `runs` row
-("running"), removes what interrupted runs left, diffs the corpus with the database
-(refusing mass deletions), indexes batch by batch, deletes what left the corpus, and
-completes its row. SIGTERM / SIGINT stop it between batches ("interrupted"). The flow
+Under the database's run lock a run checks that every table can be read (a damaged one
+fails the run, or with --full is moved aside: `sproutrag.check`), migrates an older
+schema, writes its `runs` row ("running"), removes what interrupted runs left, diffs the
+corpus with the database (refusing mass deletions; documents found damaged are
+re-indexed), indexes batch by batch, deletes what left the corpus, and completes its
+row. SIGTERM / SIGINT stop it between batches ("interrupted"). The flow
 run ends Failed when more documents failed than `pipeline.max_failed_share` tolerates
 (the data: `DocumentsFailedError` with the run's row), Cancelled when interrupted.
 """
