@@ -23,6 +23,7 @@ from flows.commands import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_USAGE,
+    cmd_check,
     cmd_evaluate,
     cmd_index,
     cmd_query,
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_query(sub)
     _add_train(sub)
     _add_evaluate(sub)
+    _add_check(sub)
     return parser
 
 
@@ -184,6 +186,23 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--out", default="out/eval", metavar="DIR", help="report folder")
     p.add_argument("--cache", metavar="DIR", help="feature cache (default OUT/cache)")
     p.set_defaults(func=cmd_evaluate)
+
+
+def _add_check(sub) -> None:
+    p = sub.add_parser(
+        "check",
+        help="verify that a database can be read and its trees and texts are whole",
+        description="Read every column of every table of DB, check that each document's "
+        "stored tree exists with 2n - 1 valid nodes for its n chunks and that its leaf "
+        "texts are the document's text, and that each stored text hashes to its content "
+        "hash. Prints one line per problem and a summary line. Exit codes: 0 healthy, "
+        "1 problems found (a damaged table: `sproutrag index CORPUS --db DB --full` "
+        "rebuilds the database, moving the damaged tables aside; damaged documents: the "
+        "next `sproutrag index` run re-indexes them), 2 bad arguments (no database at DB).",
+    )
+    p.add_argument("--db", required=True, help="database built by `sproutrag index`")
+    p.add_argument("--config", metavar="FILE", help="YAML settings file (storage)")
+    p.set_defaults(func=cmd_check)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

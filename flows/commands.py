@@ -58,7 +58,31 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_DOCS_FAILED if failures else EXIT_OK
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """`sproutrag check`: 0 healthy, 1 problems found, 2 no database at --db."""
+    from sproutrag.check import check_database
+    from sproutrag.preflight import UsageError
+    from sproutrag.store import DatabaseNotFoundError
+
+    try:
+        report = check_database(
+            args.db, storage_options=args.settings.storage.lance_options(args.db))
+    except DatabaseNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    for line in report.lines():
+        print(line)
+    return EXIT_OK if report.healthy else EXIT_ERROR
+
+
 def cmd_query(args: argparse.Namespace) -> int:
+    """`sproutrag query`; a table that cannot be read gives one line (DamagedTableError)."""
+    from sproutrag.check import explain_damage
+
+    with explain_damage(args.db, storage_options=args.settings.storage.lance_options(args.db)):
+        return _query(args)
+
+
+def _query(args: argparse.Namespace) -> int:
     import json
 
     from sproutrag.queries import parse_lines, run_queries

@@ -4,10 +4,12 @@ The CLI (`sproutrag index`) runs this same flow. Documents go through the stages
 batches of `pipeline.batch_docs`; each batch's Parquet intermediates live in the run's
 own folder below the work dir until the batch is stored.
 
-Under the database's run lock a run migrates an older schema, writes its `runs` row
-("running"), removes what interrupted runs left, diffs the corpus with the database
-(refusing mass deletions), indexes batch by batch, deletes what left the corpus, and
-completes its row. SIGTERM / SIGINT stop it between batches ("interrupted"). The flow
+Under the database's run lock a run checks that every table can be read (a damaged one
+fails the run, or with --full is moved aside: `sproutrag.check`), migrates an older
+schema, writes its `runs` row ("running"), removes what interrupted runs left, diffs the
+corpus with the database (refusing mass deletions; documents found damaged are
+re-indexed), indexes batch by batch, deletes what left the corpus, and completes its
+row. SIGTERM / SIGINT stop it between batches ("interrupted"). The flow
 run ends Failed when more documents failed than `pipeline.max_failed_share` tolerates
 (the data: `DocumentsFailedError` with the run's row), Cancelled when interrupted.
 """
@@ -26,6 +28,7 @@ from tqdm import tqdm
 
 from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3, load_settings
+from sproutrag.check import DamagedTableError
 from sproutrag.corpus import Failure, Skipped
 from sproutrag.errors import is_environment_error
 from sproutrag.indexing import check_deletions
@@ -44,10 +47,12 @@ from tasks.database import index_fingerprint
 from tasks.discover import check_corpus_exists, diff_corpus, discover_corpus
 from tasks.encode import encode_batch
 from tasks.store import (
+    check_tables,
     collect_garbage,
     delete_documents,
     maintain_tables,
     migrate_database,
+    move_damaged_tables,
     record_index_settings,
     record_run,
     start_run,
@@ -132,13 +137,13 @@ def _skipped_kinds(skipped: list[Skipped]) -> list[tuple[str, list[Skipped]]]:
 
 
 def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delete: bool,
-          summary: RunSummary, logger):
+          summary: RunSummary, logger, damaged: dict[str, str] | None = None):
     """Discover the corpus, diff it with the database, refuse a mass deletion."""
     with _stage(summary, "discover"):
         found = discover_corpus(corpus, settings)
         docs, summary.failures = found.docs, found.failures
         plan, n_indexed = diff_corpus(
-            docs, db, settings, summary.fingerprint, full, summary.failures
+            docs, db, settings, summary.fingerprint, full, summary.failures, damaged
         )
     for what, group in _skipped_kinds(found.skipped):
         summary.note(f"skipped {len(group)} symlinks {what}: "
@@ -164,13 +169,15 @@ def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delet
 
 
 def _run(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delete: bool,
-         summary: RunSummary, logger) -> None:
-    """The run's work, under the lock; `summary` is finished when this returns."""
+         summary: RunSummary, logger, damaged: dict[str, str] | None = None) -> None:
+    """The run's work, under the lock; `summary` is finished when this returns.
+    DAMAGED: documents the start-of-run check found damaged (re-indexed)."""
     removed = collect_garbage(db, settings)
     if removed:
         logger.warning("removed %d nodes rows an interrupted run left (no documents row "
                        "named them)", removed)
-    plan = _plan(corpus, db, settings, full, allow_mass_delete, summary, logger)
+    plan = _plan(corpus, db, settings, full, allow_mass_delete, summary, logger, damaged)
+    _report_damaged(plan, damaged or {}, summary, logger)
     work, leftovers = open_work_dir(db, settings, summary.run_id)
     if leftovers:
         logger.warning("removed %d work folders of killed runs of this database", leftovers)
@@ -189,6 +196,37 @@ def _run(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delete
     with _stage(summary, "maintain"):
         maintain_tables(db, settings)
     summary.finish(max_failed_share=settings.pipeline.max_failed_share)
+
+
+def _report_damaged(plan, damaged: dict[str, str], summary: RunSummary, logger) -> None:
+    """Name the damaged documents: re-indexed now, or (not in the corpus now) deleted."""
+    if not damaged:
+        return
+    shown = "; ".join(f"{d}: {why}" for d, why in list(damaged.items())[:5])
+    more = f" and {len(damaged) - 5} more" if len(damaged) > 5 else ""
+    text = (f"{len(damaged)} documents were damaged in the database ({shown}{more}): "
+            f"{len(plan.repaired)} re-indexed from the corpus")
+    left = sorted(set(damaged) - set(plan.repaired) - set(plan.deleted))
+    if left:
+        text += f"; not in the corpus or unreadable there, still damaged: {', '.join(left[:10])}"
+    summary.note(text)
+    logger.warning(text)
+
+
+def _check_tables(db: str, settings: Settings, full: bool, logger) -> tuple[dict, list[str]]:
+    """The start-of-run check: a damaged table fails the run (DamagedTableError), or with
+    --full is moved aside; returns the damaged documents and notes for the summary."""
+    health = check_tables(db, settings)
+    if not health.unreadable:
+        return health.documents, []
+    if not full:
+        raise DamagedTableError(db, health.unreadable)
+    moved = move_damaged_tables(db, sorted(health.unreadable))
+    note = ("moved damaged tables aside (kept, not deleted): " + ", ".join(
+        f"{n} ({health.unreadable[n]}) -> {path}" for n, path in moved.items())
+        + "; this --full run re-creates them")
+    logger.warning(note)
+    return {}, [note]
 
 
 def _wait_all(inflight: deque) -> None:
@@ -233,16 +271,20 @@ def _index_all(todo, db: str, settings: Settings, work: str, summary, logger) ->
 def _locked_run(corpus: str, db: str, settings: Settings, fp: str, full: bool,
                 allow_mass_delete: bool, logger) -> RunSummary:
     """Migrate, record the start, run, record the end: the `runs` row is always completed
-    unless the process is killed."""
+    unless the process is killed. A damaged table fails the run here, before it writes
+    anything (with --full: moved aside, then rebuilt)."""
+    damaged, notes = _check_tables(db, settings, full, logger)
     migrated = migrate_database(db, settings)
     if migrated:
         logger.warning("migrated tables %s of %s to the current schema in place; every "
                        "document is re-indexed", ", ".join(migrated), db)
     summary = RunSummary(corpus=corpus, fingerprint=fp, flow_run_id=flow_run.get_id())
+    for note in notes:
+        summary.note(note)
     start_run(summary.to_row(), db, settings)
     try:
         record_index_settings(db, settings, fp, summary.run_id)
-        _run(corpus, db, settings, full, allow_mass_delete, summary, logger)
+        _run(corpus, db, settings, full, allow_mass_delete, summary, logger, damaged)
     except KeyboardInterrupt as exc:  # a second signal
         summary.finish("interrupted", f"stopped at once: {exc}")
         record_run(summary.to_row(), db, settings)

@@ -62,6 +62,7 @@ def is_expected(exc: BaseException) -> bool:
     """An error whose message says all a user needs (no traceback needed): bad settings
     or input, a refused run, or the machine's (disk full, read-only)."""
     from schemas.settings import SettingsError
+    from sproutrag.check import DamagedTableError
     from sproutrag.corpus import CorpusNotFoundError
     from sproutrag.indexing import MassDeleteError
     from sproutrag.locking import DatabaseBusyError
@@ -72,5 +73,5 @@ def is_expected(exc: BaseException) -> bool:
 
     clean = (SettingsError, CorpusNotFoundError, MassDeleteError, DatabaseBusyError,
              ModelNotFoundError, RunOutcome, DatabaseNotFoundError, StaleIndexError,
-             WeightsFileError)
+             WeightsFileError, DamagedTableError)
     return isinstance(exc, clean) or describe_os_error(exc) is not None

@@ -8,7 +8,7 @@ Prefect tasks in tasks/ read and write the Parquet intermediates around these ca
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -39,6 +39,7 @@ class Plan:
     kept: list[str] = field(default_factory=list)  # indexed, failed to read: version stays
     held: list[str] = field(default_factory=list)  # gone, but deletion held back this run
     held_reason: str = ""
+    repaired: dict[str, str] = field(default_factory=dict)  # re-indexed: stored copy damaged
 
     @property
     def to_index(self) -> list[SourceDocument]:
@@ -56,6 +57,7 @@ def plan_changes(
     *,
     full: bool = False,
     failures: Sequence[Failure] = (),
+    damaged: Mapping[str, str] | None = None,
 ) -> Plan:
     """Diff by content hash and index fingerprint; `full` re-indexes everything.
 
@@ -63,17 +65,21 @@ def plan_changes(
     failed to read this time keeps its stored version (`kept`). A failure without a
     doc_id (a broken JSONL line) could be any indexed document, so then no document is
     deleted this run (`held`); a folder that could not be listed (`Failure.folder`)
-    holds back the deletion of the documents below it.
+    holds back the deletion of the documents below it. A DAMAGED document (doc_id ->
+    why: its stored tree is missing, its stored text does not hash to its content hash)
+    is re-indexed as changed even when its corpus copy is unchanged (`repaired`).
     """
+    damaged = damaged or {}
     new, changed, unchanged = [], [], []
     for doc in docs:
         stored = indexed.get(doc.doc_id)
         if stored is None:
             new.append(doc)
-        elif full or stored != (doc.content_hash, fingerprint):
+        elif full or stored != (doc.content_hash, fingerprint) or doc.doc_id in damaged:
             changed.append(doc)
         else:
             unchanged.append(doc.doc_id)
+    repaired = {d.doc_id: damaged[d.doc_id] for d in changed if d.doc_id in damaged}
     failed = {f.doc_id for f in failures if f.doc_id_known}
     missing = set(indexed) - {d.doc_id for d in docs}
     gone, kept = sorted(missing - failed), sorted(missing & failed)
@@ -81,7 +87,7 @@ def plan_changes(
     folders = tuple(f.folder for f in failures if f.folder is not None)
     held = gone if anonymous else [d for d in gone if folders and d.startswith(folders)]
     if not held:
-        return Plan(new, changed, unchanged, gone, kept)
+        return Plan(new, changed, unchanged, gone, kept, repaired=repaired)
     if anonymous:
         reason = (
             f"deletions held back: {len(anonymous)} corpus entries failed before their "
@@ -95,7 +101,7 @@ def plan_changes(
         )
     held_set = set(held)
     deleted = [d for d in gone if d not in held_set]
-    return Plan(new, changed, unchanged, deleted, kept, held, reason)
+    return Plan(new, changed, unchanged, deleted, kept, held, reason, repaired)
 
 
 def check_deletions(

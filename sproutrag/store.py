@@ -198,18 +198,24 @@ class Store:
         """Remove `nodes` rows of trees that no `documents` row names; returns how many.
 
         Only an interrupted run leaves such rows. When `nodes` holds exactly the rows of
-        the current trees (2n - 1 per document) there is nothing to look for.
+        the current trees (2n - 1 per document) there is nothing to look for. Never
+        without a `documents` table (an unread view of the documents would make every
+        tree look unnamed), and never the trees of a document whose named tree is
+        missing or incomplete (a restored or rolled-back `nodes`): the index run
+        re-indexes that document, and its write removes them.
         """
         nodes = self.table("nodes")
-        if nodes is None:
+        if nodes is None or self.table("documents") is None:
             return 0
         current = self.current_trees()
         if nodes.count_rows() == sum(2 * n - 1 for _, n in current.values()):
             return 0
-        import pyarrow.compute as pc
-
-        stored = nodes.search().select(["tree_id"]).limit(None).to_arrow().column("tree_id")
-        stale = sorted(set(pc.unique(stored).to_pylist()) - {t for t, _ in current.values()})
+        stored = (nodes.search().select(["doc_id", "tree_id"]).limit(None).to_arrow()
+                  .group_by(["doc_id", "tree_id"]).aggregate([([], "count_all")]))
+        sizes = {(d, t): n for d, t, n in zip(*stored.to_pydict().values())}
+        broken = {d for d, (t, n) in current.items() if sizes.get((d, t)) != 2 * n - 1}
+        named = {t for t, _ in current.values()}
+        stale = sorted({t for d, t in sizes if t not in named and d not in broken})
         return sum(self._delete_where(nodes, in_filter("tree_id", part))
                    for part in parts(stale))
 

@@ -40,8 +40,11 @@ def discover_corpus(corpus: str, settings: Settings | None = None) -> Discovery:
 def diff_corpus(
     docs: list[SourceDocument], db: str, settings: Settings, fingerprint: str,
     full: bool = False, failures: list[Failure] | None = None,
+    damaged: dict[str, str] | None = None,
 ) -> tuple[Plan, int]:
-    """The plan, and how many documents the database holds."""
+    """The plan, and how many documents the database holds. DAMAGED documents (from
+    the start-of-run check) are re-indexed."""
     indexed = open_store(db, settings).indexed()
-    plan = plan_changes(docs, indexed, fingerprint, full=full, failures=failures or [])
+    plan = plan_changes(docs, indexed, fingerprint, full=full, failures=failures or [],
+                        damaged=damaged)
     return plan, len(indexed)

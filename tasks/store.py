@@ -9,6 +9,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
+from sproutrag.check import Health, check_for_run, move_aside
 from sproutrag.encoders import shared_encoder
 from sproutrag.index_info import IndexInfo, record_index_info
 from sproutrag.migrate import migrate
@@ -50,6 +51,19 @@ def record_run(row: dict[str, Any], db: str, settings: Settings) -> None:
 def migrate_database(db: str, settings: Settings) -> list[str]:
     """Bring an older schema version up to date in place; returns the tables migrated."""
     return migrate(db, storage_options=settings.storage.lance_options(db))
+
+
+@task(name="check_tables", cache_policy=NO_CACHE)
+def check_tables(db: str, settings: Settings) -> Health:
+    """The start-of-run check: unreadable tables, documents whose tree or text is
+    damaged (no retries: a damaged file stays damaged)."""
+    return check_for_run(db, storage_options=settings.storage.lance_options(db))
+
+
+@task(name="move_damaged_tables", cache_policy=NO_CACHE)
+def move_damaged_tables(db: str, names: list[str]) -> dict[str, str]:
+    """Move the folders of unreadable tables aside (a --full run re-creates them)."""
+    return move_aside(db, names)
 
 
 @task(name="collect_garbage", cache_policy=NO_CACHE, **IO_RETRIES)

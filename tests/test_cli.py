@@ -81,3 +81,29 @@ def test_missing_corpus_fails_fast_without_creating_the_database(tmp_path, capsy
     err = capsys.readouterr().err
     assert "corpus" in err and "does not exist" in err and "Traceback" not in err
     assert len(err.splitlines()) == 1 and not db.exists()
+
+
+def test_check_exit_codes(tmp_path):
+    """`sproutrag check`: 0 healthy, 1 problems, 2 no database (and no folder made)."""
+    import subprocess
+    import sys
+
+    from sproutrag.store import Store
+    from tests.conftest import ROOT
+    from tests.sproutrag.test_store import _item
+
+    def check(db):
+        return subprocess.run([sys.executable, "-m", "flows.cli", "check", "--db", str(db)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    db = tmp_path / "db"
+    Store(str(db), encoder_id="fake/encoder", dim=8).write([_item("a", "one two")], "fp")
+    ok = check(db)
+    assert ok.returncode == 0 and ok.stdout.strip().endswith("healthy")
+    next((db / "documents.lance" / "data").glob("*.lance")).unlink()
+    bad = check(db)
+    assert bad.returncode == 1 and bad.stdout.startswith("table 'documents' cannot be read")
+    assert "1 problem found" in bad.stdout.splitlines()[-1]
+    missing = check(tmp_path / "none")
+    assert missing.returncode == 2 and "no SproutRAG database" in missing.stderr
+    assert not (tmp_path / "none").exists()
