@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -40,6 +40,16 @@ from sproutrag.search import Reranker, SearchParams, cosine_rerank, search_trees
 from sproutrag.store import StaleIndexError, Store
 
 Mode = Literal["tree", "flat"]
+
+
+class Current(NamedTuple):
+    """What one version of the `documents` table says about the current trees."""
+
+    version: int
+    trees: dict[str, str]  # doc_id -> current tree_id
+    rows: int  # node rows of the current trees
+    fingerprints: frozenset[str]
+    leaves: dict[str, int]  # doc_id -> evidence units (leaves) of its current tree
 
 
 #: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
@@ -90,7 +100,7 @@ class Retriever:
         # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
         self.memory_rows = memory_rows
         self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
-        self._doc_trees: tuple[int, dict[str, str], int, frozenset[str]] | None = None
+        self._doc_trees: Current | None = None
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._pinning, self._pin = False, None  # during a search: one `documents` read
         self._resolve()  # refuses a mismatched encoder or weights file now
@@ -109,7 +119,7 @@ class Retriever:
     def _resolve(self) -> tuple[SearchParams, Any]:
         """(search parameters, their defaults) for the tables as they are now: the
         database's index settings (or WEIGHTS, or the encoder's), then the overrides."""
-        version, _, _, fingerprints = self._current()
+        version, _, _, fingerprints, _ = self._current()
         tbl = self.store.table("index_settings")
         key = (version, tbl.version if tbl is not None else -1)
         if self._settings is None or self._settings[0] != key:
@@ -172,40 +182,40 @@ class Retriever:
         found = set(rows.to_arrow().column("doc_id").to_pylist())
         return [d for d in dict.fromkeys(doc_ids) if d in found]
 
-    def _current(self) -> tuple[int, dict[str, str], int, frozenset[str]]:
-        """(documents version, doc_id -> current tree_id, rows of the current trees,
-        index fingerprints), read once per version of the `documents` table (and its
+    def _current(self) -> Current:
+        """The current trees, read once per version of the `documents` table (and its
         version looked up once per search)."""
         if self._pin is not None:
             return self._pin
         tbl = self.store.table("documents")
         if tbl is None:  # the first run was killed before its first documents commit
-            return (-1, {}, 0, frozenset())
+            return Current(-1, {}, 0, frozenset(), {})
         version = tbl.version
         if self._doc_trees is None or self._doc_trees[0] != version:
             cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
             data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
             rows = sum(2 * n - 1 for n in data["n_chunks"])
-            self._doc_trees = (version, dict(zip(data["doc_id"], data["tree_id"])), rows,
-                               frozenset(data["index_fingerprint"]))
+            self._doc_trees = Current(version, dict(zip(data["doc_id"], data["tree_id"])),
+                                      rows, frozenset(data["index_fingerprint"]),
+                                      dict(zip(data["doc_id"], data["n_chunks"])))
         if self._pinning:
             self._pin = self._doc_trees
         return self._doc_trees
 
     def _tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The current tree_id of each known doc_id."""
-        known = self._current()[1]
+        known = self._current().trees
         return {d: known[d] for d in doc_ids if d in known}
 
     def _stale_rows(self, nodes) -> int:
         """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
-        return max(0, nodes.count_rows() - self._current()[2])
+        return max(0, nodes.count_rows() - self._current().rows)
 
     def _node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(doc id per current node row, L2-normalised vectors), or (None, None) past
         memory_rows."""
         tbl = self.store.table("nodes")
-        doc_version, current, _, _ = self._current()
+        doc_version, current, _, _, _ = self._current()
         versions = (tbl.version, doc_version)
         if self._matrix is None or self._matrix[0] != versions:
             if tbl.count_rows() > self.memory_rows:
@@ -272,14 +282,32 @@ class Retriever:
             q = q.where(where, prefilter=True)
         cols = ["doc_id", "tree_id", "idx", "start", "end", "text", "_distance"]
         rows = q.select(cols).limit(limit + self._stale_rows(nodes)).to_list()
-        current = self._current()[1]
+        current = self._current().trees
         return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
 
-    def choose_documents(self, qvec: np.ndarray, doc_ids: Sequence[str] | None) -> list[str]:
-        """First stage: the documents of the nearest nodes, best first."""
+    def choose_documents(
+        self, qvec: np.ndarray, doc_ids: Sequence[str] | None, *, k: int = 0
+    ) -> list[str]:
+        """First stage: the documents of the nearest nodes, best first: `n_docs` of them,
+        and more while their evidence units number fewer than K (up to every document),
+        so that an answer can be filled to k."""
         if doc_ids:
             return list(doc_ids)
+        current = self._current()
         limit = max(50, 10 * self.n_docs)
+        while True:
+            chosen, units = [], 0
+            for doc in self._ranked_documents(qvec, limit):
+                if len(chosen) >= self.n_docs and units >= k:
+                    break
+                chosen.append(doc)
+                units += current.leaves.get(doc, 0)
+            if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
+                return chosen
+            limit = min(4 * limit, current.rows)  # widen: rank more nodes
+
+    def _ranked_documents(self, qvec: np.ndarray, limit: int) -> list[str]:
+        """The documents of the LIMIT nearest nodes of the current trees, best first."""
         docs, vecs = self._node_matrix()
         if vecs is None:  # a large table: LanceDB's (ANN-indexed) search
             ranked = [r["doc_id"] for r in self._nearest_nodes(qvec, limit, None)]
@@ -289,7 +317,7 @@ class Retriever:
             ranked = docs[top[np.argsort(-s[top], kind="stable")]].tolist()
         else:
             ranked = []
-        return list(dict.fromkeys(ranked))[: self.n_docs]
+        return list(dict.fromkeys(ranked))
 
     # -- search -------------------------------------------------------------------
 
@@ -331,7 +359,8 @@ class Retriever:
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
             if mode == "flat":
                 return self._flat(qvec, k, doc_ids)
-            return self._tree(query, qvec, k, self.choose_documents(qvec, doc_ids), params)
+            docs = self.choose_documents(qvec, doc_ids, k=k)
+            return self._tree(query, qvec, k, docs, params)
         finally:
             self._pinning, self._pin = False, None
 
