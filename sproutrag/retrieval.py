@@ -24,7 +24,6 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -32,7 +31,7 @@ import numpy as np
 
 from sproutrag.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.filters import doc_filter, in_filter, sql_quote
-from sproutrag.hits import Hit, QueryError, check_number, hit_of, node_text
+from sproutrag.hits import Hit, QueryError, check_count, check_number, hit_of, node_text
 from sproutrag.index_info import read_index_infos, search_defaults
 from sproutrag.lexical import LeafTerms
 from sproutrag.rows import StoredTree
@@ -76,13 +75,10 @@ class Retriever:
         cache_bytes: int = CACHE_BYTES,
     ) -> None:
         check_number("threshold", threshold)
-        check_number("lexical_weight", lexical_weight, minimum=0)
+        check_number("lexical_weight", lexical_weight)
         if margin != "trained":
-            check_number("margin", margin, minimum=0)
-        if isinstance(beam_width, bool) or not isinstance(beam_width, numbers.Integral) or (
-            beam_width < 1
-        ):
-            raise QueryError(f"beam_width must be an integer >= 1, got {beam_width!r}")
+            check_number("margin", margin)
+        check_count("beam_width", beam_width)
         self.store = Store.open_existing(db, storage_options=storage_options)
         encoder = encoder if encoder is not None else self._database_encoder()
         if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
@@ -201,6 +197,10 @@ class Retriever:
         if self._pinning:
             self._pin = self._doc_trees
         return self._doc_trees
+
+    def n_documents(self) -> int:
+        """The documents the database holds now (0: none indexed, or all deleted)."""
+        return len(self._current().trees)
 
     def _tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The current tree_id of each known doc_id."""
@@ -332,8 +332,7 @@ class Retriever:
         """Rank evidence for `query`; at most k evidence units over all hits."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query is empty: give a question or statement to search for")
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise QueryError(f"k must be an integer >= 1, got {k!r}")
+        check_count("k", k)
         if doc_ids is not None:
             known = self.known_doc_ids(list(doc_ids))
             if not known:
@@ -354,6 +353,7 @@ class Retriever:
         """`search` with the query already encoded (doc_ids already checked)."""
         if mode not in ("tree", "flat"):
             raise QueryError(f"mode must be 'tree' or 'flat', got {mode!r}")
+        check_count("k", k)
         self._pinning, self._pin = True, None  # read `documents` once for this query
         try:
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
@@ -371,7 +371,8 @@ class Retriever:
             if not trees:
                 return []
             where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
-        rows = self._nearest_nodes(qvec, k, where)
+        units = sum(self._current().leaves.values())  # no more rows to ask LanceDB for
+        rows = self._nearest_nodes(qvec, min(k, units), where) if units else []
         hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
                 [(int(r["start"]), int(r["end"]))], r["text"])

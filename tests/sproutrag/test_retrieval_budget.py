@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sproutrag.retrieval import Retriever
+from sproutrag.limits import MAX_COUNT
+from sproutrag.retrieval import QueryError, Retriever
 from sproutrag.store import Store
 from sproutrag.weights import AggregationWeights
 from tests.sproutrag.test_store import DIM, _item
@@ -39,8 +40,12 @@ def test_tree_mode_fills_k_over_many_one_sentence_documents(tmp_path, memory_row
             tree = r.search_vector("q", q, k=k)
             assert _units(flat) == _units(tree) == k
             assert len({h.doc_id for h in tree}) == k  # one unit per document
-        # More than the database holds: every unit, no error.
+        # More than the database holds: every unit, no error, up to the largest k.
         assert _units(r.search_vector("q", q, k=500)) == 70
+        for mode in ("tree", "flat"):
+            assert _units(r.search_vector("q", q, k=MAX_COUNT, mode=mode)) == 70
+            with pytest.raises(QueryError, match="k must be an integer between 1 and"):
+                r.search_vector("q", q, k=MAX_COUNT + 1, mode=mode)
         # Restricted: the units of those documents only.
         hits = r.search_vector("q", q, k=20, doc_ids=["d03", "d07"])
         assert _units(hits) == 2 and {h.doc_id for h in hits} == {"d03", "d07"}
