@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from flows.arguments import count_type, number_type
 from flows.commands import (
     DEFAULT_MARGIN,
     EVAL_MODES,
@@ -29,7 +30,7 @@ from flows.commands import (
     cmd_query,
     cmd_train,
 )
-from sproutrag.preflight import finite_float, margin_value, non_negative_float, positive_int
+from sproutrag.preflight import non_negative_float, positive_int
 
 OFFLINE_ENV = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -99,20 +100,22 @@ def _add_query(sub) -> None:
     p.add_argument("--db", required=True, help="database built by `sproutrag index`")
     p.add_argument("--queries", metavar="Q.jsonl", help="batch of queries")
     p.add_argument("--out", metavar="R.jsonl", help="where to write batch results")
-    p.add_argument("--k", type=positive_int, default=5,
+    p.add_argument("--k", type=count_type("k"), default=5,
                    help="evidence units per query (default 5)")
     p.add_argument("--mode", choices=["tree", "flat"], default="tree", help="default tree")
-    p.add_argument("--beam", type=positive_int, default=5, help="beam width b (default 5)")
-    p.add_argument("--threshold", type=finite_float, metavar="DELTA",
-                   help="keep only units whose cosine reaches DELTA (tree mode default: the "
-                   "delta the database was indexed with; flat mode default: none)")
-    p.add_argument("--lexical-weight", type=non_negative_float, metavar="W",
-                   help="tree mode: rank nodes by z(cosine) + W z(BM25) (default: the "
-                   "database's; 0 = cosine only)")
-    p.add_argument("--margin", metavar="M", type=margin_value, default=DEFAULT_MARGIN,
+    p.add_argument("--beam", type=count_type("beam_width"), default=5,
+                   help="beam width b (default 5)")
+    p.add_argument("--threshold", type=number_type("threshold"), metavar="DELTA",
+                   help="keep only units whose cosine reaches DELTA, -1 to 1 (tree mode "
+                   "default: the delta the database was indexed with; flat mode default: none)")
+    p.add_argument("--lexical-weight", type=number_type("lexical_weight"), metavar="W",
+                   help="tree mode: rank nodes by z(cosine) + W z(BM25), 0 to 1e6 (default: "
+                   "the database's; 0 = cosine only)")
+    p.add_argument("--margin", metavar="M", type=number_type("margin", none="none"),
+                   default=DEFAULT_MARGIN,
                    help="relative cutoff for tree mode: keep nodes whose score and leaves' "
-                   "scores are within M of the best leaf (default: the database's margin; "
-                   "'none' fills the budget of k units)")
+                   "scores are within M (0 to 2) of the best leaf (default: the database's "
+                   "margin; 'none' fills the budget of k units)")
     p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
                    help="restrict to these documents (--doc-id A B, or --doc-id repeated)")
     p.add_argument("--config", metavar="FILE",
@@ -174,7 +177,7 @@ def _add_evaluate(sub) -> None:
     )
     p.add_argument("--docs", required=True, metavar="D.jsonl", help="{doc_id, text} lines")
     p.add_argument("--queries", required=True, metavar="Q.jsonl", help="labelled queries")
-    p.add_argument("--k", type=positive_int, nargs="+", default=[1, 3, 5],
+    p.add_argument("--k", type=count_type("k"), nargs="+", default=[1, 3, 5],
                    help="budgets (1 3 5)")
     p.add_argument("--modes", nargs="+", default=list(EVAL_MODES),
                    help=f"rows to score (default: {' '.join(EVAL_MODES)}; also "

@@ -90,6 +90,8 @@ def _query(args: argparse.Namespace) -> int:
     from sproutrag.retrieval import Retriever
 
     settings = args.settings  # --config, SPROUTRAG_* / AWS_* env (checked by preflight)
+    if args.out is not None:  # before the model loads or any query runs
+        _check_out(args.out, args.queries)
     reader = reader_settings(args.db, settings)  # the database's encoder unless named
     retriever = Retriever(
         args.db, encoder=encoder_from_settings(reader.encoding), weights=reader_weights(settings),
@@ -106,10 +108,13 @@ def _query(args: argparse.Namespace) -> int:
     rows = run_queries(retriever, queries, k=args.k, mode=args.mode)
     failed = [r for r in rows if "error" in r]
     if args.queries:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w", encoding="utf-8") as fh:
             for row in rows:
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
+        if not retriever.n_documents():
+            print(_EMPTY.format(db=args.db), file=sys.stderr)
     else:
         _print_hits(args.question, rows[0])
         _print_hint(args, retriever, rows[0])
@@ -118,12 +123,31 @@ def _query(args: argparse.Namespace) -> int:
     return EXIT_DOCS_FAILED if failed else EXIT_OK
 
 
+_EMPTY = ("no evidence found: the database {db} holds no documents (none indexed, or all "
+          "deleted): run `sproutrag index CORPUS --db {db}` first")
+
+
+def _check_out(out: str, queries: str | None) -> None:
+    from flows.arguments import check_output_file
+    from sproutrag.preflight import UsageError
+
+    if out.startswith(("s3://", "s3a://")) or "://" in out:
+        raise UsageError(f"--out {out}: sproutrag query writes a local file (the "
+                         "query-corpus flow writes s3:// results)")
+    try:
+        check_output_file(out, source=queries)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
     """Why a single question got fewer units than asked for."""
     if not row["results"] and "error" not in row:
         cut = retriever.threshold if args.mode == "tree" else retriever.flat_threshold
-        if cut is None:
-            print("no evidence found: the database holds no documents")
+        if not retriever.n_documents():
+            print(_EMPTY.format(db=args.db))
+        elif cut is None:
+            print("no evidence found")
         else:
             print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 "
                   "shows the best matches anyway")

@@ -20,6 +20,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 from prefect.states import Failed
 
+from flows.arguments import check_output_file
 from schemas.settings import load_settings
 from sproutrag.queries import check_query_parameters
 from sproutrag.run_summary import QueriesFailedError, too_many_failed
@@ -42,6 +43,7 @@ def query_corpus(
     """
     logger = get_run_logger()
     check_query_parameters(k=k, beam=beam, mode=mode)  # before any work
+    check_output_file(out, source=queries, flag="out", source_flag="queries")
     settings = load_settings(config)
     batch = read_queries(queries, settings)
     t0 = time.perf_counter()

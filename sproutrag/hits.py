@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from sproutrag.limits import LIMITS
 from sproutrag.rows import StoredTree
 from sproutrag.search import Selected
 
@@ -33,15 +34,28 @@ class Hit:
         }
 
 
-def check_number(name: str, value: float | None, *, minimum: float | None = None) -> None:
-    """Refuse (QueryError) a search setting that is not a finite number >= minimum."""
+def check_number(name: str, value: float | None) -> None:
+    """Refuse (QueryError) a search setting NAME that is not a finite number within
+    `LIMITS[name]` (None: not set, the default applies)."""
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(
-        value
-    ) or (minimum is not None and value < minimum):
-        bound = f" >= {minimum:g}" if minimum is not None else ""
-        raise QueryError(f"{name} must be a finite number{bound}, got {value!r}")
+    low, high = LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+        math.isfinite(value) and low <= value <= high
+    ):
+        raise QueryError(f"{name} must be a finite number between {low:g} and {high:g}, "
+                         f"got {value!r}")
+
+
+def check_count(name: str, value: int, *, limits: str | None = None) -> None:
+    """Refuse (QueryError) a k or beam width NAME that is not an integer within
+    `LIMITS[limits or name]`."""
+    low, high = LIMITS[limits or name]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not (
+        low <= value <= high
+    ):
+        raise QueryError(f"{name} must be an integer between {low} and {high}, "
+                         f"got {value!r}")
 
 
 def node_text(st: StoredTree, node: int) -> str:

@@ -50,13 +50,6 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def margin_value(text: str) -> float | None:
-    """--margin: a number >= 0, or "none" (no relative cutoff)."""
-    if text.strip().lower() == "none":
-        return None
-    return non_negative_float(text)
-
-
 class UsageError(ValueError):
     """The command line cannot run as given (exit code 2)."""
 

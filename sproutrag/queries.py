@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sproutrag.hits import check_count
 from sproutrag.retrieval import Mode, QueryError, Retriever
 
 
@@ -39,10 +40,10 @@ class Query:
 
 
 def check_query_parameters(*, k: int, beam: int, mode: str) -> None:
-    """Refuse bad query-run parameters before any work (ValueError naming the parameter)."""
-    for name, value in (("k", k), ("beam", beam)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    """Refuse bad query-run parameters before any work (QueryError, a ValueError, naming
+    the parameter and its limits)."""
+    check_count("k", k)
+    check_count("beam", beam, limits="beam_width")
     if mode not in ("tree", "flat"):
         raise ValueError(f"mode must be 'tree' or 'flat', got {mode!r}")
 

@@ -24,15 +24,14 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from sproutrag.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.filters import doc_filter, in_filter, sql_quote
-from sproutrag.hits import Hit, QueryError, check_number, hit_of, node_text
+from sproutrag.hits import Hit, QueryError, check_count, check_number, hit_of, node_text
 from sproutrag.index_info import read_index_infos, search_defaults
 from sproutrag.lexical import LeafTerms
 from sproutrag.rows import StoredTree
@@ -40,6 +39,16 @@ from sproutrag.search import Reranker, SearchParams, cosine_rerank, search_trees
 from sproutrag.store import StaleIndexError, Store
 
 Mode = Literal["tree", "flat"]
+
+
+class Current(NamedTuple):
+    """What one version of the `documents` table says about the current trees."""
+
+    version: int
+    trees: dict[str, str]  # doc_id -> current tree_id
+    rows: int  # node rows of the current trees
+    fingerprints: frozenset[str]
+    leaves: dict[str, int]  # doc_id -> evidence units (leaves) of its current tree
 
 
 #: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
@@ -66,13 +75,10 @@ class Retriever:
         cache_bytes: int = CACHE_BYTES,
     ) -> None:
         check_number("threshold", threshold)
-        check_number("lexical_weight", lexical_weight, minimum=0)
+        check_number("lexical_weight", lexical_weight)
         if margin != "trained":
-            check_number("margin", margin, minimum=0)
-        if isinstance(beam_width, bool) or not isinstance(beam_width, numbers.Integral) or (
-            beam_width < 1
-        ):
-            raise QueryError(f"beam_width must be an integer >= 1, got {beam_width!r}")
+            check_number("margin", margin)
+        check_count("beam_width", beam_width)
         self.store = Store.open_existing(db, storage_options=storage_options)
         encoder = encoder if encoder is not None else self._database_encoder()
         if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
@@ -90,7 +96,7 @@ class Retriever:
         # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
         self.memory_rows = memory_rows
         self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
-        self._doc_trees: tuple[int, dict[str, str], int, frozenset[str]] | None = None
+        self._doc_trees: Current | None = None
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._pinning, self._pin = False, None  # during a search: one `documents` read
         self._resolve()  # refuses a mismatched encoder or weights file now
@@ -109,7 +115,7 @@ class Retriever:
     def _resolve(self) -> tuple[SearchParams, Any]:
         """(search parameters, their defaults) for the tables as they are now: the
         database's index settings (or WEIGHTS, or the encoder's), then the overrides."""
-        version, _, _, fingerprints = self._current()
+        version, _, _, fingerprints, _ = self._current()
         tbl = self.store.table("index_settings")
         key = (version, tbl.version if tbl is not None else -1)
         if self._settings is None or self._settings[0] != key:
@@ -172,40 +178,44 @@ class Retriever:
         found = set(rows.to_arrow().column("doc_id").to_pylist())
         return [d for d in dict.fromkeys(doc_ids) if d in found]
 
-    def _current(self) -> tuple[int, dict[str, str], int, frozenset[str]]:
-        """(documents version, doc_id -> current tree_id, rows of the current trees,
-        index fingerprints), read once per version of the `documents` table (and its
+    def _current(self) -> Current:
+        """The current trees, read once per version of the `documents` table (and its
         version looked up once per search)."""
         if self._pin is not None:
             return self._pin
         tbl = self.store.table("documents")
         if tbl is None:  # the first run was killed before its first documents commit
-            return (-1, {}, 0, frozenset())
+            return Current(-1, {}, 0, frozenset(), {})
         version = tbl.version
         if self._doc_trees is None or self._doc_trees[0] != version:
             cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
             data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
             rows = sum(2 * n - 1 for n in data["n_chunks"])
-            self._doc_trees = (version, dict(zip(data["doc_id"], data["tree_id"])), rows,
-                               frozenset(data["index_fingerprint"]))
+            self._doc_trees = Current(version, dict(zip(data["doc_id"], data["tree_id"])),
+                                      rows, frozenset(data["index_fingerprint"]),
+                                      dict(zip(data["doc_id"], data["n_chunks"])))
         if self._pinning:
             self._pin = self._doc_trees
         return self._doc_trees
 
+    def n_documents(self) -> int:
+        """The documents the database holds now (0: none indexed, or all deleted)."""
+        return len(self._current().trees)
+
     def _tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The current tree_id of each known doc_id."""
-        known = self._current()[1]
+        known = self._current().trees
         return {d: known[d] for d in doc_ids if d in known}
 
     def _stale_rows(self, nodes) -> int:
         """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
-        return max(0, nodes.count_rows() - self._current()[2])
+        return max(0, nodes.count_rows() - self._current().rows)
 
     def _node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(doc id per current node row, L2-normalised vectors), or (None, None) past
         memory_rows."""
         tbl = self.store.table("nodes")
-        doc_version, current, _, _ = self._current()
+        doc_version, current, _, _, _ = self._current()
         versions = (tbl.version, doc_version)
         if self._matrix is None or self._matrix[0] != versions:
             if tbl.count_rows() > self.memory_rows:
@@ -272,14 +282,32 @@ class Retriever:
             q = q.where(where, prefilter=True)
         cols = ["doc_id", "tree_id", "idx", "start", "end", "text", "_distance"]
         rows = q.select(cols).limit(limit + self._stale_rows(nodes)).to_list()
-        current = self._current()[1]
+        current = self._current().trees
         return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
 
-    def choose_documents(self, qvec: np.ndarray, doc_ids: Sequence[str] | None) -> list[str]:
-        """First stage: the documents of the nearest nodes, best first."""
+    def choose_documents(
+        self, qvec: np.ndarray, doc_ids: Sequence[str] | None, *, k: int = 0
+    ) -> list[str]:
+        """First stage: the documents of the nearest nodes, best first: `n_docs` of them,
+        and more while their evidence units number fewer than K (up to every document),
+        so that an answer can be filled to k."""
         if doc_ids:
             return list(doc_ids)
+        current = self._current()
         limit = max(50, 10 * self.n_docs)
+        while True:
+            chosen, units = [], 0
+            for doc in self._ranked_documents(qvec, limit):
+                if len(chosen) >= self.n_docs and units >= k:
+                    break
+                chosen.append(doc)
+                units += current.leaves.get(doc, 0)
+            if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
+                return chosen
+            limit = min(4 * limit, current.rows)  # widen: rank more nodes
+
+    def _ranked_documents(self, qvec: np.ndarray, limit: int) -> list[str]:
+        """The documents of the LIMIT nearest nodes of the current trees, best first."""
         docs, vecs = self._node_matrix()
         if vecs is None:  # a large table: LanceDB's (ANN-indexed) search
             ranked = [r["doc_id"] for r in self._nearest_nodes(qvec, limit, None)]
@@ -289,7 +317,7 @@ class Retriever:
             ranked = docs[top[np.argsort(-s[top], kind="stable")]].tolist()
         else:
             ranked = []
-        return list(dict.fromkeys(ranked))[: self.n_docs]
+        return list(dict.fromkeys(ranked))
 
     # -- search -------------------------------------------------------------------
 
@@ -304,8 +332,7 @@ class Retriever:
         """Rank evidence for `query`; at most k evidence units over all hits."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query is empty: give a question or statement to search for")
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise QueryError(f"k must be an integer >= 1, got {k!r}")
+        check_count("k", k)
         if doc_ids is not None:
             known = self.known_doc_ids(list(doc_ids))
             if not known:
@@ -326,12 +353,14 @@ class Retriever:
         """`search` with the query already encoded (doc_ids already checked)."""
         if mode not in ("tree", "flat"):
             raise QueryError(f"mode must be 'tree' or 'flat', got {mode!r}")
+        check_count("k", k)
         self._pinning, self._pin = True, None  # read `documents` once for this query
         try:
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
             if mode == "flat":
                 return self._flat(qvec, k, doc_ids)
-            return self._tree(query, qvec, k, self.choose_documents(qvec, doc_ids), params)
+            docs = self.choose_documents(qvec, doc_ids, k=k)
+            return self._tree(query, qvec, k, docs, params)
         finally:
             self._pinning, self._pin = False, None
 
@@ -342,7 +371,8 @@ class Retriever:
             if not trees:
                 return []
             where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
-        rows = self._nearest_nodes(qvec, k, where)
+        units = sum(self._current().leaves.values())  # no more rows to ask LanceDB for
+        rows = self._nearest_nodes(qvec, min(k, units), where) if units else []
         hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
                 [(int(r["start"]), int(r["end"]))], r["text"])

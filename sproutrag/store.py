@@ -21,6 +21,7 @@ user input (doc ids) are built in `sproutrag.filters`.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from datetime import datetime
@@ -83,6 +84,11 @@ class Store:
         """
         import lancedb
 
+        local = "://" not in str(uri)
+        if local and not os.path.exists(os.path.expanduser(uri)):  # connect() would create it
+            raise DatabaseNotFoundError(
+                f"database {uri} does not exist; run `sproutrag index CORPUS --db {uri}` first"
+            )
         db = lancedb.connect(str(uri), storage_options=kwargs.get("storage_options"))
         if "nodes" not in db.list_tables().tables:
             raise DatabaseNotFoundError(

@@ -46,7 +46,7 @@ def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatc
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 2, argv
-    assert "argument --k: must be >= 1" in capsys.readouterr().err
+    assert "argument --k: must be an integer between 1 and" in capsys.readouterr().err
     assert main(["query", "--db", "DB"]) == 2  # neither a question nor --queries
     assert main(["query", "--db", "DB", "--queries", str(tmp_path / "none.jsonl"),
                  "--out", "o"]) == 2

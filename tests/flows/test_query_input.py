@@ -74,6 +74,14 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
 def test_bad_parameters_fail_the_flow_before_any_work(prefect_harness, tmp_path):
     from flows.query_corpus import query_corpus
 
-    with pytest.raises(ValueError, match="k must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match="k must be an integer between 1 and 2147483647, got 0"):
         query_corpus(queries=str(tmp_path / "none.jsonl"), db=str(tmp_path / "db"), k=0)
+    with pytest.raises(ValueError, match="k must be an integer between 1 and 2147483647"):
+        query_corpus(queries=str(tmp_path / "none.jsonl"), db=str(tmp_path / "db"),
+                     k=5_000_000_000)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"qid": "a", "query": "x"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="would overwrite the queries"):
+        query_corpus(queries=str(queries), db=str(tmp_path / "db"), out=str(queries))
+    assert queries.read_text(encoding="utf-8") == '{"qid": "a", "query": "x"}\n'
     assert not (tmp_path / "db").exists()

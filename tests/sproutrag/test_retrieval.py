@@ -159,8 +159,12 @@ def test_missing_database_and_other_encoder_are_refused(retriever, tmp_path):
 
     from sproutrag.store import DatabaseNotFoundError, StaleIndexError
 
-    with pytest.raises(DatabaseNotFoundError, match="no SproutRAG database"):
+    with pytest.raises(DatabaseNotFoundError, match="nowhere does not exist; run `sproutrag"):
         Retriever(str(tmp_path / "nowhere"), encoder=retriever.encoder)
+    assert not (tmp_path / "nowhere").exists()  # a query creates no folder
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatabaseNotFoundError, match="no SproutRAG database"):
+        Retriever(str(tmp_path / "empty"), encoder=retriever.encoder)
     other = SimpleNamespace(model_id="other/model", dim=384, weights=retriever.encoder.weights)
     with pytest.raises(StaleIndexError, match="index fingerprint [0-9a-f]+") as err:
         Retriever(retriever.store.uri, encoder=other)

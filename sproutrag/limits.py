@@ -1,0 +1,16 @@
+"""The ranges of the search settings (no imports: the command line checks its flags
+against them before anything heavy loads)."""
+
+from __future__ import annotations
+
+#: The largest k and beam width: LanceDB's search takes at most 2**32 - 1 rows and a tree's
+#: node ids are int32, so no search can use more.
+MAX_COUNT = 2**31 - 1
+
+#: (lowest, highest) value of each search setting: a threshold is a cosine and a margin a
+#: difference of cosines; a lexical weight stops at 1e6, far past any useful value (the
+#: training grid stops at 2) and far below where the fused scores would overflow.
+LIMITS: dict[str, tuple[float, float]] = {
+    "k": (1, MAX_COUNT), "beam_width": (1, MAX_COUNT), "threshold": (-1.0, 1.0),
+    "margin": (0.0, 2.0), "lexical_weight": (0.0, 1e6),
+}

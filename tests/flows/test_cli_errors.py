@@ -1,0 +1,103 @@
+"""`sproutrag query` and `evaluate` refuse bad arguments early and clearly: numbers past
+the search's limits, an --out that would overwrite the input or cannot be written, a
+database that does not exist (and no folder created for it); an emptied database is
+reported as empty in every mode."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from flows.cli import main
+from sproutrag.corpus import SourceDocument, content_hash
+from sproutrag.store import IndexedDocument, Store
+from sproutrag.tree import build_tree
+from sproutrag.weights import DEFAULT_ENCODER_ID
+
+
+@pytest.mark.parametrize("argv, flag, limit", [
+    (["query", "q", "--k", "5000000000", "--mode", "flat"], "--k", "between 1 and 2147483647"),
+    (["query", "q", "--beam", "99999999999"], "--beam", "between 1 and 2147483647"),
+    (["query", "q", "--threshold", "1.5"], "--threshold", "between -1 and 1"),
+    (["query", "q", "--lexical-weight", "1e300"], "--lexical-weight", "between 0 and 1e+06"),
+    (["query", "q", "--margin", "3"], "--margin", "between 0 and 2"),
+    (["query", "q", "--margin", "nan"], "--margin", "between 0 and 2"),
+    (["evaluate", "--docs", "D", "--queries", "Q", "--k", "1", "5000000000"], "--k",
+     "between 1 and 2147483647"),
+])
+def test_numbers_past_the_limits_exit_2_naming_flag_and_limit(tmp_path, capsys, argv, flag,
+                                                             limit):
+    db = tmp_path / "db"
+    if argv[0] == "query":
+        argv = [*argv, "--db", str(db)]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2, err
+    assert f"argument {flag}: must be" in err and limit in err and "Traceback" not in err
+    assert not db.exists()
+
+
+def test_a_database_that_does_not_exist_is_not_created(tmp_path, capsys):
+    db = tmp_path / "nowhere" / "db"
+    assert main(["query", "--db", str(db), "a question"]) == 1
+    err = capsys.readouterr().err
+    assert f"database {db} does not exist; run `sproutrag index CORPUS --db {db}` first" in err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_out_that_would_overwrite_the_input_or_cannot_be_written_exits_2(tmp_path, capsys):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"qid": "a", "query": "notice period"}\n', encoding="utf-8")
+    (tmp_path / "link.jsonl").symlink_to(queries)
+    os.link(queries, tmp_path / "hard.jsonl")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    db = tmp_path / "db"  # a database (old code overwrote the input); never read
+    _emptied_database(db)
+    for out, why in ((queries, "would overwrite the queries"),
+                     (tmp_path / "sub" / ".." / "q.jsonl", "would overwrite the queries"),
+                     (tmp_path / "link.jsonl", "would overwrite the queries"),
+                     (tmp_path / "hard.jsonl", "would overwrite the queries"),
+                     (tmp_path / "folder", "is a folder"),
+                     (tmp_path / "file" / "r.jsonl", "is not a folder"),
+                     ("s3://bucket/r.jsonl", "writes a local file")):
+        code = main(["query", "--db", str(db), "--queries", str(queries), "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2, (out, err)
+        assert f"--out {out}" in err and why in err and "Traceback" not in err
+    assert queries.read_text(encoding="utf-8") == '{"qid": "a", "query": "notice period"}\n'
+
+
+def _emptied_database(path) -> str:
+    """A database of the packaged encoder that held one document, now deleted."""
+    store = Store(str(path), encoder_id=DEFAULT_ENCODER_ID, dim=384)
+    text = "one two three"
+    rng = np.random.default_rng(0)
+    tree = build_tree(rng.normal(size=(3, 384)).astype(np.float32), np.arange(2),
+                      np.arange(1, 3), np.ones(2, np.float32))
+    doc = SourceDocument("a", "mem://a", text, content_hash(text))
+    store.write([IndexedDocument(doc, np.array([[0, 3], [4, 7], [8, 13]]), tree)], "fp")
+    store.delete(["a"])
+    return str(path)
+
+
+@pytest.mark.model
+def test_an_emptied_database_is_reported_empty_in_every_mode(tmp_path, capsys):
+    db = _emptied_database(tmp_path / "db")
+    message = (f"no evidence found: the database {db} holds no documents (none indexed, or "
+               f"all deleted): run `sproutrag index CORPUS --db {db}` first")
+    for mode in ("tree", "flat"):
+        assert main(["query", "--db", db, "--mode", mode, "termination notice"]) == 0
+        out = capsys.readouterr().out
+        assert message in out and "--threshold" not in out, (mode, out)
+    # A batch says it too, and its --out folder is created.
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"qid": "a", "query": "notice period"}\n', encoding="utf-8")
+    out = tmp_path / "new" / "folder" / "r.jsonl"
+    assert main(["query", "--db", db, "--queries", str(queries), "--out", str(out)]) == 0
+    assert message in capsys.readouterr().err
+    assert out.read_text(encoding="utf-8") == '{"qid": "a", "results": []}\n'
