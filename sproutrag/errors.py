@@ -60,10 +60,12 @@ def is_environment_error(exc: BaseException) -> bool:
 
 def is_expected(exc: BaseException) -> bool:
     """An error whose message says all a user needs (no traceback needed): bad settings
-    or input, a refused run, or the machine's (disk full, read-only)."""
+    or input, a refused run, the machine's (disk full, read-only), or a batch's task that
+    did not start because a signal asked the run to stop."""
     from schemas.settings import SettingsError
     from sproutrag.corpus import CorpusNotFoundError
     from sproutrag.indexing import MassDeleteError
+    from sproutrag.interrupt import StopRequested
     from sproutrag.locking import DatabaseBusyError
     from sproutrag.modelid import ModelNotFoundError
     from sproutrag.run_summary import RunOutcome
@@ -72,5 +74,5 @@ def is_expected(exc: BaseException) -> bool:
 
     clean = (SettingsError, CorpusNotFoundError, MassDeleteError, DatabaseBusyError,
              ModelNotFoundError, RunOutcome, DatabaseNotFoundError, StaleIndexError,
-             WeightsFileError)
+             WeightsFileError, StopRequested)
     return isinstance(exc, clean) or describe_os_error(exc) is not None
