@@ -19,7 +19,6 @@ between batches and then stops the server itself.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -31,12 +30,11 @@ PR_SET_PDEATHSIG = 1
 
 
 def _prctl() -> Any:
-    """libc's prctl, looked up here: the child between fork and exec must not (finding
-    the library may start a process, and a forked copy of a threaded process must do as
-    little as possible)."""
+    """libc's prctl (from the symbols this process already has), looked up before the
+    fork: a forked copy of a threaded process should do as little as possible before exec
+    (`ctypes.util.find_library`, used there before, even starts a process)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # not Linux: the atexit stop still applies
         return None
 

@@ -279,6 +279,24 @@ def test_signal_stops_promptly_records_the_run_and_its_server(prefect_harness, t
     assert _index(corpus, db)["n_new"] == 12 - len(stored)
 
 
+def test_ctrl_c_stops_a_query_batch_without_traceback(prefect_harness, tmp_path):
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    _write(corpus, TEXTS)
+    _index(corpus, db)
+    queries = _jsonl(tmp_path / "q.jsonl", [{"qid": str(n), "query": "delivery time"}
+                                            for n in range(3)])
+    out = tmp_path / "r.jsonl"
+    env = {**os.environ, "SPROUTRAG_CRASH_AT": "query-answered:SIGINT"}  # after query 1
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "query", "--db", str(db), "--queries",
+         str(queries), "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=300, preexec_fn=_default_sigint,
+    )
+    assert done.returncode == 1, done.stderr  # was: KeyboardInterrupt's traceback, killed
+    assert "sproutrag query: interrupted (SIGINT)" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
+
+
 # -- 7. bounded growth -----------------------------------------------------------------
 
 
