@@ -52,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sproutrag",
         description="SproutRAG: attention-guided tree search over long documents. "
         "Index a corpus into LanceDB, then query it.",
-        epilog=f"Exit codes: {EXIT_OK} ok, {EXIT_ERROR} error (or an index run interrupted by "
-        f"SIGTERM/SIGINT), {EXIT_USAGE} bad arguments, "
+        epilog=f"Exit codes: {EXIT_OK} ok, {EXIT_ERROR} error (or interrupted: Ctrl-C, or "
+        f"SIGTERM to an index run), {EXIT_USAGE} bad arguments, "
         f"{EXIT_DOCS_FAILED} some documents (or queries) failed. Settings come from --config "
         "(YAML), SPROUTRAG_* environment variables (e.g. SPROUTRAG_ENCODING__DEVICE=cpu) "
         "and flags, flags winning.",
@@ -233,6 +233,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if line is None:
             raise
         print(f"sproutrag {args.command}: error: {line}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt as exc:  # Ctrl-C outside an index run's batches, a 2nd signal
+        why = str(exc) or "SIGINT"
+        print(f"sproutrag {args.command}: interrupted ({why}); stopped", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -7,13 +7,18 @@ there, and the server (~220 MB) lives on, re-parented to PID 1. `temporary_serve
 starts the same server (Prefect's class and command line; only the server module's view
 of `subprocess.Popen` is wrapped while it starts) before the flow runs, with the
 kernel's parent-death signal (Linux `PR_SET_PDEATHSIG`: SIGKILL when the command dies),
-and points the flow at it; on a normal exit it is stopped as usual.
+in a session of its own, and points the flow at it; on a normal exit it is stopped as usual.
+
+Its own session: Ctrl-C in a terminal sends SIGINT to the whole foreground process group.
+In the command's group the server stopped at once, and the run, which finishes its batch on
+SIGINT, then spent minutes retrying its API calls against it (hundreds of lines of
+connection tracebacks, no summary). Outside it, only the command gets the signal; it stops
+between batches and then stops the server itself.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -24,27 +29,39 @@ from typing import Any
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent: int) -> None:
-    """preexec_fn: SIGKILL this child when the thread that started it dies (Linux)."""
+def _prctl() -> Any:
+    """libc's prctl (from the symbols this process already has), looked up before the
+    fork: a forked copy of a threaded process should do as little as possible before exec
+    (`ctypes.util.find_library`, used there before, even starts a process)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # not Linux: the atexit stop still applies
+        return None
+
+
+def _die_with_parent(prctl: Any, parent: int) -> None:
+    """preexec_fn: SIGKILL this child when the thread that started it dies (Linux)."""
+    if prctl is None:
         return
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
 
 
 class _Subprocess:
     """The `subprocess` module as Prefect's server module sees it while starting: its
-    Popen adds the parent-death signal."""
+    Popen adds the parent-death signal and a session of the child's own."""
 
     def __init__(self, parent: int) -> None:
         self._parent = parent
+        self._prctl = _prctl()
 
     def Popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:  # noqa: N802
-        parent = self._parent
-        return subprocess.Popen(*args, preexec_fn=lambda: _die_with_parent(parent), **kwargs)
+        prctl, parent = self._prctl, self._parent
+        return subprocess.Popen(
+            *args, preexec_fn=lambda: _die_with_parent(prctl, parent), start_new_session=True,
+            **kwargs,
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(subprocess, name)

@@ -60,11 +60,13 @@ def is_environment_error(exc: BaseException) -> bool:
 
 def is_expected(exc: BaseException) -> bool:
     """An error whose message says all a user needs (no traceback needed): bad settings
-    or input, a refused run, or the machine's (disk full, read-only)."""
+    or input, a refused run, the machine's (disk full, read-only), or a batch's task that
+    did not start because a signal asked the run to stop."""
     from schemas.settings import SettingsError
     from sproutrag.check import DamagedTableError
     from sproutrag.corpus import CorpusNotFoundError
     from sproutrag.indexing import MassDeleteError
+    from sproutrag.interrupt import StopRequested
     from sproutrag.locking import DatabaseBusyError
     from sproutrag.modelid import ModelNotFoundError
     from sproutrag.run_summary import RunOutcome
@@ -73,5 +75,5 @@ def is_expected(exc: BaseException) -> bool:
 
     clean = (SettingsError, CorpusNotFoundError, MassDeleteError, DatabaseBusyError,
              ModelNotFoundError, RunOutcome, DatabaseNotFoundError, StaleIndexError,
-             WeightsFileError, DamagedTableError)
+             WeightsFileError, DamagedTableError, StopRequested)
     return isinstance(exc, clean) or describe_os_error(exc) is not None

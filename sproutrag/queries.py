@@ -131,6 +131,8 @@ def run_queries(
     mode: Mode = "tree",
 ) -> list[dict[str, Any]]:
     """Run a batch of `{qid, query, doc_ids?}`; an entry that cannot run gets `error`."""
+    from sproutrag.interrupt import crash_point
+
     out = []
     for q in check_batch(queries):
         if q.error is not None:
@@ -141,4 +143,5 @@ def run_queries(
             out.append({"qid": q.qid, "results": [h.to_dict() for h in hits]})
         except (QueryError, ValueError, KeyError) as exc:
             out.append({"qid": q.qid, "results": [], "error": str(exc)})
+        crash_point("query-answered")
     return out

@@ -54,27 +54,49 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
+def _state_of(pid: int) -> str | None:
+    """The process's state letter (R, S, T stopped, Z zombie, ...); None once it is gone."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
-        return False
-    return state != "Z"
+        return None
 
 
-def wait_watching_children(proc: subprocess.Popen, timeout: float) -> dict[int, str]:
-    """Wait for PROC; returns {pid: command line} of the children it had meanwhile."""
-    seen: dict[int, str] = {}
+def _alive(pid: int) -> bool:
+    return _state_of(pid) not in (None, "Z")
+
+
+def children_now(pid: int) -> dict[int, str]:
+    """{pid: command line} of PID's children now. A child between fork and exec still
+    shows its parent's command line: callers look again until they see what they wait for."""
+    found = {}
+    for child in _children(pid):
+        try:
+            found[child] = Path(f"/proc/{child}/cmdline").read_text().replace("\0", " ")
+        except OSError:
+            pass
+    return found
+
+
+def wait_for_child(proc: subprocess.Popen, word: str, timeout: float = 300) -> dict[int, str]:
+    """Wait until PROC has a child whose command line holds WORD; returns its children."""
     deadline = time.monotonic() + timeout
-    while proc.poll() is None:
-        assert time.monotonic() < deadline, "the index command did not finish"
-        for pid in _children(proc.pid) - set(seen):
-            try:
-                seen[pid] = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-            except OSError:
-                pass
-        time.sleep(0.2)
-    return seen
+    while True:
+        children = children_now(proc.pid)
+        if any(word in cmd for cmd in children.values()):
+            return children
+        assert proc.poll() is None, proc.stdout.read().decode()
+        assert time.monotonic() < deadline, f"no {word} child after {timeout} s: {children}"
+        time.sleep(0.05)
+
+
+def wait_stopped(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait until PROC has stopped itself (SIGSTOP at a crash point)."""
+    deadline = time.monotonic() + timeout
+    while _state_of(proc.pid) != "T":
+        assert proc.poll() is None, proc.stdout.read().decode()
+        assert time.monotonic() < deadline, "the index command never reached its crash point"
+        time.sleep(0.05)
 
 
 def assert_gone(pids: set[int], within: float = 15) -> None:
@@ -122,12 +144,15 @@ def test_kill_at_each_commit_boundary(prefect_harness, tmp_path, point):
     versions["d.txt"] = {content_hash(NEW["d.txt"])}
 
     own_server = point == "documents-deleted"  # one case also checks the server dies
-    proc = _cli(corpus, db, {"SPROUTRAG_CRASH_AT": point}, own_server=own_server,
+    # The command stops itself at the point (SIGSTOP); the kill -9 comes while it stands
+    # there, its children as they are: no race with how fast the command or this test runs.
+    proc = _cli(corpus, db, {"SPROUTRAG_CRASH_AT": f"{point}:SIGSTOP"}, own_server=own_server,
                 home=tmp_path / "prefect")
-    children = wait_watching_children(proc, timeout=400)
-    assert proc.returncode == -signal.SIGKILL, proc.stdout.read().decode()
+    wait_stopped(proc, timeout=400)
+    children = wait_for_child(proc, "uvicorn", timeout=5) if own_server else {}
+    proc.kill()
+    assert proc.wait(timeout=30) == -signal.SIGKILL, proc.stdout.read().decode()
     if own_server:  # Prefect's temporary server (uvicorn) died with the command
-        assert any("uvicorn" in cmd for cmd in children.values()), children
         assert_gone(set(children))
 
     after_kill = {d: h for d, (h, _) in Store.open_existing(str(db)).indexed().items()}

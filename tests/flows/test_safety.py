@@ -20,7 +20,7 @@ from sproutrag.run_summary import DocumentsFailedError, QueriesFailedError, RunI
 from sproutrag.store import Store
 from sproutrag.workdir import create_run_dir
 from tests.conftest import ROOT
-from tests.flows.test_crash import assert_gone, wait_watching_children
+from tests.flows.test_crash import assert_gone, wait_for_child
 from tests.flows.test_incremental import TEXTS, _index, _state, _write
 
 pytestmark = pytest.mark.model
@@ -228,33 +228,73 @@ def test_sigint_stops_after_the_batch_being_stored(prefect_harness, tmp_path, mo
     assert _index(corpus, db)["n_new"] == 3
 
 
-def test_sigterm_stops_promptly_records_the_run_and_its_server(prefect_harness, tmp_path):
+def _default_sigint() -> None:
+    """preexec_fn: SIGINT as in a terminal (a background job's shell ignores it, and an
+    ignored signal stays ignored in the command and its server)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
+def test_signal_stops_promptly_records_the_run_and_its_server(prefect_harness, tmp_path, how):
+    """SIGTERM to the command, or Ctrl-C in a terminal: SIGINT to its whole process group
+    (issue 23, finding 7: that also stopped the temporary server, and the run then took
+    minutes of connection tracebacks to end, without its summary)."""
     corpus, db = _corpus_of(12, tmp_path / "corpus"), tmp_path / "db"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"),
            "SPROUTRAG_PIPELINE__BATCH_DOCS": "1"}
     env.pop("PREFECT_API_URL", None)  # the command starts its own temporary server
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # its own process group, as a terminal's foreground job
         [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
          "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, preexec_fn=_default_sigint,
     )
-    deadline = time.monotonic() + 300  # SIGTERM once batch 0 is encoded (while it is stored
-    # or batch 1 is encoded): that batch is finished, nothing after it starts
-    while not list((db / "_work").glob("sproutrag-run-*/batch-00000/embeddings.parquet")):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    t0 = time.monotonic()
-    children = wait_watching_children(proc, timeout=120)
-    output = proc.stdout.read().decode()
-    assert time.monotonic() - t0 < 60, output  # generous: one small batch and a shutdown
-    assert proc.returncode == 1 and "interrupted by SIGTERM" in output, output
-    assert any("uvicorn" in cmd for cmd in children.values()), children
+    try:
+        deadline = time.monotonic() + 300  # signal once batch 0 is encoded (while it is
+        # stored or batch 1 is encoded): that batch is finished, nothing after it starts
+        while not list((db / "_work").glob("sproutrag-run-*/batch-00000/embeddings.parquet")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.05)
+        children = wait_for_child(proc, "uvicorn", timeout=10)  # the server, running
+        if how == "SIGTERM":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
+        try:  # generous: one small batch and a shutdown
+            output = proc.communicate(timeout=60)[0].decode()
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"still running 60 s after {how}: {proc.communicate()[0][-3000:]}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    name = "SIGTERM" if how == "SIGTERM" else "SIGINT"
+    assert proc.returncode == 1 and f"interrupted by {name}" in output, output
+    assert "indexed " in output and "Traceback" not in output, output  # the summary, quietly
     assert_gone(set(children))
     [run] = _runs(db)
     assert run["status"] == "interrupted" and run["finished_at"] is not None
     stored = _state(str(db))
     assert 0 < len(stored) < 12 and not list((db / "_work").iterdir())
     assert _index(corpus, db)["n_new"] == 12 - len(stored)
+
+
+def test_ctrl_c_stops_a_query_batch_without_traceback(prefect_harness, tmp_path):
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    _write(corpus, TEXTS)
+    _index(corpus, db)
+    queries = _jsonl(tmp_path / "q.jsonl", [{"qid": str(n), "query": "delivery time"}
+                                            for n in range(3)])
+    out = tmp_path / "r.jsonl"
+    env = {**os.environ, "SPROUTRAG_CRASH_AT": "query-answered:SIGINT"}  # after query 1
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "query", "--db", str(db), "--queries",
+         str(queries), "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=300, preexec_fn=_default_sigint,
+    )
+    assert done.returncode == 1, done.stderr  # was: KeyboardInterrupt's traceback, killed
+    assert "sproutrag query: interrupted (SIGINT)" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
 
 
 # -- 7. bounded growth -----------------------------------------------------------------

@@ -1,0 +1,30 @@
+"""The command line's console: expected errors are logged without their traceback."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from flows.console import _Quiet
+from sproutrag.interrupt import StopRequested
+
+
+def _record(exc: BaseException) -> logging.LogRecord:
+    try:
+        raise exc
+    except BaseException:
+        return logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 1,
+                                 "Task run failed with exception: %r", (exc,), sys.exc_info())
+
+
+def test_a_batch_stopped_by_a_signal_is_logged_without_traceback():
+    # Ctrl-C while a batch's encode task waited for the model: the task raises
+    # StopRequested ("... encode not started"), which is not an error of the code.
+    line = _Quiet(logging.Formatter()).format(
+        _record(StopRequested("interrupted by SIGINT: encode not started")))
+    assert "encode not started" in line and "Traceback" not in line
+
+
+def test_a_bug_keeps_its_traceback():
+    line = _Quiet(logging.Formatter()).format(_record(ZeroDivisionError("division by zero")))
+    assert "Traceback" in line and "ZeroDivisionError" in line
