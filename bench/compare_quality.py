@@ -25,7 +25,7 @@ def _rows(folder: Path) -> dict[str, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sproutrag.metrics import paired_difference
+    from sproutrag.learn.metrics import paired_difference
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("before", type=Path, help="report folder of the reference run")

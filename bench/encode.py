@@ -30,7 +30,7 @@ def regex_chunks(text: str) -> list[tuple[int, int]]:
 
 def chunk(text: str) -> list[tuple[int, int]]:
     try:
-        from sproutrag.chunking import chunk_text
+        from sproutrag.ingest.chunking import chunk_text
 
         return [tuple(s) for s in chunk_text(text, sentences_per_chunk=2, max_chunk_chars=2000)]
     except Exception:  # noqa: BLE001 - the chunker is someone else's module: fall back
@@ -82,7 +82,7 @@ def main() -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from sproutrag.encoding import DEFAULT_MODEL, Encoder, load_model, resolve_device
+    from sproutrag.encoder.encoder import DEFAULT_MODEL, Encoder, load_model, resolve_device
 
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)

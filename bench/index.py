@@ -6,7 +6,7 @@ One run indexes the same corpus three ways, each in its own process:
 
   (a) e2e:     `python -m flows.cli index CORPUS --db DB` (Prefect flow, chunking,
                encoding with relations, trees, LanceDB), the whole command timed;
-  (b) plain:   the same chunks (sproutrag.chunking with the default settings) embedded by
+  (b) plain:   the same chunks (sproutrag.ingest.chunking with the default settings) embedded by
                sentence-transformers' `encode` (the packaged model, no hub) and written to
                a LanceDB table (doc_id, idx, start, end, text, vector);
   (c) encoder: our `Encoder.encode_documents` on the same chunks (embeddings +
@@ -67,7 +67,7 @@ def load_corpus(args: argparse.Namespace) -> tuple[list[dict], str]:
 
 def chunked(docs: list[dict]) -> list[tuple[str, list[tuple[int, int]]]]:
     from schemas.settings import ChunkingSettings
-    from sproutrag.chunking import chunk_text
+    from sproutrag.ingest.chunking import chunk_text
 
     cfg = ChunkingSettings()
     return [(d["text"], chunk_text(d["text"], sentences_per_chunk=cfg.sentences_per_chunk,
@@ -83,7 +83,7 @@ def run_plain(docs: list[dict], work: Path) -> dict:
     import pyarrow as pa
     from sentence_transformers import SentenceTransformer
 
-    from sproutrag.encoding import DEFAULT_MODEL
+    from sproutrag.encoder.encoder import DEFAULT_MODEL
 
     st = SentenceTransformer(DEFAULT_MODEL, device="cpu")
     st.encode(["warm up"])
@@ -107,8 +107,8 @@ def run_plain(docs: list[dict], work: Path) -> dict:
 
 def run_encoder(docs: list[dict], work: Path) -> dict:
     from schemas.settings import Settings
-    from sproutrag.encoding import Encoder
-    from sproutrag.weights import load_default_weights
+    from sproutrag.encoder.encoder import Encoder
+    from sproutrag.encoder.weights import load_default_weights
 
     cfg = Settings()  # SPROUTRAG_ENCODING__* apply here as in the e2e way
     e = cfg.encoding

@@ -6,7 +6,7 @@ Runs `sproutrag evaluate` (the same code: `evaluate_corpus`) on each development
 then prints one summary table (tree vs flat per set: IE averaged over k = 1, 3, 5, the
 ratio, the paired per-query difference with its standard error, IE@1 and char-IE) and
 each set's full table of modes. Sets (they need ../shared/data, as on the project's
-machines; the long ones are built from it with `python -m sproutrag.devsets`):
+machines; the long ones are built from it with `python -m sproutrag.learn.devsets`):
 
 * contractnli: ../shared/data/contractnli dev (NDAs, 614 queries);
 * hotpotqa: ../shared/data/hotpotqa dev (evidence in two paragraphs, 50 queries);
@@ -49,7 +49,7 @@ def dev_files(name: str, data_dir: Path, split: str = "dev") -> tuple[Path, Path
         return src / f"{split}.docs.jsonl", src / f"{split}.queries.jsonl"
     out = data_dir / name
     if not (out / f"{split}.queries.jsonl").is_file():
-        from sproutrag.devsets import main as build
+        from sproutrag.learn.devsets import main as build
 
         build(["--src", str(src), "--group", str(group), "--out", str(out)])
     return out / f"{split}.docs.jsonl", out / f"{split}.queries.jsonl"
@@ -70,12 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     from schemas.settings import load_settings
-    from sproutrag.encoders import encoder_from_settings
-    from sproutrag.eval_report import write_report
-    from sproutrag.evaluation import evaluate_corpus
-    from sproutrag.metrics import paired_difference
-    from sproutrag.variants import make_variants
-    from sproutrag.weights import load_default_weights
+    from sproutrag.encoder.factory import encoder_from_settings
+    from sproutrag.encoder.weights import load_default_weights
+    from sproutrag.learn.evaluation import evaluate_corpus
+    from sproutrag.learn.metrics import paired_difference
+    from sproutrag.learn.report import write_report
+    from sproutrag.learn.variants import make_variants
 
     settings = load_settings(args.config)
     weights = load_default_weights(args.weights or settings.encoding.weights)

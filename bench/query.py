@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sproutrag.corpus import SourceDocument, content_hash
-from sproutrag.encoding import Encoder
-from sproutrag.retrieval import Retriever
-from sproutrag.store import IndexedDocument, Store
-from sproutrag.tree import build_tree
+from sproutrag.documents import SourceDocument, content_hash
+from sproutrag.encoder.encoder import Encoder
+from sproutrag.search.retriever import Retriever
+from sproutrag.storage.store import IndexedDocument, Store
+from sproutrag.trees.tree import build_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [

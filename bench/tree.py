@@ -1,4 +1,4 @@
-"""Benchmark of sproutrag.tree.build_tree on banded sparse relations (a script, not a test).
+"""Benchmark of sproutrag.trees.tree.build_tree on banded sparse relations (a script, not a test).
 
 Each leaf relates to its 20 neighbours (10 on each side, uniform random similarity),
 d = 384 vectors. Times come from time.perf_counter on an untraced run; peak memory is
@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.cluster.hierarchy import linkage
 
-from sproutrag.tree import build_tree, single_linkage, validate_tree
+from sproutrag.trees.tree import build_tree, single_linkage, validate_tree
 
 HALF_WINDOW = 10
 DIM = 384

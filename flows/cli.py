@@ -30,7 +30,7 @@ from flows.commands import (
     cmd_query,
     cmd_train,
 )
-from sproutrag.preflight import non_negative_float, positive_int
+from flows.preflight import non_negative_float, positive_int
 
 OFFLINE_ENV = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -209,11 +209,11 @@ def _add_check(sub) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from flows.preflight import UsageError, preflight
     from schemas.settings import SettingsError
     from sproutrag.errors import describe_os_error
-    from sproutrag.locking import DatabaseBusyError
-    from sproutrag.preflight import UsageError, preflight
-    from sproutrag.run_summary import RunOutcome
+    from sproutrag.ingest.run_summary import RunOutcome
+    from sproutrag.storage.locking import DatabaseBusyError
 
     parser = build_parser()
     args = parser.parse_args(argv)

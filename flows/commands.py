@@ -3,7 +3,7 @@
 `index` runs the Prefect flow `index-corpus` (the same code path as a deployment) under a
 temporary local Prefect server when PREFECT_API_URL is not set (`flows.server`); `query`,
 `train` and `evaluate` call the library directly, with encoders from
-`sproutrag.encoders.encoder_from_settings` (one command per process: nothing to cache).
+`sproutrag.encoder.factory.encoder_from_settings` (one command per process: nothing to cache).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from sproutrag.encoders import encoder_from_settings
+from sproutrag.encoder.factory import encoder_from_settings
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # the command could not run or finish (bad input, interrupted, ...)
@@ -27,7 +27,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     from flows.console import quiet_expected_tracebacks
     from flows.index_corpus import index_corpus
     from flows.server import temporary_server
-    from sproutrag.run_summary import RunInterruptedError, RunOutcome
+    from sproutrag.ingest.run_summary import RunInterruptedError, RunOutcome
 
     if args.no_progress:
         os.environ["SPROUTRAG_PIPELINE__PROGRESS"] = "false"
@@ -60,9 +60,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """`sproutrag check`: 0 healthy, 1 problems found, 2 no database at --db."""
-    from sproutrag.check import check_database
-    from sproutrag.preflight import UsageError
-    from sproutrag.store import DatabaseNotFoundError
+    from flows.preflight import UsageError
+    from sproutrag.storage.check import check_database
+    from sproutrag.storage.store import DatabaseNotFoundError
 
     try:
         report = check_database(
@@ -76,7 +76,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     """`sproutrag query`; a table that cannot be read gives one line (DamagedTableError)."""
-    from sproutrag.check import explain_damage
+    from sproutrag.storage.check import explain_damage
 
     with explain_damage(args.db, storage_options=args.settings.storage.lance_options(args.db)):
         return _query(args)
@@ -85,9 +85,9 @@ def cmd_query(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     import json
 
-    from sproutrag.queries import parse_lines, run_queries
-    from sproutrag.reading import reader_settings, reader_weights
-    from sproutrag.retrieval import Retriever
+    from sproutrag.search.batch import parse_lines, run_queries
+    from sproutrag.search.reader_settings import reader_settings, reader_weights
+    from sproutrag.search.retriever import Retriever
 
     settings = args.settings  # --config, SPROUTRAG_* / AWS_* env (checked by preflight)
     if args.out is not None:  # before the model loads or any query runs
@@ -129,7 +129,7 @@ _EMPTY = ("no evidence found: the database {db} holds no documents (none indexed
 
 def _check_out(out: str, queries: str | None) -> None:
     from flows.arguments import check_output_file
-    from sproutrag.preflight import UsageError
+    from flows.preflight import UsageError
 
     if out.startswith(("s3://", "s3a://")) or "://" in out:
         raise UsageError(f"--out {out}: sproutrag query writes a local file (the "
@@ -187,8 +187,8 @@ def _evaluate_command(args: argparse.Namespace) -> str:
 def cmd_train(args: argparse.Namespace) -> int:
     import time
 
-    from sproutrag.preflight import UsageError
-    from sproutrag.training import train_corpus
+    from flows.preflight import UsageError
+    from sproutrag.learn.training import train_corpus
 
     if len(args.docs) != len(args.queries):
         raise UsageError(f"--docs names {len(args.docs)} files and --queries "
@@ -217,10 +217,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from sproutrag.eval_report import write_report
-    from sproutrag.evaluation import evaluate_corpus
-    from sproutrag.variants import make_variants
-    from sproutrag.weights import load_default_weights
+    from sproutrag.encoder.weights import load_default_weights
+    from sproutrag.learn.evaluation import evaluate_corpus
+    from sproutrag.learn.report import write_report
+    from sproutrag.learn.variants import make_variants
 
     settings = args.settings
     weights = load_default_weights(args.weights or settings.encoding.weights)
@@ -245,9 +245,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[dict]:
     """The stored path: index DOCS into --db (incremental), query it with `Retriever`."""
     from flows.index_corpus import index_corpus
-    from sproutrag.evaluation import result_row, retriever_runs
-    from sproutrag.features import load_features, read_jsonl, usable_queries
-    from sproutrag.retrieval import Retriever
+    from sproutrag.learn.evaluation import result_row, retriever_runs
+    from sproutrag.learn.features import load_features, read_jsonl, usable_queries
+    from sproutrag.search.retriever import Retriever
 
     if args.weights:  # index with the weights being evaluated (settings: env > YAML)
         os.environ["SPROUTRAG_ENCODING__WEIGHTS"] = os.path.abspath(args.weights)

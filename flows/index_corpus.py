@@ -5,7 +5,7 @@ batches of `pipeline.batch_docs`; each batch's Parquet intermediates live in the
 own folder below the work dir until the batch is stored.
 
 Under the database's run lock a run checks that every table can be read (a damaged one
-fails the run, or with --full is moved aside: `sproutrag.check`), migrates an older
+fails the run, or with --full is moved aside: `sproutrag.storage.check`), migrates an older
 schema, writes its `runs` row ("running"), removes what interrupted runs left, diffs the
 corpus with the database (refusing mass deletions; documents found damaged are
 re-indexed), indexes batch by batch, deletes what left the corpus, and completes its
@@ -28,10 +28,10 @@ from tqdm import tqdm
 
 from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3, load_settings
-from sproutrag.check import DamagedTableError
-from sproutrag.corpus import Failure, Skipped
+from sproutrag.documents import Failure, Skipped
 from sproutrag.errors import is_environment_error
-from sproutrag.indexing import check_deletions
+from sproutrag.ingest.plan import check_deletions
+from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
 from sproutrag.interrupt import (
     StopRequested,
     crash_point,
@@ -39,8 +39,8 @@ from sproutrag.interrupt import (
     stop_reason,
     stop_requested,
 )
-from sproutrag.locking import DatabaseLock
-from sproutrag.run_summary import RunInterruptedError, RunSummary
+from sproutrag.storage.check import DamagedTableError
+from sproutrag.storage.locking import DatabaseLock
 from tasks.build_trees import build_trees_batch
 from tasks.chunk import chunk_batch
 from tasks.database import index_fingerprint

@@ -22,8 +22,8 @@ from prefect.states import Failed
 
 from flows.arguments import check_output_file
 from schemas.settings import load_settings
-from sproutrag.queries import check_query_parameters
-from sproutrag.run_summary import QueriesFailedError, too_many_failed
+from sproutrag.ingest.run_summary import QueriesFailedError, too_many_failed
+from sproutrag.search.batch import check_query_parameters
 from tasks.search import read_queries, search_queries, write_results
 
 

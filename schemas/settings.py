@@ -21,6 +21,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from schemas.paths import is_s3
 from schemas.tables import SCHEMA_VERSION
 
 
@@ -129,11 +130,7 @@ class PipelineSettings(_Section):
     )
 
 
-S3_SCHEMES = ("s3://", "s3a://")
 
-
-def is_s3(url: str | Path) -> bool:
-    return str(url).startswith(S3_SCHEMES)
 
 
 class StorageSettings(_Section):

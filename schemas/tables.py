@@ -11,7 +11,7 @@ import pyarrow as pa
 
 SCHEMA_VERSION = "3"  # 2: tree_id (documents, nodes); status, message (runs)
 #                       3: flow_run_id (runs, results); results metadata; index_settings
-MIGRATABLE_VERSIONS = ("1", "2")  # an index run migrates these in place (sproutrag/migrate.py)
+MIGRATABLE_VERSIONS = ("1", "2")  # an index run migrates these in place (storage/migrate.py)
 
 # --- Parquet intermediates (one file per batch of documents) -----------------------
 

@@ -1,4 +1,11 @@
-"""Operating-system errors as one clean line: the database or disk, and what to do.
+"""Every exception class of the library, and operating-system errors as one clean line.
+
+The classes live here so that any layer can raise or catch any of them without importing
+another layer; each module that raises one also re-exports it (`from
+sproutrag.storage.store import StaleIndexError` keeps working). `is_expected` tells the
+command line which errors say all a user needs (one line, no traceback).
+
+Operating-system errors: the database or disk, and what to do.
 
 LanceDB reports I/O failures as `RuntimeError("lance error: LanceError(IO): No space left
 on device (os error 28), /path/to/writer.rs:258:9")`; Python code raises OSError. Both
@@ -11,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+from typing import Any
 
 _LANCE_OS_ERROR = re.compile(r"\(os error (\d+)\)")
 
@@ -63,17 +71,95 @@ def is_expected(exc: BaseException) -> bool:
     or input, a refused run, the machine's (disk full, read-only), or a batch's task that
     did not start because a signal asked the run to stop."""
     from schemas.settings import SettingsError
-    from sproutrag.check import DamagedTableError
-    from sproutrag.corpus import CorpusNotFoundError
-    from sproutrag.indexing import MassDeleteError
     from sproutrag.interrupt import StopRequested
-    from sproutrag.locking import DatabaseBusyError
-    from sproutrag.modelid import ModelNotFoundError
-    from sproutrag.run_summary import RunOutcome
-    from sproutrag.store import DatabaseNotFoundError, StaleIndexError
-    from sproutrag.weights import WeightsFileError
 
     clean = (SettingsError, CorpusNotFoundError, MassDeleteError, DatabaseBusyError,
              ModelNotFoundError, RunOutcome, DatabaseNotFoundError, StaleIndexError,
              WeightsFileError, DamagedTableError, StopRequested)
     return isinstance(exc, clean) or describe_os_error(exc) is not None
+
+
+# --- the project's exception classes (each module raising one re-exports it) ---------
+
+
+class InvalidTreeError(ValueError):
+    """A tree's arrays are inconsistent (raised by `validate_tree`)."""
+
+
+class ModelNotFoundError(FileNotFoundError):
+    """`encoding.model` names no model folder (and no cached hub model)."""
+
+
+class WeightsFileError(ValueError):
+    """A weights file cannot be read: names the file and the problem."""
+
+
+class QueryError(ValueError):
+    """A query that cannot run (empty text, bad k, only unknown doc_ids)."""
+
+
+class DatabaseBusyError(RuntimeError):
+    """Another index run holds the database."""
+
+
+class DamagedTableError(OSError):
+    """Tables of the database cannot be read (a data file lost, truncated or damaged)."""
+
+    def __init__(self, uri: str, problems: dict[str, str]) -> None:
+        names = ", ".join(repr(n) for n in problems)
+        first = next(iter(problems.values()), "")
+        s = "s" if len(problems) > 1 else ""
+        super().__init__(
+            f"table{s} {names} of {uri!r} cannot be read ({first}): run `sproutrag check "
+            f"--db {uri}` for a report; `sproutrag index CORPUS --db {uri} --full` rebuilds "
+            "the database from the corpus (it moves the damaged tables aside, deleting "
+            "nothing)"
+        )
+        self.uri, self.tables = uri, dict(problems)
+
+
+class StaleIndexError(ValueError):
+    """The database was built with another encoder or schema version."""
+
+
+class OldSchemaError(StaleIndexError):
+    """The database has an older schema version that an index run migrates in place."""
+
+
+class DatabaseNotFoundError(FileNotFoundError):
+    """No SproutRAG database at the given location."""
+
+
+class MassDeleteError(ValueError):
+    """The run would delete more of the index than the settings allow."""
+
+
+class RunOutcome(Exception):  # noqa: N818 - an outcome carrying the run's summary row
+    """A run that did all the work it could but did not succeed; `.row` is its summary."""
+
+    def __init__(self, message: str, row: dict[str, Any]) -> None:
+        super().__init__(message, row)  # both in args: the exception pickles
+        self.message, self.row = message, row
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class DocumentsFailedError(RunOutcome):
+    """More documents of an index run failed than `pipeline.max_failed_share` tolerates."""
+
+
+class QueriesFailedError(RunOutcome):
+    """More queries of a query run failed than `pipeline.max_failed_query_share` tolerates."""
+
+
+class RunInterruptedError(RunOutcome):
+    """The run stopped early on SIGTERM / SIGINT; what it stored stays."""
+
+
+class CorpusNotFoundError(FileNotFoundError):
+    """The corpus path does not exist or holds nothing to index."""
+
+
+class CorpusUnreadableError(CorpusNotFoundError):
+    """The corpus folder itself (or the JSONL file) cannot be listed or opened."""

@@ -8,8 +8,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.corpus import SourceDocument
-from sproutrag.indexing import build_trees
+from sproutrag.documents import SourceDocument
+from sproutrag.ingest.stages import build_trees
 from tasks.files import read_parquet
 from tasks.outputs import Built, Encoded
 

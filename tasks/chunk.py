@@ -8,8 +8,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.corpus import SourceDocument
-from sproutrag.indexing import chunk_documents
+from sproutrag.documents import SourceDocument
+from sproutrag.ingest.stages import chunk_documents
 from sproutrag.interrupt import check_stop
 from tasks.files import write_parquet
 from tasks.outputs import Chunked

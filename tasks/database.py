@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from schemas.settings import Settings, fingerprint
-from sproutrag.encoders import shared_encoder
+from sproutrag.encoder.factory import shared_encoder
 
 
 def index_fields(settings: Settings) -> dict:
@@ -16,7 +16,7 @@ def index_fingerprint(settings: Settings) -> str:
 
 
 def open_store(db: str, settings: Settings):
-    from sproutrag.store import Store
+    from sproutrag.storage.store import Store
 
     enc = shared_encoder(settings)
     return Store(

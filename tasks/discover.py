@@ -6,15 +6,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.corpus import (
-    Discovery,
-    DocLimits,
-    Failure,
-    SourceDocument,
-    check_corpus,
-    discover,
-)
-from sproutrag.indexing import Plan, plan_changes
+from sproutrag.documents import Failure, SourceDocument
+from sproutrag.ingest.corpus import Discovery, DocLimits, check_corpus, discover
+from sproutrag.ingest.plan import Plan, plan_changes
 from tasks.database import open_store
 from tasks.retries import IO_RETRIES
 

@@ -8,9 +8,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.corpus import SourceDocument
-from sproutrag.encoders import shared_encoder
-from sproutrag.indexing import encode_chunks
+from sproutrag.documents import SourceDocument
+from sproutrag.encoder.factory import shared_encoder
+from sproutrag.ingest.stages import encode_chunks
 from sproutrag.interrupt import check_stop
 from tasks.files import read_parquet, write_parquet
 from tasks.outputs import Chunked, Encoded

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sproutrag.corpus import Failure
-from sproutrag.store import IndexedDocument
+from sproutrag.documents import Failure
+from sproutrag.storage.store import IndexedDocument
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings, is_s3
-from sproutrag.encoders import shared_encoder
-from sproutrag.queries import Entry, parse_lines, run_queries
-from sproutrag.reading import reader_settings, reader_weights
-from sproutrag.retrieval import Retriever
-from sproutrag.rows import result_rows
-from sproutrag.store import Store
+from sproutrag.encoder.factory import shared_encoder
+from sproutrag.search.batch import Entry, parse_lines, run_queries
+from sproutrag.search.reader_settings import reader_settings, reader_weights
+from sproutrag.search.retriever import Retriever
+from sproutrag.storage.rows import result_rows
+from sproutrag.storage.store import Store
 from tasks.files import filesystem, read_parquet
 from tasks.retries import IO_RETRIES
 

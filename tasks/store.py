@@ -9,11 +9,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.check import Health, check_for_run, move_aside
-from sproutrag.encoders import shared_encoder
-from sproutrag.index_info import IndexInfo, record_index_info
-from sproutrag.migrate import migrate
-from sproutrag.store import IndexedDocument
+from sproutrag.encoder.factory import shared_encoder
+from sproutrag.storage.check import Health, check_for_run, move_aside
+from sproutrag.storage.index_info import IndexInfo, record_index_info
+from sproutrag.storage.migrate import migrate
+from sproutrag.storage.store import IndexedDocument
 from tasks.database import index_fields, open_store
 from tasks.retries import IO_RETRIES
 

@@ -38,7 +38,7 @@ def lock_folder(path: Path) -> None:
 
 def indexed(db) -> dict[str, str]:
     """doc_id -> content_hash of the database's documents."""
-    from sproutrag.store import Store
+    from sproutrag.storage.store import Store
 
     rows = Store.open_existing(str(db)).table("documents").to_arrow().to_pylist()
     return {r["doc_id"]: r["content_hash"] for r in rows}
@@ -46,7 +46,7 @@ def indexed(db) -> dict[str, str]:
 
 def texts(db) -> dict[str, str]:
     """doc_id -> the stored text."""
-    from sproutrag.store import Store
+    from sproutrag.storage.store import Store
 
     rows = Store.open_existing(str(db)).table("documents").to_arrow().to_pylist()
     return {r["doc_id"]: r["text"] for r in rows}
@@ -102,7 +102,7 @@ def unblock_fifo_after(path: Path, seconds: float) -> Iterator[threading.Event]:
 
 def runs(db) -> list[dict]:
     """The database's `runs` rows, oldest first."""
-    from sproutrag.store import Store
+    from sproutrag.storage.store import Store
 
     rows = Store.open_existing(str(db)).table("runs").to_arrow().to_pylist()
     return sorted(rows, key=lambda r: r["started_at"])

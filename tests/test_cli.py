@@ -88,9 +88,9 @@ def test_check_exit_codes(tmp_path):
     import subprocess
     import sys
 
-    from sproutrag.store import Store
+    from sproutrag.storage.store import Store
     from tests.conftest import ROOT
-    from tests.sproutrag.test_store import _item
+    from tests.sproutrag.storage.test_store import _item
 
     def check(db):
         return subprocess.run([sys.executable, "-m", "flows.cli", "check", "--db", str(db)],

@@ -46,7 +46,7 @@ def test_no_library_module_loads_orchestration():
     """Import every sproutrag module in a fresh interpreter: none loads prefect, flows or
     tasks (the first module whose import loaded one is named)."""
     modules = library_modules()
-    assert "sproutrag.encoding" in modules and "sproutrag.retrieval" in modules
+    assert "sproutrag.encoder.encoder" in modules and "sproutrag.search.retriever" in modules
     found = _import_in_fresh_interpreter(modules)
     offenders = {name: mods for name, mods in found.items() if name != "torch" and mods}
     assert not offenders, f"the library imports orchestration: {offenders}"
@@ -54,8 +54,9 @@ def test_no_library_module_loads_orchestration():
 
 def test_core_modules_do_not_load_torch():
     found = _import_in_fresh_interpreter(
-        ["sproutrag", "sproutrag.corpus", "sproutrag.indexing", "sproutrag.store",
-         "sproutrag.tree", "sproutrag.chunking", "sproutrag.encoding", "sproutrag.encoders"])
+        ["sproutrag", "sproutrag.ingest.corpus", "sproutrag.ingest.stages",
+         "sproutrag.storage.store", "sproutrag.trees.tree", "sproutrag.ingest.chunking",
+         "sproutrag.encoder.encoder", "sproutrag.encoder.factory"])
     assert found["torch"] is False
 
 
@@ -131,13 +132,57 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_import_cycles_among_library_modules():
     graph = import_graph()
-    assert graph["sproutrag.retrieval"], "the import graph was not read"
+    assert graph["sproutrag.search.retriever"], "the import graph was not read"
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
 
 
 def test_find_cycle_sees_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+#: The library's packages, lowest first: a module may import its own package and those
+#: below it, never one above ("root": sproutrag's own modules, shared by every layer).
+LAYERS = ("root", "trees", "encoder", "storage", "ingest", "search", "learn")
+#: What `trees` may use besides the standard library: it knows nothing but arrays (and
+#: raises the project's InvalidTreeError).
+TREES_MAY_IMPORT = {"numpy", "scipy", "sproutrag.errors"}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else "root"
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a higher layer (module -> imported module)."""
+    rank = {name: k for k, name in enumerate(LAYERS)}
+    return sorted(f"{m} ({layer_of(m)}) imports {d} ({layer_of(d)})"
+                  for m, deps in graph.items() for d in deps
+                  if rank[layer_of(d)] > rank[layer_of(m)])
+
+
+def test_packages_import_only_lower_layers():
+    graph = import_graph()
+    assert {layer_of(m) for m in graph} == set(LAYERS), "a package is missing from LAYERS"
+    assert layer_violations(graph) == []
+
+
+def test_layer_check_sees_an_upward_import():
+    graph = {"sproutrag.storage.store": {"sproutrag.search.retriever"},
+             "sproutrag.search.retriever": {"sproutrag.storage.store"}}
+    assert layer_violations(graph) == [
+        "sproutrag.storage.store (storage) imports sproutrag.search.retriever (search)"]
+
+
+def test_trees_import_nothing_but_numpy_and_scipy():
+    for path in (ROOT / "sproutrag" / "trees").glob("*.py"):
+        imported = {name for name in _runtime_imports(path)
+                    if name.split(".")[0] not in sys.stdlib_module_names}
+        other = {name for name in imported if name not in TREES_MAY_IMPORT
+                 and name.split(".")[0] not in ("numpy", "scipy")
+                 and not name.startswith(("sproutrag.errors.", "sproutrag.trees"))}
+        assert not other, f"{path.name} imports {sorted(other)}"
 
 
 def test_help_is_quick_and_explains():

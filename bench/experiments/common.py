@@ -6,9 +6,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from sproutrag.features import read_jsonl, usable_queries, load_features, featurize_corpus
-from sproutrag.evaluation import query_scores
-from sproutrag.metrics import summarize, average_over_k, per_query_ie, paired_difference
+from sproutrag.learn.features import read_jsonl, usable_queries, load_features, featurize_corpus
+from sproutrag.learn.evaluation import query_scores
+from sproutrag.learn.metrics import summarize, average_over_k, per_query_ie, paired_difference
 
 SETS = {
     "cnli": ("../shared/data/contractnli", "contractnli"),
@@ -22,8 +22,8 @@ _enc = None
 def encoder():
     global _enc
     if _enc is None:
-        from sproutrag.encoding import Encoder
-        from sproutrag.weights import load_default_weights
+        from sproutrag.encoder.encoder import Encoder
+        from sproutrag.encoder.weights import load_default_weights
         _enc = Encoder(weights=load_default_weights(None))
     return _enc
 
@@ -87,7 +87,7 @@ def z(x):
 
 def leaf_headings(feats, texts):
     """{doc: section heading of each leaf} (`chunking.section_headings`)."""
-    from sproutrag.chunking import section_headings
+    from sproutrag.ingest.chunking import section_headings
     return {d: section_headings(texts[d], [tuple(x) for x in feats[d].spans.tolist()]) for d in feats}
 
 def with_headings(d, feats, texts, heads):
@@ -104,7 +104,7 @@ def ranked(P, feats, queries, fn):
         for k in KS: runs[k].append(r[:k])
     return score(runs, feats, queries)
 
-import sproutrag.lexical as lex
+import sproutrag.search.lexical as lex
 
 plain_tokenize = lex.words  # BM25's analyzer before stop 17: lower case, stopwords out, no stems
 
@@ -121,7 +121,7 @@ def each_split(argv=None):
 
 def query_leaves(feats, queries, qv, texts, heads):
     """Per query, over its documents' leaves: (query, keys, cosines, leaf texts, headings)."""
-    from sproutrag.search import cosine_scores
+    from sproutrag.search.tree_search import cosine_scores
     out = []
     for q, v in zip(queries, qv):
         keys, cos, lt, lh = [], [], [], []

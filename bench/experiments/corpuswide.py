@@ -1,9 +1,9 @@
 """Corpus-wide search (no doc_ids): first stage = docs of the nearest nodes, then search."""
 import sys
 from common import *
-from sproutrag.variants import Variant, variant_trees as build_trees, retrieve_tree, retrieve_flat
-from sproutrag.features import attach_terms
-from sproutrag.weights import load_default_weights
+from sproutrag.learn.variants import Variant, variant_trees as build_trees, retrieve_tree, retrieve_flat
+from sproutrag.learn.features import attach_terms
+from sproutrag.encoder.weights import load_default_weights
 w = load_default_weights(None)
 for name in sys.argv[1].split(","):
     feats, queries, qv, texts = load(name, "dev")

@@ -1,9 +1,9 @@
 """Baselines on the paper's metric + simple tree-context leaf scoring."""
 import sys
 from common import *
-from sproutrag.variants import Variant, variant_trees as build_trees, retrieve_tree, retrieve_flat
-from sproutrag.weights import load_default_weights
-from sproutrag.search import cosine_scores, SearchParams
+from sproutrag.learn.variants import Variant, variant_trees as build_trees, retrieve_tree, retrieve_flat
+from sproutrag.encoder.weights import load_default_weights
+from sproutrag.search.tree_search import cosine_scores, SearchParams
 w = load_default_weights(None)
 name, split = sys.argv[1], sys.argv[2]
 feats, queries, qv, texts = load(name, split)

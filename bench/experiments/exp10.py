@@ -1,7 +1,7 @@
 """Clipped lexical z-scores."""
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
 def z(x): return (x - x.mean()) / max(x.std(), 1e-9)
 W = (0.5, 0.75, 1.0)
 C = (None, 2.0, 3.0, 4.0)

@@ -1,9 +1,9 @@
 """Lexical context: a leaf's BM25 text = its paragraph's first line + the leaf."""
 import re, sys
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
-from sproutrag.chunking import section_headings as para_heads
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
+from sproutrag.ingest.chunking import section_headings as para_heads
 BL = re.compile(r"\n[^\S\n]*\n\s*")
 def para_heads_old(text, spans):
     starts = [0] + [m.end() for m in BL.finditer(text)]

@@ -1,9 +1,9 @@
 """Section context in the dense score: z(cos leaf) + w z(BM25 leaf+heading) + u z(cos of its paragraph's mean vector)."""
 import sys
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
-from sproutrag.chunking import _HARD_BREAK
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
+from sproutrag.ingest.chunking import _HARD_BREAK
 def para_ids(text, spans):
     starts = [0] + [m.end() for m in _HARD_BREAK.finditer(text)]
     import bisect

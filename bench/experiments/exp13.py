@@ -2,8 +2,8 @@
 (or next to) the leaf's own cosine, fused with z(BM25 leaf+heading) as shipped."""
 import sys
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
 for name in sys.argv[1].split(","):
     for split in sys.argv[2].split(","):
         feats, queries, qv, texts = load(name, split)

@@ -3,9 +3,9 @@ z(cos) + z(BM25 leaf+heading), move the query vector toward the top leaf, its tr
 parent (the attention tree's node vector) or the top-3 leaves, and rank again."""
 import sys
 from common import *
-from sproutrag.variants import Variant, variant_trees
-from sproutrag.weights import load_default_weights
-from sproutrag.lexical import bm25_scores
+from sproutrag.learn.variants import Variant, variant_trees
+from sproutrag.encoder.weights import load_default_weights
+from sproutrag.search.lexical import bm25_scores
 def unit(x): return x / max(np.linalg.norm(x), 1e-9)
 w = load_default_weights(None)
 for name in sys.argv[1].split(","):

@@ -1,7 +1,7 @@
 """BM25 shape, with stemmed tokens (stop 17): k1 and b, and the weight of a leaf's
 section heading (its tokens counted h times), in the shipped fusion z(cos) + z(BM25)."""
 from common import *
-from sproutrag.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.lexical import LeafTerms, bm25_leaves
 lex.CONTEXT_WEIGHT = 1  # the heading's count is set by h here
 def scores(query, texts, heads, h, k1, b):
     lex.K1, lex.B = k1, b

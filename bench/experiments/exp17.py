@@ -3,7 +3,7 @@ a query term already present in a picked leaf is multiplied by gamma per such le
 the next picks favour the query's uncovered terms (two-paragraph questions: "Which came
 first X or Y?"). Base: the shipped fusion z(cos) + z(BM25), stems, heading x2."""
 from common import *
-from sproutrag.lexical import LeafTerms, tokenize, _idf
+from sproutrag.search.lexical import LeafTerms, tokenize, _idf
 def contributions(query, lt):
     """[n_leaves, n_terms] BM25 contribution of each query term, and presence."""
     terms = sorted(set(tokenize(query))); n = len(lt.lengths); avg = max(lt.lengths.mean(), 1e-9)

@@ -3,7 +3,7 @@ BM25 over adjacent pairs of the same tokens ("robert_young", "dandy_warhol"), ad
 uni + beta * pairs before the fusion's z: names and defined terms of two words match as
 a unit (a sequential-dependence idea)."""
 from common import *
-from sproutrag.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.lexical import LeafTerms, bm25_leaves
 unigrams = lex.tokenize
 def pairs(text):
     t = unigrams(text)

@@ -2,7 +2,7 @@
 with its document neighbours' before the fusion: b_i + lam * (b_{i-1} + b_{i+1}) / 2, so
 a clause or paragraph cut over two chunks lends its words to both halves."""
 from common import *
-from sproutrag.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.lexical import LeafTerms, bm25_leaves
 def smooth(b, keys, lam):
     out = b.copy()
     for i in range(len(b)):

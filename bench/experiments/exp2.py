@@ -1,8 +1,8 @@
 """Lexical hybrids."""
 import sys
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
 name, split = sys.argv[1], sys.argv[2]
 feats, queries, qv, texts = load(name, split)
 def leaf_texts(d):

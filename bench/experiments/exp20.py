@@ -2,7 +2,7 @@
 query's own documents' leaves (shipped) or from every document of the set (a corpus-wide
 background, as a search engine's index would have), scoring the same leaves."""
 from common import *
-from sproutrag.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.lexical import LeafTerms, bm25_leaves
 for name, split, feats, queries, qv, texts in each_split():
     heads = leaf_headings(feats, texts)
     ids = list(feats)

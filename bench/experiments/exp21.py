@@ -3,7 +3,7 @@ words (how, many, much, whether, also) and against the union with NLTK's 179-wor
 list (which adds all, any, each, both, few, more, most, other, some, only, same, very,
 about, after, before, over, under, up, down, out, off, ...)."""
 from common import *
-from sproutrag.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.lexical import LeafTerms, bm25_leaves
 NLTK = set("""i me my myself we our ours ourselves you your yours yourself yourselves he him his
 himself she her hers herself it its itself they them their theirs themselves what which who
 whom this that these those am is are was were be been being have has had having do does did

@@ -2,8 +2,8 @@
 import sys
 from common import *
 from feats import *
-from sproutrag.variants import Variant, variant_trees as build_trees
-from sproutrag.weights import load_default_weights
+from sproutrag.learn.variants import Variant, variant_trees as build_trees
+from sproutrag.encoder.weights import load_default_weights
 from sklearn.linear_model import LogisticRegression
 w = load_default_weights(None)
 V = Variant("t", mix=w.mix(), parent_embedding="size_weighted")
@@ -59,6 +59,6 @@ for name, cols in sets.items():
     report(name, res[name], flat)
     if name in ("leaf+adj+tree", "leaf+tree"):
         print("   coef", dict(zip(cols, np.round(m.coef_[0], 2))))
-from sproutrag.metrics import paired_difference
+from sproutrag.learn.metrics import paired_difference
 for a, b in [("leaf+tree", "leaf: cos+bm"), ("leaf+adj+tree", "leaf+adj"), ("leaf+adj", "leaf: cos+bm")]:
     mm, se = paired_difference(res[a][1], res[b][1]); print(f"  {a} - {b}: {100*mm:+.1f} +/- {100*se:.1f}")

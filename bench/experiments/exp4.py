@@ -2,9 +2,9 @@
 import sys
 from common import *
 from nodetext import node_text_vectors
-from sproutrag.variants import Variant, variant_trees as build_trees
-from sproutrag.weights import load_default_weights
-from sproutrag.search import cosine_scores
+from sproutrag.learn.variants import Variant, variant_trees as build_trees
+from sproutrag.encoder.weights import load_default_weights
+from sproutrag.search.tree_search import cosine_scores
 w = load_default_weights(None)
 V = Variant("t", mix=w.mix(), parent_embedding="size_weighted")
 name, split = sys.argv[1], sys.argv[2]

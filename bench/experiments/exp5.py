@@ -1,8 +1,8 @@
 """Fusion forms on train sets: z(cos)+w z(bm), cos + w bm/max, RRF."""
 import sys
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
 sets = [s.split(":") for s in sys.argv[1].split(",")]
 def z(x): return (x - x.mean()) / max(x.std(), 1e-9)
 def prep(name, split):

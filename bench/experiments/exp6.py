@@ -1,10 +1,10 @@
 """Seeded expansion: relation to the top leaf (attention M) vs adjacency; tree diversity."""
 import sys
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
-from sproutrag.variants import Variant, variant_trees as build_trees, relations
-from sproutrag.weights import load_default_weights
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
+from sproutrag.learn.variants import Variant, variant_trees as build_trees, relations
+from sproutrag.encoder.weights import load_default_weights
 w = load_default_weights(None)
 V = Variant("t", mix=w.mix(), parent_embedding="size_weighted")
 sets = [s.split(":") for s in sys.argv[1].split(",")]

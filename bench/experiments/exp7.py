@@ -1,9 +1,9 @@
 """Full tree pipeline: fused node scores x size penalty x seeds (library functions)."""
 import sys, itertools
 from common import *
-from sproutrag.variants import Variant, variant_trees as build_trees, run_variant
-from sproutrag.features import attach_terms, read_jsonl
-from sproutrag.weights import load_default_weights
+from sproutrag.learn.variants import Variant, variant_trees as build_trees, run_variant
+from sproutrag.learn.features import attach_terms, read_jsonl
+from sproutrag.encoder.weights import load_default_weights
 w = load_default_weights(None)
 sets = [s.split(":") for s in sys.argv[1].split(",")]
 grid_w = [float(x) for x in sys.argv[2].split(",")] if len(sys.argv) > 2 else [0.0, 0.3, 0.5, 0.7]

@@ -1,11 +1,11 @@
 """Grid of search params on dev sets (per set), trained alpha from a weights file."""
 import sys, itertools
 from common import *
-from sproutrag.training import load_sets
-from sproutrag.calibration import _Scorer
-from sproutrag.variants import Variant, variant_trees as build_trees
-from sproutrag.search import SearchParams
-from sproutrag.weights import AggregationWeights
+from sproutrag.learn.training import load_sets
+from sproutrag.learn.calibration import _Scorer
+from sproutrag.learn.variants import Variant, variant_trees as build_trees
+from sproutrag.search.tree_search import SearchParams
+from sproutrag.encoder.weights import AggregationWeights
 w = AggregationWeights.load(sys.argv[1])
 split = sys.argv[2]
 W = [float(x) for x in sys.argv[3].split(",")]

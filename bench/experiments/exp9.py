@@ -1,8 +1,8 @@
 """Fusion normalisations, leaves only, per set (train and dev)."""
 import sys
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
 def z(x): return (x - x.mean()) / max(x.std(), 1e-9)
 def mm(x): return (x - x.min()) / max(x.max() - x.min(), 1e-9)
 def mx(x): return x / max(x.max(), 1e-9)

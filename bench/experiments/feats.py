@@ -1,7 +1,7 @@
 """Per-leaf features for a query over its documents' trees."""
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
 
 def tree_ctx(t, s, n):
     """parent score, grandparent score, max of 3 ancestors, sibling score, log parent size"""

@@ -1,7 +1,7 @@
 import sys
 from common import *
-from sproutrag.search import cosine_scores
-from sproutrag.lexical import bm25_scores
+from sproutrag.search.tree_search import cosine_scores
+from sproutrag.search.lexical import bm25_scores
 def z(x): return (x - x.mean()) / max(x.std(), 1e-9)
 feats, queries, qv, texts = load("long", "dev")
 for q, v in zip(queries, qv):

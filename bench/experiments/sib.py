@@ -1,10 +1,10 @@
 """How often is the top leaf's tree sibling gold, vs the next-ranked leaf?"""
 import sys
 from common import *
-from sproutrag.variants import Variant, variant_trees as build_trees
-from sproutrag.features import attach_terms
-from sproutrag.search import node_scores
-from sproutrag.weights import AggregationWeights
+from sproutrag.learn.variants import Variant, variant_trees as build_trees
+from sproutrag.learn.features import attach_terms
+from sproutrag.search.tree_search import node_scores
+from sproutrag.encoder.weights import AggregationWeights
 w = AggregationWeights.load(ROOT / "out/train-v4/weights.json")
 for name in sys.argv[1].split(","):
     for split in ("train", "dev"):

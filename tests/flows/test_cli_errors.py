@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from flows.cli import main
-from sproutrag.corpus import SourceDocument, content_hash
-from sproutrag.store import IndexedDocument, Store
-from sproutrag.tree import build_tree
-from sproutrag.weights import DEFAULT_ENCODER_ID
+from sproutrag.documents import SourceDocument, content_hash
+from sproutrag.encoder.weights import DEFAULT_ENCODER_ID
+from sproutrag.storage.store import IndexedDocument, Store
+from sproutrag.trees.tree import build_tree
 
 
 @pytest.mark.parametrize("argv, flag, limit", [

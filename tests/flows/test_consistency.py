@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sproutrag.check import DamagedTableError, check_database
-from sproutrag.store import Store
+from sproutrag.storage.check import DamagedTableError, check_database
+from sproutrag.storage.store import Store
 from tests.conftest import ROOT
 from tests.flows.test_incremental import _index, _state, _write
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sproutrag.corpus import content_hash
-from sproutrag.store import Store
+from sproutrag.documents import content_hash
+from sproutrag.storage.store import Store
 from tests.conftest import ROOT
 from tests.flows.test_incremental import TEXTS, _index, _state, _write
 
@@ -110,8 +110,8 @@ def assert_reader_view(db: str, versions: dict[str, set[str]]) -> None:
     """Every document is one whole version (its documents.text and tree agree), and
     every query hit's spans hold the hit's text in documents.text."""
     from schemas.settings import load_settings
-    from sproutrag.encoders import shared_encoder
-    from sproutrag.retrieval import Retriever
+    from sproutrag.encoder.factory import shared_encoder
+    from sproutrag.search.retriever import Retriever
 
     store = Store.open_existing(db)
     texts = {d["doc_id"]: d for d in store.table("documents").to_arrow().to_pylist()}

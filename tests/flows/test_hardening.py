@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sproutrag.store import Store
-from sproutrag.weights import PACKAGED_WEIGHTS, AggregationWeights
+from sproutrag.encoder.weights import PACKAGED_WEIGHTS, AggregationWeights
+from sproutrag.storage.store import Store
 from tests.flows.test_incremental import TEXTS, _write
 
 pytestmark = pytest.mark.model
@@ -62,9 +62,9 @@ def test_symlink_out_of_the_corpus_is_skipped_and_reported(built):
 
 def test_index_settings_are_stored_and_readers_default_to_them(built, capsys):
     from flows.cli import main
-    from sproutrag.encoding import Encoder
-    from sproutrag.index_info import read_index_infos
-    from sproutrag.retrieval import Retriever
+    from sproutrag.encoder.encoder import Encoder
+    from sproutrag.search.retriever import Retriever
+    from sproutrag.storage.index_info import read_index_infos
 
     root, _, db, weights, row = built
     [info] = read_index_infos(Store.open_existing(db)).values()
@@ -102,7 +102,7 @@ def test_index_settings_are_stored_and_readers_default_to_them(built, capsys):
 
 def test_new_search_defaults_reach_a_long_lived_reader_without_reindexing(built):
     from flows.index_corpus import index_corpus
-    from sproutrag.retrieval import Retriever
+    from sproutrag.search.retriever import Retriever
 
     root, corpus, db, _, _ = built
     reader = Retriever(db)
@@ -120,7 +120,7 @@ def test_missing_corpus_fails_at_once_without_retries_or_database(prefect_harnes
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     from flows.index_corpus import index_corpus
-    from sproutrag.corpus import CorpusNotFoundError
+    from sproutrag.ingest.corpus import CorpusNotFoundError
 
     db = tmp_path / "db"
     state = index_corpus(corpus=str(tmp_path / "nowhere"), db=str(db), return_state=True)
@@ -150,7 +150,7 @@ def test_a_model_fine_tuned_again_into_its_folder_reindexes_and_is_checked(
 ):
     from flows.cli import main
     from flows.index_corpus import index_corpus
-    from sproutrag.encoding import DEFAULT_MODEL
+    from sproutrag.encoder.encoder import DEFAULT_MODEL
 
     model = tmp_path / "encoder"
     shutil.copytree(DEFAULT_MODEL, model)

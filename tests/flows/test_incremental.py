@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from sproutrag.corpus import content_hash
-from sproutrag.locking import DatabaseBusyError, DatabaseLock
-from sproutrag.store import Store
-from sproutrag.tree import validate_tree
+from sproutrag.documents import content_hash
+from sproutrag.storage.locking import DatabaseBusyError, DatabaseLock
+from sproutrag.storage.store import Store
+from sproutrag.trees.tree import validate_tree
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.model
@@ -53,7 +53,7 @@ def _state(db: str) -> dict[str, tuple[str, int]]:
 def _index(corpus, db, **kw):
     """The run's `runs` row, also when the flow run ends Failed for failed documents."""
     from flows.index_corpus import index_corpus
-    from sproutrag.run_summary import RunOutcome
+    from sproutrag.ingest.run_summary import RunOutcome
 
     state = index_corpus(corpus=str(corpus), db=str(db), return_state=True, **kw)
     result = state.result(raise_on_failure=False)

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from sproutrag.corpus import discover
-from sproutrag.store import Store
-from sproutrag.tree import validate_tree
+from sproutrag.ingest.corpus import discover
+from sproutrag.storage.store import Store
+from sproutrag.trees.tree import validate_tree
 from tests.conftest import SAMPLE
 
 pytestmark = pytest.mark.model

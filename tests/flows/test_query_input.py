@@ -35,7 +35,7 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
     import lancedb
 
     from flows.query_corpus import query_corpus
-    from sproutrag.run_summary import QueriesFailedError
+    from sproutrag.ingest.run_summary import QueriesFailedError
 
     db = str(tmp_path / "db")  # a copy: the shared sample database stays as it is
     shutil.copytree(sample_index[0], db)

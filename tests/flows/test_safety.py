@@ -15,10 +15,14 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from sproutrag.corpus import content_hash
-from sproutrag.run_summary import DocumentsFailedError, QueriesFailedError, RunInterruptedError
-from sproutrag.store import Store
-from sproutrag.workdir import create_run_dir
+from sproutrag.documents import content_hash
+from sproutrag.ingest.run_summary import (
+    DocumentsFailedError,
+    QueriesFailedError,
+    RunInterruptedError,
+)
+from sproutrag.ingest.workdir import create_run_dir
+from sproutrag.storage.store import Store
 from tests.conftest import ROOT
 from tests.flows.test_crash import assert_gone, wait_for_child
 from tests.flows.test_incremental import TEXTS, _index, _state, _write
@@ -92,7 +96,7 @@ def test_unreadable_documents_keep_their_indexed_version(prefect_harness, tmp_pa
 
 
 def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, tmp_path):
-    from sproutrag.indexing import MassDeleteError
+    from sproutrag.ingest.plan import MassDeleteError
 
     db, jl = tmp_path / "db", tmp_path / "corpus.jsonl"
     docs = [{"doc_id": k, "text": TEXTS[v]} for k, v in
@@ -327,7 +331,7 @@ def test_schema_1_database_is_refused_by_queries_and_migrated_by_the_next_run(
     prefect_harness, tmp_path, capsys
 ):
     from flows.cli import main
-    from tests.sproutrag.test_store import make_schema_1
+    from tests.sproutrag.storage.test_store import make_schema_1
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     _write(corpus, TEXTS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sproutrag.store import Store
+from sproutrag.storage.store import Store
 
 pytestmark = pytest.mark.model
 

@@ -110,7 +110,7 @@ def _wait_for_run(p: Prefect, run_id: str, timeout: float) -> dict:
 
 
 def test_nightly_deployment_runs_on_a_worker(prefect, small_corpus, tmp_path):
-    from sproutrag.store import Store
+    from sproutrag.storage.store import Store
 
     prefect.cli("work-pool", "create", POOL, "--type", "process")
     prefect.cli("--no-prompt", "deploy", "--all", "--prefect-file", "infra/prefect.yaml")

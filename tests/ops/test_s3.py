@@ -82,9 +82,9 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
 
     from flows.index_corpus import index_corpus
     from flows.query_corpus import query_corpus
-    from sproutrag.queries import run_queries
-    from sproutrag.retrieval import Retriever
-    from sproutrag.store import Store
+    from sproutrag.search.batch import run_queries
+    from sproutrag.search.retriever import Retriever
+    from sproutrag.storage.store import Store
 
     # Credentials as secret settings (the environment's AWS_* work the same way).
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):

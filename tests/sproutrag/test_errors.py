@@ -51,7 +51,7 @@ def test_lance_full_disk_and_read_only_are_named(tiny_fs, tmp_path, capsys):
 
 
 def test_only_transient_errors_are_retried():
-    from sproutrag.corpus import CorpusNotFoundError
+    from sproutrag.ingest.corpus import CorpusNotFoundError
     from tasks.retries import retry_transient
 
     def retried(exc: BaseException) -> bool:

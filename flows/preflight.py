@@ -1,0 +1,123 @@
+"""Checks the command line makes before it starts Prefect or loads a model.
+
+Argument types refuse bad values at parse time (argparse's exit code 2: `--k 0`,
+`--threshold nan`); `preflight` then validates the settings (environment and YAML),
+the files the arguments name, the model and weights the settings name, and that a local
+database folder can be written, so that the commonest mistakes cost a fraction of a
+second and print one line, not a traceback after the model has loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from schemas.paths import is_s3
+
+if TYPE_CHECKING:  # pydantic is imported by the checks, not by `sproutrag --help`
+    from schemas.settings import Settings
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+class UsageError(ValueError):
+    """The command line cannot run as given (exit code 2)."""
+
+
+def _existing_file(flag: str, path: str | None) -> None:
+    if path is not None and not is_s3(path) and not Path(path).is_file():
+        raise UsageError(f"{flag} {path}: no such file")
+
+
+def check_encoding(settings: Settings, *, model: bool = True) -> None:
+    """The model folder and weights file the settings name can be read (SettingsError
+    naming the setting otherwise)."""
+    from schemas.settings import SettingsError
+    from sproutrag.encoder.identity import model_sha256
+    from sproutrag.encoder.weights import WeightsFileError, load_default_weights
+
+    enc = settings.encoding
+    if model and enc.model is not None:
+        try:
+            model_sha256(enc.model)
+        except FileNotFoundError as exc:  # ModelNotFoundError
+            raise SettingsError(str(exc)) from None
+    if enc.weights is not None:
+        try:
+            load_default_weights(enc.weights)
+        except WeightsFileError as exc:
+            raise SettingsError(f"encoding.weights: {exc}") from None
+
+
+def check_writable(db: str) -> None:
+    """A local database folder (or the folder it will be created in) can be written."""
+    if is_s3(db) or "://" in db:
+        return
+    path = Path(db).expanduser().absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        raise NotADirectoryError(f"--db {db}: {path} is not a folder")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PermissionError(
+            f"cannot write the database folder {db!r} ({path} is read-only or not yours): "
+            "choose a --db you can write to"
+        )
+
+
+def preflight(args: argparse.Namespace) -> Settings:
+    """Validate ARGS and the settings before the command starts any work."""
+    from schemas.settings import load_settings
+
+    command = args.command
+    if command == "query":
+        if (args.question is None) == (args.queries is None):
+            raise UsageError("give either a QUESTION or --queries FILE (and --out FILE)")
+        if args.queries and not args.out:
+            raise UsageError("--queries needs --out FILE for the results")
+        _existing_file("--queries", args.queries)
+    if command in ("train", "evaluate"):
+        for flag in ("docs", "queries"):
+            value = getattr(args, flag)
+            for path in value if isinstance(value, list) else [value]:
+                _existing_file(f"--{flag}", path)
+    _existing_file("--config", getattr(args, "config", None))
+    if command == "evaluate":
+        _existing_file("--weights", args.weights)
+    settings = load_settings(getattr(args, "config", None))
+    check_encoding(settings)
+    if command == "index":
+        from sproutrag.ingest.corpus import check_corpus
+
+        if not is_s3(args.corpus):  # an s3:// corpus is checked by the flow
+            check_corpus(args.corpus)
+        check_writable(args.db)
+    return settings

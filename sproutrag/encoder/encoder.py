@@ -1,0 +1,400 @@
+"""Chunk embeddings and attention relations from the SLLM (all-MiniLM-L6-v2 by default).
+
+A document is tokenized once; its chunks are packed into overlapping windows of whole
+chunks (window_tokens positions, a new window about every window_stride tokens: by
+default just before the previous one ends, so windows share one chunk), and
+each window's token attention, aggregated over layers and heads with the weights' mix,
+is pooled into chunk-pair blocks. A pair's relation is the mean of its symmetrised
+block over the windows that hold both chunks; pairs that never share a window have
+none. Windows stream through the model in token-budgeted batches, so memory stays
+linear in the document's length. The window arithmetic is in `sproutrag.encoder.windows`; the
+fast forward passes of BERT-architecture models (the default) in `sproutrag.encoder.attention`,
+with the model's own eager forward and attention hooks as the reference and fallback.
+
+torch and transformers are imported inside functions only: importing this module is
+instant.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sproutrag.encoder import attention
+from sproutrag.encoder.attention import block_attention, mean_pool
+from sproutrag.encoder.loading import (
+    DEFAULT_MODEL,
+    PACKAGED_MODEL_ID,
+    autocast,
+    load_config,
+    load_model,
+    resolve_device,
+    resolve_model,
+)
+from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.windows import (
+    Plan,
+    Window,
+    budget_batches,
+    cut_windows,
+    merge_pairs,
+    normalise_rows,
+    pad_rows,
+    plan_document,
+    plan_windows,
+    segment_matrix,
+    window_pairs,
+)
+
+__all__ = [
+    "DEFAULT_MODEL", "PACKAGED_MODEL_ID", "DocumentEncoding", "Encoder", "WindowBlocks",
+    "block_attention", "load_model", "mean_pool", "plan_windows", "resolve_device",
+    "segment_matrix",
+]
+
+EMBEDDING_MODES = ("alone", "context")
+#: Padded tokens per forward batch when `tokens_per_batch` is not set: a GPU wants big
+#: batches; on CPU 2,048 runs as fast as 16,384 (window pass 1.84 vs 1.88 s CPU on one
+#: ContractNLI document, docs/decisions.md) and peak memory follows the budget.
+TOKENS_PER_BATCH = {"cuda": 16384, "cpu": 2048}
+
+
+#: The lock of `Encoder.lock` (see there).
+_MODEL_LOCK = threading.RLock()
+
+
+def _serialised(method):
+    """Run METHOD holding `Encoder.lock`."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+@dataclass
+class DocumentEncoding:
+    """One document: chunk embeddings and sparse symmetric relations (i < j, sorted)."""
+
+    embeddings: np.ndarray  # float32 (n, dim), L2-normalised
+    rel_i: np.ndarray  # int32 (E,)
+    rel_j: np.ndarray  # int32 (E,)
+    rel_m: np.ndarray  # float32 (E,)
+    n_windows: int
+    n_tokens: int
+
+
+@dataclass
+class WindowBlocks:
+    """Per-(layer, head) block means of one window: chunks [start, stop)."""
+
+    start: int
+    stop: int
+    blocks: np.ndarray  # float32 (n_layers * n_heads, stop - start, stop - start)
+
+
+class Encoder:
+    """The SLLM: chunk/query embeddings and chunk-pair attention relations."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        device: str | None = None,
+        tokens_per_batch: int | None = None,
+        window_tokens: int = 512,
+        window_stride: int | None = None,
+        chunk_max_tokens: int = 256,
+        embedding_mode: str = "alone",
+        weights: AggregationWeights | None = None,
+        fast_path: bool = True,
+    ) -> None:
+        """`tokens_per_batch`: padded tokens per forward batch (None: `TOKENS_PER_BATCH`
+        of the device). `window_stride`: tokens between window starts (None: window_tokens
+        - 2, windows that overlap by one chunk, see docs/decisions.md). `fast_path`: the
+        forward passes of `sproutrag.encoder.attention` where the model supports them (the same
+        results); False: the model's own forward with attention hooks (the reference)."""
+        if embedding_mode not in EMBEDDING_MODES:
+            raise ValueError(
+                f"embedding_mode must be one of {EMBEDDING_MODES}, got {embedding_mode!r}"
+            )
+        if window_tokens < 3 or chunk_max_tokens < 3:
+            raise ValueError(
+                f"window_tokens and chunk_max_tokens must be >= 3, got "
+                f"{window_tokens} and {chunk_max_tokens}"
+            )
+        if window_stride is None:
+            window_stride = window_tokens - 2
+        if not 1 <= window_stride <= window_tokens - 2:
+            raise ValueError(
+                f"window_stride must be in [1, window_tokens - 2], got {window_stride}"
+            )
+        if tokens_per_batch is not None and tokens_per_batch < 1:
+            raise ValueError(f"tokens_per_batch must be >= 1, got {tokens_per_batch}")
+        self._path, self._model_id = resolve_model(model)
+        self._device = device
+        self.tokens_per_batch = tokens_per_batch
+        self.window_tokens, self.window_stride = window_tokens, window_stride
+        self.chunk_max_tokens, self.embedding_mode = chunk_max_tokens, embedding_mode
+        self._weights = weights
+        self.fast_path = fast_path
+
+    def with_model(self, model: str) -> Encoder:
+        """The same settings (and weights) with another model (e.g. a fine-tuned copy)."""
+        return Encoder(
+            model, device=self._device, tokens_per_batch=self.tokens_per_batch,
+            window_tokens=self.window_tokens, window_stride=self.window_stride,
+            chunk_max_tokens=self.chunk_max_tokens, embedding_mode=self.embedding_mode,
+            weights=self._weights, fast_path=self.fast_path,
+        )
+
+    # -- model facts -------------------------------------------------------------------
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def model_sha256(self) -> str | None:
+        """The model's content identity (`sproutrag.encoder.identity`): a hash of its config,
+        tokenizer and weight files, so a folder fine-tuned again is another model."""
+        from sproutrag.encoder.identity import model_sha256
+
+        return model_sha256(self._path)
+
+    @property
+    def model_path(self) -> str:
+        """What is loaded: a local folder (the packaged weights by default) or a hub name."""
+        return self._path
+
+    @property
+    def device(self) -> str:
+        if self._device in (None, "", "auto"):
+            self._device = resolve_device(None)
+        return self._device
+
+    @property
+    def batch_tokens(self) -> int:
+        """Padded tokens per forward batch: `tokens_per_batch` or the device's default."""
+        if self.tokens_per_batch is not None:
+            return self.tokens_per_batch
+        return TOKENS_PER_BATCH["cuda" if self.device.startswith("cuda") else "cpu"]
+
+    @property
+    def dim(self) -> int:
+        return int(load_config(self._path).hidden_size)
+
+    @property
+    def n_layers(self) -> int:
+        return int(load_config(self._path).num_hidden_layers)
+
+    @property
+    def n_heads(self) -> int:
+        return int(load_config(self._path).num_attention_heads)
+
+    @property
+    def weights(self) -> AggregationWeights:
+        if self._weights is None:
+            self._weights = AggregationWeights.uniform(self.n_layers, self.n_heads)
+        if self._weights.alpha.shape != (self.n_layers, self.n_heads):
+            raise ValueError(
+                f"weights {self._weights.source}: alpha shape "
+                f"{self._weights.alpha.shape} does not match {self.model_id} "
+                f"({self.n_layers} layers x {self.n_heads} heads)"
+            )
+        return self._weights
+
+    def fingerprint_fields(self) -> dict[str, Any]:
+        """Every setting that changes embeddings or relations (for the index fingerprint)."""
+        return {
+            "encoder": self.model_id,
+            "encoder_sha256": self.model_sha256,
+            "embedding_mode": self.embedding_mode,
+            "window_tokens": self.window_tokens,
+            "window_stride": self.window_stride,
+            "chunk_max_tokens": self.chunk_max_tokens,
+            "weights": self.weights.tree_fingerprint(),
+        }
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while the model runs (`encode_texts`, `encode_documents`, `window_blocks`
+        take it): concurrent callers (the thread runner's encode tasks, a query thread)
+        garbled each other's token windows. One per process, since Encoders of the same
+        model share its tokenizer and network (`load_model`'s cache); re-entrant, so a
+        caller may hold it across several calls (the encode task does)."""
+        return _MODEL_LOCK
+
+    def _load(self) -> tuple[Any, Any]:
+        tok, net = load_model(self._path, self.device, self.model_sha256)
+        limit = int(net.config.max_position_embeddings)
+        if max(self.window_tokens, self.chunk_max_tokens) > limit:
+            raise ValueError(
+                f"window_tokens/chunk_max_tokens exceed {self.model_id}'s {limit} positions"
+            )
+        return tok, net
+
+    # -- embeddings --------------------------------------------------------------------
+    @_serialised
+    def encode_texts(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
+        """float32 (n, dim) L2-normalised mean-pooled embeddings (sentence-transformers')."""
+        import torch
+
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        tok, net = self._load()
+        ids = tok(
+            texts, add_special_tokens=False, truncation=True, max_length=self.chunk_max_tokens - 2
+        )["input_ids"]
+        order = np.argsort([-len(x) for x in ids], kind="stable")
+        lengths = [len(ids[i]) + 2 for i in order]
+        fast = self._fast(net)
+        for rng in budget_batches(lengths, self.batch_tokens, batch_size):
+            idx = order[rng.start : rng.stop]
+            rows = [np.asarray(ids[i], dtype=np.int64) for i in idx]
+            batch = pad_rows(rows, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
+            lens = torch.tensor([len(r) + 2 for r in rows])
+            mask = (torch.arange(batch.shape[1])[None, :] < lens[:, None]).to(self.device)
+            batch_ids = torch.from_numpy(batch).to(self.device)
+            with torch.inference_mode(), autocast(self.device):
+                if fast:
+                    hidden = attention.embed_forward(net, batch_ids, mask)
+                else:
+                    hidden = net(input_ids=batch_ids, attention_mask=mask.long())
+                    hidden = hidden.last_hidden_state
+            out[idx] = mean_pool(hidden, mask).cpu().numpy()
+        return out
+
+    def _fast(self, net: Any) -> bool:
+        """Whether NET runs on `sproutrag.encoder.attention`'s passes (else the reference)."""
+        return self.fast_path and attention.supports(net)
+
+    # -- documents ---------------------------------------------------------------------
+    def _plan(self, text: str, spans: Sequence[tuple[int, int]]) -> Plan:
+        sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+        if len(sp) and (np.any(sp[:, 1] < sp[:, 0]) or np.any(sp[1:, 0] < sp[:-1, 1])):
+            raise ValueError("chunk spans must be sorted, non-overlapping (start, end) pairs")
+        if len(sp) == 0:
+            return Plan([], [], 0)
+        tok, _ = self._load()
+        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        return plan_document(
+            np.asarray(enc["input_ids"], dtype=np.int64),
+            np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)[:, 0],
+            sp, self.window_tokens - 2, self.window_stride,
+        )
+
+    def _forward(self, windows: list[Window], *, heads: bool, fast: bool) -> dict[str, Any]:
+        """One batch of windows: aggregated blocks [B, C, C], chunk states, head blocks
+        (numpy float32), by the fast path with FAST, else the reference forward."""
+        import torch
+
+        tok, net = self._load()
+        dev = self.device
+        ids = pad_rows([w.ids for w in windows], tok.cls_token_id, tok.sep_token_id,
+                       tok.pad_token_id)
+        n_cols = max(len(w.lens) for w in windows)
+        seg = torch.from_numpy(segment_matrix([w.lens for w in windows], ids.shape[1], n_cols))
+        seg = seg.to(dev)
+        lens = torch.tensor([len(w.ids) + 2 for w in windows])
+        valid = (torch.arange(ids.shape[1])[None, :] < lens[:, None]).to(dev)
+        mix = torch.from_numpy(self.weights.mix()).to(dev)
+        ids_t = torch.from_numpy(ids).to(dev)
+        context = self.embedding_mode == "context"
+        with torch.inference_mode(), autocast(self.device):
+            if fast:
+                out = attention.window_forward(
+                    net, ids_t, valid, seg, mix, heads=heads, states=context,
+                    per_window=not dev.startswith("cuda"))
+            else:
+                out = attention.reference_forward(
+                    net, ids_t, valid, seg, mix, heads=heads, states=context)
+            return {k: v.float().cpu().numpy() for k, v in out.items()}
+
+    def _run_windows(self, windows: list[Window], *, heads: bool = False) -> Iterator[tuple]:
+        """(window, result index, batch result) for every window, in token-budgeted batches."""
+        order = np.argsort([-len(w.ids) for w in windows], kind="stable")
+        lengths = [len(windows[i].ids) + 2 for i in order]
+        fast = self._fast(self._load()[1])
+        for rng in budget_batches(lengths, self.batch_tokens, None):
+            batch = [windows[i] for i in order[rng.start : rng.stop]]
+            res = self._forward(batch, heads=heads, fast=fast)
+            for b, w in enumerate(batch):
+                yield w, b, res
+
+    def encode_document(self, text: str, spans: Sequence[tuple[int, int]]) -> DocumentEncoding:
+        """Embeddings and windowed attention relations of one document's chunks."""
+        return self.encode_documents([(text, spans)])[0]
+
+    @_serialised
+    def encode_documents(
+        self, docs: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+    ) -> list[DocumentEncoding]:
+        """`encode_document` for many documents, windows batched across documents."""
+        plans = [self._plan(text, spans) for text, spans in docs]
+        parts: list[list[tuple]] = [[] for _ in plans]
+        context = self.embedding_mode == "context"
+        sums = [
+            np.zeros((len(p.chunk_ids), self.dim), np.float64) if context else None for p in plans
+        ]
+        counts = [np.zeros(len(p.chunk_ids), np.int64) for p in plans]
+        for w, b, res in self._run_windows(cut_windows(plans)):
+            c = len(w.lens)
+            parts[w.doc].append(window_pairs(res["blocks"][b], w.lens, w.start))
+            if context:
+                sums[w.doc][w.start : w.start + c] += res["states"][b, :c]
+                counts[w.doc][w.start : w.start + c] += w.lens > 0
+        embeddings = self._embeddings(docs, plans, sums, counts)
+        return [
+            DocumentEncoding(
+                emb,
+                *merge_pairs(pp, max(len(p.chunk_ids), 1)),
+                n_windows=len(p.windows),
+                n_tokens=p.n_tokens,
+            )
+            for emb, pp, p in zip(embeddings, parts, plans, strict=True)
+        ]
+
+    def _embeddings(self, docs, plans, sums, counts) -> list[np.ndarray]:
+        """Alone: encode_texts of chunk texts; context: window-averaged chunk states
+        (chunks without tokens fall back to being encoded alone)."""
+        context = self.embedding_mode == "context"
+        texts, where = [], []
+        out = []
+        for d, ((text, spans), plan) in enumerate(zip(docs, plans, strict=True)):
+            n = len(plan.chunk_ids)
+            emb = np.zeros((n, self.dim), np.float32)
+            if context and n:
+                ok = counts[d] > 0
+                emb[ok] = normalise_rows(sums[d][ok] / counts[d][ok, None])
+            for k in range(n):
+                if not context or counts[d][k] == 0:
+                    s, e = spans[k]
+                    texts.append(text[s:e])
+                    where.append((d, k))
+            out.append(emb)
+        for (d, k), vec in zip(where, self.encode_texts(texts), strict=True):
+            out[d][k] = vec
+        return out
+
+    @_serialised
+    def window_blocks(self, text: str, spans: Sequence[tuple[int, int]]) -> list[WindowBlocks]:
+        """Per-(layer, head) chunk-pair block means of every window (training features).
+
+        Relations are linear in them: the aggregated block of a window equals
+        sum over (l, h) of mix[l, h] * blocks[l * n_heads + h].
+        """
+        plan = self._plan(text, spans)
+        out = []
+        for w, b, res in self._run_windows(cut_windows([plan]), heads=True):
+            c = len(w.lens)
+            out.append(WindowBlocks(w.start, w.start + c, res["heads"][b, :, :c, :c].copy()))
+        return sorted(out, key=lambda x: x.start)

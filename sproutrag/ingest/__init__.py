@@ -1,0 +1,7 @@
+"""ingest: corpus to indexed documents, as plain functions.
+
+Owns discovery (`corpus`, `listing`), sentence chunks (`chunking`), the diff with the
+database (`plan`), the chunk -> encode -> build_trees stages over a batch (`stages`),
+the `runs` row and run outcomes (`run_summary`) and the run's work folder (`workdir`).
+May import: sproutrag's root modules, `trees`, `encoder`, `storage`, `schemas`.
+"""

@@ -1,0 +1,187 @@
+"""evaluate: score retrieval variants on a labelled corpus, encoded once.
+
+`evaluate_corpus` featurizes the documents (`sproutrag.learn.features`, cached), encodes the
+queries, runs every `Variant` (`sproutrag.learn.variants`: the served search composition over
+features in memory) and scores the ranked units with `sproutrag.learn.metrics`, the paper's
+measure. `retriever_runs` scores the stored path through a database `Retriever`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sproutrag.learn.features import (
+    DocFeatures,
+    attach_terms,
+    feature_path,
+    featurize_corpus,
+    gold_spans,
+    read_jsonl,
+    usable_queries,
+)
+from sproutrag.learn.metrics import (
+    QueryScores,
+    Summary,
+    average_over_k,
+    gold_units,
+    per_query_ie,
+    score_query,
+    summarize,
+)
+from sproutrag.learn.variants import Variant, run_variant, variant_trees
+from sproutrag.trees.tree import Tree
+
+
+def query_scores(
+    runs: dict[int, list[list[tuple[str, int, int]]]], feats: dict[str, DocFeatures],
+    queries: Sequence[dict[str, Any]],
+) -> dict[int, list[QueryScores]]:
+    """Per-k, per-query scores of ranked units."""
+    gus = [
+        gold_units([(d, int(s), int(e)) for d in q["doc_ids"] for s, e in feats[d].spans],
+                   gold_spans(q))
+        for q in queries
+    ]
+    return {
+        k: [score_query(u, gold_spans(q), g, k=k)
+            for u, q, g in zip(runs[k], queries, gus, strict=True)]
+        for k in sorted(runs)
+    }
+
+
+def score_runs(
+    runs: dict[int, list[list[tuple[str, int, int]]]], feats: dict[str, DocFeatures],
+    queries: Sequence[dict[str, Any]],
+) -> tuple[list[Summary], dict[str, float]]:
+    """Per-k summaries and their average over k."""
+    scores = query_scores(runs, feats, queries)
+    sums = [summarize(scores[k], k) for k in sorted(scores)]
+    return sums, average_over_k(sums)
+
+
+def result_row(
+    name: str, runs: dict[int, list[list[tuple[str, int, int]]]],
+    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], **extra: Any,
+) -> dict[str, Any]:
+    """One report row: per-k summaries, their average and each query's IE and charIE."""
+    scores = query_scores(runs, feats, queries)
+    per_k = [summarize(scores[k], k) for k in sorted(scores)]
+    ordered = [scores[k] for k in sorted(scores)]
+    return {"name": name, **extra, "per_k": [s.to_dict() for s in per_k],
+            "avg": average_over_k(per_k), "per_query": {
+                "qid": [str(q.get("qid", n)) for n, q in enumerate(queries)],
+                "ie": per_query_ie(ordered), "char_ie": per_query_ie(ordered, "char_ie"),
+            }}
+
+
+def evaluate_variants(
+    variants: Sequence[Variant], feats: dict[str, DocFeatures],
+    queries: Sequence[dict[str, Any]], qvecs: np.ndarray, ks: Sequence[int],
+) -> list[dict[str, Any]]:
+    """One result row per variant: per-k summaries, average over k, tree statistics."""
+    rows = []
+    for v in variants:
+        trees = variant_trees(feats, v) if v.mode == "tree" else None
+        hits: dict[str, int] = {}
+        runs = run_variant(v, feats, queries, qvecs, ks, trees, hits)
+        rows.append(result_row(
+            v.name, runs, feats, queries, mode=v.mode, beam=v.beam, delta=v.delta,
+            margin=v.margin, parent_embedding=v.parent_embedding, relation=v.relation,
+            band=v.band, notes=v.notes,
+            stats=tree_stats(trees, runs, feats, queries, hits) if trees else {},
+        ))
+    return rows
+
+
+def tree_stats(
+    trees: dict[str, Tree], runs: dict[int, list], feats: dict[str, DocFeatures],
+    queries: Sequence[dict[str, Any]], hits: dict[str, int],
+) -> dict[str, float]:
+    """Figures that explain a tree variant: depth, shape, how often internal nodes win,
+    and how tightly a query's gold leaves sit together in the tree."""
+    depth = np.asarray([float(t.height[t.root]) for t in trees.values()])
+    n = np.asarray([t.n for t in trees.values()], np.float64)
+    kmax = max(runs)
+    lca_sizes = []
+    for q in queries:
+        for d in q["doc_ids"]:
+            f, t = feats[d], trees[d]
+            gold = [(s, e) for dd, s, e in gold_spans(q) if dd == d]
+            leaves = [u for u, (s, e) in enumerate(f.spans)
+                      if any(max(s, gs) < min(e, ge) for gs, ge in gold)]
+            if len(leaves) >= 2:
+                lca_sizes.append(_lca_size(t, leaves))
+    return {
+        "mean_leaves": float(n.mean()), "mean_depth": float(depth.mean()),
+        "depth_over_log2n": float(np.mean(depth / np.maximum(np.log2(n), 1))),
+        "mean_units_at_kmax": float(np.mean([len(u) for u in runs[kmax]])),
+        "hits_per_query_at_kmax": hits.get("hits", 0) / max(len(queries), 1),
+        "internal_hit_share_at_kmax": hits.get("internal_hits", 0) / max(hits.get("hits", 0), 1),
+        "median_gold_subtree_leaves": float(np.median(lca_sizes)) if lca_sizes else 0.0,
+    }
+
+
+def _lca_size(t: Tree, leaves: Sequence[int]) -> int:
+    """Leaves under the smallest subtree holding all `leaves` (walks parent links)."""
+    anc: set[int] = set()
+    node = int(leaves[0])
+    while node >= 0:
+        anc.add(node)
+        node = int(t.parent[node])
+    best = int(leaves[0])
+    for leaf in leaves[1:]:
+        node = int(leaf)
+        while node not in anc:
+            node = int(t.parent[node])
+        if t.n_leaves[node] > t.n_leaves[best]:
+            best = node
+    return int(t.n_leaves[best])
+
+
+def evaluate_corpus(
+    docs_path: str | Path,
+    queries_path: str | Path,
+    *,
+    encoder: Any,
+    chunking: dict[str, Any],
+    variants: Sequence[Variant],
+    ks: Sequence[int] = (1, 3, 5),
+    cache_dir: str | Path | None = None,
+    log: Any = print,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Featurize (cached), encode the queries, score every variant. (rows, meta)."""
+    t0 = time.perf_counter()
+    docs = read_jsonl(docs_path)
+    feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
+    attach_terms(feats, docs)
+    t1 = time.perf_counter()
+    queries = usable_queries(read_jsonl(queries_path), feats)
+    qvecs = encoder.encode_texts([q["query"] for q in queries])
+    rows = evaluate_variants(variants, feats, queries, qvecs, ks)
+    meta = {
+        "docs": str(docs_path), "queries": str(queries_path), "n_docs": len(feats),
+        "n_queries": len(queries), "ks": list(ks), "chunking": chunking,
+        "encoder": {k: v for k, v in encoder.fingerprint_fields().items() if k != "weights"},
+        "features": None if cache_dir is None else str(
+            feature_path(cache_dir, docs, encoder, chunking)),
+        "seconds": {"featurize": round(t1 - t0, 1),
+                    "search_and_score": round(time.perf_counter() - t1, 1)},
+    }
+    return rows, meta
+
+
+def retriever_runs(
+    retriever: Any, queries: Sequence[dict[str, Any]], ks: Sequence[int], mode: str
+) -> dict[int, list[list[tuple[str, int, int]]]]:
+    """Ranked units per k per query through a database `Retriever` (the stored path)."""
+    out: dict[int, list] = {k: [] for k in ks}
+    for q in queries:
+        for k in ks:
+            hits = retriever.search(q["query"], k=k, doc_ids=q["doc_ids"], mode=mode)
+            out[k].append([(h.doc_id, int(s), int(e)) for h in hits for s, e in h.spans])
+    return out

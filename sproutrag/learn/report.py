@@ -1,0 +1,106 @@
+"""evaluate: write an evaluation's rows as a Markdown table, a JSON file and a PNG plot."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sproutrag.learn.metrics import paired_difference
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def paired_cell(row: dict[str, Any], ref: dict[str, Any] | None, key: str = "ie") -> str:
+    """`+d.d +/- s.s`: mean per-query difference of row - ref (percentage points)."""
+    a, b = (row.get("per_query") or {}), ((ref or {}).get("per_query") or {})
+    if not a.get(key) or not b.get(key) or a.get("qid") != b.get("qid"):
+        return "-"
+    mean, se = paired_difference(a[key], b[key])
+    return f"{100 * mean:+.1f} +/- {100 * se:.1f}"
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], flat_name: str | None = None) -> str:
+    """One line per variant: IE per k and averaged over k, P, R, charIE (percentages);
+    with a flat row, the ratio to it and the paired per-query difference (+/- SE)."""
+    ks = [s["k"] for s in rows[0]["per_k"]] if rows else []
+    flat = next((r for r in rows if r["name"] == flat_name), None)
+    head = ["variant", *[f"IE@{k}" for k in ks], "IE avg", "P avg", "R avg", "charIE",
+            "units@max k", "IE (returned units)"]
+    if flat:
+        head += ["IE / flat", "IE - flat (paired)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        a = r["avg"]
+        cells = [r["name"], *[pct(s["ie"]) for s in r["per_k"]], f"**{pct(a['ie'])}**",
+                 pct(a["precision"]), pct(a["recall"]), pct(a["char_ie"]),
+                 f"{r['per_k'][-1]['mean_retrieved']:.2f}", pct(a["ie_returned"])]
+        if flat:
+            cells += [f"{a['ie'] / max(flat['avg']['ie'], 1e-12):.3f}", paired_cell(r, flat)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def stats_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Tree shape and search figures of the tree variants."""
+    tree_rows = [r for r in rows if r.get("stats")]
+    if not tree_rows:
+        return ""
+    keys = list(tree_rows[0]["stats"])
+    lines = ["| variant | " + " | ".join(keys) + " |", "|" + "---|" * (len(keys) + 1)]
+    for r in tree_rows:
+        lines.append("| " + r["name"] + " | "
+                     + " | ".join(f"{r['stats'][k]:.2f}" for k in keys) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_ie(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """IE per k per variant as grouped bars (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = [s["k"] for s in rows[0]["per_k"]]
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 2), 4))
+    width = 0.8 / max(len(ks), 1)
+    for n, k in enumerate(ks):
+        xs = [i + (n - (len(ks) - 1) / 2) * width for i in range(len(rows))]
+        ax.bar(xs, [100 * r["per_k"][n]["ie"] for r in rows], width, label=f"k = {k}")
+    ax.plot(range(len(rows)), [100 * r["avg"]["ie"] for r in rows], "k_", ms=18, mew=2,
+            label="avg over k")
+    ax.set_xticks(range(len(rows)), [r["name"] for r in rows], rotation=30, ha="right",
+                  fontsize=8)
+    ax.set_ylabel("IE = R x P (%)")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_report(
+    rows: Sequence[dict[str, Any]], out: str | Path, meta: dict[str, Any],
+    flat_name: str | None = None,
+) -> dict[str, Path]:
+    """results.md, results.json and ie.png under `out`."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    md = markdown_table(rows, flat_name)
+    stats = stats_table(rows)
+    text = f"# Evaluation\n\n`{meta.get('command', '')}`\n\n{md}\n"
+    if stats:
+        text += f"Tree figures (at the largest k):\n\n{stats}"
+    (out / "results.md").write_text(text, encoding="utf-8")
+    (out / "results.json").write_text(
+        json.dumps({"meta": meta, "rows": list(rows)}, indent=1, default=str) + "\n",
+        encoding="utf-8",
+    )
+    png = plot_ie(rows, out / "ie.png") if rows else None
+    return {"markdown": out / "results.md", "json": out / "results.json", "png": png}

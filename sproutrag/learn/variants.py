@@ -1,0 +1,211 @@
+"""Retrieval variants of the evaluation: how relations, trees and search are made.
+
+A `Variant` is one row of the evaluation table (alpha, relations, parent embeddings,
+beam, cutoffs, lexical weight, ...). Its retrieval is composed of the library's
+functions exactly as the served path does: `build_tree` over the variant's relations,
+then `sproutrag.search.tree_search.search_trees` (tree mode, what `Retriever` runs) or
+`sproutrag.search.tree_search.search_leaves` (flat mode) over features held in memory. Scoring is in
+`sproutrag.learn.evaluation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from sproutrag.learn.features import DocFeatures
+from sproutrag.search.lexical import LeafTerms
+from sproutrag.search.tree_search import SearchParams, node_scores, search_leaves, search_trees
+from sproutrag.trees.tree import Tree, build_tree
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of the evaluation table: how relations, trees and search are made."""
+
+    name: str
+    mode: str = "tree"  # "tree" | "flat"
+    mix: np.ndarray | None = None  # (L, H) aggregation weights; None = uniform
+    delta: float = 0.0
+    margin: float | None = None  # relative cutoff below the best leaf (None: off)
+    beam: int = 5
+    parent_embedding: str = "mean_of_children"
+    relation: str = "attention"  # "attention" | "embedding"
+    band: int = 0  # drop pairs with |i - j| <= band (0: keep all)
+    lexical_weight: float = 0.0  # w: rank by z(cosine) + w z(BM25) (tree and flat)
+    size_penalty: float = 0.0  # g: internal nodes rank at score - g log2(leaves)
+    seed_leaves: bool = False  # the k best leaves are always candidates
+    notes: str = field(default="", compare=False)
+
+    def search_params(self) -> SearchParams:
+        return SearchParams(beam_width=self.beam, threshold=self.delta, margin=self.margin,
+                            lexical_weight=self.lexical_weight,
+                            size_penalty=self.size_penalty, seed_leaves=self.seed_leaves)
+
+
+def relations(f: DocFeatures, v: Variant) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(i, j, m) of one document for a variant."""
+    i, j = f.pair_i, f.pair_j
+    if v.relation == "embedding":
+        m = (1.0 + np.einsum("ed,ed->e", f.emb[i], f.emb[j])) / 2
+    elif v.relation == "attention":
+        w = (np.full(f.heads.shape[1], 1.0 / max(f.heads.shape[1], 1)) if v.mix is None
+             else np.asarray(v.mix, np.float64).ravel())
+        m = f.heads.astype(np.float64) @ w if len(i) else np.zeros(0)
+    else:
+        raise ValueError(f"relation must be 'attention' or 'embedding', got {v.relation!r}")
+    keep = np.abs(j.astype(np.int64) - i) > v.band
+    return i[keep], j[keep], np.maximum(m[keep], 0).astype(np.float32)
+
+
+def variant_trees(feats: dict[str, DocFeatures], v: Variant) -> dict[str, Tree]:
+    """One tree per document, with the variant's relations and parent embeddings."""
+    return {
+        d: build_tree(f.emb, *relations(f, v), parent_embedding=v.parent_embedding)
+        for d, f in feats.items()
+    }
+
+
+def with_name(v: Variant, name: str, **changes: Any) -> Variant:
+    return replace(v, name=name, **changes)
+
+
+#: Rows of the paper's ablation table (Table 3) plus this project's search ablations.
+PAPER_MODES = ("flat", "tree", "untrained", "embedding", "b1", "b3", "b10")
+SEARCH_MODES = ("flat_lexical", "tree_paper", "tree_cosine", "tree_nocalib", "tree_noseed",
+                "untrained_search")
+EXTRA_MODES = ("flat_delta", "flat_cutoffs", "nomargin", "size_weighted",
+               "untrained_size_weighted", "noband", "b5")
+
+
+def make_variants(
+    modes: Sequence[str], weights: Any, parent_embedding: str
+) -> list[Variant]:
+    """Variants by key; 'tree' is the shipped method: `weights`' alpha and every learned
+    search parameter (delta, margin, lexical weight, size penalty, seeds), b = 5."""
+    mix, delta, margin = weights.mix(), float(weights.delta), weights.margin
+    search = {"lexical_weight": weights.lexical_weight, "size_penalty": weights.size_penalty,
+              "seed_leaves": weights.seed_leaves}
+    tree = Variant("tree (trained)", mix=mix, delta=delta, margin=margin,
+                   parent_embedding=parent_embedding, **search,
+                   notes=f"weights {weights.source} ({weights.fingerprint()})")
+    paper = {"lexical_weight": 0.0, "size_penalty": 0.0, "seed_leaves": False}
+    other = "size_weighted" if parent_embedding != "size_weighted" else "mean_of_children"
+    w = weights.lexical_weight
+    table = {
+        "flat": Variant("flat (leaf only)", mode="flat"),
+        "flat_lexical": Variant(f"flat, cosine + {w:g} x BM25 (leaves)", mode="flat",
+                                lexical_weight=w),
+        "flat_delta": Variant(f"flat, scores >= delta {delta:g}", mode="flat", delta=delta),
+        "flat_cutoffs": Variant(f"flat, the tree's cutoffs (delta {delta:g}, margin {margin})",
+                                mode="flat", delta=delta, margin=margin),
+        "nomargin": with_name(tree, "tree (trained), no margin", margin=None),
+        "tree": tree,
+        "tree_paper": with_name(tree, "tree, the paper's search (cosine, no seeds or "
+                                "calibration)", **paper),
+        "tree_cosine": with_name(tree, "tree (trained), cosine only (no BM25)",
+                                 lexical_weight=0.0),
+        "tree_nocalib": with_name(tree, "tree (trained), no size calibration",
+                                  size_penalty=0.0),
+        "tree_noseed": with_name(tree, "tree (trained), no leaf seeds", seed_leaves=False),
+        "untrained": Variant("tree (not trained: uniform, paper's search, delta 0)",
+                             parent_embedding=parent_embedding),
+        "untrained_search": with_name(tree, "tree, uniform alpha, trained search", mix=None),
+        "untrained_size_weighted": Variant(f"tree (not trained), {other} parents",
+                                           parent_embedding=other),
+        "embedding": with_name(tree, "tree, embedding-similarity relations",
+                               relation="embedding"),
+        "b1": with_name(tree, "tree (trained), greedy b = 1", beam=1),
+        "b3": with_name(tree, "tree (trained), b = 3", beam=3),
+        "b5": with_name(tree, "tree (trained), b = 5", beam=5),
+        "b10": with_name(tree, "tree (trained), b = 10", beam=10),
+        "size_weighted": with_name(tree, f"tree (trained), {other} parents",
+                                   parent_embedding=other),
+        "noband": with_name(tree, "tree (trained), without the |i-j|<=1 band", band=1),
+    }
+    unknown = [m for m in modes if m not in table]
+    if unknown:
+        raise ValueError(f"unknown modes {unknown}; choose from {sorted(table)}")
+    return [table[m] for m in modes]
+
+
+def _terms(feats: dict[str, DocFeatures], doc_ids: Sequence[str]) -> dict[str, LeafTerms]:
+    missing = [d for d in doc_ids if feats[d].terms is None]
+    if missing:
+        raise ValueError(f"no leaf terms for {missing[:3]}: call attach_terms(feats, docs)")
+    return {d: feats[d].terms for d in doc_ids}
+
+
+def retrieve_tree(
+    trees: dict[str, Tree], feats: dict[str, DocFeatures], qvec: np.ndarray,
+    doc_ids: Sequence[str], *, k: int, params: SearchParams, query: str = "",
+    stats: dict | None = None, scores: dict | None = None,
+) -> list[tuple[str, int, int]]:
+    """Ranked evidence units: `search_trees`, exactly what `Retriever` runs in tree mode.
+
+    `stats` (optional) counts hits and internal-node hits; `scores` may hold the query's
+    node scores (`query_node_scores`) to share them between budgets."""
+    lexical = _terms(feats, doc_ids) if params.lexical_weight > 0 else None
+    chosen = search_trees({d: trees[d] for d in doc_ids}, qvec, k=k, params=params,
+                          query=query, lexical=lexical, scores=scores)
+    if stats is not None:
+        stats["hits"] = stats.get("hits", 0) + len(chosen)
+        stats["internal_hits"] = stats.get("internal_hits", 0) + sum(
+            len(c.leaves) > 1 for c in chosen)
+    return [
+        (c.doc_id, int(feats[c.doc_id].spans[u, 0]), int(feats[c.doc_id].spans[u, 1]))
+        for c in chosen for u in c.leaves
+    ]
+
+
+def query_node_scores(
+    trees: dict[str, Tree], feats: dict[str, DocFeatures], q: dict[str, Any], qvec: np.ndarray,
+    lexical_weight: float,
+) -> dict:
+    """`node_scores` of one query over its documents' trees, for a lexical weight."""
+    docs = q["doc_ids"]
+    return node_scores({d: trees[d] for d in docs}, qvec, query=q.get("query", ""),
+                       lexical=_terms(feats, docs) if lexical_weight > 0 else None,
+                       lexical_weight=lexical_weight)
+
+
+def retrieve_flat(
+    feats: dict[str, DocFeatures], qvec: np.ndarray, doc_ids: Sequence[str], *, k: int,
+    delta: float | None = None, margin: float | None = None, lexical_weight: float = 0.0,
+    query: str = "",
+) -> list[tuple[str, int, int]]:
+    """Ranked evidence units of flat mode: `search_leaves` over `doc_ids`' leaves (top-k
+    by cosine, optionally only cosine >= delta and within `margin` of the best leaf;
+    with `lexical_weight` ranked by z(cosine) + w z(BM25))."""
+    chosen = search_leaves({d: feats[d].emb for d in doc_ids}, qvec, k=k, threshold=delta,
+                           margin=margin, query=query, lexical_weight=lexical_weight,
+                           lexical=_terms(feats, doc_ids) if lexical_weight > 0 else None)
+    return [(d, int(feats[d].spans[u, 0]), int(feats[d].spans[u, 1])) for d, u, _ in chosen]
+
+
+def run_variant(
+    v: Variant, feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]],
+    qvecs: np.ndarray, ks: Sequence[int], trees: dict[str, Tree] | None = None,
+    stats: dict | None = None,
+) -> dict[int, list[list[tuple[str, int, int]]]]:
+    """Ranked units per k per query (`stats`: hit counts at the largest k)."""
+    if v.mode == "tree" and trees is None:
+        trees = variant_trees(feats, v)
+    out: dict[int, list] = {k: [] for k in ks}
+    for q, qv in zip(queries, qvecs, strict=True):
+        scores = (query_node_scores(trees, feats, q, qv, v.lexical_weight)
+                  if v.mode == "tree" else None)
+        for k in ks:
+            if v.mode == "flat":
+                units = retrieve_flat(feats, qv, q["doc_ids"], k=k,
+                                      delta=v.delta if v.delta > 0 else None, margin=v.margin,
+                                      lexical_weight=v.lexical_weight, query=q.get("query", ""))
+            else:
+                units = retrieve_tree(trees, feats, qv, q["doc_ids"], k=k,
+                                      params=v.search_params(), query=q.get("query", ""),
+                                      stats=stats if k == max(ks) else None, scores=scores)
+            out[k].append(units)
+    return out

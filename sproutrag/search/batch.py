@@ -1,0 +1,147 @@
+"""Batches of queries, shared by `sproutrag query --queries` and the `query-corpus` flow.
+
+A batch is a JSONL file of `{"qid", "query", "doc_ids"?}` lines (or the rows of a
+Parquet file). Every entry is checked before any search, the same way for both callers:
+a line that is not JSON, a query that is not text, `doc_ids` that is not a list of ids
+(a bare string would otherwise be searched as its characters), a qid that is neither a
+string nor an integer, or a qid already used in the batch. Such an entry gets its output
+line with empty `results` and an `error`; the rest of the batch runs. Integer qids and
+doc ids are taken as their decimal strings (as discovery takes integer JSONL doc_ids).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sproutrag.search.hits import check_count
+from sproutrag.search.retriever import Mode, QueryError, Retriever
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a batch: its line (or row) number and what the line held."""
+
+    line: int
+    value: Any = None
+    error: str | None = None  # the line could not be read
+
+
+@dataclass(frozen=True)
+class Query:
+    """A checked entry: runnable when `error` is None."""
+
+    qid: str
+    query: str = ""
+    doc_ids: list[str] | None = None
+    error: str | None = None
+
+
+def check_query_parameters(*, k: int, beam: int, mode: str) -> None:
+    """Refuse bad query-run parameters before any work (QueryError, a ValueError, naming
+    the parameter and its limits)."""
+    check_count("k", k)
+    check_count("beam", beam, limits="beam_width")
+    if mode not in ("tree", "flat"):
+        raise ValueError(f"mode must be 'tree' or 'flat', got {mode!r}")
+
+
+def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
+    """JSONL lines -> entries (blank lines skipped; a line that is not JSON is an entry
+    with its error)."""
+    out = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Entry(n, json.loads(line)))
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+            why = f"{exc.msg} at column {exc.colno}" if isinstance(
+                exc, json.JSONDecodeError) else "not UTF-8"
+            out.append(Entry(n, error=f"line {n} is not a JSON object ({why})"))
+    return out
+
+
+def _text_id(value: Any) -> str | None:
+    """A string, or an integer as its decimal string; None for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _doc_ids(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise QueryError(f"doc_ids must be a list of doc ids, got the string {value!r} "
+                         f"(write [{json.dumps(value)}])")
+    if not isinstance(value, list | tuple):
+        raise QueryError(f"doc_ids must be a list of doc ids, got {type(value).__name__}")
+    if not value:
+        raise QueryError("doc_ids is empty: leave it out to search every document")
+    ids = [_text_id(v) for v in value]
+    bad = [i for i, d in enumerate(ids) if d is None]
+    if bad:
+        raise QueryError(f"doc_ids must hold strings, got {value[bad[0]]!r} at position "
+                         f"{bad[0]}")
+    return ids
+
+
+def _check(entry: Entry, seen: dict[str, int]) -> Query:
+    fallback = f"line-{entry.line}"
+    if entry.error is not None:
+        return Query(fallback, error=entry.error)
+    row = entry.value
+    if not isinstance(row, dict):
+        return Query(fallback, error=f"line {entry.line}: a query must be a JSON object "
+                     f"{{qid, query, doc_ids?}}, got {type(row).__name__}")
+    qid = _text_id(row["qid"]) if "qid" in row else fallback
+    if qid is None:
+        return Query(fallback, error=f"line {entry.line}: qid must be a string or an "
+                     f"integer, got {type(row['qid']).__name__}")
+    if qid in seen:
+        return Query(qid, error=f"duplicate qid {qid!r} (first on line {seen[qid]}): qids "
+                     "must be unique in a batch")
+    seen[qid] = entry.line
+    query = row.get("query", "")
+    if not isinstance(query, str):
+        return Query(qid, error=f"query must be a string, got {type(query).__name__}")
+    try:
+        return Query(qid, query, _doc_ids(row.get("doc_ids")))
+    except QueryError as exc:
+        return Query(qid, error=str(exc))
+
+
+def check_batch(entries: Sequence[Entry | Any]) -> list[Query]:
+    """Check every entry (plain values are taken as entries numbered from 1)."""
+    seen: dict[str, int] = {}
+    return [_check(e if isinstance(e, Entry) else Entry(n, e), seen)
+            for n, e in enumerate(entries, start=1)]
+
+
+def run_queries(
+    retriever: Retriever,
+    queries: Sequence[Entry | Any],
+    *,
+    k: int = 5,
+    mode: Mode = "tree",
+) -> list[dict[str, Any]]:
+    """Run a batch of `{qid, query, doc_ids?}`; an entry that cannot run gets `error`."""
+    from sproutrag.interrupt import crash_point
+
+    out = []
+    for q in check_batch(queries):
+        if q.error is not None:
+            out.append({"qid": q.qid, "results": [], "error": q.error})
+            continue
+        try:
+            hits = retriever.search(q.query, k=k, doc_ids=q.doc_ids, mode=mode)
+            out.append({"qid": q.qid, "results": [h.to_dict() for h in hits]})
+        except (QueryError, ValueError, KeyError) as exc:
+            out.append({"qid": q.qid, "results": [], "error": str(exc)})
+        crash_point("query-answered")
+    return out

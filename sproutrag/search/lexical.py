@@ -1,0 +1,186 @@
+"""Lexical evidence: Okapi BM25 of a query against evidence units and tree nodes.
+
+Used next to the dense cosine when scoring nodes: legal and technical questions often
+share rare words (a defined term, a statute, a name) with their evidence, which a small
+sentence encoder blurs. Measured on the three dev sets, this is where most of the
+retrieval gain comes from (docs/results.md).
+
+The collection is the set of leaves being searched (the query's documents): document
+frequencies and the average length come from those leaves, so no corpus-wide index is
+needed. A leaf is counted with its section heading, twice (`LeafTerms.of_document`): in
+HotpotQA "He is best known for ..." then carries the name in its paragraph's title, and
+a clause carries its article's heading. A tree node is scored as the text of its leaves
+joined (term counts and length summed over its subtree, in O(n) per query term with
+prefix sums over the leaf order).
+Words are lower-cased, stopwords dropped and the rest reduced to their Snowball English
+stem ("formed", "forming" -> "form"; "disclosure", "disclosed" -> "disclos"), as a
+search engine's English analyzer does: a question rarely uses its evidence's word forms
+(+2.7 IE on ContractNLI dev, +3.6 on the bundled long contracts, docs/results.md).
+Pure Python and numpy; no model.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import snowballstemmer
+
+from sproutrag.trees.tree import Tree
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+K1 = 1.2
+B = 0.75
+#: A leaf's context (its section heading) counts twice, like a title field boosted in
+#: BM25F: chosen on the four training sets (1, 2, 3 tried: 2 gains on all four;
+#: docs/results.md, `bench/experiments/exp16.py`).
+CONTEXT_WEIGHT = 2
+
+#: Very common English function words; they carry no evidence and would dominate short texts.
+STOPWORDS = frozenset(
+    "a an and are as at be been being but by can could did do does for from had has have "
+    "he her his i if in into is it its may might must my no not of on or our shall she "
+    "should so such than that the their them then there these they this those to was we "
+    "were what when where which while who whom why will with would you your".split()
+)
+
+
+_STEMMERS = threading.local()  # a Snowball stemmer keeps state: one per thread
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def stem(word: str) -> str:
+    """The Snowball English stem of a lower-cased word (cached: a corpus repeats words).
+    Words of other scripts pass through unchanged."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens without stopwords, not stemmed (Unicode-aware: any
+    script's words are tokens)."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25's terms: `words` reduced to their stems (only English words have their
+    endings removed)."""
+    return [stem(w) for w in words(text)]
+
+
+@dataclass(frozen=True)
+class LeafTerms:
+    """Term counts of one document's leaves (computed once per document, then cached),
+    with an inverted index so a query costs only the leaves that hold its terms."""
+
+    counts: tuple[Counter, ...]
+    lengths: np.ndarray  # float64 (n,): tokens per leaf
+    postings: dict[str, tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )  # term -> (leaf ids, counts)
+
+    def __post_init__(self) -> None:
+        if self.postings:
+            return
+        rows: dict[str, tuple[list[int], list[int]]] = {}
+        for leaf, c in enumerate(self.counts):
+            for term, tf in c.items():
+                ids, tfs = rows.setdefault(term, ([], []))
+                ids.append(leaf)
+                tfs.append(tf)
+        self.postings.update({t: (np.asarray(i, np.int64), np.asarray(f, np.float64))
+                              for t, (i, f) in rows.items()})
+
+    @classmethod
+    def of(cls, texts: Sequence[str], contexts: Sequence[str] | None = None) -> LeafTerms:
+        """Counts of each leaf's text, with its context (e.g. its section heading,
+        `sproutrag.ingest.chunking.section_headings`) counted as part of the leaf,
+        `CONTEXT_WEIGHT` times (a title field's boost)."""
+        counts = tuple(Counter(tokenize(t)) for t in texts)
+        if contexts is not None:
+            if len(contexts) != len(texts):
+                raise ValueError(f"{len(contexts)} contexts for {len(texts)} leaves")
+            for c, context in zip(counts, contexts):
+                for term in tokenize(context):
+                    c[term] += CONTEXT_WEIGHT
+        return cls(counts, np.asarray([sum(c.values()) for c in counts], dtype=np.float64))
+
+    @classmethod
+    def of_document(cls, text: str, spans: Sequence[tuple[int, int]]) -> LeafTerms:
+        """The leaves `text[s:e]` of a document, each with its section heading as context:
+        what the evaluation and the Retriever both use."""
+        from sproutrag.ingest.chunking import section_headings
+
+        spans = [(int(s), int(e)) for s, e in spans]
+        return cls.of([text[s:e] for s, e in spans], section_headings(text, spans))
+
+    def tf(self, term: str) -> np.ndarray:
+        """Count of `term` in each leaf (float64 (n,))."""
+        out = np.zeros(len(self.counts), dtype=np.float64)
+        if term in self.postings:
+            ids, tfs = self.postings[term]
+            out[ids] = tfs
+        return out
+
+
+def _idf(df: int, n: int) -> float:
+    """Lucene's non-negative BM25 idf."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _subtree_sums(tree: Tree, leaf_values: np.ndarray) -> np.ndarray:
+    """Sum of leaf_values over every node's leaves ((2n-1,), via prefix sums)."""
+    prefix = np.concatenate([[0.0], np.cumsum(leaf_values[tree.leaf_order])])
+    return prefix[tree.leaf_end] - prefix[tree.leaf_start]
+
+
+def bm25_leaves(query: str, docs: Sequence[LeafTerms]) -> list[np.ndarray]:
+    """BM25 of `query` against every leaf of `docs` (one float64 (n,) array per doc)."""
+    return _bm25(query, docs, None)
+
+
+def bm25_nodes(query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree]) -> list[np.ndarray]:
+    """BM25 of `query` against every node of each tree ((2n-1,) per doc; leaves first).
+
+    Collection statistics come from the leaves (the evidence units); an internal node is
+    the concatenation of its leaves.
+    """
+    return _bm25(query, docs, trees)
+
+
+def _bm25(
+    query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree] | None
+) -> list[np.ndarray]:
+    size = [len(d.lengths) if trees is None else 2 * len(d.lengths) - 1 for d in docs]
+    out = [np.zeros(s, dtype=np.float64) for s in size]
+    terms = sorted(set(tokenize(query)))
+    n = sum(len(d.lengths) for d in docs)
+    if not terms or not n:
+        return out
+    avg = max(sum(float(d.lengths.sum()) for d in docs) / n, 1e-9)
+    lengths = [d.lengths if trees is None else _subtree_sums(t, d.lengths)
+               for d, t in zip(docs, trees or [None] * len(docs))]
+    for term in terms:
+        tfs = [d.tf(term) for d in docs]
+        df = int(sum((tf > 0).sum() for tf in tfs))
+        if not df:
+            continue
+        idf = _idf(df, n)
+        for k, tf in enumerate(tfs):
+            if trees is not None:
+                tf = _subtree_sums(trees[k], tf)
+            out[k] += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths[k] / avg))
+    return out
+
+
+def bm25_scores(query: str, texts: Sequence[str]) -> np.ndarray:
+    """BM25 of `query` against each of `texts` (one collection; float64)."""
+    return bm25_leaves(query, [LeafTerms.of(texts)])[0]

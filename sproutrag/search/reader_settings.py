@@ -1,0 +1,32 @@
+"""Settings of a reader (`sproutrag query`, the `query-corpus` flow): the database's own
+encoder unless the settings name one, and the weights file they name, if any."""
+
+from __future__ import annotations
+
+from schemas.settings import Settings
+from sproutrag.encoder.weights import DEFAULT_ENCODER_ID, AggregationWeights
+from sproutrag.storage.index_info import latest, read_index_infos
+from sproutrag.storage.store import Store
+
+
+def reader_settings(db: str, settings: Settings) -> Settings:
+    """SETTINGS with the encoder the database was built with (its model and query
+    truncation) where `encoding.model` is unset; unchanged where it is set (the Retriever
+    then refuses a model whose content differs from the database's)."""
+    if settings.encoding.model is not None:
+        return settings
+    store = Store.open_existing(db, storage_options=settings.storage.lance_options(db))
+    info = latest(read_index_infos(store))
+    model = info.encoder if info is not None else store.encoder_id
+    update: dict[str, object] = {"model": None if model == DEFAULT_ENCODER_ID else model}
+    if info is not None and "chunk_max_tokens" in info.encoding():
+        update["chunk_max_tokens"] = info.encoding()["chunk_max_tokens"]
+    encoding = settings.encoding.model_copy(update=update)
+    return settings.model_copy(update={"encoding": encoding})
+
+
+def reader_weights(settings: Settings) -> AggregationWeights | None:
+    """The weights file the settings name (its search parameters replace the database's
+    defaults; its alpha must be the database's), or None: the database's defaults."""
+    path = settings.encoding.weights
+    return AggregationWeights.load(path) if path is not None else None

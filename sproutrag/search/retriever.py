@@ -1,0 +1,399 @@
+"""Query a SproutRAG database: the Python API behind `sproutrag query` and `query-corpus`.
+
+    from sproutrag.search.retriever import Retriever
+    hits = Retriever(".sproutrag/db").search("termination notice period", k=5)
+
+Tree mode: pick candidate documents with a vector search over `nodes`, then
+`sproutrag.search.tree_search.search_trees` over their trees: every node scored by cosine fused with
+BM25 over the node's text, beam search seeded with the best leaves, internal nodes
+calibrated against their leaves, rerank, spend the budget of k evidence units (the
+learned parameters come from the weights file). Flat mode (the baseline): cosine top-k
+over leaves only, same encoder, same tables.
+
+Only the current tree of each document is read: the `nodes` rows whose (doc_id, tree_id)
+a `documents` row names. While an index run writes (or after it was killed) `nodes` can
+also hold a document's next or previous tree; those rows are never used.
+
+The search parameters default to those the database was indexed with (its
+`index_settings` table, `sproutrag.storage.index_info`); a `weights` file given instead must have
+the database's alpha, and an encoder whose content differs from the indexing one is
+refused. Both checks are made again whenever the tables change, so a long-lived
+Retriever follows re-index runs. Trees and their term counts are cached by tree id in
+one LRU of `cache_bytes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+
+from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
+from sproutrag.search.hits import Hit, QueryError, check_count, check_number, hit_of, node_text
+from sproutrag.search.lexical import LeafTerms
+from sproutrag.search.tree_search import Reranker, SearchParams, cosine_rerank, search_trees
+from sproutrag.storage.filters import doc_filter, in_filter, sql_quote
+from sproutrag.storage.index_info import read_index_infos, search_defaults
+from sproutrag.storage.rows import StoredTree
+from sproutrag.storage.store import StaleIndexError, Store
+
+Mode = Literal["tree", "flat"]
+
+
+class Current(NamedTuple):
+    """What one version of the `documents` table says about the current trees."""
+
+    version: int
+    trees: dict[str, str]  # doc_id -> current tree_id
+    rows: int  # node rows of the current trees
+    fingerprints: frozenset[str]
+    leaves: dict[str, int]  # doc_id -> evidence units (leaves) of its current tree
+
+
+#: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
+CACHE_BYTES = 512 * 2**20
+
+
+class Retriever:
+    """Search a database built by `sproutrag index`; trees are cached by tree id."""
+
+    def __init__(
+        self,
+        db: str,
+        *,
+        encoder: Any = None,
+        weights: Any = None,
+        beam_width: int = 5,
+        threshold: float | None = None,
+        margin: float | None | str = "trained",
+        lexical_weight: float | None = None,
+        n_docs: int = 8,
+        reranker: Reranker = cosine_rerank,
+        storage_options: dict[str, str] | None = None,
+        memory_rows: int = 300_000,
+        cache_bytes: int = CACHE_BYTES,
+    ) -> None:
+        check_number("threshold", threshold)
+        check_number("lexical_weight", lexical_weight)
+        if margin != "trained":
+            check_number("margin", margin)
+        check_count("beam_width", beam_width)
+        self.store = Store.open_existing(db, storage_options=storage_options)
+        encoder = encoder if encoder is not None else self._database_encoder()
+        if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
+            raise StaleIndexError(
+                f"database {db!r} was built with encoder {self.store.encoder_id!r} "
+                f"(dim {self.store.dim}, index fingerprint {self._fingerprints()}); this "
+                f"query uses {encoder.model_id!r} (dim {encoder.dim}): query with the "
+                "encoder the database was built with (settings encoding.model)"
+            )
+        self.encoder, self.weights = encoder, weights
+        self.beam_width, self.n_docs, self.reranker = beam_width, n_docs, reranker
+        self._overrides = (threshold, margin, lexical_weight)
+        self._cache = LRUCache(cache_bytes)  # ("tree" | "terms", doc_id, tree_id) -> value
+        # First stage in memory: (table versions, doc id per row, unit row vectors) while
+        # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
+        self.memory_rows = memory_rows
+        self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
+        self._doc_trees: Current | None = None
+        self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
+        self._pinning, self._pin = False, None  # during a search: one `documents` read
+        self._resolve()  # refuses a mismatched encoder or weights file now
+
+    def _database_encoder(self) -> Any:
+        """The encoder the database names (model, query truncation), packaged weights."""
+        from schemas.settings import EncodingSettings
+        from sproutrag.encoder.factory import shared_encoder
+        from sproutrag.storage.index_info import latest
+
+        info = latest(read_index_infos(self.store))
+        fields = info.encoding() if info is not None else {}
+        return shared_encoder(EncodingSettings(
+            model=self.store.encoder_id, chunk_max_tokens=fields.get("chunk_max_tokens", 256)))
+
+    def _resolve(self) -> tuple[SearchParams, Any]:
+        """(search parameters, their defaults) for the tables as they are now: the
+        database's index settings (or WEIGHTS, or the encoder's), then the overrides."""
+        version, _, _, fingerprints, _ = self._current()
+        tbl = self.store.table("index_settings")
+        key = (version, tbl.version if tbl is not None else -1)
+        if self._settings is None or self._settings[0] != key:
+            infos = read_index_infos(self.store, fingerprints) if tbl is not None else {}
+            base = search_defaults(infos, encoder=self.encoder, weights=self.weights,
+                                   uri=self.store.uri)
+            threshold, margin, lexical = self._overrides
+            params = SearchParams(
+                beam_width=self.beam_width,
+                threshold=base.delta if threshold is None else threshold,
+                margin=base.margin if margin == "trained" else margin,
+                lexical_weight=base.lexical_weight if lexical is None else lexical,
+                size_penalty=base.size_penalty, seed_leaves=base.seed_leaves,
+            )
+            self._settings = (key, params, base)
+        return self._settings[1], self._settings[2]
+
+    @property
+    def params(self) -> SearchParams:
+        """The tree search's parameters now (see `_resolve`)."""
+        return self._resolve()[0]
+
+    @property
+    def defaults(self) -> Any:
+        """Where the defaults came from (`sproutrag.storage.index_info.SearchDefaults`)."""
+        return self._resolve()[1]
+
+    @property
+    def threshold(self) -> float:
+        return self.params.threshold
+
+    @property
+    def margin(self) -> float | None:
+        return self.params.margin
+
+    @property
+    def lexical_weight(self) -> float:
+        return self.params.lexical_weight
+
+    @property
+    def flat_threshold(self) -> float | None:
+        """Flat mode cuts only at an explicit threshold."""
+        return self._overrides[0]
+
+    def _fingerprints(self) -> str:
+        """The index fingerprints of the stored documents, for error messages."""
+        tbl = self.store.table("documents")
+        if tbl is None:
+            return "none"
+        rows = tbl.search().select(["index_fingerprint"]).limit(None).to_arrow()
+        return ", ".join(sorted(set(rows.column(0).to_pylist()))) or "none"
+
+    # -- documents and trees ------------------------------------------------------
+
+    def known_doc_ids(self, doc_ids: Sequence[str]) -> list[str]:
+        tbl = self.store.table("documents")
+        if tbl is None or not doc_ids:
+            return []
+        rows = tbl.search().where(doc_filter(doc_ids)).select(["doc_id"]).limit(None)
+        found = set(rows.to_arrow().column("doc_id").to_pylist())
+        return [d for d in dict.fromkeys(doc_ids) if d in found]
+
+    def _current(self) -> Current:
+        """The current trees, read once per version of the `documents` table (and its
+        version looked up once per search)."""
+        if self._pin is not None:
+            return self._pin
+        tbl = self.store.table("documents")
+        if tbl is None:  # the first run was killed before its first documents commit
+            return Current(-1, {}, 0, frozenset(), {})
+        version = tbl.version
+        if self._doc_trees is None or self._doc_trees[0] != version:
+            cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
+            data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
+            rows = sum(2 * n - 1 for n in data["n_chunks"])
+            self._doc_trees = Current(version, dict(zip(data["doc_id"], data["tree_id"])),
+                                      rows, frozenset(data["index_fingerprint"]),
+                                      dict(zip(data["doc_id"], data["n_chunks"])))
+        if self._pinning:
+            self._pin = self._doc_trees
+        return self._doc_trees
+
+    def n_documents(self) -> int:
+        """The documents the database holds now (0: none indexed, or all deleted)."""
+        return len(self._current().trees)
+
+    def _tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The current tree_id of each known doc_id."""
+        known = self._current().trees
+        return {d: known[d] for d in doc_ids if d in known}
+
+    def _stale_rows(self, nodes) -> int:
+        """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
+        return max(0, nodes.count_rows() - self._current().rows)
+
+    def _node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(doc id per current node row, L2-normalised vectors), or (None, None) past
+        memory_rows."""
+        tbl = self.store.table("nodes")
+        doc_version, current, _, _, _ = self._current()
+        versions = (tbl.version, doc_version)
+        if self._matrix is None or self._matrix[0] != versions:
+            if tbl.count_rows() > self.memory_rows:
+                self._matrix = (versions, None, None)
+            else:
+                import pyarrow as pa
+                import pyarrow.compute as pc
+
+                data = tbl.search().select(["doc_id", "tree_id", "vector"]).limit(None)
+                data = data.to_arrow()
+                data = data.filter(pc.is_in(data["tree_id"], pa.array(list(current.values()),
+                                                                       pa.string())))
+                vecs = data.column("vector").combine_chunks().flatten().to_numpy()
+                vecs = vecs.reshape(data.num_rows, self.store.dim).astype(np.float32)
+                vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+                docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
+                self._matrix = (versions, docs, vecs)
+        return self._matrix[1], self._matrix[2]
+
+    def tree(self, doc_id: str, tree_id: str) -> StoredTree:
+        """The tree TREE_ID of DOC_ID (tree ids are fresh for every stored version)."""
+        key = ("tree", doc_id, tree_id)
+        found = self._cache.get(key)
+        if found is None:
+            found = self.store.load_tree(doc_id, tree_id)
+            self._cache.put(key, found, stored_tree_nbytes(found))
+        return found
+
+    def _load_trees(self, docs: Sequence[str]) -> dict[str, tuple[str, StoredTree]]:
+        """doc_id -> (tree_id, current tree) of DOCS. A tree an index run replaced (and
+        removed) since `documents` was read is read again from the new `documents`
+        version."""
+        try:
+            return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
+        except KeyError:
+            self._doc_trees, self._pin = None, None
+            return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
+
+    def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
+        """Term counts of a tree's leaves with their section headings (lexical scores),
+        cached like the tree. Should the document be replaced meanwhile, the leaves are
+        counted without headings for this query."""
+        key = ("terms", doc_id, tree_id)
+        found = self._cache.get(key)
+        if found is None:
+            st = self.tree(doc_id, tree_id)
+            try:
+                text = self.store.document_text(doc_id, tree_id)
+            except KeyError:
+                return LeafTerms.of(st.texts)
+            found = LeafTerms.of_document(text, st.spans.tolist())
+            self._cache.put(key, found, leaf_terms_nbytes(found))
+        return found
+
+    def _nearest_nodes(
+        self, qvec: np.ndarray, limit: int, where: str | None
+    ) -> list[dict[str, Any]]:
+        """The LIMIT nearest rows of the current trees (matching WHERE). Rows of other
+        trees are fetched in excess and dropped: their number is known from the counts."""
+        nodes = self.store.table("nodes")
+        q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
+        q = q.nprobes(32).refine_factor(4)  # used only once an ANN index exists
+        if where:
+            q = q.where(where, prefilter=True)
+        cols = ["doc_id", "tree_id", "idx", "start", "end", "text", "_distance"]
+        rows = q.select(cols).limit(limit + self._stale_rows(nodes)).to_list()
+        current = self._current().trees
+        return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
+
+    def choose_documents(
+        self, qvec: np.ndarray, doc_ids: Sequence[str] | None, *, k: int = 0
+    ) -> list[str]:
+        """First stage: the documents of the nearest nodes, best first: `n_docs` of them,
+        and more while their evidence units number fewer than K (up to every document),
+        so that an answer can be filled to k."""
+        if doc_ids:
+            return list(doc_ids)
+        current = self._current()
+        limit = max(50, 10 * self.n_docs)
+        while True:
+            chosen, units = [], 0
+            for doc in self._ranked_documents(qvec, limit):
+                if len(chosen) >= self.n_docs and units >= k:
+                    break
+                chosen.append(doc)
+                units += current.leaves.get(doc, 0)
+            if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
+                return chosen
+            limit = min(4 * limit, current.rows)  # widen: rank more nodes
+
+    def _ranked_documents(self, qvec: np.ndarray, limit: int) -> list[str]:
+        """The documents of the LIMIT nearest nodes of the current trees, best first."""
+        docs, vecs = self._node_matrix()
+        if vecs is None:  # a large table: LanceDB's (ANN-indexed) search
+            ranked = [r["doc_id"] for r in self._nearest_nodes(qvec, limit, None)]
+        elif len(vecs):  # the same exact cosine ranking, from memory
+            s = vecs @ (qvec / max(float(np.linalg.norm(qvec)), 1e-12)).astype(np.float32)
+            top = np.argpartition(-s, min(limit, len(s)) - 1)[:limit]
+            ranked = docs[top[np.argsort(-s[top], kind="stable")]].tolist()
+        else:
+            ranked = []
+        return list(dict.fromkeys(ranked))
+
+    # -- search -------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+        mode: Mode = "tree",
+    ) -> list[Hit]:
+        """Rank evidence for `query`; at most k evidence units over all hits."""
+        if not isinstance(query, str) or not query.strip():
+            raise QueryError("query is empty: give a question or statement to search for")
+        check_count("k", k)
+        if doc_ids is not None:
+            known = self.known_doc_ids(list(doc_ids))
+            if not known:
+                raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
+            doc_ids = known
+        return self.search_vector(query, self.encoder.encode_texts([query])[0], k=k,
+                                  doc_ids=doc_ids, mode=mode)
+
+    def search_vector(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        *,
+        k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+        mode: Mode = "tree",
+    ) -> list[Hit]:
+        """`search` with the query already encoded (doc_ids already checked)."""
+        if mode not in ("tree", "flat"):
+            raise QueryError(f"mode must be 'tree' or 'flat', got {mode!r}")
+        check_count("k", k)
+        self._pinning, self._pin = True, None  # read `documents` once for this query
+        try:
+            params, _ = self._resolve()  # re-checks the encoder if the tables changed
+            if mode == "flat":
+                return self._flat(qvec, k, doc_ids)
+            docs = self.choose_documents(qvec, doc_ids, k=k)
+            return self._tree(query, qvec, k, docs, params)
+        finally:
+            self._pinning, self._pin = False, None
+
+    def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
+        where = "left = -1"
+        if doc_ids:
+            trees = self._tree_ids(doc_ids)
+            if not trees:
+                return []
+            where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
+        units = sum(self._current().leaves.values())  # no more rows to ask LanceDB for
+        rows = self._nearest_nodes(qvec, min(k, units), where) if units else []
+        hits = [
+            Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
+                [(int(r["start"]), int(r["end"]))], r["text"])
+            for r in rows
+        ]
+        if self.flat_threshold is not None:
+            hits = [h for h in hits if h.score >= self.flat_threshold]
+        return hits
+
+    def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
+              params: SearchParams) -> list[Hit]:
+        loaded = self._load_trees(docs)
+        stored = {d: st for d, (_, st) in loaded.items()}
+        lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
+                   if params.lexical_weight > 0 else None)
+        chosen = search_trees(
+            {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
+            lexical=lexical, reranker=self.reranker,
+            node_text=lambda d, n: node_text(stored[d], n),
+        )
+        return [hit_of(stored[c.doc_id], c) for c in chosen]
+
+
+__all__ = ["Hit", "QueryError", "Retriever", "sql_quote"]

@@ -1,0 +1,339 @@
+"""Hierarchical beam search over one tree, reranking and the evidence budget.
+
+Pure functions over arrays (no model, no database): `node_scores` scores every node
+(cosine, optionally fused with BM25), `beam_search` finds candidate nodes,
+`tree_candidates` adds the seeds and cutoffs, a `Reranker` orders them and
+`select_evidence` spends the budget of k evidence units. `search_trees` is the whole of
+tree mode, shared by `Retriever`, the evaluation and training; `search_leaves` is flat
+mode over leaf vectors held in memory (the evaluation's; `Retriever` runs flat mode as
+a LanceDB vector search over the stored leaves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from sproutrag.search.lexical import LeafTerms, bm25_leaves, bm25_nodes
+from sproutrag.trees.tree import Tree
+
+
+def cosine_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine similarity of every row of `vectors` with `query` (float32)."""
+    q = np.asarray(query, dtype=np.float32).ravel()
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    norms = np.linalg.norm(vectors, axis=1)
+    return (vectors @ q) / np.maximum(norms, 1e-12)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Scored nodes of one tree: node ids and their cosine scores."""
+
+    nodes: np.ndarray  # int32
+    scores: np.ndarray  # float32
+
+
+def beam_search(
+    tree: Tree,
+    query_vec: np.ndarray,
+    *,
+    beam_width: int = 5,
+    threshold: float = 0.0,
+    scores: np.ndarray | None = None,
+) -> Candidates:
+    """The paper's beam search: B0 = {root}; B_{t+1} = top-b children of B_t by cosine.
+
+    Every scored node (the root and every child looked at) with score >= `threshold`
+    is a candidate. Iterative: a chain of 100k leaves costs one step per level.
+    `scores` may hold precomputed cosine scores of all nodes.
+    """
+    if beam_width < 1:
+        raise ValueError(f"beam_width must be >= 1, got {beam_width}")
+    s = cosine_scores(tree.vectors, query_vec) if scores is None else scores
+    left, right = tree.left, tree.right
+    scored = [np.array([tree.root], dtype=np.int64)]
+    beam = scored[0]
+    while beam.size:
+        internal = beam[left[beam] >= 0]
+        if not internal.size:
+            break
+        children = np.concatenate([left[internal], right[internal]]).astype(np.int64)
+        scored.append(children)
+        if children.size > beam_width:
+            top = np.argpartition(-s[children], beam_width - 1)[:beam_width]
+            children = children[top]
+        beam = children
+    nodes = np.concatenate(scored)
+    keep = s[nodes] >= threshold
+    nodes = nodes[keep]
+    return Candidates(nodes.astype(np.int32), s[nodes].astype(np.float32))
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """How tree mode finds and ranks evidence (the learned values come from the weights).
+
+    * ``beam_width`` (b), ``threshold`` (delta, on a node's cosine) and ``margin`` (the
+      relative cutoff on cosine; None = off): as in the paper and `tree_candidates`;
+    * ``lexical_weight`` (w): nodes are ranked by ``z(cosine) + w * z(BM25)``, both
+      standardised over the leaves being searched (w = 0: plain cosine);
+    * ``size_penalty`` (g): an internal node of m leaves competes at
+      ``score - g * log2(m)``, a calibration that decides when a node beats its leaves;
+    * ``seed_leaves``: the k best leaves are candidates even when the beam never reaches
+      them, so the search cannot miss the best leaf of a deep tree.
+    """
+
+    beam_width: int = 5
+    threshold: float = 0.0
+    margin: float | None = None
+    lexical_weight: float = 0.0
+    size_penalty: float = 0.0
+    seed_leaves: bool = False
+
+    def __post_init__(self) -> None:
+        if self.beam_width < 1:
+            raise ValueError(f"beam_width must be >= 1, got {self.beam_width}")
+        for name in ("threshold", "lexical_weight", "size_penalty"):
+            value = getattr(self, name)
+            if not np.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if self.lexical_weight < 0 or self.size_penalty < 0:
+            raise ValueError("lexical_weight and size_penalty must be >= 0")
+        if self.margin is not None and not (np.isfinite(self.margin) and self.margin >= 0):
+            raise ValueError(f"margin must be None or a number >= 0, got {self.margin!r}")
+
+
+@dataclass(frozen=True)
+class NodeScores:
+    """Scores of every node of one tree for one query."""
+
+    cosine: np.ndarray  # float32 (2n-1,)
+    rank: np.ndarray  # float64 (2n-1,): the fused score nodes are ranked and searched by
+
+
+def _standardise(values: list[np.ndarray], n_leaves: list[int]) -> list[np.ndarray]:
+    """(x - mean) / sd with mean and sd over the leaves of all trees (sd 0 -> 1)."""
+    leaves = np.concatenate([v[:n] for v, n in zip(values, n_leaves)])
+    mean = float(leaves.mean()) if leaves.size else 0.0
+    sd = float(leaves.std()) if leaves.size else 0.0
+    sd = sd if sd > 1e-9 else 1.0
+    return [(v.astype(np.float64) - mean) / sd for v in values]
+
+
+def node_scores(
+    trees: dict[str, Tree], query_vec: np.ndarray, *, query: str = "",
+    lexical: dict[str, LeafTerms] | None = None, lexical_weight: float = 0.0,
+) -> dict[str, NodeScores]:
+    """Cosine of every node and the score nodes are ranked by.
+
+    With ``lexical_weight`` w > 0 (and each tree's `LeafTerms`), the rank score is
+    ``z(cosine) + w * z(BM25 of the node's text)``; otherwise it is the cosine itself.
+    """
+    ids = list(trees)
+    cos = [cosine_scores(trees[d].vectors, query_vec) for d in ids]
+    if lexical_weight <= 0 or not ids:
+        return {d: NodeScores(c, c.astype(np.float64)) for d, c in zip(ids, cos)}
+    if lexical is None or any(d not in lexical for d in ids):
+        raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched tree")
+    lex = bm25_nodes(query, [lexical[d] for d in ids], [trees[d] for d in ids])
+    fused = fuse(cos, lex, [trees[d].n for d in ids], lexical_weight)
+    return {d: NodeScores(c, f) for d, c, f in zip(ids, cos, fused)}
+
+
+def fuse(
+    cosine: list[np.ndarray], lexical: list[np.ndarray], n_leaves: list[int], weight: float
+) -> list[np.ndarray]:
+    """``z(cosine) + weight * z(lexical)`` per document, each standardised over the leaves
+    (the first n_leaves entries of each array) of all the documents together."""
+    zc, zl = _standardise(cosine, n_leaves), _standardise(lexical, n_leaves)
+    return [a + weight * b for a, b in zip(zc, zl)]
+
+
+def tree_candidates(
+    trees: dict[str, Tree],
+    query_vec: np.ndarray,
+    *,
+    beam_width: int = 5,
+    threshold: float = 0.0,
+    margin: float | None = None,
+    params: SearchParams | None = None,
+    scores: dict[str, NodeScores] | None = None,
+    k: int = 0,
+) -> list[tuple[str, int, float]]:
+    """Candidates (doc_id, node, score) of one query over several trees.
+
+    Each tree is beam-searched by its rank scores (`node_scores`; cosine by default); a
+    scored node whose cosine reaches `threshold` (delta) is a candidate, and with
+    ``params.seed_leaves`` so are the k best leaves. With a `margin`, a candidate is
+    kept only when its cosine and the cosine of each of its leaves are at least
+    ``best - margin``, ``best`` being the highest cosine of a candidate leaf over all
+    the trees: an internal node then enters only as a group of leaves that would each
+    pass. The score of a candidate is its rank score, less ``size_penalty *
+    log2(leaves)`` for internal nodes.
+    """
+    p = params or SearchParams(beam_width=beam_width, threshold=threshold, margin=margin)
+    scores = scores if scores is not None else node_scores(trees, query_vec)
+    found: list[tuple[str, Tree, np.ndarray]] = []
+    for doc_id, tree in trees.items():
+        sc = scores[doc_id]
+        nodes = beam_search(tree, query_vec, beam_width=p.beam_width, threshold=-np.inf,
+                            scores=sc.rank).nodes
+        found.append((doc_id, tree, nodes[sc.cosine[nodes] >= p.threshold]))
+    if p.seed_leaves and k > 0:
+        found = _with_seeds(found, scores, p.threshold, k)
+    best = max((float(scores[d].cosine[x[t.left[x] < 0]].max()) for d, t, x in found
+                if (t.left[x] < 0).any()), default=None)
+    out = []
+    for doc_id, tree, nodes in found:
+        sc = scores[doc_id]
+        for x in nodes.tolist():
+            if p.margin is not None and (
+                best is None or sc.cosine[x] < best - p.margin
+                or (tree.left[x] >= 0 and sc.cosine[tree.leaves_of(x)].min() < best - p.margin)
+            ):
+                continue
+            penalty = p.size_penalty * np.log2(tree.n_leaves[x]) if tree.left[x] >= 0 else 0.0
+            out.append((doc_id, int(x), float(sc.rank[x] - penalty)))
+    return out
+
+
+def _with_seeds(
+    found: list[tuple[str, Tree, np.ndarray]], scores: dict[str, NodeScores],
+    threshold: float, k: int,
+) -> list[tuple[str, Tree, np.ndarray]]:
+    """Add the k best leaves (by rank score, cosine >= threshold) over all trees; ties go
+    to the smaller (doc_id, leaf)."""
+    order = {d: r for r, d in enumerate(sorted(d for d, _, _ in found))}
+    rank, doc, leaf = [], [], []
+    for d, t, _ in found:
+        keep = np.flatnonzero(scores[d].cosine[: t.n] >= threshold)
+        rank.append(scores[d].rank[keep])
+        doc.append(np.full(len(keep), order[d]))
+        leaf.append(keep)
+    if not rank:
+        return found
+    rank, doc, leaf = (np.concatenate(x) for x in (rank, doc, leaf))
+    best = np.lexsort((leaf, doc, -rank))[:k]
+    return [(d, t, np.union1d(x, leaf[best][doc[best] == order[d]]).astype(np.int64))
+            for d, t, x in found]
+
+
+class Reranker(Protocol):
+    """Orders candidate nodes of one query; returns a score per candidate (higher first)."""
+
+    def __call__(self, query: str, texts: Sequence[str], scores: np.ndarray) -> np.ndarray: ...
+
+
+def cosine_rerank(query: str, texts: Sequence[str], scores: np.ndarray) -> np.ndarray:
+    """The default reranker: keep the cosine scores (no cross-encoder ships offline)."""
+    return scores
+
+
+@dataclass(frozen=True)
+class Selected:
+    doc_id: str
+    node: int
+    score: float
+    leaves: np.ndarray  # leaf ids in document order
+
+
+def select_evidence(
+    trees: dict[str, Tree], candidates: Sequence[tuple[str, int, float]], *, k: int
+) -> list[Selected]:
+    """Spend a budget of k evidence units on (doc_id, node, score) candidates, best first.
+
+    An internal node is expanded into its leaves; every leaf counts toward k. A candidate
+    that shares a leaf with one already taken adds nothing and is skipped; one that does
+    not fit the remaining budget is passed over for the next. Ties go to the smaller
+    (doc_id, node).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    taken = {doc_id: np.zeros(tree.n, dtype=bool) for doc_id, tree in trees.items()}
+    out: list[Selected] = []
+    budget = k
+    for doc_id, node, score in sorted(candidates, key=lambda c: (-c[2], c[0], c[1])):
+        tree = trees[doc_id]
+        if int(tree.n_leaves[node]) > budget:
+            continue
+        leaves = tree.leaves_of(node)
+        if taken[doc_id][leaves].any():
+            continue
+        taken[doc_id][leaves] = True
+        out.append(Selected(doc_id, int(node), float(score), np.sort(leaves)))
+        budget -= len(leaves)
+        if budget == 0:
+            break
+    return out
+
+
+def search_trees(
+    trees: dict[str, Tree],
+    query_vec: np.ndarray,
+    *,
+    k: int,
+    params: SearchParams,
+    query: str = "",
+    lexical: dict[str, LeafTerms] | None = None,
+    reranker: Reranker | None = None,
+    node_text: Callable[[str, int], str] | None = None,
+    scores: dict[str, NodeScores] | None = None,
+) -> list[Selected]:
+    """Tree mode, whole: score nodes, beam search (plus seeds), rerank, spend k units.
+
+    The one composition that `Retriever` (tree mode), the evaluation and training all
+    call. `reranker` (default: keep the rank scores) gets each candidate's text from
+    `node_text(doc_id, node)`. `scores` may hold this query's `node_scores` (computed
+    with the same lexical weight) to share them between budgets.
+    """
+    if scores is None:
+        scores = node_scores(trees, query_vec, query=query, lexical=lexical,
+                             lexical_weight=params.lexical_weight)
+    found = tree_candidates(trees, query_vec, params=params, scores=scores, k=k)
+    if reranker is not None and reranker is not cosine_rerank and found:
+        if node_text is None:
+            raise ValueError("a custom reranker needs node_text(doc_id, node)")
+        ranked = reranker(query, [node_text(d, n) for d, n, _ in found],
+                          np.asarray([x for _, _, x in found], np.float32))
+        found = [(d, n, float(x)) for (d, n, _), x in zip(found, ranked)]
+    return select_evidence(trees, found, k=k)
+
+
+def search_leaves(
+    leaf_vectors: dict[str, np.ndarray],
+    query_vec: np.ndarray,
+    *,
+    k: int,
+    threshold: float | None = None,
+    margin: float | None = None,
+    query: str = "",
+    lexical: dict[str, LeafTerms] | None = None,
+    lexical_weight: float = 0.0,
+) -> list[tuple[str, int, float]]:
+    """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
+
+    Only leaves whose cosine reaches `threshold`, and with a `margin` only those within
+    margin of the best such leaf; with `lexical_weight` w > 0 (and each document's
+    `LeafTerms`) leaves are ranked by z(cosine) + w z(BM25). Ties go to the smaller
+    (doc_id, leaf).
+    """
+    ids = list(leaf_vectors)
+    cos = {d: cosine_scores(leaf_vectors[d], query_vec) for d in ids}
+    rank = dict(cos)
+    if lexical_weight > 0:
+        if lexical is None or any(d not in lexical for d in ids):
+            raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched document")
+        lex = bm25_leaves(query, [lexical[d] for d in ids])
+        rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
+                                  lexical_weight)))
+    rows = [(-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d]))
+            if threshold is None or cos[d][u] >= threshold]
+    rows.sort()
+    if margin is not None and rows:
+        best = max(float(cos[d][u]) for _, d, u in rows)
+        rows = [r for r in rows if cos[r[1]][r[2]] >= best - margin]
+    return [(d, u, -score) for score, d, u in rows[:k]]

@@ -1,0 +1,291 @@
+"""Is the database whole? The start-of-run check of an index run and `sproutrag check`.
+
+LanceDB keeps each table as data files under DB/<table>.lance/data/; a file lost,
+truncated or damaged (a failed restore, a disk error) makes every read of the rows it
+holds fail, and a document whose `tree_id` names no `nodes` rows (a `nodes` table rolled
+back to an older version) is skipped by every query. Two checks find these:
+
+* `check_for_run` (every index run, before it writes): scans the small columns of every
+  table (`doc_id` / `tree_id` of `nodes`, the key of `runs`, `index_settings`,
+  `results`) and every column of `documents`, hashing each stored text. A table that
+  cannot be read fails the run with `DamagedTableError` (one line: the table and what to
+  do), unless the run is `--full`, which moves it aside (`move_aside`) and rebuilds.
+  Documents whose tree is missing or incomplete, or whose stored text does not hash to
+  its `content_hash`, are re-indexed by the run (the plan counts them as changed). It
+  reads `documents` whole: about as much as the run's discovery reads of the corpus,
+  and never the vectors.
+* `check_database` (`sproutrag check`): every column of every table, every stored tree
+  validated (`validate_tree`, 2n - 1 nodes for the document's n chunks) and its leaf
+  texts compared with the document's text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow.compute as pc
+
+from sproutrag.documents import content_hash
+from sproutrag.errors import DamagedTableError  # noqa: F401 - also importable from here
+
+TABLES = ("documents", "nodes", "runs", "index_settings", "results")
+#: The column the start-of-run check scans of the tables an index run only appends to.
+_KEY = {"runs": "run_id", "index_settings": "index_fingerprint", "results": "run_id"}
+_RUST_FRAME = re.compile(r",\s*/\S+\.rs:\d+:\d+")
+
+
+def short_error(exc: BaseException) -> str:
+    """A Lance error as one short line (no Rust source locations)."""
+    text = _RUST_FRAME.sub("", str(exc)).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    line = line.removeprefix("lance error: ")
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+@dataclass
+class Health:
+    """What a check found: unreadable tables and damaged documents (id -> why)."""
+
+    unreadable: dict[str, str] = field(default_factory=dict)
+    documents: dict[str, str] = field(default_factory=dict)
+    n_documents: int = 0
+    n_nodes: int = 0
+    trees: dict[str, dict[str, int]] = field(default_factory=dict)  # doc -> tree -> rows
+    named: dict[str, str] = field(default_factory=dict)  # doc -> its documents row's tree
+
+
+def _connect(uri: str, storage_options: dict[str, str] | None):
+    import lancedb
+
+    db = lancedb.connect(str(uri), storage_options=storage_options)
+    return db, set(db.list_tables().tables)
+
+
+def _scan(tbl, columns: list[str] | None) -> Iterator[Any]:
+    query = tbl.search()
+    if columns is not None:
+        query = query.select([c for c in columns if c in tbl.schema.names])
+    yield from query.limit(None).to_batches()
+
+
+def _guard(health: Health, name: str, fn: Callable[[], object]) -> None:
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - every read error of a table is damage
+        health.unreadable[name] = short_error(exc)
+
+
+def _tree_sizes(tbl, health: Health) -> None:
+    """doc_id -> tree_id -> number of `nodes` rows, from two small columns."""
+    trees: dict[str, dict[str, int]] = {}
+    for batch in _scan(tbl, ["doc_id", "tree_id"]):
+        if "tree_id" not in batch.schema.names:  # schema version 1: migrated next
+            continue
+        pairs = pc.binary_join_element_wise(batch.column("doc_id"), batch.column("tree_id"),
+                                            "\x00")
+        for row in pc.value_counts(pairs).to_pylist():
+            doc, tree = row["values"].split("\x00", 1)
+            trees.setdefault(doc, {})
+            trees[doc][tree] = trees[doc].get(tree, 0) + row["counts"]
+        health.n_nodes += batch.num_rows
+    health.trees = trees
+
+
+def _check_documents(tbl, health: Health, columns: list[str] | None) -> None:
+    """Hash every stored text; compare each document's tree with its `nodes` rows."""
+    nodes_ok = "nodes" not in health.unreadable
+    for batch in _scan(tbl, columns):
+        rows = batch.to_pydict()
+        health.n_documents += batch.num_rows
+        for i, doc_id in enumerate(rows["doc_id"]):
+            if "tree_id" in rows:
+                health.named[doc_id] = rows["tree_id"][i]
+            if content_hash(rows["text"][i]) != rows["content_hash"][i]:
+                health.documents[doc_id] = "its stored text does not match its content hash"
+                continue
+            if not nodes_ok or "tree_id" not in rows:
+                continue
+            want = 2 * rows["n_chunks"][i] - 1
+            got = health.trees.get(doc_id, {}).get(rows["tree_id"][i], 0)
+            if got != want:
+                health.documents[doc_id] = (
+                    f"its tree {rows['tree_id'][i]} has no nodes" if got == 0 else
+                    f"its tree {rows['tree_id'][i]} has {got} nodes rows, not {want}")
+
+
+def _check_tables(uri: str, storage_options, *, every_column: bool) -> Health:
+    db, names = _connect(uri, storage_options)
+    health = Health()
+    if "nodes" in names:
+        _guard(health, "nodes", lambda: _tree_sizes(db.open_table("nodes"), health))
+        if every_column and "nodes" not in health.unreadable:
+            _guard(health, "nodes", lambda: _drain(db.open_table("nodes"), None))
+    if "documents" in names:
+        cols = None if every_column else [
+            "doc_id", "tree_id", "n_chunks", "content_hash", "text"]
+        _guard(health, "documents",
+               lambda: _check_documents(db.open_table("documents"), health, cols))
+    for name in ("runs", "index_settings", "results"):
+        if name in names:
+            cols = None if every_column else [_KEY[name]]
+            _guard(health, name, lambda n=name, c=cols: _drain(db.open_table(n), c))
+    return health
+
+
+def _drain(tbl, columns: list[str] | None) -> None:
+    for _ in _scan(tbl, columns):
+        pass
+
+
+def check_for_run(uri: str, *, storage_options: dict[str, str] | None = None) -> Health:
+    """The start-of-run check (see the module docstring)."""
+    return _check_tables(uri, storage_options, every_column=False)
+
+
+def raise_if_unreadable(health: Health, uri: str) -> None:
+    if health.unreadable:
+        raise DamagedTableError(uri, health.unreadable)
+
+
+def move_aside(uri: str, names: list[str]) -> dict[str, str]:
+    """Rename the folders of tables NAMES to <name>.lance.damaged-<UTC time> (kept, not
+    deleted; LanceDB no longer sees them); returns table -> new path. Local only."""
+    from schemas.paths import is_s3
+
+    if is_s3(uri):
+        raise DamagedTableError(uri, {n: "moving a damaged table aside is done by hand "
+                                      f"on S3: move {uri}/{n}.lance elsewhere, then run "
+                                      "again" for n in names})
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    moved = {}
+    for name in names:
+        src = os.path.join(uri, f"{name}.lance")
+        dst = f"{src}.damaged-{stamp}"
+        os.rename(src, dst)
+        moved[name] = dst
+    return moved
+
+
+@contextmanager
+def explain_damage(uri: str, *, storage_options: dict[str, str] | None = None):
+    """Turn a Lance read error raised inside into `DamagedTableError` naming the table
+    (found by the start-of-run check); other errors pass unchanged."""
+    try:
+        yield
+    except (RuntimeError, ValueError, OSError) as exc:
+        if isinstance(exc, DamagedTableError) or "lance" not in str(exc).lower():
+            raise
+        try:
+            health = check_for_run(uri, storage_options=storage_options)
+        except Exception:  # noqa: BLE001 - the original error says more
+            raise exc from None
+        raise_if_unreadable(health, uri)
+        raise
+
+
+@dataclass
+class Report:
+    """What `sproutrag check` prints: one line per problem, notes, a summary line."""
+
+    uri: str
+    health: Health
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        h = self.health
+        head = (f"{self.uri}: {h.n_documents} documents, {h.n_nodes} nodes rows checked: ")
+        if self.healthy:
+            return [*self.notes, head + "healthy"]
+        advice = (f"`sproutrag index CORPUS --db {self.uri} --full` rebuilds the database "
+                  "from the corpus (moving the damaged tables aside)" if h.unreadable else
+                  f"the next `sproutrag index CORPUS --db {self.uri}` re-indexes the "
+                  "damaged documents")
+        n = len(self.problems)
+        return [*self.problems, *self.notes,
+                head + f"{n} problem{'s' if n > 1 else ''} found: {advice}"]
+
+
+def check_database(uri: str, *, storage_options: dict[str, str] | None = None) -> Report:
+    """Read every column of every table, validate every stored tree (see module doc)."""
+    from schemas.paths import is_s3
+    from sproutrag.storage.store import DatabaseNotFoundError
+
+    if not is_s3(uri) and not os.path.isdir(uri):  # connect() would create the folder
+        raise DatabaseNotFoundError(f"no SproutRAG database at {uri!r} (no such folder): "
+                                    "check the --db path")
+    _, names = _connect(uri, storage_options)
+    if not names & {"documents", "nodes"}:
+        raise DatabaseNotFoundError(f"no SproutRAG database at {uri!r} (no 'documents' or "
+                                    "'nodes' table): check the --db path")
+    health = _check_tables(uri, storage_options, every_column=True)
+    report = Report(uri, health)
+    report.problems += [f"table {n!r} cannot be read: {why}"
+                        for n, why in health.unreadable.items()]
+    report.problems += [f"document {d!r}: {why}" for d, why in sorted(health.documents.items())]
+    if not {"documents", "nodes"} & set(health.unreadable) and "nodes" in names:
+        _check_trees(uri, storage_options, report)
+    _note_debris(report, "documents" in names)
+    return report
+
+
+def _check_trees(uri: str, storage_options, report: Report) -> None:
+    """Validate each intact document's stored tree and compare its leaf texts."""
+    from sproutrag.storage.store import StaleIndexError, Store
+
+    try:
+        store = Store.open_existing(uri, storage_options=storage_options)
+    except StaleIndexError as exc:
+        report.problems.append(f"schema: {exc}")
+        return
+    docs = store.table("documents")
+    if docs is None:
+        return
+    for batch in _scan(docs, ["doc_id", "tree_id", "text"]):
+        for doc_id, tree_id, text in zip(*batch.to_pydict().values()):
+            if doc_id in report.health.documents:
+                continue
+            problem = _tree_problem(store, doc_id, tree_id, text)
+            if problem:
+                report.problems.append(f"document {doc_id!r}: {problem}")
+
+
+def _tree_problem(store, doc_id: str, tree_id: str, text: str) -> str | None:
+    try:
+        stored = store.load_tree(doc_id, tree_id)
+    except (ValueError, KeyError) as exc:  # InvalidTreeError, a lost tree
+        return f"its tree {tree_id} is invalid: {exc}"
+    for i, ((s, e), leaf) in enumerate(zip(stored.spans.tolist(), stored.texts)):
+        if text[s:e] != leaf:
+            return f"leaf {i} of its tree {tree_id} is not the text at {s}-{e}"
+    return None
+
+
+def _note_debris(report: Report, have_documents: bool) -> None:
+    """Trees no documents row names: invisible to readers, removed by the next run."""
+    h = report.health
+    if not have_documents:
+        if h.n_nodes:
+            report.notes.append(
+                f"note: no 'documents' table but {h.n_nodes} nodes rows (an interrupted "
+                "first run leaves this; the next index run indexes the corpus)")
+        return
+    if "documents" in h.unreadable or "nodes" in h.unreadable:
+        return
+    stale = [n for d, trees in h.trees.items() for t, n in trees.items()
+             if h.named.get(d) != t]
+    if stale:
+        report.notes.append(
+            f"note: {sum(stale)} nodes rows of {len(stale)} trees that no documents row "
+            "names (left by an interrupted run or a damaged document's older tree; "
+            "invisible to queries; the next index run removes them)")

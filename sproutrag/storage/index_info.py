@@ -1,0 +1,181 @@
+"""How a database was built: the `index_settings` table, and what readers make of it.
+
+An index run records, before it writes any document, one row per index fingerprint
+(`documents.index_fingerprint`): the encoder's id and content hash, the fingerprint of
+the weights' alpha (what shaped the trees) and the query-time defaults of the weights
+file it used (delta, margin, lexical weight, size penalty, leaf seeds). The row is
+written only when it changed, so an unchanged run still writes nothing but its `runs`
+row; rows no document carries any more are removed at the same time.
+
+Readers (`Retriever`, `sproutrag query`, the `query-corpus` flow) take their search
+defaults from the newest row among the fingerprints their documents carry, and refuse,
+naming both sides, an encoder whose content differs from the one the vectors were made
+with, or a weights file whose alpha is not the database's. A database written by
+`Store` directly (tests, benchmarks) has no such rows: readers then use the encoder's
+weights, as before.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from schemas import tables
+from sproutrag.storage.filters import in_filter
+from sproutrag.storage.store import StaleIndexError, Store
+
+TABLE = "index_settings"
+
+
+@dataclass(frozen=True)
+class SearchDefaults:
+    """The query-time parameters a reader uses unless told otherwise, and where from."""
+
+    delta: float
+    margin: float | None
+    lexical_weight: float
+    size_penalty: float
+    seed_leaves: bool
+    source: str
+
+    @classmethod
+    def of_weights(cls, weights: Any, source: str) -> SearchDefaults:
+        return cls(float(weights.delta), weights.margin, float(weights.lexical_weight),
+                   float(weights.size_penalty), bool(weights.seed_leaves), source)
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """One row of `index_settings` (see schemas/tables.py)."""
+
+    index_fingerprint: str
+    encoder: str
+    encoder_sha256: str | None
+    dim: int
+    tree_fingerprint: str
+    weights_fingerprint: str
+    weights_source: str
+    delta: float
+    margin: float | None
+    lexical_weight: float
+    size_penalty: float
+    seed_leaves: bool
+    settings_json: str
+    run_id: str
+    updated_at: datetime
+
+    @classmethod
+    def build(cls, *, fingerprint: str, encoder: Any, fields: dict[str, Any],
+              run_id: str) -> IndexInfo:
+        """The row of an index run: FIELDS are what its fingerprint hashes (no secrets)."""
+        w = encoder.weights
+        return cls(
+            fingerprint, encoder.model_id, encoder.model_sha256, int(encoder.dim),
+            w.tree_fingerprint(), w.fingerprint(), str(w.source), float(w.delta), w.margin,
+            float(w.lexical_weight), float(w.size_penalty), bool(w.seed_leaves),
+            json.dumps(fields, sort_keys=True, default=str), run_id, datetime.now(UTC),
+        )
+
+    def same_settings(self, other: IndexInfo) -> bool:
+        """Equal in everything but the run that wrote it and when."""
+        skip = {"run_id", "updated_at"}
+        return all(getattr(self, f.name) == getattr(other, f.name)
+                   for f in fields(self) if f.name not in skip)
+
+    def defaults(self) -> SearchDefaults:
+        return SearchDefaults(self.delta, self.margin, self.lexical_weight, self.size_penalty,
+                              self.seed_leaves, f"the database (weights {self.weights_source})")
+
+    def encoding(self) -> dict[str, Any]:
+        """The fingerprinted settings (encoder fields, chunking, tree) as recorded."""
+        return json.loads(self.settings_json)
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_index_infos(store: Store, fingerprints: Iterable[str] | None = None
+                     ) -> dict[str, IndexInfo]:
+    """index fingerprint -> row, for FINGERPRINTS (default: every row)."""
+    tbl = store.table(TABLE)
+    if tbl is None:
+        return {}
+    query = tbl.search()
+    if fingerprints is not None:
+        wanted = sorted(set(fingerprints))
+        if not wanted:
+            return {}
+        query = query.where(in_filter("index_fingerprint", wanted))
+    rows = query.limit(None).to_arrow().to_pylist()
+    return {r["index_fingerprint"]: IndexInfo(**r) for r in rows}
+
+
+def document_fingerprints(store: Store) -> set[str]:
+    docs = store.table("documents")
+    if docs is None:
+        return set()
+    col = docs.search().select(["index_fingerprint"]).limit(None).to_arrow().column(0)
+    return set(col.unique().to_pylist())
+
+
+def record_index_info(store: Store, info: IndexInfo) -> bool:
+    """Upsert INFO (only when it changed) and remove the rows no document carries;
+    returns whether anything was written."""
+    stored = read_index_infos(store)
+    wrote = False
+    current = stored.get(info.index_fingerprint)
+    if current is None or not current.same_settings(info):
+        row = pa.Table.from_pylist([info.to_row()], schema=tables.INDEX_SETTINGS)
+        (store.table(TABLE, create=True).merge_insert("index_fingerprint")
+         .when_matched_update_all().when_not_matched_insert_all().execute(row))
+        wrote = True
+    unused = sorted(set(stored) - document_fingerprints(store) - {info.index_fingerprint})
+    if unused:
+        store.table(TABLE).delete(in_filter("index_fingerprint", unused))
+        wrote = True
+    return wrote
+
+
+def latest(infos: dict[str, IndexInfo]) -> IndexInfo | None:
+    return max(infos.values(), key=lambda i: i.updated_at, default=None)
+
+
+def search_defaults(infos: dict[str, IndexInfo], *, encoder: Any, weights: Any, uri: str
+                    ) -> SearchDefaults:
+    """The reader's defaults, after refusing what does not match the database.
+
+    INFOS: the rows of the fingerprints the documents carry. The encoder must have the
+    content the vectors were made with; WEIGHTS (a weights file the reader names, or
+    None) must have the database's alpha and then give the defaults; without WEIGHTS the
+    database's newest row does, and without rows the encoder's weights.
+    """
+    sha = getattr(encoder, "model_sha256", None)
+    for info in infos.values():
+        if info.encoder_sha256 and sha and info.encoder_sha256 != sha:
+            raise StaleIndexError(
+                f"database {uri!r} was indexed with encoder {info.encoder!r} of content "
+                f"sha256 {info.encoder_sha256}; this query's encoder "
+                f"{getattr(encoder, 'model_path', encoder.model_id)!r} has content {sha} "
+                "(the model folder was written again, e.g. fine-tuned): query with the "
+                "model the database was built with, or run `sproutrag index` with this "
+                "one (it re-indexes every document)"
+            )
+    newest = latest(infos)
+    if weights is not None:
+        if newest is not None and weights.tree_fingerprint() != newest.tree_fingerprint:
+            raise StaleIndexError(
+                f"database {uri!r} was built with weights {newest.weights_source!r} (alpha "
+                f"fingerprint {newest.tree_fingerprint}); this query names weights "
+                f"{weights.source!r} (alpha fingerprint {weights.tree_fingerprint()}): "
+                "leave encoding.weights unset to use the database's search settings, "
+                "name the weights file it was indexed with, or index with these weights"
+            )
+        return SearchDefaults.of_weights(weights, f"weights {weights.source}")
+    if newest is not None:
+        return newest.defaults()
+    return SearchDefaults.of_weights(encoder.weights, f"weights {encoder.weights.source}")

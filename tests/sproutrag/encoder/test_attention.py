@@ -1,0 +1,159 @@
+"""The fast forward passes (`sproutrag.encoder.attention`) compute what the reference computes.
+
+The reference is the model's own eager forward with attention hooks
+(`Encoder(fast_path=False)`). On real text (the sample corpus) the fast path must give
+the same embeddings and relation pairs to float rounding and the same trees. The
+`gpu` tests check the cuda paths (autocast, token-budgeted batches) against float32 and
+skip where no CUDA device is present.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from sproutrag.encoder.encoder import Encoder
+from sproutrag.encoder.weights import load_default_weights
+from sproutrag.trees.tree import build_tree
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from tests.conftest import SAMPLE  # noqa: E402
+
+
+def _sample_docs(max_docs: int = 2, max_chunks: int = 48) -> list[tuple[str, list]]:
+    """The first sample documents, cut after `max_chunks` chunks (several windows each,
+    a few seconds on the reference path)."""
+    from sproutrag.ingest.chunking import chunk_text
+
+    out = []
+    for path in sorted(SAMPLE.rglob("*.txt")):
+        text = path.read_text(encoding="utf-8")
+        spans = [tuple(s) for s in chunk_text(text, sentences_per_chunk=2)][:max_chunks]
+        if len(spans) >= 4:
+            out.append((text[: spans[-1][1]], spans))
+    return out[:max_docs]
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return _sample_docs()
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return load_default_weights(None)
+
+
+def _assert_same(ref, out, *, emb_atol=1e-5, rel_rtol=1e-4):
+    for a, b in zip(ref, out, strict=True):
+        np.testing.assert_allclose(a.embeddings, b.embeddings, atol=emb_atol)
+        np.testing.assert_array_equal(a.rel_i, b.rel_i)
+        np.testing.assert_array_equal(a.rel_j, b.rel_j)
+        np.testing.assert_allclose(a.rel_m, b.rel_m, rtol=rel_rtol, atol=1e-9)
+        assert (a.n_windows, a.n_tokens) == (b.n_windows, b.n_tokens)
+
+
+def _merges(enc) -> np.ndarray:
+    tree = build_tree(enc.embeddings, enc.rel_i, enc.rel_j, enc.rel_m,
+                      parent_embedding="size_weighted")
+    return np.stack([tree.left, tree.right])
+
+
+def test_supports_only_bert_layouts():
+    from sproutrag.encoder.attention import supports
+
+    assert not supports(object())
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("mode", ["alone", "context"])
+def test_fast_path_equals_reference_on_sample_documents(docs, weights, mode):
+    assert len(docs) >= 2
+    ref = Encoder(device="cpu", weights=weights, fast_path=False, embedding_mode=mode,
+                  tokens_per_batch=16384).encode_documents(docs)
+    fast = Encoder(device="cpu", weights=weights, embedding_mode=mode).encode_documents(docs)
+    assert max(d.n_windows for d in ref) > 1
+    _assert_same(ref, fast)
+    for a, b in zip(ref, fast, strict=True):
+        np.testing.assert_array_equal(_merges(a), _merges(b))
+
+
+@pytest.mark.model
+def test_fast_window_blocks_equal_reference(docs, weights):
+    text, spans = docs[0]
+    ref = Encoder(device="cpu", weights=weights, fast_path=False).window_blocks(text, spans)
+    fast = Encoder(device="cpu", weights=weights).window_blocks(text, spans)
+    assert [(w.start, w.stop) for w in ref] == [(w.start, w.stop) for w in fast]
+    for a, b in zip(ref, fast, strict=True):
+        np.testing.assert_allclose(a.blocks, b.blocks, atol=1e-6)
+
+
+@pytest.mark.model
+def test_fast_embeddings_equal_reference_and_batch_invariant(docs):
+    texts = [t[s:e] for t, spans in docs for s, e in spans][:40]
+    ref = Encoder(device="cpu", fast_path=False).encode_texts(texts)
+    fast = Encoder(device="cpu")
+    np.testing.assert_allclose(fast.encode_texts(texts), ref, atol=1e-5)
+    for size in (1, 5, 17):
+        np.testing.assert_allclose(fast.encode_texts(texts, batch_size=size), ref, atol=1e-5)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("budget", [512, 16384])
+def test_token_budget_does_not_change_results(docs, weights, budget):
+    base = Encoder(device="cpu", weights=weights).encode_documents(docs[:2])
+    out = Encoder(device="cpu", weights=weights, tokens_per_batch=budget).encode_documents(
+        docs[:2])
+    _assert_same(base, out)
+
+
+# -- cuda: mixed precision against float32 (skipped without a GPU) ---------------------
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return False
+    return torch.cuda.is_available()
+
+
+requires_cuda = pytest.mark.skipif(not _cuda(), reason="no CUDA device")
+QUERIES = ["confidential information disclosure", "termination notice period",
+           "river survey field notes"]
+
+
+def _top5_leaves(enc, query_vec) -> list[int]:
+    return list(np.argsort(-(enc.embeddings @ query_vec), kind="stable")[:5])
+
+
+@pytest.mark.gpu
+@pytest.mark.model
+@requires_cuda
+@pytest.mark.parametrize("fast", [True, False])
+def test_cuda_mixed_precision_same_trees_and_top5(docs, weights, fast):
+    """cuda runs under autocast (bf16 or fp16) in 16k-token batches: the same tree merges
+    and the same top-5 leaves as float32 on CPU."""
+    cpu = Encoder(device="cpu", weights=weights).encode_documents(docs)
+    cuda = Encoder(device="cuda", weights=weights, fast_path=fast).encode_documents(docs)
+    qv = Encoder(device="cpu").encode_texts(QUERIES)
+    for a, b in zip(cpu, cuda, strict=True):
+        np.testing.assert_array_equal(a.rel_i, b.rel_i)
+        np.testing.assert_array_equal(_merges(a), _merges(b))
+        for q in qv:
+            assert _top5_leaves(a, q) == _top5_leaves(b, q)
+
+
+@pytest.mark.gpu
+@pytest.mark.model
+@requires_cuda
+def test_cuda_token_budget_does_not_change_trees(docs, weights):
+    small = Encoder(device="cuda", weights=weights, tokens_per_batch=1024)
+    big = Encoder(device="cuda", weights=weights)
+    assert big.batch_tokens == 16384
+    for a, b in zip(small.encode_documents(docs), big.encode_documents(docs), strict=True):
+        np.testing.assert_array_equal(_merges(a), _merges(b))
+        np.testing.assert_allclose(a.embeddings, b.embeddings, atol=2e-2)

@@ -1,0 +1,178 @@
+"""chunking: exact, trimmed, covering spans; grouping limits; legal and CJK text."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sproutrag.ingest.chunking import chunk_text, split_sentences
+
+WORDS = ["Sec.", "U.S.", "Inc.", "No.", "e.g.", "the", "Party", "shall", "1.", "(a)", "AGREEMENT"]
+WORDS += ["你好", "合同", "Ünïcödé", "x" * 40, "...", "!", "?", "。", "！", "？", "“quoted”"]
+SEPS = [" ", "  ", "\n", "\n\n", "\t", " \n \n ", "\u3000", "\u00a0", "\r\n", ". ", "; "]
+
+texts = st.one_of(
+    st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(SEPS)), max_size=80).map("".join),
+    st.text(max_size=300),
+    st.text(alphabet=st.sampled_from("ab .。\n\t?!"), max_size=300),
+)
+
+
+def check_spans(text: str, spans: list[tuple[int, int]]) -> None:
+    """Ordered, non-overlapping, trimmed, in bounds, covering every non-whitespace char."""
+    prev_end = 0
+    for start, end in spans:
+        assert 0 <= prev_end <= start < end <= len(text)
+        piece = text[start:end]
+        assert piece == piece.strip() and piece
+        assert text[prev_end:start].strip() == ""  # nothing but whitespace is skipped
+        prev_end = end
+    assert text[prev_end:].strip() == ""
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts)
+def test_sentences_are_exact_trimmed_and_covering(text: str) -> None:
+    check_spans(text, split_sentences(text))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=texts,
+    per_chunk=st.integers(1, 4),
+    max_chars=st.integers(16, 120),
+)
+def test_chunks_respect_limits(text: str, per_chunk: int, max_chars: int) -> None:
+    chunks = chunk_text(text, sentences_per_chunk=per_chunk, max_chunk_chars=max_chars)
+    check_spans(text, chunks)
+    sentences = split_sentences(text)
+    for start, end in chunks:
+        assert end - start <= max_chars
+        inside = [(s, e) for s, e in sentences if start <= s and e <= end]
+        assert len(inside) <= per_chunk
+        # a chunk is whole sentences, or a piece of one sentence
+        if not inside:
+            assert any(s <= start and end <= e for s, e in sentences)
+
+
+def test_legal_abbreviations_do_not_split() -> None:
+    text = (
+        "Pursuant to Sec. 3 of the Agreement, Acme Inc. shall comply with U.S. law, "
+        "e.g. the export rules in No. 12, i.e. all of them. The Recipient agrees."
+    )
+    spans = split_sentences(text)
+    assert [text[s:e] for s, e in spans] == [
+        text[: text.index(" The Recipient")],
+        "The Recipient agrees.",
+    ]
+
+
+def test_headings_and_blank_lines_are_boundaries() -> None:
+    text = (
+        "1. DEFINITIONS\nIn this Agreement the following apply:\n(a) one thing;\n(b) another\n\nEnd"
+    )
+    got = [text[s:e] for s, e in split_sentences(text)]
+    assert got == [
+        "1. DEFINITIONS",
+        "In this Agreement the following apply:",
+        "(a) one thing;",
+        "(b) another",
+        "End",
+    ]
+
+
+def test_wrapped_line_is_not_a_boundary() -> None:
+    text = "The Receiving Party shall hold the Confidential Information in strict\nconfidence."
+    assert split_sentences(text) == [(0, len(text))]
+
+
+def test_chinese_document_splits_into_sentences() -> None:
+    text = "本协议由双方签订。接收方应当保密！是否适用？适用于所有信息。"
+    got = [text[s:e] for s, e in split_sentences(text)]
+    assert got == ["本协议由双方签订。", "接收方应当保密！", "是否适用？", "适用于所有信息。"]
+    assert chunk_text(text, sentences_per_chunk=2) == [(0, 17), (17, len(text))]
+
+
+def test_huge_sentence_becomes_window_pieces() -> None:
+    text = " ".join(f"word{i % 97}" for i in range(20_000))
+    chunks = chunk_text(text, max_chunk_chars=1000)
+    check_spans(text, chunks)
+    assert len(chunks) > 100
+    assert all(e - s <= 1000 for s, e in chunks)
+    # cut near the window, at spaces (spaCy sees 100,000-char pieces: one short cut there)
+    assert sum(e - s < 900 for s, e in chunks[:-1]) <= len(text) // 100_000
+    assert all(text[s:e].split()[0].startswith("word") for s, e in chunks)
+
+
+def test_no_whitespace_is_hard_cut() -> None:
+    text = "x" * 2500
+    assert chunk_text(text, max_chunk_chars=1000) == [(0, 1000), (1000, 2000), (2000, 2500)]
+
+
+def test_million_characters_keep_exact_offsets() -> None:
+    unit = "The Party shall pay. 合同有效。\n\nSec. 4 applies.\n"
+    text = unit * (1_000_000 // len(unit) + 1)
+    spans = split_sentences(text)
+    assert len(spans) == 3 * (len(text) // len(unit))
+    assert text[spans[-1][0] : spans[-1][1]] == "Sec. 4 applies."
+    text = "a " * 600_000  # one sentence of 1.2 M characters, no paragraph breaks
+    check_spans(text, split_sentences(text))
+
+
+def test_grouping_and_char_limit() -> None:
+    text = "One. Two. Three. Four. Five."
+    assert [text[s:e] for s, e in chunk_text(text)] == ["One. Two.", "Three. Four.", "Five."]
+    assert len(chunk_text(text, sentences_per_chunk=1)) == 5
+    long_a, long_b = "A" * 15 + " is first.", "B" * 15 + " is second."
+    text = f"{long_a} {long_b}"
+    assert [text[s:e] for s, e in chunk_text(text, max_chunk_chars=30)] == [long_a, long_b]
+
+
+def test_one_sentence_and_empty() -> None:
+    assert chunk_text("Only one sentence here.") == [(0, 23)]
+    assert chunk_text("  \n Only one.\n\n ") == [(4, 13)]
+    assert chunk_text("") == []
+    assert chunk_text(" \n\t\u3000 ") == []
+    assert split_sentences("") == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"sentences_per_chunk": 0}, "sentences_per_chunk"),
+        ({"sentences_per_chunk": -3}, "sentences_per_chunk"),
+        ({"max_chunk_chars": 15}, "max_chunk_chars"),
+        ({"max_chunk_chars": 0}, "max_chunk_chars"),
+    ],
+)
+def test_bad_arguments_raise(kwargs: dict[str, int], name: str) -> None:
+    with pytest.raises(ValueError, match=rf"{name}.*{next(iter(kwargs.values()))}"):
+        chunk_text("Some text.", **kwargs)
+
+
+def test_within_paragraphs_keeps_a_heading_with_the_text_after_it():
+    text = ("Title One\nFirst sentence here. Second one. Third one.\n\nTitle Two\n"
+            "Another sentence. More.\n\nHEADING\n\nBody starts here. And ends.")
+    plain = [text[s:e] for s, e in chunk_text(text)]
+    assert "More.\n\nHEADING" in plain  # by default a chunk may span a blank line
+    para = [text[s:e] for s, e in chunk_text(text, within_paragraphs=True)]
+    assert para == ["Title One\nFirst sentence here.", "Second one. Third one.",
+                    "Title Two\nAnother sentence.", "More.", "HEADING\n\nBody starts here.",
+                    "And ends."]
+
+
+def test_section_headings_give_each_chunk_its_title_or_article():
+    from sproutrag.ingest.chunking import section_headings
+
+    text = ("Elwyn White\nHe was born in 1899. He wrote books. He lived in Maine.\n\n"
+            "ARTICLE 5\n\nThe party keeps secrets. It returns copies. It pays fees.\n\n"
+            "A plain paragraph that ends with a period.\nIts second line is here. More.")
+    spans = chunk_text(text)
+    got = dict(zip((text[s:e] for s, e in spans), section_headings(text, spans)))
+    assert got["Elwyn White\nHe was born in 1899."] == ""  # holds its own title
+    assert got["He wrote books. He lived in Maine."] == "Elwyn White"
+    assert got["ARTICLE 5\n\nThe party keeps secrets."] == ""  # holds the heading
+    assert got["It returns copies. It pays fees."] == "ARTICLE 5"  # a heading paragraph
+    assert got["More."] == ""  # a first line that is a sentence is no heading
+    assert section_headings("", []) == []

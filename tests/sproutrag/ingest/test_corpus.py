@@ -1,0 +1,254 @@
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sproutrag.documents import content_hash
+from sproutrag.ingest.corpus import CorpusNotFoundError, DocLimits, discover
+from sproutrag.ingest.listing import bounded_lines
+from tests.conftest import ROOT
+from tests.helpers import WITHOUT_DAC, lock_folder, unblock_fifo_after, write_files
+
+
+def test_folder_is_discovered_recursively_with_relative_ids(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("Alpha text.", encoding="utf-8")
+    (tmp_path / "sub" / "b.md").write_text("# Beta\n\nBody.", encoding="utf-8")
+    (tmp_path / "ignored.pdf").write_bytes(b"%PDF")
+    docs, failures = _pair(discover(str(tmp_path)))
+    assert [d.doc_id for d in docs] == ["a.txt", "sub/b.md"]
+    assert failures == []
+    assert docs[0].content_hash == content_hash("Alpha text.")
+    assert docs[1].source.endswith("sub/b.md")
+
+
+def test_bad_files_are_reported_not_fatal(tmp_path):
+    (tmp_path / "good.txt").write_text("Fine.", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("  \n", encoding="utf-8")
+    (tmp_path / "binary.txt").write_bytes(b"\x00\x01\x02abc")
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    docs, failures = _pair(discover(str(tmp_path)))
+    assert [d.doc_id for d in docs] == ["good.txt"]
+    reasons = {f.doc_id: f.reason for f in failures}
+    assert "empty" in reasons["empty.txt"]
+    assert "binary" in reasons["binary.txt"]
+    assert "UTF-8" in reasons["latin1.txt"] and "offset 3" in reasons["latin1.txt"]
+
+
+def test_jsonl_with_duplicates_and_bad_lines(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    lines = [
+        json.dumps({"doc_id": "d1", "text": "One."}),
+        "not json",
+        json.dumps({"doc_id": "d2"}),
+        json.dumps({"doc_id": "d1", "text": "Again."}),
+        "",
+        json.dumps({"doc_id": 7, "text": "Numeric id."}),
+    ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    docs, failures = _pair(discover(str(path)))
+    assert [d.doc_id for d in docs] == ["7"]  # d1 is there twice: neither copy is taken
+    assert len(failures) == 3
+    [dup] = [f for f in failures if f.doc_id == "d1"]
+    assert dup.doc_id_known and "duplicate doc_id: 2 entries" in dup.reason
+    assert f"{path}:1" in dup.reason and f"{path}:4" in dup.reason
+    assert any("missing field" in f.reason for f in failures)
+
+
+def test_single_file_and_missing_corpus(tmp_path):
+    f = tmp_path / "one.txt"
+    f.write_text("Just one.", encoding="utf-8")
+    docs, _ = _pair(discover(str(f)))
+    assert [d.doc_id for d in docs] == ["one.txt"]
+    with pytest.raises(CorpusNotFoundError, match="does not exist"):
+        discover(str(tmp_path / "nope"))
+    (tmp_path / "emptydir").mkdir()
+    with pytest.raises(CorpusNotFoundError, match="no .txt or .md"):
+        discover(str(tmp_path / "emptydir"))
+
+
+def test_invalid_doc_ids_and_unattributed_lines(tmp_path):
+    path = tmp_path / "c.jsonl"
+    lines = [
+        json.dumps({"doc_id": "ok", "text": "Fine."}),
+        json.dumps({"doc_id": "nul\x00", "text": "Text."}),
+        json.dumps({"doc_id": "tab\there", "text": "Text."}),
+        json.dumps({"doc_id": "  ", "text": "Text."}),
+        json.dumps({"doc_id": "lone", "text": "\ud800 broken"}),
+        json.dumps({"doc_id": "notext"}),
+        '{"doc_id": "cut", "text": "trunc',
+        json.dumps(["not", "an", "object"]),
+        json.dumps({"doc_id": None, "text": "Text."}),
+    ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    docs, failures = _pair(discover(str(path)))
+    assert [d.doc_id for d in docs] == ["ok"]
+    known = {f.doc_id: f.reason for f in failures if f.doc_id_known}
+    assert set(known) == {"nul\x00", "tab\there", "  ", "lone", "notext"}
+    assert "U+0000" in known["nul\x00"] and "U+0009" in known["tab\there"]
+    assert "empty" in known["  "] and "missing field 'text'" in known["notext"]
+    unknown = [f.doc_id for f in failures if not f.doc_id_known]
+    assert unknown == ["line 7", "line 8", "line 9"]
+    assert [f.shown for f in failures][:2] == ["'nul\\x00'", "'tab\\there'"]
+
+
+def test_file_names_with_control_characters_fail_alone(tmp_path):
+    (tmp_path / "good.txt").write_text("Fine.", encoding="utf-8")
+    (tmp_path / "bad\nname.txt").write_text("Also fine text.", encoding="utf-8")
+    docs, failures = _pair(discover(str(tmp_path)))
+    assert [d.doc_id for d in docs] == ["good.txt"]
+    [failure] = failures
+    assert failure.doc_id == "bad\nname.txt" and failure.doc_id_known
+    assert "U+000A" in failure.reason
+
+
+def _pair(found):
+    """(documents, failures) of a `Discovery`."""
+    return found.docs, found.failures
+
+
+def test_symlinks_are_followed_only_inside_the_corpus_folder(tmp_path):
+    corpus, outside = tmp_path / "corpus", tmp_path / "private"
+    (corpus / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (corpus / "a.txt").write_text("Alpha text.", encoding="utf-8")
+    (outside / "passwd.txt").write_text("root:x:0:0:secret", encoding="utf-8")
+    (corpus / "sub" / "same.txt").symlink_to(corpus / "a.txt")  # inside: followed
+    (corpus / "leak.txt").symlink_to(outside / "passwd.txt")  # outside: skipped
+    (corpus / "up.md").symlink_to("../private/passwd.txt")  # relative, outside
+    found = discover(str(corpus))
+    assert [d.doc_id for d in found.docs] == ["a.txt", "sub/same.txt"]
+    assert found.failures == []
+    assert [s.doc_id for s in found.skipped] == ["leak.txt", "up.md"]
+    assert all("outside the corpus folder" in s.reason and str(outside) in s.reason
+               for s in found.skipped)
+    allowed = discover(str(corpus), allow_external_symlinks=True)
+    assert [d.doc_id for d in allowed.docs] == ["a.txt", "leak.txt", "sub/same.txt", "up.md"]
+    assert allowed.skipped == []
+
+
+# -- what discovery could not see is reported (issue 23) ---------------------------------
+
+_PROBE = """
+import json, sys
+from sproutrag.ingest.corpus import discover
+try:
+    found = discover(sys.argv[1])
+except Exception as exc:
+    print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+else:
+    print(json.dumps({"docs": [d.doc_id for d in found.docs],
+                      "failures": [[f.doc_id, f.reason, f.doc_id_known, f.folder]
+                                   for f in found.failures]}))
+"""
+
+
+def _discover_without_dac(corpus: Path) -> dict:
+    proc = subprocess.run([*WITHOUT_DAC, sys.executable, "-c", _PROBE, str(corpus)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_an_unlistable_subfolder_is_a_failure_standing_for_its_documents(tmp_path):
+    corpus = write_files(tmp_path / "corpus", {"open/a.txt": "Alpha.", "open/b.txt": "Beta.",
+                                               "locked/c.txt": "Gamma.", "locked/d/e.md": "E."})
+    lock_folder(corpus / "locked")
+    found = _discover_without_dac(corpus)
+    assert found["docs"] == ["open/a.txt", "open/b.txt"]
+    [[doc_id, reason, known, folder]] = found["failures"]
+    assert (doc_id, known, folder) == ("locked/", False, "locked/")
+    assert "cannot list the folder locked/" in reason and "Permission denied" in reason
+    lock_folder(corpus)  # the corpus folder itself: the run stops, nothing is changed
+    assert found["docs"] and "CorpusUnreadableError" in _discover_without_dac(corpus)["error"]
+
+
+def test_named_pipes_and_sockets_are_never_opened(tmp_path):
+    corpus = write_files(tmp_path / "corpus", {"a.txt": "Alpha."})
+    os.mkfifo(corpus / "x.txt")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(corpus / "s.md"))
+        (corpus / "link.txt").symlink_to("x.txt")  # inside the folder: followed, to a pipe
+        with unblock_fifo_after(corpus / "x.txt", 10) as fired:
+            found = discover(str(corpus))
+    assert not fired.is_set(), "discovery blocked on the named pipe"
+    assert [d.doc_id for d in found.docs] == ["a.txt"]
+    reasons = {f.doc_id: f.reason for f in found.failures}
+    assert set(reasons) == {"link.txt", "s.md", "x.txt"}
+    assert all(f.doc_id_known for f in found.failures)  # an indexed version stays
+    assert "x.txt: a named pipe, not a regular file" in reasons["x.txt"]
+    assert "named pipe" in reasons["link.txt"] and "a socket" in reasons["s.md"]
+    with unblock_fifo_after(corpus / "x.txt", 10) as fired:
+        [single] = discover(str(corpus / "x.txt")).failures
+    assert not fired.is_set() and "named pipe" in single.reason
+
+
+def test_folder_symlinks_are_reported_not_followed(tmp_path):
+    corpus = write_files(tmp_path / "corpus", {"sub/a.txt": "Alpha."})
+    write_files(tmp_path / "out", {"b.txt": "Beta."})
+    (corpus / "alias").symlink_to("sub")
+    (corpus / "ext.txt").symlink_to("../out")
+    (corpus / "sub" / "loop").symlink_to("..")
+    found = discover(str(corpus))
+    assert [d.doc_id for d in found.docs] == ["sub/a.txt"] and found.failures == []
+    assert [s.doc_id for s in found.skipped] == ["alias/", "ext.txt/", "sub/loop/"]
+    assert "symlink to the folder" in found.skipped[1].reason
+    assert str(tmp_path / "out") in found.skipped[1].reason
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_huge_files_are_refused_before_reading(tmp_path):
+    corpus = write_files(tmp_path / "corpus", {"a.txt": "Alpha."})
+    with open(corpus / "huge.txt", "wb") as fh:  # 2 GB, sparse: takes no disk
+        fh.truncate(2 << 30)
+    before, t0 = _peak_rss_mib(), time.perf_counter()
+    found = discover(str(corpus))  # default limit: 100 MB
+    [failure] = found.failures
+    assert failure.doc_id == "huge.txt"
+    assert "2,147,483,648 bytes, over the limit of 100,000,000" in failure.reason
+    assert "pipeline.max_doc_bytes" in failure.reason
+    # under a higher limit it is binary (NUL bytes): found from its first 8 KiB
+    found = discover(str(corpus), limits=DocLimits(max_bytes=4 << 30))
+    assert "binary file" in found.failures[0].reason
+    assert _peak_rss_mib() - before < 200 and time.perf_counter() - t0 < 10
+
+
+def test_size_limits_of_files_and_jsonl_lines(tmp_path):
+    corpus = write_files(tmp_path / "corpus", {"a.txt": "Alpha.", "big.txt": "x" * 2000,
+                                               "wide.md": "\u00e9" * 450})
+    found = discover(str(corpus), limits=DocLimits(max_bytes=1000, max_chars=400))
+    assert [d.doc_id for d in found.docs] == ["a.txt"]
+    reasons = {f.doc_id: f.reason for f in found.failures}
+    assert "2,000 bytes, over the limit of 1,000 bytes" in reasons["big.txt"]
+    assert "450 characters, over the limit of 400 (pipeline.max_doc_chars)" in reasons["wide.md"]
+    jl = tmp_path / "c.jsonl"
+    rows = [{"doc_id": "d1", "text": "One."}, {"doc_id": "d2", "text": "y" * 5000},
+            {"doc_id": "d3", "text": "z" * 800}, {"doc_id": "d4", "text": "Four."}]
+    jl.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    found = discover(str(jl), limits=DocLimits(max_bytes=1000, max_chars=500))
+    assert [d.doc_id for d in found.docs] == ["d1", "d4"]
+    [long_line, d3] = found.failures
+    assert (long_line.doc_id, long_line.doc_id_known) == ("line 2", False)
+    assert "longer than 1,000 bytes (pipeline.max_doc_bytes)" in long_line.reason
+    assert d3.doc_id_known and "800 characters" in d3.reason
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64])
+def test_bounded_lines_match_splitlines_and_drop_long_ones(block):
+    data = b"ab\n\nlonger line here\nx\nlast-no-newline-but-long"
+    lines = list(bounded_lines(io.BytesIO(data), 5, block=block))
+    expected = [x if len(x) <= 5 else None for x in data.split(b"\n")]
+    assert lines == expected
+    assert list(bounded_lines(io.BytesIO(b"a\n"), 5, block=block)) == [b"a"]

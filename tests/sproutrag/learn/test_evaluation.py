@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.learn.evaluation import evaluate_variants
+from sproutrag.learn.features import DocFeatures, load_features, pair_heads, save_features
+from sproutrag.learn.report import write_report
+from sproutrag.learn.variants import (
+    Variant,
+    make_variants,
+    relations,
+    retrieve_flat,
+    retrieve_tree,
+    variant_trees,
+)
+from sproutrag.search.tree_search import SearchParams
+
+
+def _window(start, blocks):
+    blocks = np.asarray(blocks, np.float32)
+    return SimpleNamespace(start=start, stop=start + blocks.shape[1], blocks=blocks)
+
+
+def test_pair_heads_average_symmetrised_blocks_over_windows():
+    rng = np.random.default_rng(0)
+    a = rng.random((2, 3, 3))  # window over chunks 0..2, two heads
+    b = rng.random((2, 2, 2))  # window over chunks 1..2
+    i, j, h = pair_heads([_window(0, a), _window(1, b)], 3)
+    assert list(zip(i.tolist(), j.tolist(), strict=True)) == [(0, 1), (0, 2), (1, 2)]
+    sym = lambda x, p, q: (x[:, p, q] + x[:, q, p]) / 2  # noqa: E731
+    np.testing.assert_allclose(h[0], sym(a, 0, 1), rtol=1e-6)
+    np.testing.assert_allclose(h[2], (sym(a, 1, 2) + sym(b, 0, 1)) / 2, rtol=1e-6)
+    # relations are linear in the heads: any mix = heads @ w
+    w = np.array([0.3, 0.7])
+    f = DocFeatures("d", np.zeros((3, 2), np.int64), np.eye(3, dtype=np.float32), i, j, h)
+    _, _, m = relations(f, Variant("x", mix=w.reshape(1, 2)))
+    mixed_a, mixed_b = np.tensordot(w, a, 1), np.tensordot(w, b, 1)
+    want12 = ((mixed_a[1, 2] + mixed_a[2, 1]) / 2 + (mixed_b[0, 1] + mixed_b[1, 0]) / 2) / 2
+    assert m[2] == pytest.approx(want12, rel=1e-5)
+
+
+def _toy() -> dict[str, DocFeatures]:
+    # 4 unit vectors; attention joins (0,1) and (2,3); the query points at leaf 0.
+    emb = np.eye(4, dtype=np.float32)
+    spans = np.array([[0, 10], [10, 20], [20, 30], [30, 40]])
+    i = np.array([0, 1, 2], np.int32)
+    j = np.array([1, 2, 3], np.int32)
+    heads = np.array([[0.9], [0.1], [0.8]], np.float32)
+    return {"d": DocFeatures("d", spans, emb, i, j, heads)}
+
+
+def test_tree_retrieval_expands_internal_nodes_and_respects_the_budget():
+    feats = _toy()
+    v = Variant("t", mix=np.ones((1, 1)), parent_embedding="size_weighted")
+    trees = variant_trees(feats, v)
+    q = np.array([1.0, 0.9, 0.0, 0.0], np.float32)  # closest to the node {0, 1}
+    p = SearchParams(beam_width=5, threshold=0.0)
+    units = retrieve_tree(trees, feats, q, ["d"], k=2, params=p)
+    assert units == [("d", 0, 10), ("d", 10, 20)]  # node {0,1} expanded
+    one = retrieve_tree(trees, feats, q, ["d"], k=1, params=p)
+    assert one == [("d", 0, 10)]  # the node does not fit k = 1: its best leaf does
+    high = SearchParams(beam_width=5, threshold=0.9995)
+    assert retrieve_tree(trees, feats, q, ["d"], k=5, params=high) == []
+    # a size penalty makes the node lose to its own best leaf, then the next leaf
+    calibrated = SearchParams(beam_width=5, size_penalty=0.3)  # node 0.999 - 0.3 < leaf 0.743
+    units = retrieve_tree(trees, feats, q, ["d"], k=2, params=calibrated)
+    assert units == [("d", 0, 10), ("d", 10, 20)]
+    stats: dict = {}
+    retrieve_tree(trees, feats, q, ["d"], k=2, params=calibrated, stats=stats)
+    assert stats == {"hits": 2, "internal_hits": 0}
+    assert retrieve_flat(feats, q, ["d"], k=2) == [("d", 0, 10), ("d", 10, 20)]
+
+
+def test_band_and_embedding_relations():
+    f = _toy()["d"]
+    i, j, m = relations(f, Variant("x", band=1))
+    assert len(i) == 0
+    _, _, m = relations(f, Variant("x", relation="embedding"))
+    np.testing.assert_allclose(m, 0.5)  # orthogonal unit vectors: (1 + 0) / 2
+
+
+def test_features_round_trip(tmp_path):
+    feats = _toy()
+    save_features(feats, tmp_path / "f.npz")
+    back = load_features(tmp_path / "f.npz")
+    for name in ("spans", "emb", "pair_i", "pair_j", "heads"):
+        np.testing.assert_array_equal(getattr(back["d"], name), getattr(feats["d"], name))
+
+
+def test_evaluate_variants_and_report(tmp_path):
+    feats = _toy()
+    queries = [{"qid": "a", "doc_ids": ["d"], "gold": [{"doc_id": "d", "start": 2, "end": 5}]}]
+    qvecs = np.array([[1.0, 0.9, 0.0, 0.0]], np.float32)
+    w = AggregationWeights(np.zeros((1, 1)), 0.0)
+    variants = make_variants(["flat", "tree", "b1"], w, "size_weighted")
+    rows = evaluate_variants(variants, feats, queries, qvecs, [1, 2])
+    flat, tree = rows[0], rows[1]
+    assert flat["per_k"][0]["precision"] == 1.0 and flat["per_k"][1]["precision"] == 0.5
+    assert tree["per_k"][1]["recall"] == 1.0 and tree["stats"]["internal_hit_share_at_kmax"] == 1
+    paths = write_report(rows, tmp_path, {"command": "x"}, flat_name=flat["name"])
+    assert paths["png"].stat().st_size > 1000
+    assert "IE / flat" in paths["markdown"].read_text()
+    assert json.loads(paths["json"].read_text())["rows"][0]["name"] == flat["name"]
+    with pytest.raises(ValueError, match="unknown modes"):
+        make_variants(["nope"], w, "size_weighted")
+
+
+@pytest.mark.model
+def test_head_features_give_the_encoders_relations():
+    """heads @ mix equals the relations `encode_documents` stores (the index path)."""
+    from sproutrag.encoder.encoder import Encoder
+    from sproutrag.ingest.chunking import chunk_text
+    from sproutrag.learn.features import featurize_document
+
+    text = " ".join(f"Clause {n}. The party shall keep item {n} secret." for n in range(16))
+    spans = np.asarray(chunk_text(text), np.int64)
+    alpha = np.random.default_rng(1).normal(size=(6, 12)).astype(np.float32)
+    enc = Encoder(device="cpu", window_tokens=64, window_stride=32,
+                  weights=AggregationWeights(alpha))
+    f = featurize_document(enc, "d", text, spans)
+    ref = enc.encode_document(text, [tuple(s) for s in spans.tolist()])
+    i, j, m = relations(f, Variant("x", mix=enc.weights.mix()))
+    np.testing.assert_array_equal(i, ref.rel_i)
+    np.testing.assert_array_equal(j, ref.rel_j)
+    np.testing.assert_allclose(m, ref.rel_m, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(f.emb, ref.embeddings, atol=1e-5)
+
+
+@pytest.mark.model
+def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_path, capsys):
+    """`evaluate --db` loads the feature file of this evaluation, not the newest file in
+    the cache (here a decoy of another corpus, touched later)."""
+    import os
+
+    from flows.cli import main
+    from tests.flows.test_incremental import TEXTS
+
+    docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"
+    docs.write_text("".join(json.dumps({"doc_id": k, "text": v}) + "\n"
+                            for k, v in TEXTS.items()), encoding="utf-8")
+    golds = [("q1", "When is payment due?", "a.txt", "Payment is due in 45 days."),
+             ("q2", "How often is security training?", "sub/c.txt",
+              "Security training is mandatory every year.")]
+    queries.write_text("".join(json.dumps({
+        "qid": q, "query": text, "doc_ids": [d],
+        "gold": [{"doc_id": d, "start": TEXTS[d].index(g), "end": TEXTS[d].index(g) + len(g)}],
+    }) + "\n" for q, text, d, g in golds), encoding="utf-8")
+    cache = tmp_path / "cache"
+    decoy = cache / "features-0000000000000000.npz"
+    save_features(_toy(), decoy)
+    os.utime(decoy, (2_000_000_000, 2_000_000_000))  # the newest file in the cache
+    out = tmp_path / "eval"
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                 "flat", "tree", "--db", str(tmp_path / "db"), "--out", str(out),
+                 "--cache", str(cache)]) == 0
+    report = json.loads((out / "results.json").read_text())
+    rows = {r["name"]: r for r in report["rows"]}
+    assert report["meta"]["features"] != str(decoy)
+    for mode, name in (("flat", "flat (leaf only)"), ("tree", "tree (trained)")):
+        stored = rows[f"{mode} [database {tmp_path / 'db'}]"]
+        assert stored["per_query"]["qid"] == rows[name]["per_query"]["qid"] == ["q1", "q2"]
+        assert stored["avg"] == pytest.approx(rows[name]["avg"], abs=1e-9), mode

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.learn.features import DocFeatures
+from sproutrag.learn.losses import attn_loss, collect_gold_pairs, gold_leaves, info_nce
+from sproutrag.learn.training import train_alpha
+
+
+def test_attn_loss_paper_on_hand_made_tensors():
+    # Two heads, uniform alpha: w = (1/2, 1/2); pair relations per head.
+    heads = torch.tensor([[0.2, 0.6], [0.1, 0.1]])
+    alpha = torch.zeros(2)
+    # M = (0.4, 0.1): loss = mean(-log 0.4, -log 0.1)
+    want = (-math.log(0.4) - math.log(0.1)) / 2
+    assert float(attn_loss(alpha, heads)) == pytest.approx(want, rel=1e-6)
+    # All weight on head 1: M = (0.6, 0.1)
+    alpha = torch.tensor([-50.0, 50.0])
+    assert float(attn_loss(alpha, heads)) == pytest.approx(
+        (-math.log(0.6) - math.log(0.1)) / 2, rel=1e-5
+    )
+
+
+def test_attn_loss_row_normalised():
+    heads = torch.tensor([[0.2, 0.6]])
+    rows = torch.tensor([[0.4, 2.4]])
+    alpha = torch.zeros(2)
+    # M = 0.4, row mass = 1.4
+    assert float(attn_loss(alpha, heads, rows, "row")) == pytest.approx(-math.log(0.4 / 1.4))
+    with pytest.raises(ValueError, match="attn loss"):
+        attn_loss(alpha, heads, rows, "nope")
+
+
+def test_info_nce_on_hand_made_tensors():
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    pos = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    hard = [torch.tensor([[0.6, 0.8]]), torch.zeros((0, 2))]
+    tau = 0.5
+    # query 0 logits: [1, 0, 0.6] / tau; query 1: [0, 1] / tau
+    l0 = math.log(math.exp(2) + math.exp(0) + math.exp(1.2)) - 2
+    l1 = math.log(math.exp(0) + math.exp(2)) - 2
+    assert float(info_nce(q, pos, hard, tau)) == pytest.approx((l0 + l1) / 2, rel=1e-6)
+
+
+def _features() -> dict[str, DocFeatures]:
+    # 4 chunks of 10 chars; pairs (0,1) (1,2) (2,3) (0,2); two heads.
+    spans = np.array([[0, 10], [10, 20], [20, 30], [30, 40]])
+    i = np.array([0, 0, 1, 2], np.int32)
+    j = np.array([1, 2, 2, 3], np.int32)
+    heads = np.array([[0.30, 0.01], [0.02, 0.40], [0.30, 0.02], [0.30, 0.01]], np.float32)
+    return {"d": DocFeatures("d", spans, np.eye(4, dtype=np.float32), i, j, heads)}
+
+
+def test_gold_pairs_only_between_gold_chunks_sharing_a_window():
+    feats = _features()
+    assert list(gold_leaves(feats["d"], [(5, 8), (25, 26)])) == [0, 2]
+    queries = [
+        {"doc_ids": ["d"], "gold": [{"doc_id": "d", "start": 5, "end": 8},
+                                    {"doc_id": "d", "start": 25, "end": 26}]},
+        {"doc_ids": ["d"], "gold": [{"doc_id": "d", "start": 0, "end": 40}]},
+    ]
+    pairs = collect_gold_pairs(feats, queries)
+    # query 0: pair (0, 2); query 1: all 4 stored pairs
+    assert list(pairs.query) == [0, 1, 1, 1, 1]
+    np.testing.assert_allclose(pairs.heads[0], [0.02, 0.40])
+    with pytest.raises(ValueError, match="no gold pairs"):
+        collect_gold_pairs(feats, [{"doc_ids": ["d"], "gold": [
+            {"doc_id": "d", "start": 0, "end": 5}]}])
+
+
+def test_tiny_training_run_lowers_the_loss_and_moves_weight_to_the_gold_head():
+    feats = _features()
+    q = [{"doc_ids": ["d"], "gold": [{"doc_id": "d", "start": 5, "end": 8},
+                                     {"doc_id": "d", "start": 25, "end": 26}]}]
+    pairs = collect_gold_pairs(feats, q)
+    alpha, hist = train_alpha(pairs, n_layers=1, n_heads=2, epochs=50, lr=0.05)
+    assert hist[-1]["l_attn"] < hist[0]["l_attn"]
+    w = AggregationWeights(alpha).mix().ravel()
+    assert w[1] > w[0]  # head 1 relates the gold pair (0, 2)
+
+
+def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
+    from schemas.settings import fingerprint, load_settings
+    from sproutrag.encoder.encoder import Encoder
+
+    alpha = np.random.default_rng(0).normal(size=(6, 12)).astype(np.float32)
+    trained = AggregationWeights(alpha, 0.35, trained_on="train.docs.jsonl")
+    path = trained.save(tmp_path / "weights.json")
+    back = AggregationWeights.load(path)
+    assert back == trained and back.delta == 0.35
+    np.testing.assert_array_equal(back.alpha, trained.alpha)
+
+    def index_fp(weights: AggregationWeights) -> str:
+        settings = load_settings(None)
+        enc = Encoder(weights=weights)
+        return fingerprint({**enc.fingerprint_fields(), **settings.tree_fields()})
+
+    assert index_fp(back) == index_fp(trained)
+    assert index_fp(back) != index_fp(AggregationWeights.uniform())
+    # Through the settings path used by the index flow (encoding.weights = file).
+    from tasks.database import index_fingerprint
+
+    fp_file = index_fingerprint(load_settings(None, encoding={"weights": str(path)}))
+    uniform = AggregationWeights.uniform().save(tmp_path / "uniform.json")
+    fp_uniform = index_fingerprint(load_settings(None, encoding={"weights": str(uniform)}))
+    assert fp_file != fp_uniform
+    # A query-time parameter (delta, the search) never changes the index fingerprint.
+    searched = AggregationWeights(alpha, 0.0, lexical_weight=0.5, size_penalty=1.0,
+                                  seed_leaves=True).save(tmp_path / "searched.json")
+    assert index_fingerprint(load_settings(None, encoding={"weights": str(searched)})) == fp_file

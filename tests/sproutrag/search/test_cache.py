@@ -1,0 +1,58 @@
+"""The Retriever's tree and term-count cache: keyed by tree id, bounded by bytes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.search.cache import LRUCache
+from sproutrag.storage.store import Store
+from tests.sproutrag.storage.test_store import DIM, _item
+
+
+def test_lru_keeps_the_recently_used_within_the_budget():
+    cache = LRUCache(10)
+    for key in "abc":
+        cache.put(key, key.upper(), 4)
+    assert cache.keys() == ["b", "c"] and cache.nbytes == 8
+    assert cache.get("b") == "B"  # b is now the most recent
+    cache.put("d", "D", 4)
+    assert cache.keys() == ["b", "d"] and cache.get("c") is None
+    cache.put("huge", "H", 50)  # larger than the budget: not kept
+    assert len(cache) == 0 and cache.nbytes == 0
+    with pytest.raises(ValueError):
+        LRUCache(-1)
+
+
+def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
+    from sproutrag.search.retriever import Retriever
+
+    store = Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    store.write([_item(f"d{i}", " ".join(words[i:] + words[:i]), seed=i) for i in range(8)],
+                "fp")
+    weights = AggregationWeights(np.zeros((1, 1), np.float32), delta=-1.0, lexical_weight=1.0)
+    encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
+    unbounded = Retriever(store.uri, encoder=encoder, n_docs=8)
+    budget = 6_000  # about two trees with their term counts
+    small = Retriever(store.uri, encoder=encoder, n_docs=8, cache_bytes=budget)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q = rng.normal(size=DIM).astype(np.float32)
+        for doc in (["d1"], ["d5", "d2"], None):
+            want = unbounded.search_vector("beta kappa", q, k=3, doc_ids=doc)
+            assert small.search_vector("beta kappa", q, k=3, doc_ids=doc) == want
+            assert 0 < small._cache.nbytes <= budget
+    assert len(unbounded._cache) == 16  # 8 trees and 8 term counts: unbounded grows
+    assert len(small._cache) < 16
+    # Kinds share the cache and the tree id is part of every key.
+    assert {k[0] for k in small._cache.keys()} == {"tree", "terms"}
+    old = {k for k in unbounded._cache.keys() if k[1] == "d1"}
+    store.write([_item("d1", "replaced text now", seed=99)], "fp")
+    [hit] = unbounded.search_vector("replaced", rng.normal(size=DIM).astype(np.float32),
+                                    k=1, doc_ids=["d1"])
+    assert hit.text in ("replaced", "text", "now")
+    assert old and not ({k for k in unbounded._cache.keys() if k[1] == "d1"} <= old)

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sproutrag.search.lexical import LeafTerms, bm25_leaves, bm25_nodes, bm25_scores, tokenize
+from sproutrag.trees.tree import build_tree
+
+
+def test_tokenize_lowercases_drops_stopwords_and_stems():
+    assert tokenize("The Receiving Party shall NOT disclose; e-mail 30 days.") == [
+        "receiv", "parti", "disclos", "e", "mail", "30", "day"]
+    assert tokenize("中文 Ünïcode") == ["中文", "ünïcode"]  # other scripts: unchanged
+    # a question's word forms meet its evidence's: one stem per family
+    assert tokenize("formed forming form") == ["form"] * 3
+    assert tokenize("Confidentiality confidential") == ["confidenti"] * 2
+    assert tokenize("terminate termination terminated") == ["termin"] * 3
+
+
+def test_stemmed_forms_match_in_bm25():
+    texts = ["The band was formed in 1994.", "The album was released in 2003."]
+    got = bm25_scores("When was the band forming?", texts)
+    assert got[0] > 0 and got[1] == 0  # "forming" finds "formed" (and "band")
+    only_form = bm25_scores("forming", texts)
+    assert only_form[0] > 0 and only_form[1] == 0
+
+
+def test_stemming_is_thread_safe():
+    """Snowball stemmers keep state while stemming: each thread has its own (uncached
+    calls here, so threads really stem at the same time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sproutrag.search.lexical import stem
+
+    words = [f"{w}{e}" for w in ("terminat", "disclos", "form", "agre", "notif")
+             for e in ("e", "ed", "ing", "es", "ion", "ement", "ied", "y")] * 200
+    want = [stem.__wrapped__(w) for w in words]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda i: [stem.__wrapped__(w) for w in words[i:] + words[:i]],
+                            range(8)))
+    assert all(g == want[i:] + want[:i] for i, g in enumerate(got))
+
+
+def test_bm25_against_a_hand_computed_case():
+    texts = ["notice period notice", "termination", "payment terms apply here"]
+    got = bm25_scores("notice termination", texts)
+    # lengths 3, 1, 4 tokens (avg 8/3); "notice": df 1 of 3, tf 2 in text 0;
+    # "termination": df 1, tf 1 in text 1. k1 = 1.2, b = 0.75.
+    idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    avg = 8 / 3
+    t0 = idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / avg))
+    t1 = idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 1 / avg))
+    np.testing.assert_allclose(got, [t0, t1, 0.0])
+    assert not bm25_scores("the of and", texts).any()  # only stopwords: nothing matches
+    assert bm25_scores("x", []).shape == (0,)
+
+
+def test_collection_spans_documents_and_nodes_sum_their_leaves():
+    a = LeafTerms.of(["alpha beta", "gamma"])
+    b = LeafTerms.of(["alpha", "delta delta"])
+    per_leaf = bm25_leaves("alpha delta", [a, b])
+    joint = bm25_scores("alpha delta", ["alpha beta", "gamma", "alpha", "delta delta"])
+    np.testing.assert_allclose(np.concatenate(per_leaf), joint)  # one collection
+    vecs = np.eye(2, dtype=np.float32)
+    tree = build_tree(vecs, np.array([0]), np.array([1]), np.array([0.5], np.float32))
+    nodes = bm25_nodes("alpha delta", [b], [tree])[0]
+    assert nodes.shape == (3,)
+    np.testing.assert_allclose(nodes[:2], bm25_leaves("alpha delta", [b])[0])
+    # the root is the text "alpha delta delta" scored with the leaves' statistics
+    idf = math.log(1 + (2 - 1 + 0.5) / (1 + 0.5))
+    avg = 1.5
+    root = (idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / avg))
+            + idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / avg)))
+    assert nodes[2] == pytest.approx(root)
+
+
+def test_leaf_context_counts_as_part_of_the_leaf():
+    text = "Elwyn White\nHe was born in 1899. He wrote books.\n\nOther\nNothing here."
+    from sproutrag.ingest.chunking import chunk_text
+
+    spans = chunk_text(text, sentences_per_chunk=1)
+    terms = LeafTerms.of_document(text, spans)
+    second = [i for i, (s, e) in enumerate(spans) if text[s:e] == "He wrote books."][0]
+    assert terms.counts[second]["white"] == 2  # from the heading "Elwyn White", twice
+    assert terms.counts[second]["wrote"] == 1
+    # elwyn white (x2) wrote book ("he": a stopword; "books" stemmed)
+    assert terms.lengths[second] == 6
+    assert terms.counts[second]["book"] == 1
+    with pytest.raises(ValueError, match="contexts"):
+        LeafTerms.of(["a", "b"], ["x"])

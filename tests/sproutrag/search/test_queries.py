@@ -1,0 +1,56 @@
+"""Query batches are checked entry by entry, the same for the CLI and the flow."""
+
+from __future__ import annotations
+
+import json
+
+from sproutrag.search.batch import Entry, check_batch, parse_lines, run_queries
+
+
+def test_each_bad_entry_gets_its_own_error_and_the_rest_runs():
+    lines = [
+        json.dumps({"qid": 7, "query": "integer qid"}),
+        json.dumps({"qid": "a", "query": "ints as doc ids", "doc_ids": [1, 2]}),
+        json.dumps({"qid": "b", "query": "null doc id", "doc_ids": [None]}),
+        json.dumps({"qid": "c", "query": "a bare string", "doc_ids": "d1"}),
+        "{not json",
+        "",
+        json.dumps({"qid": "a", "query": "duplicate"}),
+        json.dumps({"qid": 1.5, "query": "float qid"}),
+        json.dumps(["a", "list"]),
+        json.dumps({"qid": "e", "query": 3}),
+        json.dumps({"query": "no qid", "doc_ids": []}),
+    ]
+    checked = check_batch(parse_lines(line + "\n" for line in lines))
+    by_qid = {q.qid: q for q in checked}
+    assert [q.qid for q in checked] == ["7", "a", "b", "c", "line-5", "a", "line-8",
+                                        "line-9", "e", "line-11"]
+    assert by_qid["7"].error is None and by_qid["7"].query == "integer qid"
+    assert checked[1].error is None and checked[1].doc_ids == ["1", "2"]
+    assert "doc_ids must hold strings, got None at position 0" in checked[2].error
+    assert 'got the string \'d1\' (write ["d1"])' in checked[3].error
+    assert checked[4].error.startswith("line 5 is not a JSON object")
+    assert "duplicate qid 'a' (first on line 2)" in checked[5].error
+    assert "qid must be a string or an integer, got float" in checked[6].error
+    assert "a query must be a JSON object" in checked[7].error
+    assert "query must be a string, got int" in checked[8].error
+    assert "doc_ids is empty" in checked[9].error
+
+
+def test_run_queries_reports_per_entry_and_searches_the_good_ones():
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def search(self, query, *, k, doc_ids, mode):
+            self.calls.append((query, doc_ids))
+            return []
+
+    rec = Recorder()
+    rows = run_queries(rec, [Entry(1, {"qid": 1, "query": "x", "doc_ids": [3]}),
+                             Entry(2, error="line 2 is not a JSON object (x)"),
+                             {"qid": 1, "query": "again"}])
+    assert rec.calls == [("x", ["3"])]
+    assert rows[0] == {"qid": "1", "results": []}
+    assert rows[1]["qid"] == "line-2" and "not a JSON object" in rows[1]["error"]
+    assert rows[2]["qid"] == "1" and "duplicate qid" in rows[2]["error"]

@@ -1,0 +1,123 @@
+"""Damaged tables and documents: found by the checks, never made worse by garbage
+collection, re-indexed by the plan (sproutrag.storage.check, Store.collect_garbage)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sproutrag.documents import SourceDocument, content_hash
+from sproutrag.ingest.plan import plan_changes
+from sproutrag.ingest.run_summary import RunSummary
+from sproutrag.storage.check import (
+    DamagedTableError,
+    check_database,
+    check_for_run,
+    explain_damage,
+    move_aside,
+)
+from sproutrag.storage.store import DatabaseNotFoundError, Store
+from tests.sproutrag.storage.test_store import _item
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=8)
+    s.write([_item("a", "one two three"), _item("b", "x y"), _item("c", "p q r s")], "fp")
+    return s
+
+
+def _rolled_back(store: Store) -> None:
+    """`a` re-indexed with a new tree, then `nodes` restored to its older version: the
+    documents row of `a` names a tree that is gone, its older tree is back."""
+    version = store.table("nodes").version
+    store.write([_item("a", "one two three four five", seed=1)], "fp")
+    nodes = store.table("nodes")
+    nodes.checkout(version)
+    nodes.restore()
+
+
+def _data_file(store: Store, table: str) -> Path:
+    return next((Path(store.uri) / f"{table}.lance" / "data").glob("*.lance"))
+
+
+def test_a_healthy_database_checks_healthy(store):
+    report = check_database(store.uri)
+    assert report.healthy and report.problems == []
+    assert report.lines()[-1].endswith("3 documents, 15 nodes rows checked: healthy")
+    assert check_for_run(store.uri).unreadable == {}
+
+
+def test_rolled_back_nodes_the_document_is_damaged_and_gc_keeps_its_old_tree(store):
+    _rolled_back(store)
+    old = store.table("nodes").count_rows()
+    health = check_for_run(store.uri)
+    assert list(health.documents) == ["a"] and "has no nodes" in health.documents["a"]
+    assert store.collect_garbage() == 0  # the only tree `a` has stays
+    assert store.table("nodes").count_rows() == old
+    report = check_database(store.uri)
+    assert not report.healthy and report.problems[0].startswith("document 'a': its tree")
+    docs = [SourceDocument(d, d, t, content_hash(t)) for d, t in
+            (("a", "one two three four five"), ("b", "x y"), ("c", "p q r s"))]
+    indexed = store.indexed()
+    plan = plan_changes(docs, indexed, "fp", damaged=health.documents)
+    assert [d.doc_id for d in plan.changed] == ["a"] and plan.unchanged == ["b", "c"]
+    assert plan.repaired == health.documents
+    # re-indexing `a` leaves exactly the current trees
+    store.write([_item("a", "one two three four five", seed=1)], "fp")
+    assert check_database(store.uri).healthy
+    assert store.table("nodes").count_rows() == 9 + 3 + 7
+
+
+def test_gc_does_not_run_without_a_documents_table(store):
+    import lancedb
+
+    lancedb.connect(store.uri).drop_table("documents")
+    assert store.collect_garbage() == 0
+    assert store.table("nodes").count_rows() == 5 + 3 + 7
+
+
+def test_a_stored_text_that_does_not_match_its_hash_is_found(store):
+    # What nine changed bytes in a data file can do without any read error (the text
+    # is compressed in the file, so the test changes it through LanceDB).
+    store.table("documents").update(where="doc_id = 'b'", values={"text": "x z"})
+    health = check_for_run(store.uri)
+    assert health.documents == {"b": "its stored text does not match its content hash"}
+    report = check_database(store.uri)
+    assert report.problems == ["document 'b': its stored text does not match its content hash"]
+    assert "re-indexes the damaged documents" in report.lines()[-1]
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate"])
+@pytest.mark.parametrize("table", ["nodes", "documents", "runs"])
+def test_a_lost_or_truncated_data_file_is_found_at_the_start(store, table, damage):
+    store.start_run(RunSummary(corpus="c", fingerprint="fp").to_row())
+    path = _data_file(store, table)
+    if damage == "delete":
+        path.unlink()
+    else:
+        os.truncate(path, path.stat().st_size // 2)
+    health = check_for_run(store.uri)
+    assert list(health.unreadable) == [table]
+    with pytest.raises(DamagedTableError, match=f"table '{table}' of .*sproutrag check --db"):
+        with explain_damage(store.uri):
+            store.table(table).to_arrow()  # what a query's read does
+    report = check_database(store.uri)
+    assert report.problems[0].startswith(f"table '{table}' cannot be read")
+    assert "--full" in report.lines()[-1]
+
+
+def test_move_aside_keeps_the_damaged_table_out_of_sight(store):
+    _data_file(store, "nodes").unlink()
+    moved = move_aside(store.uri, ["nodes"])
+    assert Path(moved["nodes"]).is_dir() and ".lance.damaged-" in moved["nodes"]
+    assert store.table("nodes") is None
+    assert check_for_run(store.uri).unreadable == {}
+
+
+def test_check_of_a_missing_database_creates_nothing(tmp_path):
+    with pytest.raises(DatabaseNotFoundError, match="no such folder"):
+        check_database(str(tmp_path / "none"))
+    assert not (tmp_path / "none").exists()

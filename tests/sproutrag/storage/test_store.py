@@ -1,0 +1,290 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sproutrag.documents import SourceDocument, content_hash
+from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.storage.store import IndexedDocument, StaleIndexError, Store, sql_quote
+from sproutrag.trees.tree import build_tree
+
+DIM = 8
+
+
+def _item(doc_id: str, text: str, seed: int = 0) -> IndexedDocument:
+    words = text.split(" ")
+    spans, pos = [], 0
+    for w in words:
+        spans.append((pos, pos + len(w)))
+        pos += len(w) + 1
+    n = len(spans)
+    rng = np.random.default_rng(seed)
+    i = np.arange(n - 1)
+    tree = build_tree(rng.normal(size=(n, DIM)).astype(np.float32), i, i + 1,
+                      rng.uniform(0.1, 1, n - 1).astype(np.float32))
+    doc = SourceDocument(doc_id, f"mem://{doc_id}", text, content_hash(text))
+    return IndexedDocument(doc, np.asarray(spans, dtype=np.int64), tree)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM)
+
+
+def test_write_and_read_back(store):
+    item = _item("a.txt", "alpha beta gamma delta")
+    assert store.write([item], "fp1") == 7
+    got = store.load_tree("a.txt")
+    assert np.array_equal(got.tree.left, item.tree.left)
+    assert np.array_equal(got.tree.leaf_order, item.tree.leaf_order)
+    assert np.allclose(got.tree.vectors, item.tree.vectors)
+    assert got.texts == ["alpha", "beta", "gamma", "delta"]
+    assert store.indexed() == {"a.txt": (item.doc.content_hash, "fp1")}
+    nodes = store.table("nodes").to_arrow().to_pydict()
+    for s, e, t, left in zip(nodes["start"], nodes["end"], nodes["text"], nodes["left"]):
+        if left == -1:
+            assert item.doc.text[s:e] == t
+        else:
+            assert s is None and e is None and t is None
+
+
+def test_replace_removes_old_nodes_and_delete_removes_all(store):
+    store.write([_item("a", "one two three four five"), _item("b", "x y")], "fp")
+    store.write([_item("a", "short now", seed=1)], "fp")
+    ids = store.table("nodes").to_arrow().column("node_id").to_pylist()
+    assert sorted(i for i in ids if i.startswith("a:")) == ["a:0", "a:1", "a:2"]
+    assert store.load_tree("b").tree.n == 2
+    store.delete(["a"])
+    assert set(store.indexed()) == {"b"}
+    left = store.table("nodes").to_arrow().column("doc_id").to_pylist()
+    assert set(left) == {"b"}
+
+
+def test_doc_ids_with_quotes_cannot_inject(store):
+    store.write([_item("it's", "a b"), _item("other", "c d e")], "fp")
+    assert store.load_tree("it's").tree.n == 2
+    with pytest.raises(KeyError):
+        store.load_tree("x' OR '1'='1")
+    store.delete(["x' OR doc_id != '"])
+    assert set(store.indexed()) == {"it's", "other"}
+    assert sql_quote("a'b") == "'a''b'"
+
+
+def test_other_encoder_is_refused(tmp_path):
+    Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM).write(
+        [_item("a", "a b")], "fp")
+    other = Store(str(tmp_path / "db"), encoder_id="other/model", dim=DIM)
+    with pytest.raises(StaleIndexError, match="other/model"):
+        other.indexed()
+    opened = Store.open_existing(str(tmp_path / "db"))
+    assert (opened.encoder_id, opened.dim) == ("fake/encoder", DIM)
+
+
+def _node_ids(store) -> list[str]:
+    return store.table("nodes").to_arrow().column("node_id").to_pylist()
+
+
+def test_readers_see_a_replaced_document_wholly_old_or_wholly_new(store):
+    """The commit sequence of a replacement, stopped after each commit (what a kill
+    leaves): load_tree always gives one whole version, the one `documents` names."""
+    from sproutrag.storage.store import document_rows, node_rows
+
+    old, new = _item("a", "one two three", seed=1), _item("a", "four five six seven", seed=2)
+    store.write([old, _item("b", "x y")], "fp")
+    # 1. nodes-written: the new tree is appended under a fresh tree id
+    store.table("nodes").add(node_rows(new, "t-new"))
+    got = store.load_tree("a")
+    assert got.texts == ["one", "two", "three"] and np.allclose(got.tree.vectors,
+                                                                old.tree.vectors)
+    assert store.indexed()["a"][0] == old.doc.content_hash
+    # 2. documents-written: the documents row switches text and tree in one commit
+    store.table("documents").merge_insert("doc_id").when_matched_update_all() \
+        .when_not_matched_insert_all().execute(document_rows([new], "fp", {"a": "t-new"}))
+    got = store.load_tree("a")
+    assert got.texts == ["four", "five", "six", "seven"]
+    assert np.allclose(got.tree.vectors, new.tree.vectors)
+    assert len(_node_ids(store)) > len(set(_node_ids(store)))  # the old tree is still there
+    # 3. the next run removes the tree no documents row names
+    assert store.collect_garbage() == 5
+    assert sorted(_node_ids(store)) == sorted(
+        [f"a:{i}" for i in range(7)] + ["b:0", "b:1", "b:2"])
+    assert store.load_tree("b").tree.n == 2
+
+
+def test_a_completed_write_leaves_exactly_the_current_trees(store):
+    store.write([_item("a", "one two three four five"), _item("b", "x y")], "fp")
+    store.write([_item("a", "short now", seed=1), _item("c", "p q r")], "fp")
+    trees = store.current_trees()
+    nodes = store.table("nodes").to_arrow()
+    assert sorted(set(zip(nodes["doc_id"].to_pylist(), nodes["tree_id"].to_pylist()))) == \
+        sorted((d, t) for d, (t, _) in trees.items())
+    assert len(set(_node_ids(store))) == nodes.num_rows == 3 + 3 + 5
+    version = store.table("nodes").version
+    assert store.collect_garbage() == 0 and store.table("nodes").version == version
+
+
+def test_deleted_documents_disappear_with_their_documents_row(store):
+    store.write([_item("a", "one two"), _item("b", "x y")], "fp")
+    store.table("documents").delete("doc_id = 'a'")  # what a kill after that commit leaves
+    with pytest.raises(KeyError, match="'a'"):
+        store.load_tree("a")
+    assert store.collect_garbage() == 3
+    assert set(store.table("nodes").to_arrow().column("doc_id").to_pylist()) == {"b"}
+
+
+def test_unchanged_maintenance_writes_nothing(store):
+    store.write([_item("a", "one two")], "fp")
+    store.start_run(_run_row("r1", "running"))
+    store.finish_run(_run_row("r1", "completed"))
+    before = {n: store.table(n).version for n in ("documents", "nodes", "runs")}
+    assert store.maintain(keep_versions_days=7, min_fragments=8, min_old_versions=1) == {}
+    assert {n: store.table(n).version for n in before} == before
+    removed = store.maintain(keep_versions_days=0, min_fragments=8, min_old_versions=2)
+    assert removed == {"runs": 2}  # documents and nodes have 1 version to remove: kept
+    assert {n: len(store.table(n).list_versions()) for n in before} == {
+        "documents": 2, "nodes": 2, "runs": 1}
+    [row] = store.table("runs").to_arrow().to_pylist()
+    assert (row["run_id"], row["status"]) == ("r1", "completed")
+
+
+def _run_row(run_id: str, status: str) -> dict:
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    return {"run_id": run_id, "corpus": "c", "started_at": now,
+            "finished_at": None if status == "running" else now, "n_new": 0, "n_changed": 0,
+            "n_deleted": 0, "n_unchanged": 0, "n_failed": 0, "n_chunks": 0, "n_nodes": 0,
+            "n_chars": 0, "failures_json": "[]", "timings_json": "{}", "seconds": 0.0,
+            "index_fingerprint": "fp", "status": status, "message": None}
+
+
+V1_DROPPED = {"documents": ["tree_id"], "nodes": ["tree_id"],
+              "runs": ["status", "message", "flow_run_id"]}
+
+
+def make_schema_1(db: str, fingerprint: str | None = None) -> None:
+    """Rewrite a current database as schema version 1 wrote it (the columns it lacked
+    dropped, `runs.finished_at` not nullable, metadata version 1; optionally the
+    documents' index fingerprint, which included the schema version)."""
+    import lancedb
+    import pyarrow as pa
+
+    conn = lancedb.connect(db)
+    if "index_settings" in conn.list_tables().tables:  # new in version 3
+        conn.drop_table("index_settings")
+    for name, dropped in V1_DROPPED.items():
+        data = conn.open_table(name).to_arrow().drop_columns(dropped)
+        if fingerprint and name == "documents":
+            column = pa.array([fingerprint] * data.num_rows, pa.string())
+            data = data.set_column(data.schema.get_field_index("index_fingerprint"),
+                                   "index_fingerprint", column)
+        fields = [f.with_nullable(False) if f.name == "finished_at" else f
+                  for f in data.schema]
+        meta = {**data.schema.metadata, b"sproutrag.schema_version": b"1"}
+        schema = pa.schema(fields, metadata=meta)
+        conn.create_table(name, data=data.cast(schema), schema=schema, mode="overwrite")
+
+
+def test_schema_1_is_refused_with_the_fix_then_migrated_in_place(store):
+    from sproutrag.storage.migrate import migrate
+    from sproutrag.storage.store import OldSchemaError
+
+    store.write([_item("a", "one two three"), _item("it's", "x y")], "fp")
+    store.start_run(_run_row("r1", "running"))
+    store.finish_run(_run_row("r1", "completed"))
+    make_schema_1(store.uri)
+    with pytest.raises(OldSchemaError, match=r"schema version 1.*sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    assert migrate(store.uri) == ["nodes", "documents", "runs"]
+    assert migrate(store.uri) == []  # idempotent: a crash between tables is finished later
+    opened = Store.open_existing(store.uri)
+    assert opened.current_trees() == {"a": ("legacy:a", 3), "it's": ("legacy:it's", 2)}
+    assert opened.load_tree("a").texts == ["one", "two", "three"]
+    assert opened.collect_garbage() == 0
+    [run] = opened.table("runs").to_arrow().to_pylist()
+    assert (run["run_id"], run["status"], run["message"]) == ("r1", "completed", None)
+    for name in V1_DROPPED:
+        assert opened.table(name).schema.metadata[b"sproutrag.schema_version"] == b"3"
+
+
+def make_schema_2(db: str) -> None:
+    """Rewrite a current database as schema version 2 wrote it: no `flow_run_id` in
+    `runs` and `results`, `results` without any SproutRAG metadata, no `index_settings`,
+    metadata version 2."""
+    import lancedb
+    import pyarrow as pa
+
+    conn = lancedb.connect(db)
+    if "index_settings" in conn.list_tables().tables:
+        conn.drop_table("index_settings")
+    for name in ("nodes", "documents", "runs", "results"):
+        data = conn.open_table(name).to_arrow()
+        if "flow_run_id" in data.schema.names:
+            data = data.drop_columns(["flow_run_id"])
+        meta = ({**data.schema.metadata, b"sproutrag.schema_version": b"2"}
+                if name != "results" else None)
+        schema = pa.schema(list(data.schema), metadata=meta)
+        conn.create_table(name, data=data.cast(schema), schema=schema, mode="overwrite")
+
+
+def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(store):
+    """Version 3: `runs` and `results` gain flow_run_id (null for old rows) and
+    `results` the schema metadata every table carries."""
+    import pyarrow as pa
+
+    from schemas import tables
+    from sproutrag.storage.migrate import migrate
+    from sproutrag.storage.store import OldSchemaError
+
+    store.write([_item("a", "one two three")], "fp")
+    store.start_run(_run_row("r1", "completed"))
+    row = {"run_id": "q1", "qid": "q", "rank": 1, "doc_id": "a", "node_id": "a:0",
+           "score": 0.5, "spans": [[0, 3]], "text": "one", "error": None, "mode": "tree",
+           "k": 1, "created_at": _run_row("x", "running")["started_at"]}
+    store.add_results(pa.Table.from_pylist([row], schema=tables.RESULTS))
+    make_schema_2(store.uri)
+    with pytest.raises(OldSchemaError, match=r"schema version 2.*sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    assert migrate(store.uri) == ["nodes", "documents", "runs", "results"]
+    assert migrate(store.uri) == []
+    opened = Store.open_existing(store.uri)
+    for name in ("nodes", "documents", "runs", "results"):
+        meta = opened.table(name).schema.metadata
+        assert meta[b"sproutrag.schema_version"] == tables.SCHEMA_VERSION.encode()
+        assert (meta[b"sproutrag.encoder"], meta[b"sproutrag.dim"]) == (b"fake/encoder", b"8")
+    [run] = opened.table("runs").to_arrow().to_pylist()
+    [res] = opened.table("results").to_arrow().to_pylist()
+    assert run["flow_run_id"] is None and res["flow_run_id"] is None
+    assert (res["qid"], res["spans"], run["status"]) == ("q", [[0, 3]], "completed")
+    assert opened.load_tree("a").texts == ["one", "two", "three"]
+
+
+def test_retriever_reads_only_current_trees(store):
+    """Tree and flat search (memory and LanceDB first stage) over a database holding
+    other trees than the current ones: those rows are never returned."""
+    from types import SimpleNamespace
+
+    from sproutrag.search.retriever import Retriever
+    from sproutrag.storage.store import node_rows
+
+    weights = AggregationWeights(np.zeros((1, 1), np.float32), delta=-1.0)  # untrained search
+    encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
+    orphan = _item("first", "never switched in")
+    store.table("nodes", create=True).add(node_rows(orphan, "t-orphan"))  # killed 1st run
+    qvec = orphan.tree.vectors[0]
+    empty = Retriever(store.uri, encoder=encoder)
+    assert empty.search_vector("q", qvec, k=3) == []
+    assert empty.search_vector("q", qvec, k=3, mode="flat") == []
+
+    store.write([_item("a", "one two three four", seed=1)], "fp")
+    stale = _item("a", "stale words here now", seed=5)
+    store.table("nodes").add(node_rows(stale, "t-stale"))  # a next tree, not switched in
+    text = store.table("documents").to_arrow().to_pylist()[0]["text"]
+    for memory_rows in (300_000, 0):
+        r = Retriever(store.uri, encoder=encoder, memory_rows=memory_rows)
+        for mode, doc_ids in (("tree", None), ("flat", None), ("flat", ["a"])):
+            hits = r.search_vector("q", stale.tree.vectors[0], k=4, mode=mode,
+                                   doc_ids=doc_ids)
+            assert hits and {h.doc_id for h in hits} == {"a"}
+            for h in hits:
+                assert h.text == "\n".join(text[s:e] for s, e in h.spans)
