@@ -1,4 +1,4 @@
-"""work_dir: the run's own folder for Parquet intermediates (see sproutrag/ingest/workdir.py)."""
+"""work_dir: the run's own folder for Parquet intermediates (see sproutrag/ingest/run_folder.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
-from sproutrag.ingest.workdir import create_run_dir, leftover_run_dirs, remove_run_dir, run_dir_name
+from sproutrag.ingest.run_folder import (
+    create_run_dir,
+    leftover_run_dirs,
+    remove_run_dir,
+    run_dir_name,
+)
 from tasks.files import filesystem
 from tasks.retries import IO_RETRIES
 

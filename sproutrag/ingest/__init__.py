@@ -2,6 +2,6 @@
 
 Owns discovery (`corpus`, `listing`), sentence chunks (`chunking`), the diff with the
 database (`plan`), the chunk -> encode -> build_trees stages over a batch (`stages`),
-the `runs` row and run outcomes (`run_summary`) and the run's work folder (`workdir`).
+the `runs` row and run outcomes (`run_summary`) and the run's own work folder (`run_folder`).
 May import: sproutrag's root modules, `trees`, `encoder`, `storage`, `schemas`.
 """

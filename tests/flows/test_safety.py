@@ -16,12 +16,12 @@ import fsspec
 import pytest
 
 from sproutrag.documents import content_hash
+from sproutrag.ingest.run_folder import create_run_dir
 from sproutrag.ingest.run_summary import (
     DocumentsFailedError,
     QueriesFailedError,
     RunInterruptedError,
 )
-from sproutrag.ingest.workdir import create_run_dir
 from sproutrag.storage.store import Store
 from tests.conftest import ROOT
 from tests.flows.test_crash import assert_gone, wait_for_child
