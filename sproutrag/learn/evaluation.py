@@ -15,15 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.learn.features import (
-    DocFeatures,
-    attach_terms,
-    feature_path,
-    featurize_corpus,
-    gold_spans,
-    read_jsonl,
-    usable_queries,
-)
+from sproutrag.learn.datasets import gold_spans, read_jsonl, usable_queries
+from sproutrag.learn.features import DocFeatures, attach_terms, feature_path, featurize_corpus
 from sproutrag.learn.metrics import (
     QueryScores,
     Summary,

@@ -10,8 +10,9 @@ import pytest
 from schemas.settings import load_settings
 from sproutrag.encoder.encoder import Encoder
 from sproutrag.encoder.weights import load_default_weights
+from sproutrag.learn.datasets import read_jsonl, usable_queries
 from sproutrag.learn.evaluation import evaluate_corpus, retriever_runs, score_runs
-from sproutrag.learn.features import load_features, read_jsonl, usable_queries
+from sproutrag.learn.features import load_features
 from sproutrag.learn.variants import make_variants
 from sproutrag.search.retriever import Retriever
 
