@@ -3,9 +3,9 @@
     HF_HUB_OFFLINE=1 .venv/bin/python bench/encode.py [--chunks 1000] [--docs PATH]
 
 Takes about --chunks 2-sentence chunks from whole documents of ContractNLI dev
-(/work/shared/data/contractnli/dev.docs.jsonl, read at run time, never copied) or,
-when that file is absent, of the repo's data/ folder, and measures chunks/s and
-tokens/s in one process. Not a test.
+(../shared/data/contractnli/dev.docs.jsonl relative to the repository, read at run time,
+never copied) or, when that file is absent, of the repo's data/ folder, and measures
+chunks/s and tokens/s in one process. Not a test.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-SHARED = Path("/work/shared/data/contractnli/dev.docs.jsonl")
-REPO_DATA = Path(__file__).resolve().parents[1] / "data"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "contractnli" / "dev.docs.jsonl"
+REPO_DATA = ROOT / "data"
 
 
 def regex_chunks(text: str) -> list[tuple[int, int]]:

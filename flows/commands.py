@@ -245,8 +245,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[dict]:
     """The stored path: index DOCS into --db (incremental), query it with `Retriever`."""
     from flows.index_corpus import index_corpus
+    from sproutrag.learn.datasets import read_jsonl, usable_queries
     from sproutrag.learn.evaluation import result_row, retriever_runs
-    from sproutrag.learn.features import load_features, read_jsonl, usable_queries
+    from sproutrag.learn.features import load_features
     from sproutrag.search.retriever import Retriever
 
     if args.weights:  # index with the weights being evaluated (settings: env > YAML)

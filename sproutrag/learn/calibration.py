@@ -19,7 +19,6 @@ computed once per query and lexical weight.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -32,7 +31,6 @@ from sproutrag.learn.metrics import per_query_ie
 from sproutrag.learn.variants import (
     Variant,
     query_node_scores,
-    retrieve_flat,
     retrieve_tree,
     variant_trees,
 )
@@ -80,11 +78,8 @@ class _Scorer:
         scores = query_scores(runs, self.feats, self.queries)
         return np.asarray(per_query_ie([scores[k] for k in sorted(scores)]), np.float64)
 
-    def objective(self, runs: dict[int, list]) -> float:
-        """Mean IE per training set (queries' "set" key), averaged over the sets."""
-        return self.mean(self.per_query(runs))
-
     def mean(self, ie: np.ndarray) -> float:
+        """Mean IE per training set (queries' "set" key), averaged over the sets."""
         by = self._by_set(ie)
         return float(np.mean([v.mean() for v in by])) if by else 0.0
 
@@ -162,19 +157,3 @@ def _one_standard_error(
     p, ie = min(ok, key=lambda t: (t[0].lexical_weight, t[0].size_penalty,
                                   not t[0].seed_leaves))
     return p, scorer.mean(ie)
-
-
-def learn_flat_delta(
-    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], qvecs: np.ndarray,
-    *, ks: Sequence[int] = (1, 3, 5), deltas: Sequence[float] = DELTA_GRID,
-) -> float:
-    """The cosine threshold that maximises flat retrieval's objective (for fair reports)."""
-    scorer = _Scorer(feats, {}, queries, qvecs, ks)
-    best, best_ie = 0.0, -math.inf
-    for delta in deltas:
-        runs = {k: [retrieve_flat(feats, v, q["doc_ids"], k=k, delta=delta or None)
-                    for q, v in zip(queries, qvecs, strict=True)] for k in ks}
-        value = scorer.objective(runs)
-        if round(value, 12) > round(best_ie, 12):
-            best, best_ie = float(delta), value
-    return best

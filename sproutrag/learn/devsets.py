@@ -17,11 +17,12 @@ seeded shuffle of the source documents, so the set is reproducible.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from sproutrag.learn.datasets import read_jsonl, write_jsonl
 
 SEPARATOR = "\n\n"
 
@@ -85,18 +86,6 @@ def _merge_same_text(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(merged.values())
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def _write(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m sproutrag.learn.devsets",
@@ -110,12 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output folder")
     args = p.parse_args(argv)
     for split in args.split:
-        docs = _read(Path(args.src) / f"{split}.docs.jsonl")
-        queries = _read(Path(args.src) / f"{split}.queries.jsonl")
+        docs = read_jsonl(Path(args.src) / f"{split}.docs.jsonl")
+        queries = read_jsonl(Path(args.src) / f"{split}.queries.jsonl")
         joined, moved = join_documents(docs, queries, group=args.group, seed=args.seed,
                                        prefix=f"long-{split}")
-        _write(Path(args.out) / f"{split}.docs.jsonl", joined)
-        _write(Path(args.out) / f"{split}.queries.jsonl", moved)
+        write_jsonl(Path(args.out) / f"{split}.docs.jsonl", joined)
+        write_jsonl(Path(args.out) / f"{split}.queries.jsonl", moved)
         sizes = sorted(len(d["text"]) for d in joined)
         print(f"{split}: {len(joined)} documents (median {sizes[len(sizes) // 2]:,} chars), "
               f"{len(moved)} queries (from {len(queries)}) -> {args.out}")

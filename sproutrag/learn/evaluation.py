@@ -15,18 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.learn.features import (
-    DocFeatures,
-    attach_terms,
-    feature_path,
-    featurize_corpus,
-    gold_spans,
-    read_jsonl,
-    usable_queries,
-)
+from sproutrag.learn.datasets import gold_spans, read_jsonl, usable_queries
+from sproutrag.learn.features import DocFeatures, attach_terms, feature_path, featurize_corpus
 from sproutrag.learn.metrics import (
     QueryScores,
-    Summary,
     average_over_k,
     gold_units,
     per_query_ie,
@@ -52,16 +44,6 @@ def query_scores(
             for u, q, g in zip(runs[k], queries, gus, strict=True)]
         for k in sorted(runs)
     }
-
-
-def score_runs(
-    runs: dict[int, list[list[tuple[str, int, int]]]], feats: dict[str, DocFeatures],
-    queries: Sequence[dict[str, Any]],
-) -> tuple[list[Summary], dict[str, float]]:
-    """Per-k summaries and their average over k."""
-    scores = query_scores(runs, feats, queries)
-    sums = [summarize(scores[k], k) for k in sorted(scores)]
-    return sums, average_over_k(sums)
 
 
 def result_row(

@@ -27,11 +27,6 @@ from sproutrag.search.lexical import LeafTerms
 CACHE_VERSION = "features/1"
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
 @dataclass
 class DocFeatures:
     """One document's chunks, embeddings and per-head pair relations (i < j)."""
@@ -164,19 +159,3 @@ def attach_terms(feats: dict[str, DocFeatures], docs: Sequence[dict[str, Any]]) 
     for doc_id, f in feats.items():
         if f.terms is None and doc_id in texts:
             f.terms = LeafTerms.of_document(texts[doc_id], f.spans.tolist())
-
-
-def gold_spans(q: dict[str, Any]) -> list[tuple[str, int, int]]:
-    return [(str(g["doc_id"]), int(g["start"]), int(g["end"])) for g in q.get("gold", [])]
-
-
-def usable_queries(
-    queries: Sequence[dict[str, Any]], feats: dict[str, DocFeatures]
-) -> list[dict[str, Any]]:
-    """Queries with gold evidence whose documents were all featurized."""
-    out = []
-    for q in queries:
-        docs = [str(d) for d in q.get("doc_ids") or sorted({g[0] for g in gold_spans(q)})]
-        if gold_spans(q) and docs and all(d in feats for d in docs):
-            out.append({**q, "doc_ids": docs})
-    return out

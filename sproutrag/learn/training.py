@@ -43,13 +43,8 @@ import numpy as np
 
 from sproutrag.encoder.weights import AggregationWeights
 from sproutrag.learn.calibration import learn_search
-from sproutrag.learn.features import (
-    DocFeatures,
-    attach_terms,
-    featurize_corpus,
-    read_jsonl,
-    usable_queries,
-)
+from sproutrag.learn.datasets import read_jsonl, usable_queries
+from sproutrag.learn.features import DocFeatures, attach_terms, featurize_corpus
 from sproutrag.learn.finetune import finetune_encoder
 from sproutrag.learn.losses import (
     LAMBDA,

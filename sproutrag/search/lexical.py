@@ -26,7 +26,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,7 +39,7 @@ K1 = 1.2
 B = 0.75
 #: A leaf's context (its section heading) counts twice, like a title field boosted in
 #: BM25F: chosen on the four training sets (1, 2, 3 tried: 2 gains on all four;
-#: docs/results.md, `bench/experiments/exp16.py`).
+#: docs/results.md, `bench/research/bm25_shape.py`).
 CONTEXT_WEIGHT = 2
 
 #: Very common English function words; they carry no evidence and would dominate short texts.
@@ -76,6 +76,10 @@ def tokenize(text: str) -> list[str]:
     return [stem(w) for w in words(text)]
 
 
+#: What turns a text into BM25 terms: `tokenize` (shipped) or, for comparison, `words`.
+Analyzer = Callable[[str], list[str]]
+
+
 @dataclass(frozen=True)
 class LeafTerms:
     """Term counts of one document's leaves (computed once per document, then cached),
@@ -100,17 +104,23 @@ class LeafTerms:
                               for t, (i, f) in rows.items()})
 
     @classmethod
-    def of(cls, texts: Sequence[str], contexts: Sequence[str] | None = None) -> LeafTerms:
+    def of(
+        cls, texts: Sequence[str], contexts: Sequence[str] | None = None, *,
+        analyzer: Analyzer = tokenize, context_weight: int = CONTEXT_WEIGHT,
+    ) -> LeafTerms:
         """Counts of each leaf's text, with its context (e.g. its section heading,
         `sproutrag.ingest.chunking.section_headings`) counted as part of the leaf,
-        `CONTEXT_WEIGHT` times (a title field's boost)."""
-        counts = tuple(Counter(tokenize(t)) for t in texts)
-        if contexts is not None:
-            if len(contexts) != len(texts):
-                raise ValueError(f"{len(contexts)} contexts for {len(texts)} leaves")
+        `context_weight` times (a title field's boost). `analyzer` turns a text into
+        terms; score with the same one (`bm25_leaves(..., analyzer=)`)."""
+        if context_weight < 0:
+            raise ValueError(f"context_weight must be 0 or more, got {context_weight!r}")
+        if contexts is not None and len(contexts) != len(texts):
+            raise ValueError(f"{len(contexts)} contexts for {len(texts)} leaves")
+        counts = tuple(Counter(analyzer(t)) for t in texts)
+        if contexts is not None and context_weight:
             for c, context in zip(counts, contexts):
-                for term in tokenize(context):
-                    c[term] += CONTEXT_WEIGHT
+                for term in analyzer(context):
+                    c[term] += context_weight
         return cls(counts, np.asarray([sum(c.values()) for c in counts], dtype=np.float64))
 
     @classmethod
@@ -142,9 +152,14 @@ def _subtree_sums(tree: Tree, leaf_values: np.ndarray) -> np.ndarray:
     return prefix[tree.leaf_end] - prefix[tree.leaf_start]
 
 
-def bm25_leaves(query: str, docs: Sequence[LeafTerms]) -> list[np.ndarray]:
-    """BM25 of `query` against every leaf of `docs` (one float64 (n,) array per doc)."""
-    return _bm25(query, docs, None)
+def bm25_leaves(
+    query: str, docs: Sequence[LeafTerms], *, analyzer: Analyzer = tokenize,
+    k1: float = K1, b: float = B,
+) -> list[np.ndarray]:
+    """BM25 of `query` against every leaf of `docs` (one float64 (n,) array per doc).
+    `analyzer` must be the one the `LeafTerms` were counted with; k1 and b: BM25's
+    saturation and length normalisation (Lucene's defaults)."""
+    return _bm25(query, docs, None, analyzer, k1, b)
 
 
 def bm25_nodes(query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree]) -> list[np.ndarray]:
@@ -153,15 +168,16 @@ def bm25_nodes(query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree]) -> 
     Collection statistics come from the leaves (the evidence units); an internal node is
     the concatenation of its leaves.
     """
-    return _bm25(query, docs, trees)
+    return _bm25(query, docs, trees, tokenize, K1, B)
 
 
 def _bm25(
-    query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree] | None
+    query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree] | None,
+    analyzer: Analyzer, k1: float, b: float,
 ) -> list[np.ndarray]:
     size = [len(d.lengths) if trees is None else 2 * len(d.lengths) - 1 for d in docs]
     out = [np.zeros(s, dtype=np.float64) for s in size]
-    terms = sorted(set(tokenize(query)))
+    terms = sorted(set(analyzer(query)))
     n = sum(len(d.lengths) for d in docs)
     if not terms or not n:
         return out
@@ -177,10 +193,5 @@ def _bm25(
         for k, tf in enumerate(tfs):
             if trees is not None:
                 tf = _subtree_sums(trees[k], tf)
-            out[k] += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths[k] / avg))
+            out[k] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[k] / avg))
     return out
-
-
-def bm25_scores(query: str, texts: Sequence[str]) -> np.ndarray:
-    """BM25 of `query` against each of `texts` (one collection; float64)."""
-    return bm25_leaves(query, [LeafTerms.of(texts)])[0]

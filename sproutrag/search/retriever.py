@@ -29,8 +29,9 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from sproutrag.limits import check_count, check_number
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
-from sproutrag.search.hits import Hit, QueryError, check_count, check_number, hit_of, node_text
+from sproutrag.search.hits import Hit, QueryError, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.tree_search import Reranker, SearchParams, cosine_rerank, search_trees
 from sproutrag.storage.filters import doc_filter, in_filter, sql_quote

@@ -13,7 +13,6 @@ Nothing here recurses: chain-shaped trees of 100k leaves are ordinary input.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,13 +58,6 @@ class Tree:
     def n(self) -> int:
         """Number of leaves."""
         return len(self.leaf_order)
-
-    @functools.cached_property
-    def unit_vectors(self) -> np.ndarray:
-        """``vectors`` scaled to unit length (float32; zero rows stay zero), computed once:
-        a cosine search over a cached tree is then one matrix-vector product."""
-        norms = np.linalg.norm(self.vectors, axis=1, keepdims=True)
-        return (self.vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
     @property
     def root(self) -> int:

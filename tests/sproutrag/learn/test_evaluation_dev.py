@@ -10,8 +10,9 @@ import pytest
 from schemas.settings import load_settings
 from sproutrag.encoder.encoder import Encoder
 from sproutrag.encoder.weights import load_default_weights
-from sproutrag.learn.evaluation import evaluate_corpus, retriever_runs, score_runs
-from sproutrag.learn.features import load_features, read_jsonl, usable_queries
+from sproutrag.learn.datasets import read_jsonl, usable_queries
+from sproutrag.learn.evaluation import evaluate_corpus, result_row, retriever_runs
+from sproutrag.learn.features import load_features
 from sproutrag.learn.variants import make_variants
 from sproutrag.search.retriever import Retriever
 
@@ -53,5 +54,7 @@ def test_stored_path_scores_what_the_in_memory_evaluation_scores(
     qs = usable_queries(read_jsonl(queries), feats)
     retriever = Retriever(db, encoder=encoder)
     for row in rows:
-        _, avg = score_runs(retriever_runs(retriever, qs, (1, 3, 5), row["mode"]), feats, qs)
-        assert avg == pytest.approx(row["avg"], abs=1e-9), row["name"]
+        runs = retriever_runs(retriever, qs, (1, 3, 5), row["mode"])
+        stored = result_row(row["name"], runs, feats, qs)
+        assert stored["avg"] == pytest.approx(row["avg"], abs=1e-9), row["name"]
+        assert stored["per_query"]["ie"] == pytest.approx(row["per_query"]["ie"], abs=1e-9)

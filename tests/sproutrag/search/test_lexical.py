@@ -5,8 +5,15 @@ import math
 import numpy as np
 import pytest
 
-from sproutrag.search.lexical import LeafTerms, bm25_leaves, bm25_nodes, bm25_scores, tokenize
+from sproutrag.search.lexical import LeafTerms, bm25_leaves, bm25_nodes, tokenize, words
 from sproutrag.trees.tree import build_tree
+
+
+def _bm25(query: str, texts: list[str], **shape) -> np.ndarray:
+    """BM25 of `query` against `texts` as one collection (one document's leaves)."""
+    analyzer = shape.pop("analyzer", tokenize)
+    return bm25_leaves(query, [LeafTerms.of(texts, analyzer=analyzer)], analyzer=analyzer,
+                       **shape)[0]
 
 
 def test_tokenize_lowercases_drops_stopwords_and_stems():
@@ -21,9 +28,9 @@ def test_tokenize_lowercases_drops_stopwords_and_stems():
 
 def test_stemmed_forms_match_in_bm25():
     texts = ["The band was formed in 1994.", "The album was released in 2003."]
-    got = bm25_scores("When was the band forming?", texts)
+    got = _bm25("When was the band forming?", texts)
     assert got[0] > 0 and got[1] == 0  # "forming" finds "formed" (and "band")
-    only_form = bm25_scores("forming", texts)
+    only_form = _bm25("forming", texts)
     assert only_form[0] > 0 and only_form[1] == 0
 
 
@@ -45,7 +52,7 @@ def test_stemming_is_thread_safe():
 
 def test_bm25_against_a_hand_computed_case():
     texts = ["notice period notice", "termination", "payment terms apply here"]
-    got = bm25_scores("notice termination", texts)
+    got = _bm25("notice termination", texts)
     # lengths 3, 1, 4 tokens (avg 8/3); "notice": df 1 of 3, tf 2 in text 0;
     # "termination": df 1, tf 1 in text 1. k1 = 1.2, b = 0.75.
     idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
@@ -53,15 +60,15 @@ def test_bm25_against_a_hand_computed_case():
     t0 = idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / avg))
     t1 = idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 1 / avg))
     np.testing.assert_allclose(got, [t0, t1, 0.0])
-    assert not bm25_scores("the of and", texts).any()  # only stopwords: nothing matches
-    assert bm25_scores("x", []).shape == (0,)
+    assert not _bm25("the of and", texts).any()  # only stopwords: nothing matches
+    assert _bm25("x", []).shape == (0,)
 
 
 def test_collection_spans_documents_and_nodes_sum_their_leaves():
     a = LeafTerms.of(["alpha beta", "gamma"])
     b = LeafTerms.of(["alpha", "delta delta"])
     per_leaf = bm25_leaves("alpha delta", [a, b])
-    joint = bm25_scores("alpha delta", ["alpha beta", "gamma", "alpha", "delta delta"])
+    joint = _bm25("alpha delta", ["alpha beta", "gamma", "alpha", "delta delta"])
     np.testing.assert_allclose(np.concatenate(per_leaf), joint)  # one collection
     vecs = np.eye(2, dtype=np.float32)
     tree = build_tree(vecs, np.array([0]), np.array([1]), np.array([0.5], np.float32))
@@ -90,3 +97,30 @@ def test_leaf_context_counts_as_part_of_the_leaf():
     assert terms.counts[second]["book"] == 1
     with pytest.raises(ValueError, match="contexts"):
         LeafTerms.of(["a", "b"], ["x"])
+
+
+def test_analyzer_parameter_scores_without_stems():
+    """The unstemmed analyzer (`words`), passed to both sides, is BM25 as before stems:
+    "forming" no longer finds "formed" (what bench/research/lexical_stems.py compares)."""
+    texts = ["The band was formed in 1994.", "Forming a band."]
+    stemmed = _bm25("forming", texts)
+    plain = _bm25("forming", texts, analyzer=words)
+    assert stemmed[0] > 0 and stemmed[1] > 0
+    assert plain[0] == 0 and plain[1] > 0
+    assert LeafTerms.of(texts, analyzer=words).counts[0]["formed"] == 1
+
+
+def test_context_weight_and_bm25_shape_parameters():
+    texts, heads = ["he wrote books", "nothing here"], ["Elwyn White", "Other"]
+    for weight in (0, 1, 3):
+        terms = LeafTerms.of(texts, heads, context_weight=weight)
+        assert terms.counts[0]["white"] == weight
+        assert terms.lengths[0] == 2 + 2 * weight  # "he" is a stopword
+    assert LeafTerms.of(texts, heads).counts[0]["white"] == 2  # shipped: twice
+    with pytest.raises(ValueError, match="context_weight"):
+        LeafTerms.of(texts, heads, context_weight=-1)
+    # k1 and b as in the hand-computed case: "notice" tf 2 in 3 tokens, avg 8/3
+    got = _bm25("notice", ["notice period notice", "termination", "payment terms apply here"],
+                k1=2.0, b=0.3)
+    idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    assert got[0] == pytest.approx(idf * 2 * 3.0 / (2 + 2.0 * (0.7 + 0.3 * 3 / (8 / 3))))
