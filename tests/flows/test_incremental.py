@@ -131,8 +131,12 @@ def test_bad_input_is_reported_and_the_rest_indexed(prefect_harness, tmp_path):
         encoding="utf-8",
     )
     run = _index(jl, tmp_path / "db2")
-    assert run["n_new"] == 2 and "duplicate" in run["failures_json"]
-    assert _state(str(tmp_path / "db2"))["y"][1] >= 3
+    # a doc_id found twice fails as a whole (no copy indexed), naming both lines
+    failures = {f["doc_id"]: f["reason"] for f in json.loads(run["failures_json"])}
+    assert run["n_new"] == 1 and set(failures) == {"x"}
+    assert "duplicate" in failures["x"] and ":1" in failures["x"] and ":2" in failures["x"]
+    state = _state(str(tmp_path / "db2"))
+    assert set(state) == {"y"} and state["y"][1] >= 3
 
 
 def test_second_run_refuses_while_one_holds_the_database(prefect_harness, corpus, tmp_path):
