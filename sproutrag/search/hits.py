@@ -1,17 +1,15 @@
 """What a search returns (`Hit`), what refuses a query (`QueryError`), and how a
-selected node of a stored tree becomes a hit."""
+selected node of a stored tree becomes a hit. (The checks of k and the search
+parameters are in `sproutrag.params`.)"""
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from sproutrag.errors import QueryError  # noqa: F401 - also importable from here
-from sproutrag.limits import LIMITS
 from sproutrag.search.tree_search import Selected
 from sproutrag.storage.rows import StoredTree
 
@@ -29,30 +27,6 @@ class Hit:
             "doc_id": self.doc_id, "node_id": self.node_id, "score": round(self.score, 6),
             "spans": [list(s) for s in self.spans], "text": self.text,
         }
-
-
-def check_number(name: str, value: float | None) -> None:
-    """Refuse (QueryError) a search setting NAME that is not a finite number within
-    `LIMITS[name]` (None: not set, the default applies)."""
-    if value is None:
-        return
-    low, high = LIMITS[name]
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-        math.isfinite(value) and low <= value <= high
-    ):
-        raise QueryError(f"{name} must be a finite number between {low:g} and {high:g}, "
-                         f"got {value!r}")
-
-
-def check_count(name: str, value: int, *, limits: str | None = None) -> None:
-    """Refuse (QueryError) a k or beam width NAME that is not an integer within
-    `LIMITS[limits or name]`."""
-    low, high = LIMITS[limits or name]
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not (
-        low <= value <= high
-    ):
-        raise QueryError(f"{name} must be an integer between {low} and {high}, "
-                         f"got {value!r}")
 
 
 def node_text(st: StoredTree, node: int) -> str:
