@@ -77,15 +77,12 @@ class Retriever:
         memory_rows: int = 300_000,
         cache_bytes: int = CACHE_BYTES,
     ) -> None:
-        """THRESHOLD and LEXICAL_WEIGHT (None: the default) and MARGIN (DEFAULT: the
-        default; None: no relative cutoff) override the defaults, as do OVERRIDES (any
-        `SearchParams` field -> value); the defaults are the database's (see `_resolve`)."""
+        """THRESHOLD, LEXICAL_WEIGHT (None: not set), MARGIN (None: off) and OVERRIDES (any
+        `SearchParams` field) replace the database's defaults (`_resolve`)."""
+        given = {"threshold": threshold, "lexical_weight": lexical_weight}
         self._overrides = SearchParams.overrides({
-            "beam_width": beam_width, "margin": margin,
-            "threshold": DEFAULT if threshold is None else threshold,
-            "lexical_weight": DEFAULT if lexical_weight is None else lexical_weight,
-            **(overrides or {}),
-        })
+            "beam_width": beam_width, "margin": margin, **(overrides or {}),
+            **{k: v for k, v in given.items() if v is not None}})
         self.store = Store.open_existing(db, storage_options=storage_options)
         encoder = encoder if encoder is not None else self._database_encoder()
         if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
