@@ -80,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings(args.config)
     weights = load_default_weights(args.weights or settings.encoding.weights)
     encoder = encoder_from_settings(settings.encoding, weights)
-    print(f"weights {weights.source} ({weights.fingerprint()}): delta {weights.delta:g}, "
-          f"lexical_weight {weights.lexical_weight:g}, size_penalty {weights.size_penalty:g}, "
-          f"seed_leaves {weights.seed_leaves}")
+    p = weights.search
+    print(f"weights {weights.source} ({weights.fingerprint()}): delta {p.threshold:g}, "
+          f"lexical_weight {p.lexical_weight:g}, size_penalty {p.size_penalty:g}, "
+          f"seed_leaves {p.seed_leaves}")
     summary = []
     for name in args.sets:
         docs, queries = dev_files(name, Path(args.data))

@@ -1,10 +1,11 @@
 """Argument types and checks of the query side of the command line (and the flow).
 
-Numbers are refused at parse time against the limits the search itself enforces
-(`sproutrag.limits.LIMITS`: a k or beam past 2**31 - 1, a threshold outside the cosine's
-[-1, 1], ...), so a bad value prints argparse's one line naming the flag and exits 2
-instead of failing deep in LanceDB. `check_output_file` refuses an output path that
-would overwrite the input or cannot be written, before any query runs.
+Numbers are refused at parse time by the checks the search itself makes
+(`sproutrag.params`, against `sproutrag.limits.LIMITS`: a k or beam past 2**31 - 1, a
+threshold outside the cosine's [-1, 1], ...), so a bad value prints argparse's one line
+naming the flag and exits 2 instead of failing deep in LanceDB. `check_output_file`
+refuses an output path that would overwrite the input or cannot be written, before any
+query runs.
 """
 
 from __future__ import annotations
@@ -14,21 +15,21 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from sproutrag.limits import LIMITS
+from sproutrag.params import count_problem, number_problem
 
 
 def count_type(limits: str) -> Callable[[str], int]:
-    """An argparse type: an integer within `LIMITS[limits]` (k, beam width)."""
-    low, high = LIMITS[limits]
+    """An argparse type: an integer within `LIMITS[limits]` (k, beam width), checked by
+    `sproutrag.params.count_problem`, the check of the search itself."""
+    count_problem(limits, 1)  # an unknown LIMITS key fails here, when the parser is built
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"must be an integer between {low} and {high}, got {text}")
+        if problem := count_problem(limits, value):
+            raise argparse.ArgumentTypeError(f"{problem}, got {text}")
         return value
 
     parse.__name__ = f"integer {limits}"
@@ -37,8 +38,8 @@ def count_type(limits: str) -> Callable[[str], int]:
 
 def number_type(limits: str, *, none: str | None = None) -> Callable[[str], float | None]:
     """An argparse type: a finite number within `LIMITS[limits]` (or None for the word
-    NONE, when given: `--margin none`)."""
-    low, high = LIMITS[limits]
+    NONE, when given: `--margin none`), checked by `sproutrag.params.number_problem`."""
+    number_problem(limits, 0.0)  # an unknown LIMITS key fails here
 
     def parse(text: str) -> float | None:
         if none is not None and text.strip().lower() == none:
@@ -48,9 +49,8 @@ def number_type(limits: str, *, none: str | None = None) -> Callable[[str], floa
         except ValueError:
             alt = f" or {none!r}" if none is not None else ""
             raise argparse.ArgumentTypeError(f"expected a number{alt}, got {text!r}") from None
-        if not low <= value <= high:  # also refuses nan and inf
-            raise argparse.ArgumentTypeError(
-                f"must be a number between {low:g} and {high:g}, got {text!r}")
+        if problem := number_problem(limits, value):  # also refuses nan and inf
+            raise argparse.ArgumentTypeError(f"{problem}, got {text!r}")
         return value
 
     parse.__name__ = f"number {limits}"

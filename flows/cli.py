@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from flows.arguments import count_type, number_type
 from flows.commands import (
-    DEFAULT_MARGIN,
     EVAL_MODES,
     EXIT_DOCS_FAILED,
     EXIT_ERROR,
@@ -31,6 +30,7 @@ from flows.commands import (
     cmd_train,
 )
 from flows.preflight import non_negative_float, positive_int
+from sproutrag.params import DEFAULT
 
 OFFLINE_ENV = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -112,7 +112,7 @@ def _add_query(sub) -> None:
                    help="tree mode: rank nodes by z(cosine) + W z(BM25), 0 to 1e6 (default: "
                    "the database's; 0 = cosine only)")
     p.add_argument("--margin", metavar="M", type=number_type("margin", none="none"),
-                   default=DEFAULT_MARGIN,
+                   default=DEFAULT,
                    help="relative cutoff for tree mode: keep nodes whose score and leaves' "
                    "scores are within M (0 to 2) of the best leaf (default: the database's "
                    "margin; 'none' fills the budget of k units)")

@@ -19,10 +19,6 @@ EXIT_ERROR = 1  # the command could not run or finish (bad input, interrupted, .
 EXIT_USAGE = 2  # argparse's code for bad arguments
 EXIT_DOCS_FAILED = 3  # the run completed, but some documents (or queries) failed (`runs`)
 
-#: --margin absent (the database's or weights' margin), as opposed to "none".
-DEFAULT_MARGIN = object()
-
-
 def cmd_index(args: argparse.Namespace) -> int:
     from flows.console import quiet_expected_tracebacks
     from flows.index_corpus import index_corpus
@@ -96,7 +92,7 @@ def _query(args: argparse.Namespace) -> int:
     retriever = Retriever(
         args.db, encoder=encoder_from_settings(reader.encoding), weights=reader_weights(settings),
         beam_width=args.beam, threshold=args.threshold,
-        margin="trained" if args.margin is DEFAULT_MARGIN else args.margin,
+        margin=args.margin,
         lexical_weight=args.lexical_weight,
         storage_options=settings.storage.lance_options(args.db),
     )
@@ -207,13 +203,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         cache_dir=args.cache or os.path.join(args.out, "cache"),
     )
     print(
-        f"trained alpha and the search (delta {weights.delta:g}, margin {weights.margin}, "
-        f"lexical_weight {weights.lexical_weight:g}, size_penalty {weights.size_penalty:g}, "
-        f"seed_leaves {weights.seed_leaves}) on {config['data']['n_queries']} queries "
+        f"trained alpha and the search ({_learned(weights.search)}) on "
+        f"{config['data']['n_queries']} queries "
         f"({config['data']['n_gold_pairs']} gold pairs) in {time.perf_counter() - t0:.1f} s "
         f"-> {os.path.join(args.out, 'weights.json')} (fingerprint {weights.fingerprint()})"
     )
     return EXIT_OK
+
+
+def _learned(search) -> str:
+    """The learned search parameters as `name value, ...` (delta 0.1, margin None, ...)."""
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in search.learned().items())
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -234,8 +235,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         rows += _db_rows(args, settings, encoder, meta)
     meta["command"] = _evaluate_command(args)
     meta["weights"] = {"source": weights.source, "fingerprint": weights.fingerprint(),
-                       "delta": weights.delta, "margin": weights.margin}
-    flat = next((v.name for v in variants if v.mode == "flat" and v.delta == 0), None)
+                       "delta": weights.search.threshold, "margin": weights.search.margin}
+    flat = next((v.name for v in variants if v.mode == "flat" and v.search.threshold == 0),
+                None)
     paths = write_report(rows, args.out, meta, flat_name=flat)
     print(paths["markdown"].read_text(encoding="utf-8"))
     print(f"-> {paths['markdown']}, {paths['json']}, {paths['png']}")

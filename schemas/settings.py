@@ -8,8 +8,6 @@ defaults below.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +20,6 @@ from pydantic_settings import (
 )
 
 from schemas.paths import is_s3
-from schemas.tables import SCHEMA_VERSION
 
 
 class _Section(BaseModel):
@@ -225,14 +222,6 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings)  # the YAML file: `load_settings`
 
-    def tree_fields(self) -> dict[str, Any]:
-        """Settings (besides the encoder's) that change the stored trees."""
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "chunking": self.chunking.model_dump(),
-            "tree": self.tree.model_dump(),
-        }
-
 
 class SettingsError(ValueError):
     """Invalid settings: names the environment variable, file or setting that is wrong,
@@ -383,9 +372,3 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
         problem = _describe(exc.errors(include_input=False, include_url=False),
                             config_file=path, stage="overrides")
     raise SettingsError(problem)
-
-
-def fingerprint(fields: dict[str, Any]) -> str:
-    """Short stable hash of everything that changes the index."""
-    blob = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]

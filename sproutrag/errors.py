@@ -98,6 +98,11 @@ class QueryError(ValueError):
     """A query that cannot run (empty text, bad k, only unknown doc_ids)."""
 
 
+class SearchParamsError(QueryError):
+    """A search parameter (k, beam width, threshold, margin, ...) out of its range, or
+    unknown: names it and its range."""
+
+
 class DatabaseBusyError(RuntimeError):
     """Another index run holds the database."""
 

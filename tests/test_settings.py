@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.settings import ConfigFileError, fingerprint, load_settings
+from schemas.settings import ConfigFileError, load_settings
 
 
 def test_precedence_overrides_env_yaml_defaults(tmp_path, monkeypatch):
@@ -35,14 +35,6 @@ def test_bad_settings_are_rejected(tmp_path):
     typo.write_text("chunking:\n  sentence_per_chunk: 2\n", encoding="utf-8")
     with pytest.raises(ValueError, match="sentence_per_chunk"):
         load_settings(typo)
-
-
-def test_fingerprint_is_stable_and_sensitive():
-    a = load_settings().tree_fields()
-    assert load_settings().tree.parent_embedding == "size_weighted"
-    b = load_settings(tree={"parent_embedding": "mean_of_children"}).tree_fields()
-    assert fingerprint(a) == fingerprint(dict(a))
-    assert fingerprint(a) != fingerprint(b)
 
 
 def test_errors_name_the_variable_or_file_never_the_value(tmp_path, monkeypatch):

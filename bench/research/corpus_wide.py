@@ -53,7 +53,7 @@ def compare(s: Split, variant: Variant, n_docs_list: list[int]) -> None:
             chosen += all(d in docs for d in q["doc_ids"])
             for k in KS:
                 runs[k].append(retrieve_tree(trees, s.feats, v, docs, k=k,
-                                             params=variant.search_params(), query=q["query"]))
+                                             params=variant.search, query=q["query"]))
         name = (f"{s.name} corpus-wide tree n_docs={n_docs} "
                 f"(gold documents chosen {chosen}/{len(s.queries)})")
         report(score(name, runs, s), flat)
@@ -66,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings(args.config)
     w = load_default_weights(settings.encoding.weights)
     variant = Variant("tree", mix=w.mix(), parent_embedding=settings.tree.parent_embedding,
-                      lexical_weight=w.lexical_weight, size_penalty=w.size_penalty,
-                      seed_leaves=w.seed_leaves, delta=w.delta)
+                      search=w.search)
     for s in each_split(args):
         compare(s, variant, args.n_docs)
     return 0

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(__doc__, argv, options)
     settings = load_settings(args.config)
     weights = load_default_weights(args.weights or settings.encoding.weights)
-    w = weights.lexical_weight if args.lexical_weight is None else args.lexical_weight
+    w = weights.search.lexical_weight if args.lexical_weight is None else args.lexical_weight
     print(f"weights {weights.source}, lexical weight {w:g}")
     for s in each_split(args):
         stats = counts(s, weights.mix(), settings.tree.parent_embedding, w)

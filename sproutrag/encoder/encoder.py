@@ -36,7 +36,7 @@ from sproutrag.encoder.loading import (
     resolve_device,
     resolve_model,
 )
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.encoder.windows import (
     Plan,
     Window,
@@ -113,7 +113,7 @@ class Encoder:
         window_stride: int | None = None,
         chunk_max_tokens: int = 256,
         embedding_mode: str = "alone",
-        weights: AggregationWeights | None = None,
+        weights: TrainedWeights | None = None,
         fast_path: bool = True,
     ) -> None:
         """`tokens_per_batch`: padded tokens per forward batch (None: `TOKENS_PER_BATCH`
@@ -199,9 +199,9 @@ class Encoder:
         return int(load_config(self._path).num_attention_heads)
 
     @property
-    def weights(self) -> AggregationWeights:
+    def weights(self) -> TrainedWeights:
         if self._weights is None:
-            self._weights = AggregationWeights.uniform(self.n_layers, self.n_heads)
+            self._weights = TrainedWeights.uniform(self.n_layers, self.n_heads)
         if self._weights.alpha.shape != (self.n_layers, self.n_heads):
             raise ValueError(
                 f"weights {self._weights.source}: alpha shape "
@@ -209,18 +209,6 @@ class Encoder:
                 f"({self.n_layers} layers x {self.n_heads} heads)"
             )
         return self._weights
-
-    def fingerprint_fields(self) -> dict[str, Any]:
-        """Every setting that changes embeddings or relations (for the index fingerprint)."""
-        return {
-            "encoder": self.model_id,
-            "encoder_sha256": self.model_sha256,
-            "embedding_mode": self.embedding_mode,
-            "window_tokens": self.window_tokens,
-            "window_stride": self.window_stride,
-            "chunk_max_tokens": self.chunk_max_tokens,
-            "weights": self.weights.tree_fingerprint(),
-        }
 
     @property
     def lock(self) -> threading.RLock:

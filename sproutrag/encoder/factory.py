@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def encoder_from_settings(encoding: EncodingSettings, weights: Any = None) -> Encoder:
-    """A new Encoder for ENCODING; WEIGHTS (AggregationWeights) replace the settings'
+    """A new Encoder for ENCODING; WEIGHTS (TrainedWeights) replace the settings'
     weights file (default: `encoding.weights`, else the packaged weights)."""
     from sproutrag.encoder.encoder import Encoder
     from sproutrag.encoder.weights import load_default_weights

@@ -14,12 +14,11 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from sproutrag.encoder.weights import DEFAULT_ENCODER_ID
-
 __all__ = ["DEFAULT_MODEL", "PACKAGED_MODEL_ID", "autocast", "load_config", "load_model",
            "resolve_device", "resolve_model"]
 
-PACKAGED_MODEL_ID = DEFAULT_ENCODER_ID
+#: The id of the packaged encoder (and the hub name it comes from).
+PACKAGED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def _packaged_model_path() -> str | None:

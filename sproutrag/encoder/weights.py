@@ -1,24 +1,22 @@
-"""Learned parameters: the attention aggregation (index time) and the search (query time).
+"""What training learns: the attention aggregation (index time) and the search (query time).
 
 The method aggregates chunk attention as A = sum_{l,h} w_lh Attn(l,h) with
 w = softmax(alpha) over all (layer, head) pairs: alpha shapes the trees. The search
-parameters are used only when querying: the candidate threshold `delta`, the optional
-relative cutoff `margin`, the weight of lexical evidence (`lexical_weight`), the size
-calibration of internal nodes (`size_penalty`) and whether the best leaves seed the
-candidates (`seed_leaves`); see `sproutrag.search.tree_search.SearchParams`. All are learned once
-(``sproutrag train``) and stored as a small JSON file; untrained, alpha is uniform and
-the search is the paper's (delta 0, cosine only). numpy only: no torch here.
+parameters (`sproutrag.params.SearchParams`: the candidate threshold delta, the optional
+relative cutoff margin, the lexical weight, the size penalty and the leaf seeds) are
+used only when querying. Both are learned once (``sproutrag train``) and stored as a
+small JSON file; untrained, alpha is uniform and the search is the paper's (delta 0,
+cosine only). numpy only: no torch here.
 
 `tree_fingerprint()` covers only alpha (what changes the stored trees); it enters the
-index fingerprint, so re-learning a query-time parameter never re-indexes a corpus.
-`fingerprint()` covers the whole file.
+index fingerprint (`sproutrag.ingest.index_identity`), so re-learning a query-time
+parameter never re-indexes a corpus. `fingerprint()` covers the whole file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,28 +24,32 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.errors import WeightsFileError  # noqa: F401 - also importable from here
+from sproutrag.errors import (
+    SearchParamsError,
+    WeightsFileError,  # noqa: F401 - also importable from here
+)
+from sproutrag.params import SearchParams
 
 FORMAT = "sproutrag-weights/1"
-DEFAULT_ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+#: The search parameters the weights fingerprint always hashed (when any is trained);
+#: a parameter added later enters it only when it differs from its default, so the
+#: files written before it keep their fingerprints.
+_FINGERPRINT_V1 = ("lexical_weight", "size_penalty", "seed_leaves")
+_UNTRAINED = SearchParams().learned()
 
 
 @dataclass(frozen=True, eq=False)
-class AggregationWeights:
-    """alpha: float32 (n_layers, n_heads) logits; delta: beam-search candidate threshold;
-    margin: relative cutoff (a candidate must score within `margin` of the best leaf, and
-    so must each of its leaves; None: no relative cutoff); lexical_weight, size_penalty,
-    seed_leaves: see `sproutrag.search.tree_search.SearchParams`."""
+class TrainedWeights:
+    """alpha: float32 (n_layers, n_heads) logits; search: the learned search parameters
+    (their beam width is not learned: the default); source: the file it was read from;
+    encoder and trained_on: what it was trained with (recorded, not checked)."""
 
     alpha: np.ndarray
-    delta: float = 0.0
+    search: SearchParams = SearchParams()
     source: str = "uniform"
-    encoder: str | None = DEFAULT_ENCODER_ID
+    encoder: str | None = None
     trained_on: str | None = None
-    margin: float | None = None
-    lexical_weight: float = 0.0
-    size_penalty: float = 0.0
-    seed_leaves: bool = False
 
     def __post_init__(self) -> None:
         alpha = np.array(self.alpha, dtype=np.float32)  # a private copy
@@ -55,26 +57,15 @@ class AggregationWeights:
             raise ValueError(f"alpha must have shape (n_layers, n_heads), got {alpha.shape}")
         if not np.all(np.isfinite(alpha)):
             raise ValueError("alpha contains NaN or infinite values")
-        if not math.isfinite(float(self.delta)):
-            raise ValueError(f"delta must be finite, got {self.delta!r}")
-        if self.margin is not None and not (math.isfinite(self.margin) and self.margin >= 0):
-            raise ValueError(f"margin must be None or a finite number >= 0, got {self.margin!r}")
-        for name in ("lexical_weight", "size_penalty"):
-            value = float(getattr(self, name))
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "seed_leaves", bool(self.seed_leaves))
+        if not isinstance(self.search, SearchParams):
+            raise TypeError(f"search must be a SearchParams, got {type(self.search).__name__}")
         alpha.setflags(write=False)
         object.__setattr__(self, "alpha", alpha)
-        object.__setattr__(self, "delta", float(self.delta))
-        if self.margin is not None:
-            object.__setattr__(self, "margin", float(self.margin))
 
     @classmethod
-    def uniform(cls, n_layers: int = 6, n_heads: int = 12) -> AggregationWeights:
-        """Equal weight on every (layer, head): the untrained default."""
-        return cls(np.zeros((n_layers, n_heads), dtype=np.float32), 0.0, "uniform")
+    def uniform(cls, n_layers: int = 6, n_heads: int = 12) -> TrainedWeights:
+        """Equal weight on every (layer, head), the paper's search: the untrained default."""
+        return cls(np.zeros((n_layers, n_heads), dtype=np.float32))
 
     @property
     def n_layers(self) -> int:
@@ -100,20 +91,18 @@ class AggregationWeights:
     def fingerprint(self) -> str:
         """Short sha256 of the whole content: alpha and every search parameter."""
         h = hashlib.sha256(self.tree_fingerprint().encode())
-        h.update(np.asarray([self.delta], dtype="<f8").tobytes())
-        if self.margin is not None:
-            h.update(b"margin" + np.asarray([self.margin], dtype="<f8").tobytes())
-        if self.search_fields() != _UNTRAINED_SEARCH:
-            h.update(json.dumps(self.search_fields(), sort_keys=True).encode())
+        learned = self.search.learned()
+        h.update(np.asarray([learned.pop("delta")], dtype="<f8").tobytes())
+        margin = learned.pop("margin")
+        if margin is not None:
+            h.update(b"margin" + np.asarray([margin], dtype="<f8").tobytes())
+        rest = {k: v for k, v in learned.items() if k in _FINGERPRINT_V1 or v != _UNTRAINED[k]}
+        if rest != {k: _UNTRAINED[k] for k in _FINGERPRINT_V1}:
+            h.update(json.dumps(rest, sort_keys=True).encode())
         return h.hexdigest()[:16]
 
-    def search_fields(self) -> dict[str, Any]:
-        """The query-time parameters besides delta and margin."""
-        return {"lexical_weight": self.lexical_weight, "size_penalty": self.size_penalty,
-                "seed_leaves": self.seed_leaves}
-
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, AggregationWeights):
+        if not isinstance(other, TrainedWeights):
             return NotImplemented
         return self.fingerprint() == other.fingerprint()
 
@@ -126,9 +115,7 @@ class AggregationWeights:
             "n_layers": self.n_layers,
             "n_heads": self.n_heads,
             "alpha": [[float(x) for x in row] for row in self.alpha],
-            "delta": self.delta,
-            "margin": self.margin,
-            **self.search_fields(),
+            **self.search.learned(),
             "encoder": self.encoder,
             "trained_on": self.trained_on,
             "fingerprint": self.fingerprint(),
@@ -145,7 +132,7 @@ class AggregationWeights:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> AggregationWeights:
+    def load(cls, path: str | os.PathLike[str]) -> TrainedWeights:
         """Read a file written by `save`; raises WeightsFileError naming file and problem."""
         path = Path(path)
         try:
@@ -157,7 +144,7 @@ class AggregationWeights:
         return cls._from_dict(data, str(path))
 
     @classmethod
-    def _from_dict(cls, data: Any, where: str) -> AggregationWeights:
+    def _from_dict(cls, data: Any, where: str) -> TrainedWeights:
         if not isinstance(data, dict):
             raise WeightsFileError(f"{where}: expected a JSON object, got {type(data).__name__}")
         if data.get("format") != FORMAT:
@@ -183,58 +170,21 @@ class AggregationWeights:
                 raise WeightsFileError(f"{where}: '{key}' is {data[key]!r} but alpha has {want}")
         if not np.all(np.isfinite(alpha)):
             raise WeightsFileError(f"{where}: 'alpha' contains NaN or infinite values")
-        delta = data.get("delta", 0.0)
-        if isinstance(delta, bool) or not isinstance(delta, int | float):
-            raise WeightsFileError(f"{where}: 'delta' must be a number, got {delta!r}")
-        if not math.isfinite(delta):
-            raise WeightsFileError(f"{where}: 'delta' is {delta!r}, must be finite")
-        margin = data.get("margin")
-        if margin is not None and (
-            isinstance(margin, bool) or not isinstance(margin, int | float)
-            or not math.isfinite(margin) or margin < 0
-        ):
-            raise WeightsFileError(
-                f"{where}: 'margin' must be null or a finite number >= 0, got {margin!r}"
-            )
-        search = _search_fields(data, where)
-        return cls(
-            alpha.astype(np.float32),
-            float(delta),
-            where,
-            encoder=data.get("encoder"),
-            trained_on=data.get("trained_on"),
-            margin=None if margin is None else float(margin),
-            **search,
-        )
-
-
-_UNTRAINED_SEARCH = {"lexical_weight": 0.0, "size_penalty": 0.0, "seed_leaves": False}
-
-
-def _search_fields(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """lexical_weight, size_penalty (numbers >= 0) and seed_leaves (bool); absent: untrained."""
-    out = dict(_UNTRAINED_SEARCH)
-    for key in ("lexical_weight", "size_penalty"):
-        value = data.get(key, 0.0)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            math.isfinite(value) and value >= 0
-        ):
-            raise WeightsFileError(f"{where}: '{key}' must be a number >= 0, got {value!r}")
-        out[key] = float(value)
-    seed = data.get("seed_leaves", False)
-    if not isinstance(seed, bool):
-        raise WeightsFileError(f"{where}: 'seed_leaves' must be true or false, got {seed!r}")
-    out["seed_leaves"] = seed
-    return out
+        try:
+            search = SearchParams.from_learned(data)
+        except SearchParamsError as exc:
+            raise WeightsFileError(f"{where}: {exc}") from None
+        return cls(alpha.astype(np.float32), search, where, encoder=data.get("encoder"),
+                   trained_on=data.get("trained_on"))
 
 
 PACKAGED_WEIGHTS = Path(__file__).parents[1] / "resources" / "weights.json"
 
 
-def load_default_weights(path: str | os.PathLike[str] | None) -> AggregationWeights:
+def load_default_weights(path: str | os.PathLike[str] | None) -> TrainedWeights:
     """The weights file at `path`; without one, the packaged trained weights, else uniform."""
     if path is not None:
-        return AggregationWeights.load(path)
+        return TrainedWeights.load(path)
     if PACKAGED_WEIGHTS.is_file():
-        return AggregationWeights.load(PACKAGED_WEIGHTS)
-    return AggregationWeights.uniform()
+        return TrainedWeights.load(PACKAGED_WEIGHTS)
+    return TrainedWeights.uniform()

@@ -1,6 +1,6 @@
 """train: learn the query-time search parameters on training queries (grid search).
 
-What is learned (see `sproutrag.search.tree_search.SearchParams`): the weight of lexical evidence
+What is learned (see `sproutrag.params.SearchParams`): the weight of lexical evidence
 (`lexical_weight`), the size calibration of internal nodes (`size_penalty`), whether the
 best leaves seed the candidates (`seed_leaves`), the candidate threshold `delta` and,
 only when asked, the relative cutoff `margin`. The objective is the paper's IE
@@ -34,7 +34,7 @@ from sproutrag.learn.variants import (
     retrieve_tree,
     variant_trees,
 )
-from sproutrag.search.tree_search import SearchParams
+from sproutrag.params import SearchParams
 from sproutrag.trees.tree import Tree
 
 LEXICAL_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
@@ -108,7 +108,7 @@ def learn_search(
     Every lexical-weight entry needs `DocFeatures.terms` (`features.attach_terms`).
     """
     scorer = _Scorer(feats, variant_trees(feats, variant), queries, qvecs, ks)
-    base = SearchParams(beam_width=variant.beam)
+    base = SearchParams(beam_width=variant.search.beam_width)
     rows: list[dict[str, Any]] = []
     trials: list[tuple[SearchParams, np.ndarray]] = []
 
@@ -116,9 +116,7 @@ def learn_search(
         ie = scorer.per_query(scorer.units(p))
         value = scorer.mean(ie)
         trials.append((p, ie))
-        rows.append({"lexical_weight": p.lexical_weight, "size_penalty": p.size_penalty,
-                     "seed_leaves": p.seed_leaves, "delta": p.threshold, "margin": p.margin,
-                     "ie": value})
+        rows.append({**p.learned(), "ie": value})
         return value
 
     for w, g, seed in itertools.product(lexical_grid, size_grid, seed_grid):

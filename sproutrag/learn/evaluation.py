@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from sproutrag.ingest.index_identity import encoder_fields
 from sproutrag.learn.datasets import gold_spans, read_jsonl, usable_queries
 from sproutrag.learn.features import DocFeatures, attach_terms, feature_path, featurize_corpus
 from sproutrag.learn.metrics import (
@@ -72,8 +73,9 @@ def evaluate_variants(
         hits: dict[str, int] = {}
         runs = run_variant(v, feats, queries, qvecs, ks, trees, hits)
         rows.append(result_row(
-            v.name, runs, feats, queries, mode=v.mode, beam=v.beam, delta=v.delta,
-            margin=v.margin, parent_embedding=v.parent_embedding, relation=v.relation,
+            v.name, runs, feats, queries, mode=v.mode, beam=v.search.beam_width,
+            delta=v.search.threshold, margin=v.search.margin,
+            parent_embedding=v.parent_embedding, relation=v.relation,
             band=v.band, notes=v.notes,
             stats=tree_stats(trees, runs, feats, queries, hits) if trees else {},
         ))
@@ -148,7 +150,7 @@ def evaluate_corpus(
     meta = {
         "docs": str(docs_path), "queries": str(queries_path), "n_docs": len(feats),
         "n_queries": len(queries), "ks": list(ks), "chunking": chunking,
-        "encoder": {k: v for k, v in encoder.fingerprint_fields().items() if k != "weights"},
+        "encoder": encoder_fields(encoder),
         "features": None if cache_dir is None else str(
             feature_path(cache_dir, docs, encoder, chunking)),
         "seconds": {"featurize": round(t1 - t0, 1),

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from sproutrag.ingest.chunking import chunk_text
+from sproutrag.ingest.index_identity import encoder_fields
 from sproutrag.search.lexical import LeafTerms
 
 CACHE_VERSION = "features/1"
@@ -90,7 +91,11 @@ _KEY_DEFAULTS = {"within_paragraphs": False}
 
 
 def _cache_key(docs: Sequence[dict[str, Any]], encoder: Any, chunking: dict[str, Any]) -> str:
-    fields = {k: v for k, v in encoder.fingerprint_fields().items() if k != "weights"}
+    """The encoder's part of the index identity (`index_identity.encoder_fields`) and the
+    chunking, but not the rest of the index fingerprint: features hold every attention
+    head (alpha does not change them) and no tree; plus the cache's version and the
+    documents themselves (the index fingerprint has no corpus in it)."""
+    fields = encoder_fields(encoder)
     chunking = {k: v for k, v in chunking.items() if _KEY_DEFAULTS.get(k, object()) != v}
     h = hashlib.sha256(json.dumps([CACHE_VERSION, fields, chunking], sort_keys=True).encode())
     for d in docs:

@@ -41,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.ingest.index_identity import encoder_fields
 from sproutrag.learn.calibration import learn_search
 from sproutrag.learn.datasets import read_jsonl, usable_queries
 from sproutrag.learn.features import DocFeatures, attach_terms, featurize_corpus
@@ -194,7 +195,7 @@ def train_corpus(
     With `finetune` (keyword arguments of `finetune_encoder`, e.g. {"epochs": 1}), the
     encoder is then fine-tuned with the joint loss into OUT/encoder, and alpha and the
     search parameters are learned again on it. `search_grid` overrides the grids of
-    `sproutrag.learn.calibration.learn_search`. Returns (AggregationWeights, config dict).
+    `sproutrag.learn.calibration.learn_search`. Returns (TrainedWeights, config dict).
     """
     seconds: dict[str, float] = {}
     t = t0 = time.perf_counter()
@@ -212,15 +213,14 @@ def train_corpus(
                                       log=log)
         r = _alpha_on(encoder, feats, queries, **kw)
         t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
-    variant = Variant("train", mix=AggregationWeights(r["alpha"]).mix(),
+    variant = Variant("train", mix=TrainedWeights(r["alpha"]).mix(),
                       parent_embedding=parent_embedding)
     params, grid = learn_search(feats, queries, r["qvecs"], variant,
                                 learn_margin=learn_margin, log=log, **(search_grid or {}))
     t = timed(seconds, "learn_search", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
-    weights = AggregationWeights(
-        r["alpha"], params.threshold, encoder=encoder.model_id, margin=params.margin,
-        trained_on=", ".join(Path(d).name for d, _ in sets), **_search_fields(params))
+    weights = TrainedWeights(r["alpha"], params, encoder=encoder.model_id,
+                             trained_on=", ".join(Path(d).name for d, _ in sets))
     config = _config(weights, sets, feats, queries, r, attn_kind=attn_kind, lam=lam, lr=lr,
                      epochs=epochs, parent_embedding=parent_embedding, chunking=chunking,
                      encoder=encoder, grid=grid, seconds=seconds, tuned=tuned)
@@ -228,11 +228,6 @@ def train_corpus(
     weights.save(Path(out) / "weights.json")
     (Path(out) / "config.json").write_text(json.dumps(config, indent=1) + "\n", "utf-8")
     return weights, config
-
-
-def _search_fields(params: Any) -> dict[str, Any]:
-    return {"lexical_weight": params.lexical_weight, "size_penalty": params.size_penalty,
-            "seed_leaves": params.seed_leaves}
 
 
 def _finetune(
@@ -243,7 +238,7 @@ def _finetune(
     """Fine-tune ENCODER's model with the joint loss (alpha fixed) into OUT/encoder."""
     return finetune_encoder(
         encoder.model_path, {d: {"text": texts[d], "features": f} for d, f in feats.items()},
-        queries, Path(out) / "encoder", mix=AggregationWeights(alpha).mix(),
+        queries, Path(out) / "encoder", mix=TrainedWeights(alpha).mix(),
         lam=lam, attn_kind=attn_kind, chunk_max_tokens=encoder.chunk_max_tokens,
         window_tokens=encoder.window_tokens, device=encoder.device, log=log, **finetune,
     )
@@ -260,8 +255,7 @@ def _config(weights: Any, sets: Sequence[tuple[str, str]], feats: dict, queries:
     return {
         "weights_fingerprint": weights.fingerprint(),
         "tree_fingerprint": weights.tree_fingerprint(),
-        "search": {"delta": weights.delta, "margin": weights.margin,
-                   **weights.search_fields()},
+        "search": weights.search.learned(),
         "data": {"sets": [{"docs": str(d), "docs_sha256": sha(d), "queries": str(q),
                            "queries_sha256": sha(q),
                            "n_queries": sum(x.get("set") == n for x in queries)}
@@ -276,8 +270,7 @@ def _config(weights: Any, sets: Sequence[tuple[str, str]], feats: dict, queries:
         "optimizer": {"name": "AdamW", "lr_alpha": kw["lr"], "weight_decay": 0.01,
                       "warmup": 0.1, "epochs": kw["epochs"], "batch_queries": 32},
         "parent_embedding": kw["parent_embedding"], "chunking": kw["chunking"],
-        "encoder": {k: v for k, v in kw["encoder"].fingerprint_fields().items()
-                    if k != "weights"},
+        "encoder": encoder_fields(kw["encoder"]),
         "history": r["history"], "search_grid": kw["grid"], "seconds": kw["seconds"],
         "finetune_encoder": kw["tuned"],
     }

@@ -11,14 +11,15 @@ then `sproutrag.search.tree_search.search_trees` (tree mode, what `Retriever` ru
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
 from sproutrag.learn.features import DocFeatures
+from sproutrag.params import SearchParams
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.tree_search import SearchParams, node_scores, search_leaves, search_trees
+from sproutrag.search.tree_search import node_scores, search_leaves, search_trees
 from sproutrag.trees.tree import Tree, build_tree
 
 
@@ -29,21 +30,20 @@ class Variant:
     name: str
     mode: str = "tree"  # "tree" | "flat"
     mix: np.ndarray | None = None  # (L, H) aggregation weights; None = uniform
-    delta: float = 0.0
-    margin: float | None = None  # relative cutoff below the best leaf (None: off)
-    beam: int = 5
+    search: SearchParams = SearchParams()  # flat mode: threshold, margin, lexical_weight
     parent_embedding: str = "mean_of_children"
     relation: str = "attention"  # "attention" | "embedding"
     band: int = 0  # drop pairs with |i - j| <= band (0: keep all)
-    lexical_weight: float = 0.0  # w: rank by z(cosine) + w z(BM25) (tree and flat)
-    size_penalty: float = 0.0  # g: internal nodes rank at score - g log2(leaves)
-    seed_leaves: bool = False  # the k best leaves are always candidates
     notes: str = field(default="", compare=False)
 
-    def search_params(self) -> SearchParams:
-        return SearchParams(beam_width=self.beam, threshold=self.delta, margin=self.margin,
-                            lexical_weight=self.lexical_weight,
-                            size_penalty=self.size_penalty, seed_leaves=self.seed_leaves)
+
+_SEARCH_FIELDS = frozenset(f.name for f in fields(SearchParams))
+
+
+def with_name(v: Variant, name: str, **changes: Any) -> Variant:
+    """V renamed, with CHANGES to its own fields or to its search's (by field name)."""
+    search = {k: changes.pop(k) for k in list(changes) if k in _SEARCH_FIELDS}
+    return replace(v, name=name, search=replace(v.search, **search), **changes)
 
 
 def relations(f: DocFeatures, v: Variant) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,10 +69,6 @@ def variant_trees(feats: dict[str, DocFeatures], v: Variant) -> dict[str, Tree]:
     }
 
 
-def with_name(v: Variant, name: str, **changes: Any) -> Variant:
-    return replace(v, name=name, **changes)
-
-
 #: Rows of the paper's ablation table (Table 3) plus this project's search ablations.
 PAPER_MODES = ("flat", "tree", "untrained", "embedding", "b1", "b3", "b10")
 SEARCH_MODES = ("flat_lexical", "tree_paper", "tree_cosine", "tree_nocalib", "tree_noseed",
@@ -86,22 +82,21 @@ def make_variants(
 ) -> list[Variant]:
     """Variants by key; 'tree' is the shipped method: `weights`' alpha and every learned
     search parameter (delta, margin, lexical weight, size penalty, seeds), b = 5."""
-    mix, delta, margin = weights.mix(), float(weights.delta), weights.margin
-    search = {"lexical_weight": weights.lexical_weight, "size_penalty": weights.size_penalty,
-              "seed_leaves": weights.seed_leaves}
-    tree = Variant("tree (trained)", mix=mix, delta=delta, margin=margin,
-                   parent_embedding=parent_embedding, **search,
+    learned = weights.search
+    delta, margin, w = learned.threshold, learned.margin, learned.lexical_weight
+    tree = Variant("tree (trained)", mix=weights.mix(), search=learned,
+                   parent_embedding=parent_embedding,
                    notes=f"weights {weights.source} ({weights.fingerprint()})")
     paper = {"lexical_weight": 0.0, "size_penalty": 0.0, "seed_leaves": False}
     other = "size_weighted" if parent_embedding != "size_weighted" else "mean_of_children"
-    w = weights.lexical_weight
+    flat = Variant("flat (leaf only)", mode="flat")
     table = {
-        "flat": Variant("flat (leaf only)", mode="flat"),
-        "flat_lexical": Variant(f"flat, cosine + {w:g} x BM25 (leaves)", mode="flat",
-                                lexical_weight=w),
-        "flat_delta": Variant(f"flat, scores >= delta {delta:g}", mode="flat", delta=delta),
-        "flat_cutoffs": Variant(f"flat, the tree's cutoffs (delta {delta:g}, margin {margin})",
-                                mode="flat", delta=delta, margin=margin),
+        "flat": flat,
+        "flat_lexical": with_name(flat, f"flat, cosine + {w:g} x BM25 (leaves)",
+                                  lexical_weight=w),
+        "flat_delta": with_name(flat, f"flat, scores >= delta {delta:g}", threshold=delta),
+        "flat_cutoffs": with_name(flat, f"flat, the tree's cutoffs (delta {delta:g}, margin "
+                                  f"{margin})", threshold=delta, margin=margin),
         "nomargin": with_name(tree, "tree (trained), no margin", margin=None),
         "tree": tree,
         "tree_paper": with_name(tree, "tree, the paper's search (cosine, no seeds or "
@@ -118,10 +113,10 @@ def make_variants(
                                            parent_embedding=other),
         "embedding": with_name(tree, "tree, embedding-similarity relations",
                                relation="embedding"),
-        "b1": with_name(tree, "tree (trained), greedy b = 1", beam=1),
-        "b3": with_name(tree, "tree (trained), b = 3", beam=3),
-        "b5": with_name(tree, "tree (trained), b = 5", beam=5),
-        "b10": with_name(tree, "tree (trained), b = 10", beam=10),
+        "b1": with_name(tree, "tree (trained), greedy b = 1", beam_width=1),
+        "b3": with_name(tree, "tree (trained), b = 3", beam_width=3),
+        "b5": with_name(tree, "tree (trained), b = 5", beam_width=5),
+        "b10": with_name(tree, "tree (trained), b = 10", beam_width=10),
         "size_weighted": with_name(tree, f"tree (trained), {other} parents",
                                    parent_embedding=other),
         "noband": with_name(tree, "tree (trained), without the |i-j|<=1 band", band=1),
@@ -195,17 +190,19 @@ def run_variant(
     if v.mode == "tree" and trees is None:
         trees = variant_trees(feats, v)
     out: dict[int, list] = {k: [] for k in ks}
+    p = v.search
     for q, qv in zip(queries, qvecs, strict=True):
-        scores = (query_node_scores(trees, feats, q, qv, v.lexical_weight)
+        scores = (query_node_scores(trees, feats, q, qv, p.lexical_weight)
                   if v.mode == "tree" else None)
         for k in ks:
             if v.mode == "flat":
                 units = retrieve_flat(feats, qv, q["doc_ids"], k=k,
-                                      delta=v.delta if v.delta > 0 else None, margin=v.margin,
-                                      lexical_weight=v.lexical_weight, query=q.get("query", ""))
+                                      delta=p.threshold if p.threshold > 0 else None,
+                                      margin=p.margin, lexical_weight=p.lexical_weight,
+                                      query=q.get("query", ""))
             else:
-                units = retrieve_tree(trees, feats, qv, q["doc_ids"], k=k,
-                                      params=v.search_params(), query=q.get("query", ""),
+                units = retrieve_tree(trees, feats, qv, q["doc_ids"], k=k, params=p,
+                                      query=q.get("query", ""),
                                       stats=stats if k == max(ks) else None, scores=scores)
             out[k].append(units)
     return out

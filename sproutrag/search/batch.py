@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sproutrag.limits import check_count
+from sproutrag.params import check_count
 from sproutrag.search.retriever import Mode, QueryError, Retriever
 
 

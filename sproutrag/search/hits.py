@@ -1,5 +1,6 @@
 """What a search returns (`Hit`), what refuses a query (`QueryError`), and how a
-selected node of a stored tree becomes a hit."""
+selected node of a stored tree becomes a hit. (The checks of k and the search
+parameters are in `sproutrag.params`.)"""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ encoder unless the settings name one, and the weights file they name, if any."""
 from __future__ import annotations
 
 from schemas.settings import Settings
-from sproutrag.encoder.weights import DEFAULT_ENCODER_ID, AggregationWeights
+from sproutrag.encoder.loading import PACKAGED_MODEL_ID
+from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.storage.index_info import latest, read_index_infos
 from sproutrag.storage.store import Store
 
@@ -18,15 +19,15 @@ def reader_settings(db: str, settings: Settings) -> Settings:
     store = Store.open_existing(db, storage_options=settings.storage.lance_options(db))
     info = latest(read_index_infos(store))
     model = info.encoder if info is not None else store.encoder_id
-    update: dict[str, object] = {"model": None if model == DEFAULT_ENCODER_ID else model}
+    update: dict[str, object] = {"model": None if model == PACKAGED_MODEL_ID else model}
     if info is not None and "chunk_max_tokens" in info.encoding():
         update["chunk_max_tokens"] = info.encoding()["chunk_max_tokens"]
     encoding = settings.encoding.model_copy(update=update)
     return settings.model_copy(update={"encoding": encoding})
 
 
-def reader_weights(settings: Settings) -> AggregationWeights | None:
+def reader_weights(settings: Settings) -> TrainedWeights | None:
     """The weights file the settings name (its search parameters replace the database's
     defaults; its alpha must be the database's), or None: the database's defaults."""
     path = settings.encoding.weights
-    return AggregationWeights.load(path) if path is not None else None
+    return TrainedWeights.load(path) if path is not None else None

@@ -24,16 +24,17 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from sproutrag.limits import check_count, check_number
+from sproutrag.params import DEFAULT, SearchParams, check_count
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.hits import Hit, QueryError, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.tree_search import Reranker, SearchParams, cosine_rerank, search_trees
+from sproutrag.search.tree_search import Reranker, cosine_rerank, search_trees
 from sproutrag.storage.filters import doc_filter, in_filter, sql_quote
 from sproutrag.storage.index_info import read_index_infos, search_defaults
 from sproutrag.storage.rows import StoredTree
@@ -67,19 +68,21 @@ class Retriever:
         weights: Any = None,
         beam_width: int = 5,
         threshold: float | None = None,
-        margin: float | None | str = "trained",
+        margin: float | None = DEFAULT,
         lexical_weight: float | None = None,
+        overrides: Mapping[str, Any] | None = None,
         n_docs: int = 8,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
         cache_bytes: int = CACHE_BYTES,
     ) -> None:
-        check_number("threshold", threshold)
-        check_number("lexical_weight", lexical_weight)
-        if margin != "trained":
-            check_number("margin", margin)
-        check_count("beam_width", beam_width)
+        """THRESHOLD, LEXICAL_WEIGHT (None: not set), MARGIN (None: off) and OVERRIDES (any
+        `SearchParams` field) replace the database's defaults (`_resolve`)."""
+        given = {"threshold": threshold, "lexical_weight": lexical_weight}
+        self._overrides = SearchParams.overrides({
+            "beam_width": beam_width, "margin": margin, **(overrides or {}),
+            **{k: v for k, v in given.items() if v is not None}})
         self.store = Store.open_existing(db, storage_options=storage_options)
         encoder = encoder if encoder is not None else self._database_encoder()
         if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
@@ -90,8 +93,7 @@ class Retriever:
                 "encoder the database was built with (settings encoding.model)"
             )
         self.encoder, self.weights = encoder, weights
-        self.beam_width, self.n_docs, self.reranker = beam_width, n_docs, reranker
-        self._overrides = (threshold, margin, lexical_weight)
+        self.n_docs, self.reranker = n_docs, reranker
         self._cache = LRUCache(cache_bytes)  # ("tree" | "terms", doc_id, tree_id) -> value
         # First stage in memory: (table versions, doc id per row, unit row vectors) while
         # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
@@ -123,14 +125,7 @@ class Retriever:
             infos = read_index_infos(self.store, fingerprints) if tbl is not None else {}
             base = search_defaults(infos, encoder=self.encoder, weights=self.weights,
                                    uri=self.store.uri)
-            threshold, margin, lexical = self._overrides
-            params = SearchParams(
-                beam_width=self.beam_width,
-                threshold=base.delta if threshold is None else threshold,
-                margin=base.margin if margin == "trained" else margin,
-                lexical_weight=base.lexical_weight if lexical is None else lexical,
-                size_penalty=base.size_penalty, seed_leaves=base.seed_leaves,
-            )
+            params = replace(base.params, **self._overrides)
             self._settings = (key, params, base)
         return self._settings[1], self._settings[2]
 
@@ -143,6 +138,10 @@ class Retriever:
     def defaults(self) -> Any:
         """Where the defaults came from (`sproutrag.storage.index_info.SearchDefaults`)."""
         return self._resolve()[1]
+
+    @property
+    def beam_width(self) -> int:
+        return self.params.beam_width
 
     @property
     def threshold(self) -> float:
@@ -159,7 +158,7 @@ class Retriever:
     @property
     def flat_threshold(self) -> float | None:
         """Flat mode cuts only at an explicit threshold."""
-        return self._overrides[0]
+        return self._overrides.get("threshold")
 
     def _fingerprints(self) -> str:
         """The index fingerprints of the stored documents, for error messages."""

@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from sproutrag.params import SearchParams
 from sproutrag.search.lexical import LeafTerms, bm25_leaves, bm25_nodes
 from sproutrag.trees.tree import Tree
 
@@ -71,40 +72,6 @@ def beam_search(
     keep = s[nodes] >= threshold
     nodes = nodes[keep]
     return Candidates(nodes.astype(np.int32), s[nodes].astype(np.float32))
-
-
-@dataclass(frozen=True)
-class SearchParams:
-    """How tree mode finds and ranks evidence (the learned values come from the weights).
-
-    * ``beam_width`` (b), ``threshold`` (delta, on a node's cosine) and ``margin`` (the
-      relative cutoff on cosine; None = off): as in the paper and `tree_candidates`;
-    * ``lexical_weight`` (w): nodes are ranked by ``z(cosine) + w * z(BM25)``, both
-      standardised over the leaves being searched (w = 0: plain cosine);
-    * ``size_penalty`` (g): an internal node of m leaves competes at
-      ``score - g * log2(m)``, a calibration that decides when a node beats its leaves;
-    * ``seed_leaves``: the k best leaves are candidates even when the beam never reaches
-      them, so the search cannot miss the best leaf of a deep tree.
-    """
-
-    beam_width: int = 5
-    threshold: float = 0.0
-    margin: float | None = None
-    lexical_weight: float = 0.0
-    size_penalty: float = 0.0
-    seed_leaves: bool = False
-
-    def __post_init__(self) -> None:
-        if self.beam_width < 1:
-            raise ValueError(f"beam_width must be >= 1, got {self.beam_width}")
-        for name in ("threshold", "lexical_weight", "size_penalty"):
-            value = getattr(self, name)
-            if not np.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if self.lexical_weight < 0 or self.size_penalty < 0:
-            raise ValueError("lexical_weight and size_penalty must be >= 0")
-        if self.margin is not None and not (np.isfinite(self.margin) and self.margin >= 0):
-            raise ValueError(f"margin must be None or a number >= 0, got {self.margin!r}")
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 
 from schemas import tables
+from sproutrag.params import SearchParams
 from sproutrag.storage.filters import in_filter
 from sproutrag.storage.store import StaleIndexError, Store
 
@@ -34,24 +35,24 @@ TABLE = "index_settings"
 
 @dataclass(frozen=True)
 class SearchDefaults:
-    """The query-time parameters a reader uses unless told otherwise, and where from."""
+    """The search parameters a reader uses unless told otherwise, and where they came from."""
 
-    delta: float
-    margin: float | None
-    lexical_weight: float
-    size_penalty: float
-    seed_leaves: bool
+    params: SearchParams
     source: str
 
     @classmethod
-    def of_weights(cls, weights: Any, source: str) -> SearchDefaults:
-        return cls(float(weights.delta), weights.margin, float(weights.lexical_weight),
-                   float(weights.size_penalty), bool(weights.seed_leaves), source)
+    def of_weights(cls, weights: Any) -> SearchDefaults:
+        return cls(weights.search, f"weights {weights.source}")
+
+
+#: The columns of `index_settings` that `IndexInfo` holds as one `SearchParams`.
+_SEARCH_COLUMNS = frozenset(SearchParams().learned())
 
 
 @dataclass(frozen=True)
 class IndexInfo:
-    """One row of `index_settings` (see schemas/tables.py)."""
+    """One row of `index_settings` (see schemas/tables.py); the learned search parameters'
+    columns (delta, margin, lexical_weight, ...) are `search`."""
 
     index_fingerprint: str
     encoder: str
@@ -60,11 +61,7 @@ class IndexInfo:
     tree_fingerprint: str
     weights_fingerprint: str
     weights_source: str
-    delta: float
-    margin: float | None
-    lexical_weight: float
-    size_penalty: float
-    seed_leaves: bool
+    search: SearchParams
     settings_json: str
     run_id: str
     updated_at: datetime
@@ -76,10 +73,14 @@ class IndexInfo:
         w = encoder.weights
         return cls(
             fingerprint, encoder.model_id, encoder.model_sha256, int(encoder.dim),
-            w.tree_fingerprint(), w.fingerprint(), str(w.source), float(w.delta), w.margin,
-            float(w.lexical_weight), float(w.size_penalty), bool(w.seed_leaves),
+            w.tree_fingerprint(), w.fingerprint(), str(w.source), w.search,
             json.dumps(fields, sort_keys=True, default=str), run_id, datetime.now(UTC),
         )
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> IndexInfo:
+        rest = {k: v for k, v in row.items() if k not in _SEARCH_COLUMNS}
+        return cls(search=SearchParams.from_learned(row), **rest)
 
     def same_settings(self, other: IndexInfo) -> bool:
         """Equal in everything but the run that wrote it and when."""
@@ -88,15 +89,15 @@ class IndexInfo:
                    for f in fields(self) if f.name not in skip)
 
     def defaults(self) -> SearchDefaults:
-        return SearchDefaults(self.delta, self.margin, self.lexical_weight, self.size_penalty,
-                              self.seed_leaves, f"the database (weights {self.weights_source})")
+        return SearchDefaults(self.search, f"the database (weights {self.weights_source})")
 
     def encoding(self) -> dict[str, Any]:
         """The fingerprinted settings (encoder fields, chunking, tree) as recorded."""
         return json.loads(self.settings_json)
 
     def to_row(self) -> dict[str, Any]:
-        return asdict(self)
+        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "search"}
+        return {**row, **self.search.learned()}
 
 
 def read_index_infos(store: Store, fingerprints: Iterable[str] | None = None
@@ -112,7 +113,7 @@ def read_index_infos(store: Store, fingerprints: Iterable[str] | None = None
             return {}
         query = query.where(in_filter("index_fingerprint", wanted))
     rows = query.limit(None).to_arrow().to_pylist()
-    return {r["index_fingerprint"]: IndexInfo(**r) for r in rows}
+    return {r["index_fingerprint"]: IndexInfo.from_row(r) for r in rows}
 
 
 def document_fingerprints(store: Store) -> set[str]:
@@ -175,7 +176,7 @@ def search_defaults(infos: dict[str, IndexInfo], *, encoder: Any, weights: Any, 
                 "leave encoding.weights unset to use the database's search settings, "
                 "name the weights file it was indexed with, or index with these weights"
             )
-        return SearchDefaults.of_weights(weights, f"weights {weights.source}")
+        return SearchDefaults.of_weights(weights)
     if newest is not None:
         return newest.defaults()
-    return SearchDefaults.of_weights(encoder.weights, f"weights {encoder.weights.source}")
+    return SearchDefaults.of_weights(encoder.weights)

@@ -12,7 +12,7 @@ import pytest
 
 from flows.cli import main
 from sproutrag.documents import SourceDocument, content_hash
-from sproutrag.encoder.weights import DEFAULT_ENCODER_ID
+from sproutrag.encoder.loading import PACKAGED_MODEL_ID
 from sproutrag.storage.store import IndexedDocument, Store
 from sproutrag.trees.tree import build_tree
 
@@ -74,7 +74,7 @@ def test_out_that_would_overwrite_the_input_or_cannot_be_written_exits_2(tmp_pat
 
 def _emptied_database(path) -> str:
     """A database of the packaged encoder that held one document, now deleted."""
-    store = Store(str(path), encoder_id=DEFAULT_ENCODER_ID, dim=384)
+    store = Store(str(path), encoder_id=PACKAGED_MODEL_ID, dim=384)
     text = "one two three"
     rng = np.random.default_rng(0)
     tree = build_tree(rng.normal(size=(3, 384)).astype(np.float32), np.arange(2),

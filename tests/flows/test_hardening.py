@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sproutrag.encoder.weights import PACKAGED_WEIGHTS, AggregationWeights
+from sproutrag.encoder.weights import PACKAGED_WEIGHTS, TrainedWeights
+from sproutrag.params import SearchParams
 from sproutrag.storage.store import Store
 from tests.flows.test_incremental import TEXTS, _write
 
@@ -21,8 +22,8 @@ QUESTION = "When is payment due?"
 
 def _weights_file(path: Path, *, alpha_shift: float = 0.0, **search) -> Path:
     """The packaged weights with other search parameters (and optionally another alpha)."""
-    base = AggregationWeights.load(PACKAGED_WEIGHTS)
-    AggregationWeights(base.alpha + np.float32(alpha_shift), **search).save(path)
+    base = TrainedWeights.load(PACKAGED_WEIGHTS)
+    TrainedWeights(base.alpha + np.float32(alpha_shift), SearchParams(**search)).save(path)
     return path
 
 
@@ -42,7 +43,7 @@ def built(prefect_harness, tmp_path_factory):
     _write(corpus, TEXTS)
     (root / "private.txt").write_text("root:x:0:0:do not index me", encoding="utf-8")
     (corpus / "leak.txt").symlink_to(root / "private.txt")
-    weights = _weights_file(root / "strict.json", delta=0.95, lexical_weight=0.5,
+    weights = _weights_file(root / "strict.json", threshold=0.95, lexical_weight=0.5,
                             size_penalty=2.0, seed_leaves=False)
     config = _config(root / "strict.yaml", f"encoding:\n  weights: {weights}\n")
     row = index_corpus(corpus=str(corpus), db=str(db), config=str(config))
@@ -68,12 +69,13 @@ def test_index_settings_are_stored_and_readers_default_to_them(built, capsys):
 
     root, _, db, weights, row = built
     [info] = read_index_infos(Store.open_existing(db)).values()
-    strict = AggregationWeights.load(weights)
+    strict = TrainedWeights.load(weights)
     assert info.index_fingerprint == row["index_fingerprint"]
     assert (info.weights_source, info.weights_fingerprint) == (str(weights),
                                                                strict.fingerprint())
     assert info.tree_fingerprint == strict.tree_fingerprint()
-    assert (info.delta, info.lexical_weight, info.seed_leaves) == (0.95, 0.5, False)
+    assert info.search == strict.search
+    assert (info.search.threshold, info.search.lexical_weight) == (0.95, 0.5)
     assert info.encoder_sha256 == Encoder().model_sha256
     assert "storage" not in info.settings_json  # never credentials
 
@@ -94,7 +96,7 @@ def test_index_settings_are_stored_and_readers_default_to_them(built, capsys):
     assert f"built with weights '{weights}'" in err and str(other) in err
     assert "alpha fingerprint" in err and "Traceback" not in err
     # ... and then its search parameters are used (re-learned search, same trees).
-    loose = _weights_file(root / "loose.json", delta=0.0, seed_leaves=True)
+    loose = _weights_file(root / "loose.json", threshold=0.0, seed_leaves=True)
     good = _config(root / "loose.yaml", f"encoding:\n  weights: {loose}\n")
     assert main(["query", "--db", db, "--config", str(good), QUESTION]) == 0
     assert "a.txt:" in capsys.readouterr().out
@@ -107,7 +109,7 @@ def test_new_search_defaults_reach_a_long_lived_reader_without_reindexing(built)
     root, corpus, db, _, _ = built
     reader = Retriever(db)
     assert reader.threshold == 0.95
-    relearned = _weights_file(root / "relearned.json", delta=0.1, lexical_weight=0.5,
+    relearned = _weights_file(root / "relearned.json", threshold=0.1, lexical_weight=0.5,
                               size_penalty=2.0, seed_leaves=False)
     config = _config(root / "relearned.yaml", f"encoding:\n  weights: {relearned}\n")
     again = index_corpus(corpus=str(corpus), db=db, config=str(config))

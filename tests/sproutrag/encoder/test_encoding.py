@@ -16,7 +16,7 @@ from sproutrag.encoder.encoder import (
     plan_windows,
     segment_matrix,
 )
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -192,7 +192,7 @@ def oracle(text: str, spans: list[tuple[int, int]], mix: np.ndarray):
 def test_short_document_equals_unwindowed_oracle(mode):
     text, spans = make_doc(5, gap="\n### note ###\n", seed=3)  # gaps: tokens outside chunks
     rng = np.random.default_rng(0)
-    weights = AggregationWeights(rng.normal(size=(6, 12)).astype(np.float32))
+    weights = TrainedWeights(rng.normal(size=(6, 12)).astype(np.float32))
     enc = Encoder(device="cpu", embedding_mode=mode, weights=weights)
     got = enc.encode_document(text, spans)
     rel, ctx = oracle(text, spans, weights.mix())
@@ -263,21 +263,9 @@ def test_modes_and_weights_change_results():
     np.testing.assert_allclose(alone.rel_m, context.rel_m, rtol=1e-5)  # same attention
     alpha = np.zeros((6, 12), np.float32)
     alpha[5] = 5.0  # the last layer dominates
-    skewed = Encoder(device="cpu", weights=AggregationWeights(alpha)).encode_document(text, spans)
+    skewed = Encoder(device="cpu", weights=TrainedWeights(alpha)).encode_document(text, spans)
     np.testing.assert_array_equal(skewed.rel_i, alone.rel_i)
     assert not np.allclose(skewed.rel_m, alone.rel_m, rtol=1e-2)
-
-
-@pytest.mark.model
-def test_fingerprint_fields_follow_settings():
-    a = Encoder(device="cpu").fingerprint_fields()
-    assert a["encoder"] == PACKAGED_MODEL_ID
-    assert a["weights"] == AggregationWeights.uniform().tree_fingerprint()
-    b = Encoder(device="cpu", window_stride=128).fingerprint_fields()
-    c = Encoder(device="cpu", weights=AggregationWeights(np.ones((6, 12)), 0.4))
-    assert a != b and a["weights"] != c.fingerprint_fields()["weights"]
-    with pytest.raises(ValueError, match="shape"):
-        Encoder(device="cpu", weights=AggregationWeights.uniform(2, 2)).fingerprint_fields()
 
 
 @pytest.mark.model

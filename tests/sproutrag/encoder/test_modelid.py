@@ -10,7 +10,8 @@ import pytest
 
 from sproutrag.encoder.encoder import DEFAULT_MODEL, Encoder
 from sproutrag.encoder.identity import ModelNotFoundError, folder_sha256, model_sha256
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.ingest.index_identity import encoder_fields
 from sproutrag.learn.features import feature_path
 
 
@@ -39,13 +40,13 @@ def test_rewriting_the_weights_changes_the_identity_not_the_readme(model_dir):
 
 
 def test_fingerprint_and_feature_cache_follow_the_content(model_dir, tmp_path):
-    weights = AggregationWeights.uniform(6, 12)
+    weights = TrainedWeights.uniform(6, 12)
     encoder = Encoder(str(model_dir), weights=weights)
-    before = encoder.fingerprint_fields()
+    before = encoder_fields(encoder)
     docs = [{"doc_id": "a", "text": "One. Two."}]
     cache = feature_path(tmp_path / "cache", docs, encoder, {"sentences_per_chunk": 2})
     (model_dir / "model.safetensors").write_bytes(b"fine-tuned again")  # same folder
-    after = Encoder(str(model_dir), weights=weights).fingerprint_fields()
+    after = encoder_fields(Encoder(str(model_dir), weights=weights))
     assert after["encoder"] == before["encoder"] == str(model_dir.resolve())
     assert after["encoder_sha256"] != before["encoder_sha256"]
     assert feature_path(tmp_path / "cache", docs, encoder, {"sentences_per_chunk": 2}) != cache

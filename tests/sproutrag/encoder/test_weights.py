@@ -5,34 +5,42 @@ import json
 import numpy as np
 import pytest
 
-from sproutrag.encoder.weights import FORMAT, AggregationWeights, WeightsFileError
+from sproutrag.encoder.weights import (
+    FORMAT,
+    PACKAGED_WEIGHTS,
+    TrainedWeights,
+    WeightsFileError,
+    load_default_weights,
+)
+from sproutrag.params import SearchParams
 
 
 def test_uniform_mix_is_one_over_72():
-    w = AggregationWeights.uniform()
+    w = TrainedWeights.uniform()
     mix = w.mix()
     assert mix.shape == (6, 12) and mix.dtype == np.float32
     np.testing.assert_allclose(mix, 1 / 72, rtol=1e-6)
-    assert w.delta == 0.0 and w.source == "uniform"
+    assert w.search == SearchParams() and w.source == "uniform"
 
 
 def test_mix_is_softmax_over_all_pairs():
     alpha = np.arange(6, dtype=np.float32).reshape(2, 3)
-    mix = AggregationWeights(alpha).mix()
+    mix = TrainedWeights(alpha).mix()
     e = np.exp(alpha - alpha.max())
     np.testing.assert_allclose(mix, e / e.sum(), rtol=1e-6)
     assert abs(float(mix.sum()) - 1) < 1e-6
-    big = AggregationWeights(np.full((2, 2), 1e4, np.float32)).mix()  # no overflow
+    big = TrainedWeights(np.full((2, 2), 1e4, np.float32)).mix()  # no overflow
     np.testing.assert_allclose(big, 0.25)
 
 
 def test_save_load_round_trip(tmp_path):
     rng = np.random.default_rng(0)
-    w = AggregationWeights(rng.normal(size=(6, 12)).astype(np.float32), 0.37, trained_on="x.jsonl")
+    w = TrainedWeights(rng.normal(size=(6, 12)).astype(np.float32), SearchParams(threshold=0.37),
+                       trained_on="x.jsonl")
     path = w.save(tmp_path / "sub" / "weights.json")
-    back = AggregationWeights.load(path)
+    back = TrainedWeights.load(path)
     np.testing.assert_array_equal(back.alpha, w.alpha)
-    assert back.delta == w.delta and back.trained_on == "x.jsonl"
+    assert back.search == w.search and back.trained_on == "x.jsonl"
     assert back.fingerprint() == w.fingerprint() and back == w
     assert back.source == str(path)
     data = json.loads(path.read_text())
@@ -41,28 +49,28 @@ def test_save_load_round_trip(tmp_path):
 
 
 def test_fingerprint_changes_with_alpha_and_delta():
-    base = AggregationWeights.uniform()
+    base = TrainedWeights.uniform()
     alpha = base.alpha.copy()
     alpha[5, 11] = 1e-3
     fps = {
         base.fingerprint(),
-        AggregationWeights(alpha).fingerprint(),
-        AggregationWeights(base.alpha, delta=0.5).fingerprint(),
-        AggregationWeights.uniform(12, 6).fingerprint(),
-        AggregationWeights(base.alpha, margin=0.0).fingerprint(),
-        AggregationWeights(base.alpha, margin=0.05).fingerprint(),
+        TrainedWeights(alpha).fingerprint(),
+        TrainedWeights(base.alpha, SearchParams(threshold=0.5)).fingerprint(),
+        TrainedWeights.uniform(12, 6).fingerprint(),
+        TrainedWeights(base.alpha, SearchParams(margin=0.0)).fingerprint(),
+        TrainedWeights(base.alpha, SearchParams(margin=0.05)).fingerprint(),
     }
     assert len(fps) == 6
     # the source (a path) is not content: same numbers, same fingerprint
     assert (
-        AggregationWeights(base.alpha, source="elsewhere.json").fingerprint() == base.fingerprint()
+        TrainedWeights(base.alpha, source="elsewhere.json").fingerprint() == base.fingerprint()
     )
     assert len(base.fingerprint()) == 16
 
 
 def test_alpha_is_read_only_copy():
     a = np.zeros((2, 2), np.float32)
-    w = AggregationWeights(a)
+    w = TrainedWeights(a)
     a[0, 0] = 5
     assert w.alpha[0, 0] == 0
     with pytest.raises(ValueError):
@@ -90,62 +98,104 @@ def test_bad_files_raise_weights_file_error(tmp_path, content, problem):
     path = tmp_path / "w.json"
     path.write_text(content)
     with pytest.raises(WeightsFileError, match=problem) as err:
-        AggregationWeights.load(path)
+        TrainedWeights.load(path)
     assert str(path) in str(err.value)
     assert isinstance(err.value, ValueError)
 
 
 def test_missing_file(tmp_path):
     with pytest.raises(WeightsFileError, match="no such"):
-        AggregationWeights.load(tmp_path / "absent.json")
+        TrainedWeights.load(tmp_path / "absent.json")
 
 
 def test_constructor_rejects_bad_values():
     with pytest.raises(ValueError):
-        AggregationWeights(np.zeros(3))
+        TrainedWeights(np.zeros(3))
     with pytest.raises(ValueError):
-        AggregationWeights(np.array([[np.nan]]))
+        TrainedWeights(np.array([[np.nan]]))
     with pytest.raises(ValueError):
-        AggregationWeights(np.zeros((1, 1)), delta=float("inf"))
+        TrainedWeights(np.zeros((1, 1)), SearchParams(threshold=float("inf")))
 
 
 def test_margin_round_trips_and_old_files_have_none(tmp_path):
-    w = AggregationWeights(np.ones((2, 3)), delta=0.4, margin=0.03)
-    back = AggregationWeights.load(w.save(tmp_path / "w.json"))
-    assert back.margin == 0.03 and back == w
+    w = TrainedWeights(np.ones((2, 3)), SearchParams(threshold=0.4, margin=0.03))
+    back = TrainedWeights.load(w.save(tmp_path / "w.json"))
+    assert back.search.margin == 0.03 and back == w
     old = tmp_path / "old.json"  # written before margins existed: no key
     old.write_text(f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "delta": 0.2}}')
-    assert AggregationWeights.load(old).margin is None
+    assert TrainedWeights.load(old).search.margin is None
     with pytest.raises(ValueError, match="margin"):
-        AggregationWeights(np.zeros((1, 1)), margin=-1.0)
+        TrainedWeights(np.zeros((1, 1)), SearchParams(margin=-1.0))
 
 
 def test_search_parameters_round_trip_and_old_files_are_untrained(tmp_path):
-    w = AggregationWeights(np.ones((2, 3)), delta=0.1, lexical_weight=0.75, size_penalty=2.0,
-                           seed_leaves=True)
-    back = AggregationWeights.load(w.save(tmp_path / "w.json"))
-    assert (back.lexical_weight, back.size_penalty, back.seed_leaves) == (0.75, 2.0, True)
+    w = TrainedWeights(np.ones((2, 3)), SearchParams(threshold=0.1, lexical_weight=0.75,
+                                                     size_penalty=2.0, seed_leaves=True))
+    back = TrainedWeights.load(w.save(tmp_path / "w.json"))
+    assert (back.search.lexical_weight, back.search.size_penalty, back.search.seed_leaves) == (
+        0.75, 2.0, True)
     assert back == w and back.fingerprint() == w.fingerprint()
     old = tmp_path / "old.json"  # written before the search parameters existed
     old.write_text(f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "delta": 0.2}}')
-    o = AggregationWeights.load(old)
-    assert (o.lexical_weight, o.size_penalty, o.seed_leaves) == (0.0, 0.0, False)
+    o = TrainedWeights.load(old)
+    assert o.search == SearchParams(threshold=0.2)
     for key, bad in (("lexical_weight", -1), ("size_penalty", "big"), ("seed_leaves", 1)):
         path = tmp_path / f"bad-{key}.json"
         path.write_text(json.dumps({"format": FORMAT, "alpha": [[0, 1]], key: bad}))
         with pytest.raises(WeightsFileError, match=key):
-            AggregationWeights.load(path)
+            TrainedWeights.load(path)
 
 
 def test_only_alpha_changes_the_tree_fingerprint():
-    base = AggregationWeights(np.zeros((2, 2)))
+    base = TrainedWeights(np.zeros((2, 2)))
     query_time = [
-        AggregationWeights(base.alpha, delta=0.4),
-        AggregationWeights(base.alpha, margin=0.1),
-        AggregationWeights(base.alpha, lexical_weight=0.5),
-        AggregationWeights(base.alpha, size_penalty=1.0),
-        AggregationWeights(base.alpha, seed_leaves=True),
+        TrainedWeights(base.alpha, SearchParams(threshold=0.4)),
+        TrainedWeights(base.alpha, SearchParams(margin=0.1)),
+        TrainedWeights(base.alpha, SearchParams(lexical_weight=0.5)),
+        TrainedWeights(base.alpha, SearchParams(size_penalty=1.0)),
+        TrainedWeights(base.alpha, SearchParams(seed_leaves=True)),
     ]
     assert {w.tree_fingerprint() for w in query_time} == {base.tree_fingerprint()}
     assert len({w.fingerprint() for w in [base, *query_time]}) == 6  # the file differs
-    assert AggregationWeights(np.ones((2, 2))).tree_fingerprint() != base.tree_fingerprint()
+    assert TrainedWeights(np.ones((2, 2))).tree_fingerprint() != base.tree_fingerprint()
+
+
+def test_packaged_weights_load_and_fingerprint_as_before():
+    """The packaged file reads to the same numbers and fingerprints as before the search
+    parameters became one `SearchParams` (values computed with the old
+    `AggregationWeights`), and writes back byte for byte."""
+    w = load_default_weights(None)
+    assert (w.tree_fingerprint(), w.fingerprint()) == ("fc6fca376f1af9ed", "1003bc5350b29ea4")
+    assert w.search == SearchParams(threshold=0.0, margin=None, lexical_weight=1.0,
+                                    size_penalty=2.0, seed_leaves=True)
+    assert json.dumps(w.to_dict(), indent=1) + "\n" == PACKAGED_WEIGHTS.read_text("utf-8")
+
+
+@pytest.mark.parametrize("search, expected", [
+    ({}, "3c38e68c219a8586"),  # uniform (6, 12): the untrained default
+    ({"threshold": 0.1, "margin": 0.03, "lexical_weight": 0.75, "size_penalty": 2.0,
+      "seed_leaves": True}, "e11226236a35e831"),
+    ({"threshold": -0.5, "margin": 0.0}, "f63af742064239fc"),
+    ({"seed_leaves": True}, "181004a832e586cc"),
+])
+def test_weights_fingerprints_are_pinned(search, expected):
+    """Fingerprints the old `AggregationWeights` computed for the same content."""
+    alpha = np.zeros((6, 12)) if not search else np.ones((2, 3))
+    assert TrainedWeights(alpha, SearchParams(**search)).fingerprint() == expected
+
+
+def test_bad_search_values_in_a_file_name_the_key(tmp_path):
+    for key, bad in (("delta", 1.5), ("delta", None), ("margin", 3.0), ("margin", True),
+                     ("lexical_weight", 1e7), ("size_penalty", float("inf"))):
+        path = tmp_path / "w.json"
+        path.write_text(json.dumps({"format": FORMAT, "alpha": [[0, 1]], key: bad}))
+        with pytest.raises(WeightsFileError, match=f"{path}: '{key}' must be") as err:
+            TrainedWeights.load(path)
+        assert repr(bad) in str(err.value)
+
+
+def test_the_weights_hold_no_encoder_default():
+    """The packaged encoder's id belongs to the encoder (`loading.PACKAGED_MODEL_ID`):
+    untrained weights record no encoder, trained ones the encoder they were trained with."""
+    assert TrainedWeights.uniform().encoder is None
+    assert load_default_weights(None).encoder == "sentence-transformers/all-MiniLM-L6-v2"

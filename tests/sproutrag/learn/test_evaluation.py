@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.learn.evaluation import evaluate_variants
 from sproutrag.learn.features import DocFeatures, load_features, pair_heads, save_features
 from sproutrag.learn.report import write_report
@@ -18,7 +18,7 @@ from sproutrag.learn.variants import (
     retrieve_tree,
     variant_trees,
 )
-from sproutrag.search.tree_search import SearchParams
+from sproutrag.params import SearchParams
 
 
 def _window(start, blocks):
@@ -96,7 +96,7 @@ def test_evaluate_variants_and_report(tmp_path):
     feats = _toy()
     queries = [{"qid": "a", "doc_ids": ["d"], "gold": [{"doc_id": "d", "start": 2, "end": 5}]}]
     qvecs = np.array([[1.0, 0.9, 0.0, 0.0]], np.float32)
-    w = AggregationWeights(np.zeros((1, 1)), 0.0)
+    w = TrainedWeights(np.zeros((1, 1)))
     variants = make_variants(["flat", "tree", "b1"], w, "size_weighted")
     rows = evaluate_variants(variants, feats, queries, qvecs, [1, 2])
     flat, tree = rows[0], rows[1]
@@ -121,7 +121,7 @@ def test_head_features_give_the_encoders_relations():
     spans = np.asarray(chunk_text(text), np.int64)
     alpha = np.random.default_rng(1).normal(size=(6, 12)).astype(np.float32)
     enc = Encoder(device="cpu", window_tokens=64, window_stride=32,
-                  weights=AggregationWeights(alpha))
+                  weights=TrainedWeights(alpha))
     f = featurize_document(enc, "d", text, spans)
     ref = enc.encode_document(text, [tuple(s) for s in spans.tolist()])
     i, j, m = relations(f, Variant("x", mix=enc.weights.mix()))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sproutrag.encoder.encoder import Encoder
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.ingest.chunking import chunk_text
 from sproutrag.learn.features import DocFeatures
 from sproutrag.learn.finetune import finetune_encoder
@@ -48,7 +48,7 @@ def test_tiny_finetune_lowers_the_retrieval_loss_and_saves_a_loadable_model(tmp_
     base = Encoder()
     out = tmp_path / "encoder"
     info = finetune_encoder(
-        base.model_path, docs, queries, out, mix=AggregationWeights.uniform().mix(),
+        base.model_path, docs, queries, out, mix=TrainedWeights.uniform().mix(),
         epochs=4, lr=1e-4, warmup=0.0, log=lambda *_: None,
     )
     hist = info["history"]

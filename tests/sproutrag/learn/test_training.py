@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.learn.features import DocFeatures
 from sproutrag.learn.losses import attn_loss, collect_gold_pairs, gold_leaves, info_nce
 from sproutrag.learn.training import train_alpha
@@ -80,36 +80,39 @@ def test_tiny_training_run_lowers_the_loss_and_moves_weight_to_the_gold_head():
     pairs = collect_gold_pairs(feats, q)
     alpha, hist = train_alpha(pairs, n_layers=1, n_heads=2, epochs=50, lr=0.05)
     assert hist[-1]["l_attn"] < hist[0]["l_attn"]
-    w = AggregationWeights(alpha).mix().ravel()
+    w = TrainedWeights(alpha).mix().ravel()
     assert w[1] > w[0]  # head 1 relates the gold pair (0, 2)
 
 
 def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
-    from schemas.settings import fingerprint, load_settings
+    from schemas.settings import load_settings
     from sproutrag.encoder.encoder import Encoder
+    from sproutrag.ingest.index_identity import index_fingerprint
+    from sproutrag.params import SearchParams
 
     alpha = np.random.default_rng(0).normal(size=(6, 12)).astype(np.float32)
-    trained = AggregationWeights(alpha, 0.35, trained_on="train.docs.jsonl")
+    trained = TrainedWeights(alpha, SearchParams(threshold=0.35), trained_on="train.docs.jsonl")
     path = trained.save(tmp_path / "weights.json")
-    back = AggregationWeights.load(path)
-    assert back == trained and back.delta == 0.35
+    back = TrainedWeights.load(path)
+    assert back == trained and back.search.threshold == 0.35
     np.testing.assert_array_equal(back.alpha, trained.alpha)
 
-    def index_fp(weights: AggregationWeights) -> str:
+    def index_fp(weights: TrainedWeights) -> str:
         settings = load_settings(None)
-        enc = Encoder(weights=weights)
-        return fingerprint({**enc.fingerprint_fields(), **settings.tree_fields()})
+        return index_fingerprint(Encoder(weights=weights), chunking=settings.chunking,
+                                 tree=settings.tree)
 
     assert index_fp(back) == index_fp(trained)
-    assert index_fp(back) != index_fp(AggregationWeights.uniform())
+    assert index_fp(back) != index_fp(TrainedWeights.uniform())
     # Through the settings path used by the index flow (encoding.weights = file).
-    from tasks.database import index_fingerprint
+    from tasks.database import index_fingerprint as settings_fp
 
-    fp_file = index_fingerprint(load_settings(None, encoding={"weights": str(path)}))
-    uniform = AggregationWeights.uniform().save(tmp_path / "uniform.json")
-    fp_uniform = index_fingerprint(load_settings(None, encoding={"weights": str(uniform)}))
+    fp_file = settings_fp(load_settings(None, encoding={"weights": str(path)}))
+    uniform = TrainedWeights.uniform().save(tmp_path / "uniform.json")
+    fp_uniform = settings_fp(load_settings(None, encoding={"weights": str(uniform)}))
     assert fp_file != fp_uniform
     # A query-time parameter (delta, the search) never changes the index fingerprint.
-    searched = AggregationWeights(alpha, 0.0, lexical_weight=0.5, size_penalty=1.0,
-                                  seed_leaves=True).save(tmp_path / "searched.json")
-    assert index_fingerprint(load_settings(None, encoding={"weights": str(searched)})) == fp_file
+    searched = TrainedWeights(alpha, SearchParams(lexical_weight=0.5, size_penalty=1.0,
+                                                  seed_leaves=True))
+    searched = searched.save(tmp_path / "searched.json")
+    assert settings_fp(load_settings(None, encoding={"weights": str(searched)})) == fp_file

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.params import SearchParams
 from sproutrag.search.cache import LRUCache
 from sproutrag.storage.store import Store
 from tests.sproutrag.storage.test_store import DIM, _item
@@ -34,7 +35,8 @@ def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
     store.write([_item(f"d{i}", " ".join(words[i:] + words[:i]), seed=i) for i in range(8)],
                 "fp")
-    weights = AggregationWeights(np.zeros((1, 1), np.float32), delta=-1.0, lexical_weight=1.0)
+    weights = TrainedWeights(np.zeros((1, 1), np.float32),
+                             SearchParams(threshold=-1.0, lexical_weight=1.0))
     encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
     unbounded = Retriever(store.uri, encoder=encoder, n_docs=8)
     budget = 6_000  # about two trees with their term counts

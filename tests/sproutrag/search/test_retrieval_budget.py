@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.limits import MAX_COUNT
+from sproutrag.params import SearchParams
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.storage.store import Store
 from tests.sproutrag.storage.test_store import DIM, _item
@@ -18,7 +19,8 @@ WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".spl
 
 
 def _retriever(store: Store, memory_rows: int) -> Retriever:
-    weights = AggregationWeights(np.zeros((1, 1), np.float32), delta=-1.0)  # no cutoff
+    no_cutoff = SearchParams(threshold=-1.0)
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), no_cutoff)
     encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
     return Retriever(store.uri, encoder=encoder, memory_rows=memory_rows)
 

@@ -106,7 +106,7 @@ def test_margin_keeps_the_best_leaf_and_only_groups_that_each_pass(n, seed, marg
         leaf_scores = cosine_scores(t.vectors, q)[t.leaves_of(x)]
         assert s >= leaf_best - margin - 1e-6
         assert leaf_scores.min() >= leaf_best - margin - 1e-6
-    wide = tree_candidates(trees, q, beam_width=3, threshold=-1.0, margin=10.0)
+    wide = tree_candidates(trees, q, beam_width=3, threshold=-1.0, margin=2.0)
     assert wide == plain
 
 
@@ -142,7 +142,8 @@ def test_lexical_fusion_standardises_over_leaves():
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(2, 60), seed=st.integers(0, 10_000), k=st.integers(1, 6))
 def test_seeded_search_never_misses_the_best_leaves(n, seed, k):
-    from sproutrag.search.tree_search import SearchParams, search_trees
+    from sproutrag.params import SearchParams
+    from sproutrag.search.tree_search import search_trees
 
     tree, q = _random_tree(n, seed)
     greedy = SearchParams(beam_width=1, threshold=-1.0, seed_leaves=True, size_penalty=100.0)
@@ -155,7 +156,8 @@ def test_seeded_search_never_misses_the_best_leaves(n, seed, k):
 
 
 def test_size_penalty_decides_between_a_node_and_its_leaves():
-    from sproutrag.search.tree_search import SearchParams, search_trees
+    from sproutrag.params import SearchParams
+    from sproutrag.search.tree_search import search_trees
 
     vecs = np.eye(4, dtype=np.float32)
     tree = build_tree(vecs, np.array([0, 2, 1]), np.array([1, 3, 2]),

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.params import SearchParams
 from sproutrag.storage.index_info import (
     IndexInfo,
     read_index_infos,
@@ -18,17 +19,18 @@ from sproutrag.storage.store import StaleIndexError, Store
 from tests.sproutrag.storage.test_store import DIM, _item
 
 
-def _weights(delta: float, alpha: float = 0.0, **search) -> AggregationWeights:
-    return AggregationWeights(np.full((1, 1), alpha, np.float32), delta=delta,
-                              source=f"w-{delta}-{alpha}.json", **search)
+def _weights(delta: float, alpha: float = 0.0, **search) -> TrainedWeights:
+    return TrainedWeights(np.full((1, 1), alpha, np.float32),
+                          SearchParams(threshold=delta, **search),
+                          source=f"w-{delta}-{alpha}.json")
 
 
-def _encoder(weights: AggregationWeights, sha: str = "content-1") -> SimpleNamespace:
+def _encoder(weights: TrainedWeights, sha: str = "content-1") -> SimpleNamespace:
     return SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights,
                            model_sha256=sha, model_path="/models/fake")
 
 
-def _info(fp: str, weights: AggregationWeights, sha: str = "content-1") -> IndexInfo:
+def _info(fp: str, weights: TrainedWeights, sha: str = "content-1") -> IndexInfo:
     return IndexInfo.build(fingerprint=fp, encoder=_encoder(weights, sha),
                            fields={"encoder": "fake/encoder"}, run_id="r")
 
@@ -51,7 +53,8 @@ def test_rows_are_written_only_when_they_change_and_pruned_when_unused(store):
     assert record_index_info(store, _info("fp3", _weights(0.1, alpha=2.0)))
     assert set(read_index_infos(store)) == {"fp2", "fp3"}  # fp1 pruned
     [got] = read_index_infos(store, ["fp2"]).values()
-    assert (got.delta, got.tree_fingerprint) == (0.25, _weights(0, alpha=1.0).tree_fingerprint())
+    assert (got.search.threshold, got.tree_fingerprint) == (
+        0.25, _weights(0, alpha=1.0).tree_fingerprint())
 
 
 def test_readers_default_to_the_database_and_refuse_mismatches_by_name():
@@ -59,7 +62,8 @@ def test_readers_default_to_the_database_and_refuse_mismatches_by_name():
     infos = {"fp": _info("fp", built)}
     other = _weights(-1.0, lexical_weight=0.0)  # what the reader's encoder carries
     got = search_defaults(infos, encoder=_encoder(other), weights=None, uri="db")
-    assert (got.delta, got.margin, got.lexical_weight) == (0.3, 0.1, 0.5)
+    assert got.params == built.search == SearchParams(threshold=0.3, lexical_weight=0.5,
+                                                      margin=0.1)
     assert "the database" in got.source
     with pytest.raises(StaleIndexError, match="content-1.*content-2") as err:
         search_defaults(infos, encoder=_encoder(other, sha="content-2"), weights=None,
@@ -71,9 +75,9 @@ def test_readers_default_to_the_database_and_refuse_mismatches_by_name():
     assert built.source in str(err.value) and other_alpha.source in str(err.value)
     relearned = _weights(0.05, lexical_weight=2.0)  # same alpha, new search parameters
     got = search_defaults(infos, encoder=_encoder(other), weights=relearned, uri="db")
-    assert (got.delta, got.lexical_weight) == (0.05, 2.0)
+    assert got.params == relearned.search and got.source == f"weights {relearned.source}"
     got = search_defaults({}, encoder=_encoder(other), weights=None, uri="db")
-    assert got.delta == -1.0  # a database without index settings: the encoder's weights
+    assert got.params.threshold == -1.0  # no index settings: the encoder's weights
 
 
 def test_retriever_takes_its_defaults_from_the_database(store):
@@ -93,3 +97,43 @@ def test_retriever_takes_its_defaults_from_the_database(store):
     assert r.threshold == 0.1
     with pytest.raises(StaleIndexError, match="content"):
         Retriever(store.uri, encoder=_encoder(_weights(0.0), sha="content-2"))
+
+
+def test_the_row_keeps_the_tables_columns_and_round_trips(store):
+    """`IndexInfo.search` is stored as the columns delta, margin, lexical_weight, ...:
+    `index_settings` keeps its schema."""
+    from schemas.tables import INDEX_SETTINGS
+
+    w = _weights(0.25, margin=0.05, lexical_weight=0.5, size_penalty=1.0, seed_leaves=True)
+    info = _info("fp", w)
+    row = info.to_row()
+    assert list(row) != [] and set(row) == set(INDEX_SETTINGS.names)
+    assert (row["delta"], row["margin"], row["lexical_weight"], row["size_penalty"],
+            row["seed_leaves"]) == (0.25, 0.05, 0.5, 1.0, True)
+    record_index_info(store, info)
+    assert store.table("index_settings").schema == INDEX_SETTINGS
+    [back] = read_index_infos(store).values()
+    assert back.search == w.search and back.same_settings(info)
+
+
+def test_retriever_overrides_replace_the_database_defaults(store):
+    from sproutrag.params import DEFAULT
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    store.write([_item("a", "one two three four")], "fp")
+    learned = dict(margin=0.1, lexical_weight=0.5, size_penalty=1.0, seed_leaves=True)
+    record_index_info(store, _info("fp", _weights(0.3, **learned)))
+    reader = _encoder(_weights(-1.0))
+    assert Retriever(store.uri, encoder=reader).params == SearchParams(threshold=0.3, **learned)
+    assert Retriever(store.uri, encoder=reader, margin=DEFAULT).margin == 0.1
+    assert Retriever(store.uri, encoder=reader, margin=None).margin is None  # off
+    r = Retriever(store.uri, encoder=reader, beam_width=3, margin=0.2,
+                  overrides={"size_penalty": 0.0, "seed_leaves": False})
+    want = SearchParams(beam_width=3, threshold=0.3, margin=0.2, lexical_weight=0.5)
+    assert r.params == want and r.beam_width == 3 and r.flat_threshold is None
+    record_index_info(store, _info("fp", _weights(0.1, **learned)))  # new defaults ...
+    assert r.params == SearchParams(**{**vars(want), "threshold": 0.1})  # ... overrides stay
+    for bad in ({"margin": "trained"}, {"overrides": {"delta": 0.1}},
+                {"overrides": {"size_penalty": -1.0}}):
+        with pytest.raises(QueryError, match="margin must be|unknown search|size_penalty"):
+            Retriever(store.uri, encoder=reader, **bad)

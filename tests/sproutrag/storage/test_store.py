@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from sproutrag.documents import SourceDocument, content_hash
-from sproutrag.encoder.weights import AggregationWeights
+from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.params import SearchParams
 from sproutrag.storage.store import IndexedDocument, StaleIndexError, Store, sql_quote
 from sproutrag.trees.tree import build_tree
 
@@ -267,7 +268,7 @@ def test_retriever_reads_only_current_trees(store):
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.store import node_rows
 
-    weights = AggregationWeights(np.zeros((1, 1), np.float32), delta=-1.0)  # untrained search
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
     encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
     orphan = _item("first", "never switched in")
     store.table("nodes", create=True).add(node_rows(orphan, "t-orphan"))  # killed 1st run

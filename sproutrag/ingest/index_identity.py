@@ -1,0 +1,72 @@
+"""The index identity: the fingerprint each document records (`documents.index_fingerprint`),
+the key of its `index_settings` row.
+
+An index fingerprint is a short hash of everything that changes the stored vectors and
+trees: the encoder (its id and content hash, its window and chunk settings, its
+embedding mode), the fingerprint of its weights' alpha (`TrainedWeights.tree_fingerprint`:
+the query-time search parameters never re-index a corpus), the chunking, the tree
+settings and the tables' schema version. Storage and pipeline settings (paths,
+credentials, batch sizes) never enter it. `index_fingerprint` is the one function that
+computes it (the index flow calls it through `tasks.database`); `index_fields` is what
+it hashes, recorded as `index_settings.settings_json`.
+
+The evaluation's feature cache (`sproutrag.learn.features`) keys its files with
+`encoder_fields` too, but not with the rest: features hold every attention head (so
+alpha does not change them) and no tree, and the key has its own version and corpus
+hash (see `features._cache_key`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from schemas.tables import SCHEMA_VERSION
+
+
+def encoder_fields(encoder: Any) -> dict[str, Any]:
+    """The encoder's settings that change embeddings or relations, with its model's id
+    and content hash (not its weights)."""
+    return {
+        "encoder": encoder.model_id,
+        "encoder_sha256": encoder.model_sha256,
+        "embedding_mode": encoder.embedding_mode,
+        "window_tokens": encoder.window_tokens,
+        "window_stride": encoder.window_stride,
+        "chunk_max_tokens": encoder.chunk_max_tokens,
+    }
+
+
+def _plain(section: Any) -> dict[str, Any]:
+    """A settings section (pydantic model) or a mapping, as a plain dict."""
+    if hasattr(section, "model_dump"):
+        return section.model_dump()
+    if isinstance(section, Mapping):
+        return dict(section)
+    raise TypeError(f"expected a settings section or a mapping, got {type(section).__name__}")
+
+
+def index_fields(encoder: Any, *, chunking: Any, tree: Any) -> dict[str, Any]:
+    """Everything that changes the stored trees and vectors: ENCODER (with its weights'
+    alpha), CHUNKING and TREE (`Settings.chunking` / `Settings.tree`, or their dicts) and
+    the schema version."""
+    return {
+        **encoder_fields(encoder),
+        "weights": encoder.weights.tree_fingerprint(),
+        "schema_version": SCHEMA_VERSION,
+        "chunking": _plain(chunking),
+        "tree": _plain(tree),
+    }
+
+
+def fingerprint(fields: Mapping[str, Any]) -> str:
+    """Short stable hash of FIELDS (sorted-key compact JSON, sha256, 16 hex digits)."""
+    blob = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def index_fingerprint(encoder: Any, *, chunking: Any, tree: Any) -> str:
+    """The index identity of documents indexed with ENCODER, CHUNKING and TREE."""
+    return fingerprint(index_fields(encoder, chunking=chunking, tree=tree))

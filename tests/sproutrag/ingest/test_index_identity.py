@@ -1,0 +1,103 @@
+"""The index identity: one library function, byte-identical to the fingerprints databases
+already carry (a changed string would re-index every corpus)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schemas.settings import Settings
+from sproutrag.encoder.encoder import PACKAGED_MODEL_ID, Encoder
+from sproutrag.encoder.factory import shared_encoder
+from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.ingest.index_identity import (
+    encoder_fields,
+    fingerprint,
+    index_fields,
+    index_fingerprint,
+)
+from sproutrag.learn.features import feature_path
+from sproutrag.params import SearchParams
+from tasks.database import index_fingerprint as task_index_fingerprint
+
+pytestmark = pytest.mark.model  # reads the packaged model (config, content hash)
+
+#: Computed before the identity moved into the library (commit 199a7df, with
+#: `tasks.database.index_fingerprint(Settings(...))`), with the packaged model and weights.
+PINNED = [
+    ({}, "be3aa5efbbbcfd0e"),
+    ({"chunking": {"sentences_per_chunk": 3}, "tree": {"parent_embedding": "mean_of_children"}},
+     "bb1d60eb285db0b5"),
+    ({"encoding": {"window_stride": 256, "embedding_mode": "context"},
+      "chunking": {"within_paragraphs": True}}, "bd9a89a22eb4a8c5"),
+]
+
+
+@pytest.mark.parametrize("overrides, expected", PINNED)
+def test_index_fingerprints_are_byte_identical_to_before(overrides, expected):
+    settings = Settings(**overrides)
+    encoder = shared_encoder(settings)
+    got = index_fingerprint(encoder, chunking=settings.chunking, tree=settings.tree)
+    assert got == expected
+    assert task_index_fingerprint(settings) == expected  # the index flow's path
+    assert index_fingerprint(encoder, chunking=settings.chunking.model_dump(),
+                             tree=settings.tree.model_dump()) == expected  # plain dicts
+
+
+def test_the_fields_are_what_the_settings_table_records():
+    settings = Settings()
+    fields = index_fields(shared_encoder(settings), chunking=settings.chunking,
+                          tree=settings.tree)
+    assert fields == {
+        "encoder": PACKAGED_MODEL_ID, "encoder_sha256": "f5a5e1242ff43d92",
+        "embedding_mode": "alone", "window_tokens": 512, "window_stride": 510,
+        "chunk_max_tokens": 256, "weights": "fc6fca376f1af9ed", "schema_version": "3",
+        "chunking": {"sentences_per_chunk": 2, "max_chunk_chars": 1000,
+                     "within_paragraphs": False},
+        "tree": {"parent_embedding": "size_weighted"},
+    }
+    assert fingerprint(fields) == fingerprint(dict(reversed(fields.items())))  # key order
+
+
+def test_every_part_changes_the_fingerprint_and_the_search_does_not():
+    settings = Settings()
+    base = Encoder(device="cpu")
+
+    def fp(encoder: Encoder = base, **sections) -> str:
+        parts = {"chunking": settings.chunking.model_dump(), "tree": settings.tree.model_dump()}
+        return index_fingerprint(encoder, **{**parts, **sections})
+
+    alpha = np.ones((6, 12), np.float32)
+    changed = {
+        fp(), fp(Encoder(device="cpu", window_stride=128)),
+        fp(Encoder(device="cpu", chunk_max_tokens=128)),
+        fp(Encoder(device="cpu", embedding_mode="context")),
+        fp(Encoder(device="cpu", weights=TrainedWeights(alpha))),
+        fp(chunking={**settings.chunking.model_dump(), "sentences_per_chunk": 3}),
+        fp(tree={"parent_embedding": "mean_of_children"}),
+    }
+    assert len(changed) == 7
+    searched = TrainedWeights(alpha, SearchParams(threshold=0.4, lexical_weight=1.0,
+                                                  size_penalty=2.0, seed_leaves=True))
+    assert fp(Encoder(device="cpu", weights=searched)) == fp(
+        Encoder(device="cpu", weights=TrainedWeights(alpha)))  # query time: no re-index
+    with pytest.raises(ValueError, match="shape"):
+        fp(Encoder(device="cpu", weights=TrainedWeights.uniform(2, 2)))
+    with pytest.raises(TypeError, match="settings section or a mapping"):
+        fp(tree="size_weighted")
+
+
+def test_the_feature_cache_key_shares_the_encoder_part_and_is_pinned(tmp_path):
+    """The evaluation's cache key uses `encoder_fields` (not alpha, not the tree: see the
+    module docstring) and keeps its values from before the move (caches stay valid)."""
+    settings = Settings()
+    encoder = shared_encoder(settings)
+    assert "weights" not in encoder_fields(encoder)
+    docs = [{"doc_id": "a", "text": "One sentence. Two sentences."}]
+    chunking = settings.chunking.model_dump()
+    assert feature_path(tmp_path, docs, encoder, chunking).name == "features-3d6f254eced3f13c.npz"
+    other = {"sentences_per_chunk": 3, "max_chunk_chars": 500, "within_paragraphs": True}
+    assert feature_path(tmp_path, docs, encoder, other).name == "features-7337d0aa012ae53e.npz"
+    reweighted = Encoder(device="cpu", weights=TrainedWeights(np.ones((6, 12))))
+    assert feature_path(tmp_path, docs, reweighted, chunking) == feature_path(
+        tmp_path, docs, encoder, chunking)  # alpha does not change the features
