@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sproutrag.search.batch import write_jsonl
+
 SEPARATOR = "\n\n"
 
 
@@ -90,13 +92,6 @@ def _read(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def _write(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m sproutrag.learn.devsets",
@@ -114,8 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         queries = _read(Path(args.src) / f"{split}.queries.jsonl")
         joined, moved = join_documents(docs, queries, group=args.group, seed=args.seed,
                                        prefix=f"long-{split}")
-        _write(Path(args.out) / f"{split}.docs.jsonl", joined)
-        _write(Path(args.out) / f"{split}.queries.jsonl", moved)
+        write_jsonl(Path(args.out) / f"{split}.docs.jsonl", joined)
+        write_jsonl(Path(args.out) / f"{split}.queries.jsonl", moved)
         sizes = sorted(len(d["text"]) for d in joined)
         print(f"{split}: {len(joined)} documents (median {sizes[len(sizes) // 2]:,} chars), "
               f"{len(moved)} queries (from {len(queries)}) -> {args.out}")
