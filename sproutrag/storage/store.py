@@ -80,12 +80,15 @@ class Store:
                 f"database {uri} does not exist; run `sproutrag index CORPUS --db {uri}` first"
             )
         db = lancedb.connect(str(uri), storage_options=kwargs.get("storage_options"))
-        if "nodes" not in db.list_tables().tables:
+        try:
+            nodes = db.open_table("nodes")
+        except ValueError as exc:
+            if "was not found" not in str(exc):
+                raise
             raise DatabaseNotFoundError(
                 f"no SproutRAG database at {uri!r} (no 'nodes' table): "
                 "run `sproutrag index CORPUS --db DB` first"
-            )
-        nodes = db.open_table("nodes")
+            ) from None
         meta = nodes.schema.metadata or {}
         encoder = meta.get(b"sproutrag.encoder", b"?").decode()
         dim = int(meta.get(b"sproutrag.dim", b"0"))
