@@ -1,9 +1,11 @@
 """What the `sproutrag` commands do (`flows.cli` parses the arguments).
 
-`index` runs the Prefect flow `index-corpus` (the same code path as a deployment) under a
-temporary local Prefect server when PREFECT_API_URL is not set (`flows.server`); `query`,
-`train` and `evaluate` call the library directly, with encoders from
-`sproutrag.encoder.factory.encoder_from_settings` (one command per process: nothing to cache).
+`index` (and `evaluate --db`) run the Prefect flow `index-corpus` (the same code path as a
+deployment) under a temporary local Prefect server when PREFECT_API_URL is not set
+(`flows.server`), handing it the settings preflight loaded as its `settings` parameter
+(never through environment variables); `query`, `train` and `evaluate` call the library
+directly, with encoders from `sproutrag.encoder.factory.encoder_from_settings` (one
+command per process: nothing to cache).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
+from schemas.settings import Settings
 from sproutrag.encoder.factory import encoder_from_settings
 
 EXIT_OK = 0
@@ -19,18 +23,35 @@ EXIT_ERROR = 1  # the command could not run or finish (bad input, interrupted, .
 EXIT_USAGE = 2  # argparse's code for bad arguments
 EXIT_DOCS_FAILED = 3  # the run completed, but some documents (or queries) failed (`runs`)
 
+def with_setting(settings: Settings, section: str, **values: Any) -> Settings:
+    """SETTINGS with fields of one section replaced (validated like every setting)."""
+    part = getattr(settings, section).model_copy(update=values)
+    return settings.model_copy(update={section: type(part).model_validate(part.model_dump())})
+
+
 def cmd_index(args: argparse.Namespace) -> int:
+    settings = args.settings  # --config, SPROUTRAG_* environment (checked by preflight)
+    if args.no_progress:
+        settings = with_setting(settings, "pipeline", progress=False)
+    return run_index(args.corpus, args.db, settings, full=args.full,
+                     allow_mass_delete=args.allow_mass_delete)
+
+
+def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
+              allow_mass_delete: bool = False, raise_outcome: bool = False) -> int:
+    """Run the flow `index-corpus` as `sproutrag index` does (a temporary Prefect server
+    without PREFECT_API_URL, SETTINGS as the flow's parameter), print its summary; returns
+    the exit code. RAISE_OUTCOME: raise a run that did not succeed (failed documents past
+    the tolerated share, interrupted) after printing, instead of returning its code."""
     from flows.console import quiet_expected_tracebacks
     from flows.index_corpus import index_corpus
     from flows.server import temporary_server
     from sproutrag.ingest.run_summary import RunInterruptedError, RunOutcome
 
-    if args.no_progress:
-        os.environ["SPROUTRAG_PIPELINE__PROGRESS"] = "false"
     with temporary_server(), quiet_expected_tracebacks():
         state = index_corpus(
-            corpus=args.corpus, db=args.db, config=args.config, full=args.full,
-            allow_mass_delete=args.allow_mass_delete, return_state=True,
+            corpus=corpus, db=db, settings=settings, full=full,
+            allow_mass_delete=allow_mass_delete, return_state=True,
         )
         result = state.result(raise_on_failure=False)
     if isinstance(result, BaseException) and not isinstance(result, RunOutcome):
@@ -38,7 +59,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     row = result.row if isinstance(result, RunOutcome) else result
     failures = __import__("json").loads(row["failures_json"])
     print(
-        f"indexed {args.corpus} into {args.db}: {row['n_new']} new, {row['n_changed']} changed, "
+        f"indexed {corpus} into {db}: {row['n_new']} new, {row['n_changed']} changed, "
         f"{row['n_deleted']} deleted, {row['n_unchanged']} unchanged, {row['n_failed']} failed; "
         f"{row['n_chunks']} chunks, {row['n_nodes']} nodes, {row['n_chars']} chars in "
         f"{row['seconds']:.1f} s ({row['n_chars'] / max(row['seconds'], 1e-9):,.0f} chars/s)"
@@ -48,6 +69,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"FAILED {doc_id}: {f['reason']}", file=sys.stderr)
     if row.get("message"):
         print(f"note: {row['message']}", file=sys.stderr)
+    if raise_outcome and isinstance(result, RunOutcome):
+        raise result  # main() prints it
     if isinstance(result, RunInterruptedError):
         print(f"sproutrag index: {result}", file=sys.stderr)
         return EXIT_ERROR
@@ -79,22 +102,21 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    import json
-
-    from sproutrag.search.batch import parse_lines, run_queries
+    from sproutrag.search.batch import parse_lines, run_queries, write_jsonl
     from sproutrag.search.reader_settings import reader_settings, reader_weights
     from sproutrag.search.retriever import Retriever
+    from sproutrag.storage.reader import Reader
 
     settings = args.settings  # --config, SPROUTRAG_* / AWS_* env (checked by preflight)
     if args.out is not None:  # before the model loads or any query runs
         _check_out(args.out, args.queries)
-    reader = reader_settings(args.db, settings)  # the database's encoder unless named
+    reader = Reader.open(args.db, storage_options=settings.storage.lance_options(args.db))
+    encoding = reader_settings(reader, settings).encoding  # the database's unless named
     retriever = Retriever(
-        args.db, encoder=encoder_from_settings(reader.encoding), weights=reader_weights(settings),
+        reader, encoder=encoder_from_settings(encoding), weights=reader_weights(settings),
         beam_width=args.beam, threshold=args.threshold,
         margin=args.margin,
         lexical_weight=args.lexical_weight,
-        storage_options=settings.storage.lance_options(args.db),
     )
     if args.question is not None:
         queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None}]
@@ -104,10 +126,7 @@ def _query(args: argparse.Namespace) -> int:
     rows = run_queries(retriever, queries, k=args.k, mode=args.mode)
     failed = [r for r in rows if "error" in r]
     if args.queries:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_jsonl(args.out, rows)
         print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
         if not retriever.n_documents():
             print(_EMPTY.format(db=args.db), file=sys.stderr)
@@ -245,16 +264,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[dict]:
-    """The stored path: index DOCS into --db (incremental), query it with `Retriever`."""
-    from flows.index_corpus import index_corpus
+    """The stored path: index DOCS into --db (incremental) as `sproutrag index` does, with
+    the weights being evaluated, then query it with `Retriever`."""
     from sproutrag.learn.datasets import read_jsonl, usable_queries
     from sproutrag.learn.evaluation import result_row, retriever_runs
     from sproutrag.learn.features import load_features
     from sproutrag.search.retriever import Retriever
 
-    if args.weights:  # index with the weights being evaluated (settings: env > YAML)
-        os.environ["SPROUTRAG_ENCODING__WEIGHTS"] = os.path.abspath(args.weights)
-    index_corpus(corpus=args.docs, db=args.db, config=args.config)
+    if args.weights:  # index with the weights being evaluated
+        settings = with_setting(settings, "encoding", weights=os.path.abspath(args.weights))
+    run_index(args.docs, args.db, settings, raise_outcome=True)
     feats = load_features(meta["features"])  # the file this evaluation used, not the newest
     queries = usable_queries(read_jsonl(args.queries), feats)
     retriever = Retriever(args.db, encoder=encoder)

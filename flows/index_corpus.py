@@ -26,8 +26,9 @@ from prefect.runtime import flow_run
 from prefect.states import Cancelled, Failed
 from tqdm import tqdm
 
+from flows.parameters import flow_settings
 from flows.runners import batch_runner
-from schemas.settings import Settings, is_s3, load_settings
+from schemas.settings import Settings, is_s3
 from sproutrag.documents import Failure, Skipped
 from sproutrag.errors import is_environment_error
 from sproutrag.ingest.plan import check_deletions
@@ -304,15 +305,19 @@ def index_corpus(
     config: str | None = None,
     full: bool = False,
     allow_mass_delete: bool = False,
+    settings: Settings | None = None,
 ):
     """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally.
+
+    SETTINGS (the CLI's, loaded once) or else CONFIG (a YAML file) and the environment
+    (`flows.parameters`).
 
     Returns the run's `runs` row. With failed documents past the tolerated share the
     run ends Failed, when interrupted Cancelled; either state's data is an exception
     whose `.row` is that row.
     """
     logger = get_run_logger()
-    settings = load_settings(config)
+    settings = flow_settings(settings, config)
     # Before the database is touched: a missing corpus, or a model or weights file that
     # cannot be read, fails here (no retries, no database folder created).
     check_corpus_exists(corpus, settings)

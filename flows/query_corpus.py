@@ -21,7 +21,8 @@ from prefect.runtime import flow_run
 from prefect.states import Failed
 
 from flows.arguments import check_output_file
-from schemas.settings import load_settings
+from flows.parameters import flow_settings
+from schemas.settings import Settings
 from sproutrag.ingest.run_summary import QueriesFailedError, too_many_failed
 from sproutrag.search.batch import check_query_parameters
 from tasks.search import read_queries, search_queries, write_results
@@ -36,15 +37,17 @@ def query_corpus(
     mode: str = "tree",
     beam: int = 5,
     config: str | None = None,
+    settings: Settings | None = None,
 ):
     """Run every query of QUERIES against DB; write OUT and the `results` table.
 
-    QUERIES, DB and OUT may be local or s3:// (storage settings from CONFIG / environment).
+    QUERIES, DB and OUT may be local or s3:// (storage settings from SETTINGS, or else
+    CONFIG and the environment: `flows.parameters`).
     """
     logger = get_run_logger()
     check_query_parameters(k=k, beam=beam, mode=mode)  # before any work
     check_output_file(out, source=queries, flag="out", source_flag="queries")
-    settings = load_settings(config)
+    settings = flow_settings(settings, config)
     batch = read_queries(queries, settings)
     t0 = time.perf_counter()
     rows = search_queries(batch, db, k=k, mode=mode, beam=beam, settings=settings)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -12,9 +10,10 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings, is_s3
 from sproutrag.encoder.factory import shared_encoder
-from sproutrag.search.batch import Entry, parse_lines, run_queries
+from sproutrag.search.batch import Entry, parse_lines, run_queries, write_jsonl
 from sproutrag.search.reader_settings import reader_settings, reader_weights
 from sproutrag.search.retriever import Retriever
+from sproutrag.storage.reader import Reader
 from sproutrag.storage.rows import result_rows
 from sproutrag.storage.store import Store
 from tasks.files import filesystem, read_parquet
@@ -36,9 +35,10 @@ def read_queries(path: str, settings: Settings | None = None) -> list[Entry]:
 def search_queries(
     queries: list[Entry], db: str, *, k: int, mode: str, beam: int, settings: Settings,
 ) -> list[dict[str, Any]]:
-    reader = reader_settings(db, settings)
-    retriever = Retriever(db, encoder=shared_encoder(reader), weights=reader_weights(settings),
-                          beam_width=beam, storage_options=settings.storage.lance_options(db))
+    reader = Reader.open(db, storage_options=settings.storage.lance_options(db))
+    encoder = shared_encoder(reader_settings(reader, settings))  # the database's by default
+    retriever = Retriever(reader, encoder=encoder, weights=reader_weights(settings),
+                          beam_width=beam)
     return run_queries(retriever, queries, k=k, mode=mode)
 
 
@@ -50,11 +50,10 @@ def write_results(
     """Write OUT (JSONL) and append to `results`; returns the query run's id."""
     run_id = uuid.uuid4().hex[:12]
     table = result_rows(rows, run_id=run_id, k=k, mode=mode, flow_run_id=flow_run_id)
-    fs, where = filesystem(out, settings)
-    if not is_s3(out):
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-    with fs.open(where, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    if is_s3(out):
+        fs, where = filesystem(out, settings)
+        write_jsonl(where, rows, fs=fs)
+    else:
+        write_jsonl(out, rows)
     Store.open_existing(db, storage_options=settings.storage.lance_options(db)).add_results(table)
     return run_id

@@ -13,20 +13,13 @@ from collections.abc import Container, Sequence
 from pathlib import Path
 from typing import Any
 
+from sproutrag.search.batch import write_jsonl  # noqa: F401 - the one JSONL writer
+
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Every non-blank line of a JSON Lines file, parsed."""
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
-
-
-def write_jsonl(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
-    """One JSON object per line (UTF-8, not ASCII-escaped); creates the parent folder."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def gold_spans(q: dict[str, Any]) -> list[tuple[str, int, int]]:

@@ -1,19 +1,24 @@
 """Batches of queries, shared by `sproutrag query --queries` and the `query-corpus` flow.
 
 A batch is a JSONL file of `{"qid", "query", "doc_ids"?}` lines (or the rows of a
-Parquet file). Every entry is checked before any search, the same way for both callers:
-a line that is not JSON, a query that is not text, `doc_ids` that is not a list of ids
-(a bare string would otherwise be searched as its characters), a qid that is neither a
-string nor an integer, or a qid already used in the batch. Such an entry gets its output
-line with empty `results` and an `error`; the rest of the batch runs. Integer qids and
-doc ids are taken as their decimal strings (as discovery takes integer JSONL doc_ids).
+Parquet file); its results are a JSONL file of `{"qid", "results"[, "error"]}` lines,
+written by `write_jsonl` (the one JSONL writer: `sproutrag query`, the flow's
+`write_results` task and `sproutrag.learn.devsets`). Every entry is checked before any
+search, the same way for both callers: a line that is not JSON, a query that is not
+text, `doc_ids` that is not a list of ids (a bare string would otherwise be searched as
+its characters), a qid that is neither a string nor an integer, or a qid already used in
+the batch. Such an entry gets its output line with empty `results` and an `error`; the
+rest of the batch runs. Integer qids and doc ids are taken as their decimal strings (as
+discovery takes integer JSONL doc_ids).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sproutrag.params import check_count
@@ -145,3 +150,21 @@ def run_queries(
             out.append({"qid": q.qid, "results": [], "error": str(exc)})
         crash_point("query-answered")
     return out
+
+
+def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]], *,
+                fs: Any = None) -> int:
+    """Write ROWS to PATH as JSON lines (UTF-8, non-ASCII characters as they are); returns
+    the number of lines. PATH is a local file (its folder created) unless FS, an fsspec
+    filesystem (s3://), is given: then PATH is that filesystem's path."""
+    if fs is None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    else:
+        fh = fs.open(path, "w", encoding="utf-8")
+    n = 0
+    with fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    return n

@@ -6,19 +6,17 @@ from __future__ import annotations
 from schemas.settings import Settings
 from sproutrag.encoder.loading import PACKAGED_MODEL_ID
 from sproutrag.encoder.weights import TrainedWeights
-from sproutrag.storage.index_info import latest, read_index_infos
-from sproutrag.storage.store import Store
+from sproutrag.storage.reader import Reader
 
 
-def reader_settings(db: str, settings: Settings) -> Settings:
-    """SETTINGS with the encoder the database was built with (its model and query
-    truncation) where `encoding.model` is unset; unchanged where it is set (the Retriever
-    then refuses a model whose content differs from the database's)."""
+def reader_settings(reader: Reader, settings: Settings) -> Settings:
+    """SETTINGS with the encoder the database READER reads was built with (its model and
+    query truncation) where `encoding.model` is unset; unchanged where it is set (the
+    Retriever then refuses a model whose content differs from the database's)."""
     if settings.encoding.model is not None:
         return settings
-    store = Store.open_existing(db, storage_options=settings.storage.lance_options(db))
-    info = latest(read_index_infos(store))
-    model = info.encoder if info is not None else store.encoder_id
+    info = reader.latest_info()
+    model = info.encoder if info is not None else reader.store.encoder_id
     update: dict[str, object] = {"model": None if model == PACKAGED_MODEL_ID else model}
     if info is not None and "chunk_max_tokens" in info.encoding():
         update["chunk_max_tokens"] = info.encoding()["chunk_max_tokens"]

@@ -24,7 +24,8 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Literal, NamedTuple
 
@@ -36,9 +37,10 @@ from sproutrag.search.hits import Hit, QueryError, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.tree_search import Reranker, cosine_rerank, search_trees
 from sproutrag.storage.filters import doc_filter, in_filter, sql_quote
-from sproutrag.storage.index_info import read_index_infos, search_defaults
+from sproutrag.storage.index_info import search_defaults
+from sproutrag.storage.reader import Reader
 from sproutrag.storage.rows import StoredTree
-from sproutrag.storage.store import StaleIndexError, Store
+from sproutrag.storage.store import StaleIndexError
 
 Mode = Literal["tree", "flat"]
 
@@ -62,7 +64,7 @@ class Retriever:
 
     def __init__(
         self,
-        db: str,
+        db: str | Reader,
         *,
         encoder: Any = None,
         weights: Any = None,
@@ -83,11 +85,15 @@ class Retriever:
         self._overrides = SearchParams.overrides({
             "beam_width": beam_width, "margin": margin, **(overrides or {}),
             **{k: v for k, v in given.items() if v is not None}})
-        self.store = Store.open_existing(db, storage_options=storage_options)
+        # DB: a path (opened here) or a `Reader` that callers share (one open, one read
+        # of `index_settings` per version for the reader's settings and this Retriever).
+        self.reader = db if isinstance(db, Reader) else Reader.open(
+            db, storage_options=storage_options)
+        self.store = self.reader.store
         encoder = encoder if encoder is not None else self._database_encoder()
         if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
             raise StaleIndexError(
-                f"database {db!r} was built with encoder {self.store.encoder_id!r} "
+                f"database {self.store.uri!r} was built with encoder {self.store.encoder_id!r} "
                 f"(dim {self.store.dim}, index fingerprint {self._fingerprints()}); this "
                 f"query uses {encoder.model_id!r} (dim {encoder.dim}): query with the "
                 "encoder the database was built with (settings encoding.model)"
@@ -108,10 +114,8 @@ class Retriever:
         """The encoder the database names (model, query truncation), packaged weights."""
         from schemas.settings import EncodingSettings
         from sproutrag.encoder.factory import shared_encoder
-        from sproutrag.storage.index_info import latest
 
-        info = latest(read_index_infos(self.store))
-        fields = info.encoding() if info is not None else {}
+        fields = self.reader.encoding_fields()
         return shared_encoder(EncodingSettings(
             model=self.store.encoder_id, chunk_max_tokens=fields.get("chunk_max_tokens", 256)))
 
@@ -119,10 +123,10 @@ class Retriever:
         """(search parameters, their defaults) for the tables as they are now: the
         database's index settings (or WEIGHTS, or the encoder's), then the overrides."""
         version, _, _, fingerprints, _ = self._current()
-        tbl = self.store.table("index_settings")
-        key = (version, tbl.version if tbl is not None else -1)
+        infos_version, stored = self.reader.index_infos()
+        key = (version, infos_version)
         if self._settings is None or self._settings[0] != key:
-            infos = read_index_infos(self.store, fingerprints) if tbl is not None else {}
+            infos = {f: stored[f] for f in fingerprints if f in stored}
             base = search_defaults(infos, encoder=self.encoder, weights=self.weights,
                                    uri=self.store.uri)
             params = replace(base.params, **self._overrides)
@@ -171,18 +175,31 @@ class Retriever:
     # -- documents and trees ------------------------------------------------------
 
     def known_doc_ids(self, doc_ids: Sequence[str]) -> list[str]:
-        tbl = self.store.table("documents")
-        if tbl is None or not doc_ids:
-            return []
-        rows = tbl.search().where(doc_filter(doc_ids)).select(["doc_id"]).limit(None)
-        found = set(rows.to_arrow().column("doc_id").to_pylist())
-        return [d for d in dict.fromkeys(doc_ids) if d in found]
+        """DOC_IDS that the database holds (once each, in their order)."""
+        known = self._current().trees
+        return [d for d in dict.fromkeys(doc_ids) if d in known]
+
+    @contextmanager
+    def _one_view(self) -> Iterator[None]:
+        """Within the block every read sees the tables as the first `_current()` found
+        them: one refresh and one `documents` read per search (nested blocks share it)."""
+        if self._pinning:
+            yield
+            return
+        self._pinning, self._pin = True, None
+        try:
+            yield
+        finally:
+            self._pinning, self._pin = False, None
 
     def _current(self) -> Current:
-        """The current trees, read once per version of the `documents` table (and its
-        version looked up once per search)."""
+        """The current trees, read once per version of the `documents` table. Each call
+        outside a search first refreshes the reader (a version check per table, no read
+        when nothing changed), so a long-lived Retriever follows index runs; a search
+        refreshes once (`_one_view`)."""
         if self._pin is not None:
             return self._pin
+        self.reader.refresh()
         tbl = self.store.table("documents")
         if tbl is None:  # the first run was killed before its first documents commit
             return Current(-1, {}, 0, frozenset(), {})
@@ -333,13 +350,15 @@ class Retriever:
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query is empty: give a question or statement to search for")
         check_count("k", k)
-        if doc_ids is not None:
-            known = self.known_doc_ids(list(doc_ids))
-            if not known:
-                raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
-            doc_ids = known
-        return self.search_vector(query, self.encoder.encode_texts([query])[0], k=k,
-                                  doc_ids=doc_ids, mode=mode)
+        with self._one_view():
+            if doc_ids is not None:
+                known = self.known_doc_ids(list(doc_ids))
+                if not known:
+                    raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the "
+                                     "database")
+                doc_ids = known
+            return self.search_vector(query, self.encoder.encode_texts([query])[0], k=k,
+                                      doc_ids=doc_ids, mode=mode)
 
     def search_vector(
         self,
@@ -354,15 +373,12 @@ class Retriever:
         if mode not in ("tree", "flat"):
             raise QueryError(f"mode must be 'tree' or 'flat', got {mode!r}")
         check_count("k", k)
-        self._pinning, self._pin = True, None  # read `documents` once for this query
-        try:
+        with self._one_view():  # one refresh, one `documents` read for this query
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
             if mode == "flat":
                 return self._flat(qvec, k, doc_ids)
             docs = self.choose_documents(qvec, doc_ids, k=k)
             return self._tree(query, qvec, k, docs, params)
-        finally:
-            self._pinning, self._pin = False, None
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
         where = "left = -1"

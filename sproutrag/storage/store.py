@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +56,7 @@ class Store:
 
         self.uri, self.encoder_id, self.dim = str(uri), encoder_id, dim
         self._db = lancedb.connect(self.uri, storage_options=storage_options)
+        self._tables: dict[str, Any] = {}  # name -> open handle (see `table`)
         self._schemas = {
             "documents": tables.DOCUMENTS,
             "nodes": tables.nodes_schema(dim),
@@ -79,30 +80,75 @@ class Store:
                 f"database {uri} does not exist; run `sproutrag index CORPUS --db {uri}` first"
             )
         db = lancedb.connect(str(uri), storage_options=kwargs.get("storage_options"))
-        if "nodes" not in db.list_tables().tables:
+        try:
+            nodes = db.open_table("nodes")
+        except ValueError as exc:
+            if "was not found" not in str(exc):
+                raise
             raise DatabaseNotFoundError(
                 f"no SproutRAG database at {uri!r} (no 'nodes' table): "
                 "run `sproutrag index CORPUS --db DB` first"
-            )
-        meta = db.open_table("nodes").schema.metadata or {}
+            ) from None
+        meta = nodes.schema.metadata or {}
         encoder = meta.get(b"sproutrag.encoder", b"?").decode()
         dim = int(meta.get(b"sproutrag.dim", b"0"))
         store = cls(uri, encoder_id=encoder, dim=dim, **kwargs)
-        for name in ("documents", "nodes"):
-            store.table(name)  # checks the schema version
+        store._db = db  # one connection, and the `nodes` handle opened above
+        store._check("nodes", nodes.schema)
+        store._tables["nodes"] = nodes
+        store.table("documents")  # checks the schema version
         return store
 
     def table(self, name: str, *, create: bool = False):
-        if name in self._db.list_tables().tables:
-            tbl = self._db.open_table(name)
-            self._check(name, tbl.schema)
+        """The table NAME (None when absent, unless CREATE), opened once per `Store`.
+
+        The handle is cached: it stays at the version it was opened (or last written
+        through this `Store`) at until `refresh()`, so a reader sees one version per
+        refresh and a call costs no round trip to the storage. A table that is absent is
+        looked up again on every call.
+        """
+        tbl = self._tables.get(name)
+        if tbl is not None:
             return tbl
-        if not create:
-            return None
-        schema = tables.with_metadata(
-            self._schemas[name], encoder_id=self.encoder_id, dim=self.dim
-        )
-        return self._db.create_table(name, schema=schema)
+        try:
+            tbl = self._db.open_table(name)
+        except ValueError as exc:
+            if "was not found" not in str(exc):  # not "absent": a damaged table
+                raise
+            if not create:
+                return None
+            schema = tables.with_metadata(
+                self._schemas[name], encoder_id=self.encoder_id, dim=self.dim
+            )
+            tbl = self._db.create_table(name, schema=schema)
+        else:
+            self._check(name, tbl.schema)
+        self._tables[name] = tbl
+        return tbl
+
+    def refresh(self, names: Iterable[str] | None = None) -> None:
+        """Move the cached handles of NAMES (default: all) to their tables' latest versions,
+        whatever process wrote them: one version check per table, in the order given (a
+        reader refreshes `documents` before `nodes`, so `nodes` is never older than the
+        trees `documents` names). A table dropped or moved aside since is forgotten (the
+        next `table()` call looks it up); one whose schema changed is checked again."""
+        for name in list(self._tables) if names is None else names:
+            tbl = self._tables.get(name)
+            if tbl is None:
+                continue
+            before = tbl.version
+            try:
+                tbl.checkout_latest()
+                after = tbl.version
+            except (OSError, ValueError, RuntimeError):  # the table is gone
+                del self._tables[name]
+                continue
+            if after != before:
+                try:
+                    self._check(name, tbl.schema)
+                except ValueError:
+                    del self._tables[name]
+                    raise
 
     def _check(self, name: str, schema: pa.Schema) -> None:
         meta = schema.metadata or {}
@@ -197,8 +243,10 @@ class Store:
         without a `documents` table (an unread view of the documents would make every
         tree look unnamed), and never the trees of a document whose named tree is
         missing or incomplete (a restored or rolled-back `nodes`): the index run
-        re-indexes that document, and its write removes them.
+        re-indexes that document, and its write removes them. Decided on the tables'
+        latest versions (`refresh`), whatever this `Store` read before.
         """
+        self.refresh(("documents", "nodes"))
         nodes = self.table("nodes")
         if nodes is None or self.table("documents") is None:
             return 0

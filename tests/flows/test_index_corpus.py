@@ -75,3 +75,89 @@ def test_run_is_recorded_and_rerun_is_incremental(indexed):
 def _pair(found):
     """(documents, failures) of a `Discovery`."""
     return found.docs, found.failures
+
+
+def _settings_env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k.upper().startswith("SPROUTRAG_")}
+
+
+TEXTS = {"a.txt": "The supplier delivers within ten days. Payment is due in thirty days.",
+         "b.txt": "Staff may work remotely. The stipend covers a desk and a chair."}
+
+
+def test_the_cli_hands_its_settings_to_the_flow_as_a_parameter(
+    prefect_harness, tmp_path, monkeypatch
+):
+    """`sproutrag index --no-progress` changes no environment variable: the flow run gets
+    the settings preflight loaded as its `settings` parameter, which Prefect stores
+    without the credentials' values."""
+    import uuid
+
+    from prefect.client.orchestration import get_client
+
+    from flows.cli import main
+
+    secret = "sproutrag-flow-parameter-secret"
+    monkeypatch.delenv("SPROUTRAG_PIPELINE__PROGRESS", raising=False)
+    monkeypatch.setenv("SPROUTRAG_STORAGE__SECRET_ACCESS_KEY", secret)
+    corpus, db = tmp_path / "corpus", str(tmp_path / "db")
+    corpus.mkdir()
+    for name, text in TEXTS.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    before = _settings_env()
+    assert main(["index", str(corpus), "--db", db, "--no-progress"]) == 0
+    assert _settings_env() == before
+    [run] = Store.open_existing(db).table("runs").to_arrow().to_pylist()
+    with get_client(sync_client=True) as client:
+        params = client.read_flow_run(uuid.UUID(run["flow_run_id"])).parameters
+    assert params["settings"]["pipeline"]["progress"] is False and params["config"] is None
+    assert params["settings"]["storage"]["secret_access_key"] == "**********"
+    assert secret not in json.dumps(params)
+
+
+def test_settings_and_config_together_are_refused(prefect_harness, tmp_path):
+    from flows.index_corpus import index_corpus
+    from flows.parameters import SettingsParameterError
+    from schemas.settings import Settings
+
+    config = tmp_path / "s.yaml"
+    config.write_text("pipeline:\n  batch_docs: 2\n", encoding="utf-8")
+    with pytest.raises(SettingsParameterError, match="either settings or config"):
+        index_corpus(corpus=str(SAMPLE), db=str(tmp_path / "db"), config=str(config),
+                     settings=Settings())
+    assert not (tmp_path / "db").exists()
+
+
+def test_evaluate_db_indexes_as_index_does_with_the_evaluated_weights(
+    prefect_harness, tmp_path, monkeypatch, capsys
+):
+    """`evaluate --db` runs the index flow through the same path as `sproutrag index`
+    (its summary line), with the --weights file in the settings object it hands the
+    flow, not in an environment variable."""
+    import shutil
+
+    from flows.cli import main
+    from sproutrag.encoder.weights import PACKAGED_WEIGHTS
+    from sproutrag.storage.index_info import read_index_infos
+
+    monkeypatch.delenv("SPROUTRAG_ENCODING__WEIGHTS", raising=False)
+    docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"
+    docs.write_text("".join(json.dumps({"doc_id": n, "text": t}) + "\n"
+                            for n, t in TEXTS.items()), encoding="utf-8")
+    start = TEXTS["a.txt"].index("Payment")
+    queries.write_text(json.dumps({
+        "qid": "q1", "query": "When is payment due?", "doc_ids": ["a.txt"],
+        "gold": [{"doc_id": "a.txt", "start": start, "end": len(TEXTS["a.txt"])}],
+    }) + "\n", encoding="utf-8")
+    weights, db = tmp_path / "w.json", str(tmp_path / "db")
+    shutil.copy(PACKAGED_WEIGHTS, weights)
+    before = _settings_env()
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--k", "1",
+                 "--modes", "flat", "tree", "--weights", str(weights), "--db", db,
+                 "--out", str(tmp_path / "eval")]) == 0
+    assert f"indexed {docs} into {db}: 2 new" in capsys.readouterr().out
+    assert _settings_env() == before
+    [info] = read_index_infos(Store.open_existing(db)).values()
+    assert info.weights_source == str(weights)

@@ -113,6 +113,7 @@ def test_move_aside_keeps_the_damaged_table_out_of_sight(store):
     _data_file(store, "nodes").unlink()
     moved = move_aside(store.uri, ["nodes"])
     assert Path(moved["nodes"]).is_dir() and ".lance.damaged-" in moved["nodes"]
+    store.refresh()  # a Store sees what other connections did once it refreshes
     assert store.table("nodes") is None
     assert check_for_run(store.uri).unreadable == {}
 

@@ -137,3 +137,48 @@ def test_retriever_overrides_replace_the_database_defaults(store):
                 {"overrides": {"size_penalty": -1.0}}):
         with pytest.raises(QueryError, match="margin must be|unknown search|size_penalty"):
             Retriever(store.uri, encoder=reader, **bad)
+
+
+def test_one_query_setup_reads_index_settings_once(store, monkeypatch):
+    """What `sproutrag query` and the query-corpus flow do to set up (the reader's
+    settings, the Retriever) opens each table once and reads `index_settings` once; more
+    queries read it again only when it changed, and never re-open a table."""
+    from collections import Counter
+
+    from lancedb.db import LanceDBConnection
+    from lancedb.table import LanceTable
+
+    from schemas.settings import Settings
+    from sproutrag.search.reader_settings import reader_settings
+    from sproutrag.search.retriever import Retriever
+    from sproutrag.storage.reader import Reader
+
+    store.write([_item("a", "one two three four")], "fp")
+    record_index_info(store, _info("fp", _weights(0.3)))
+    opened, reads = Counter(), Counter()
+    real_open, real_search = LanceDBConnection.open_table, LanceTable.search
+
+    def open_table(self, name, *args, **kwargs):
+        opened[name] += 1
+        return real_open(self, name, *args, **kwargs)
+
+    def search(self, *args, **kwargs):
+        reads[self.name] += 1
+        return real_search(self, *args, **kwargs)
+
+    monkeypatch.setattr(LanceDBConnection, "open_table", open_table)
+    monkeypatch.setattr(LanceTable, "search", search)
+    reader = Reader.open(store.uri)
+    assert reader_settings(reader, Settings()).encoding.model == "fake/encoder"
+    r = Retriever(reader, encoder=_encoder(_weights(-1.0)))
+    qvec = np.ones(DIM, np.float32)
+    assert r.search_vector("q", qvec, k=2) and r.threshold == 0.3
+    assert reads["index_settings"] == 1
+    assert set(opened.values()) == {1}
+    for _ in range(3):
+        r.search_vector("q", qvec, k=2)
+    assert reads["index_settings"] == 1 and set(opened.values()) == {1}
+    record_index_info(store, _info("fp", _weights(0.1)))  # another writer's new defaults
+    reads.clear()  # (the writer read the table too)
+    assert r.search_vector("q", qvec, k=2) is not None and r.threshold == 0.1
+    assert reads["index_settings"] == 1 and set(opened.values()) == {1}

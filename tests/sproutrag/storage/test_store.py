@@ -289,3 +289,34 @@ def test_retriever_reads_only_current_trees(store):
             assert hits and {h.doc_id for h in hits} == {"a"}
             for h in hits:
                 assert h.text == "\n".join(text[s:e] for s, e in h.spans)
+
+
+def test_table_handles_are_opened_once_and_refresh_follows_other_writers(store, monkeypatch):
+    """`Store.table` opens a table once (no listing, no re-open per call: each is a round
+    trip on S3); the handle keeps its version until `refresh()`, which then sees what
+    another Store (another process) wrote, on the same handle."""
+    from collections import Counter
+
+    from lancedb.db import LanceDBConnection
+
+    store.write([_item("a", "one two three")], "fp")
+    calls = Counter()
+    for name in ("open_table", "list_tables", "table_names"):
+        real = getattr(LanceDBConnection, name)
+
+        def counted(self, *args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(LanceDBConnection, name, counted)
+    reader = Store.open_existing(store.uri)
+    docs = reader.table("documents")
+    for _ in range(5):
+        assert reader.table("documents") is docs and reader.table("nodes") is not None
+        reader.load_tree("a")
+    assert calls == {"open_table": 2}  # nodes (encoder, dim) and documents, once each
+    store.write([_item("b", "x y")], "fp")
+    assert sorted(reader.indexed()) == ["a"]  # one version until the reader refreshes
+    reader.refresh()
+    assert sorted(reader.indexed()) == ["a", "b"] and reader.load_tree("b").tree.n == 2
+    assert reader.table("documents") is docs and calls == {"open_table": 2}
