@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.ops.conftest import SMALL_DOCS, free_port, stop_group, wait_http
+from tests.helpers import ROOT, SMALL_DOCS
+from tests.processes import free_port, stop_group, wait_http
 
 pytestmark = pytest.mark.model
 

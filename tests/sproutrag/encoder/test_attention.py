@@ -20,7 +20,7 @@ from sproutrag.trees.tree import build_tree
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from tests.conftest import SAMPLE  # noqa: E402
+from tests.helpers import SAMPLE  # noqa: E402
 
 
 def _sample_docs(max_docs: int = 2, max_chunks: int = 48) -> list[tuple[str, list]]:
