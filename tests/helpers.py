@@ -146,6 +146,26 @@ def run_cli(*args: str, prefix: list[str] = (), timeout: float = 300,
     )
 
 
+def start_index_cli(corpus, db, env_extra: dict[str, str] | None = None, *,
+                    own_server: bool = False, **popen) -> subprocess.Popen:
+    """`sproutrag index CORPUS --db DB --no-progress` started in a subprocess (its stdout
+    and stderr together in .stdout): on the test session's Prefect server, or with
+    OWN_SERVER starting its own temporary server as a user's command does. POPEN goes to
+    subprocess.Popen (start_new_session, preexec_fn)."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, **(env_extra or {})}
+    if own_server:
+        env.pop("PREFECT_API_URL", None)
+    else:
+        env["PREFECT_API_URL"] = PREFECT_API_URL.value()
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
+         "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, **popen,
+    )
+
+
 # -- toy stores: real LanceDB tables, random trees, no model -----------------------------
 
 #: The vector size of toy stores and documents.

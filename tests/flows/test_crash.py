@@ -4,17 +4,13 @@ finishes the work and leaves exactly the current trees (issue 9, findings 2 and 
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from sproutrag.documents import content_hash
 from sproutrag.storage.store import Store
-from tests.helpers import ROOT, TEXTS, index_state, run_index, write_files
+from tests.helpers import TEXTS, index_state, run_index, start_index_cli, write_files
 from tests.processes import assert_gone, wait_for_child, wait_stopped
 
 pytestmark = pytest.mark.model
@@ -24,21 +20,6 @@ CHANGED = {"a.txt": "Changed text. The supplier now delivers within ten days. "
 NEW = {"d.txt": "A new document arrives. It has two sentences."}
 QUESTIONS = ["When does the supplier deliver?", "How long is the notice period?",
              "Is security training mandatory?", "Can staff work remotely?"]
-
-
-def _cli(corpus, db, env_extra, *, own_server: bool, home: Path) -> subprocess.Popen:
-    from prefect.settings import PREFECT_API_URL
-
-    env = {**os.environ, **env_extra, "PREFECT_HOME": str(home)}
-    if own_server:  # the CLI starts its temporary Prefect server
-        env.pop("PREFECT_API_URL", None)
-    else:
-        env["PREFECT_API_URL"] = PREFECT_API_URL.value()
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
-         "--no-progress"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
 
 
 def assert_reader_view(db: str, versions: dict[str, set[str]]) -> None:
@@ -81,8 +62,8 @@ def test_kill_at_each_commit_boundary(prefect_harness, tmp_path, point):
     own_server = point == "documents-deleted"  # one case also checks the server dies
     # The command stops itself at the point (SIGSTOP); the kill -9 comes while it stands
     # there, its children as they are: no race with how fast the command or this test runs.
-    proc = _cli(corpus, db, {"SPROUTRAG_CRASH_AT": f"{point}:SIGSTOP"}, own_server=own_server,
-                home=tmp_path / "prefect")
+    env = {"SPROUTRAG_CRASH_AT": f"{point}:SIGSTOP", "PREFECT_HOME": str(tmp_path / "prefect")}
+    proc = start_index_cli(corpus, db, env, own_server=own_server)
     wait_stopped(proc, timeout=400)
     children = wait_for_child(proc, "uvicorn", timeout=5) if own_server else {}
     proc.kill()

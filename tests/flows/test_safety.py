@@ -30,6 +30,7 @@ from tests.helpers import (
     run_flow,
     run_index,
     runs,
+    start_index_cli,
     write_files,
     write_jsonl,
 )
@@ -231,12 +232,9 @@ def test_signal_stops_promptly_records_the_run_and_its_server(prefect_harness, t
     (issue 23, finding 7: that also stopped the temporary server, and the run then took
     minutes of connection tracebacks to end, without its summary)."""
     corpus, db = _corpus_of(12, tmp_path / "corpus"), tmp_path / "db"
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"),
-           "SPROUTRAG_PIPELINE__BATCH_DOCS": "1"}
-    env.pop("PREFECT_API_URL", None)  # the command starts its own temporary server
-    proc = subprocess.Popen(  # its own process group, as a terminal's foreground job
-        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
-         "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    env = {"PREFECT_HOME": str(tmp_path / "prefect"), "SPROUTRAG_PIPELINE__BATCH_DOCS": "1"}
+    proc = start_index_cli(  # its own temporary server; its own process group, as a
+        corpus, db, env, own_server=True,  # terminal's foreground job
         start_new_session=True, preexec_fn=_default_sigint,
     )
     try:
