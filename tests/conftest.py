@@ -1,9 +1,14 @@
+"""The test environment (offline, no analytics) and the fixtures every package's tests share.
+Shared helpers (not fixtures) are in tests/helpers.py and tests/processes.py."""
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import CONTRACTNLI, SAMPLE
 
 for key, value in {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -14,10 +19,6 @@ for key, value in {
     "SPROUTRAG_PIPELINE__PROGRESS": "false",
 }.items():
     os.environ.setdefault(key, value)
-
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "data" / "sample"
-CONTRACTNLI = ROOT.parent / "shared" / "data" / "contractnli"
 
 
 @pytest.fixture(scope="session")

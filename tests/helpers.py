@@ -1,8 +1,12 @@
-"""Helpers shared by test modules: corpora on disk, the index's contents, flow and CLI runs
-(also without root's permission-bypassing capabilities), named pipes that must not block."""
+"""Helpers shared by test modules: paths, corpora on disk, the index's contents, flow and CLI
+runs (also without root's permission-bypassing capabilities), toy stores without a model,
+old database schemas, named pipes that must not block. Fixtures live in conftest.py files;
+processes, ports and servers in tests/processes.py. Test modules import these, never each
+other (tests/test_tests.py checks)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,17 +18,42 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+#: The repository's root (subprocesses run `python -m flows.cli` there).
+ROOT = Path(__file__).resolve().parents[1]
+#: The sample corpus the README indexes.
+SAMPLE = ROOT / "data" / "sample"
+#: Three small documents of the sample corpus (the operations tests index these).
+SMALL_DOCS = ("field_notes_river_survey.txt", "nda_harbor_labs.txt", "one_sentence.txt")
+#: The ContractNLI dev set (only on the project's machines; the `contractnli` fixture skips).
+CONTRACTNLI = ROOT.parent / "shared" / "data" / "contractnli"
 
 #: Run a command as root but without the capabilities that bypass file permissions.
 WITHOUT_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
 
+#: A three-document corpus (a sub folder, .txt and .md) for flow runs.
+TEXTS = {
+    "a.txt": "The supplier delivers within 30 days. Payment is due in 45 days. "
+    "Either party may end the agreement with 90 days notice.",
+    "b.md": "# Remote work\n\nStaff may work remotely three days a week. Managers approve it.",
+    "sub/c.txt": "Security training is mandatory every year. Records are kept for seven years.",
+}
+
+# -- corpora on disk ---------------------------------------------------------------------
+
 
 def write_files(root: Path, files: dict[str, str]) -> Path:
+    """Write FILES ({relative name: text}) under ROOT, making folders; returns ROOT."""
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
     return root
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    """One line per row: dicts as JSON, strings as they are (to write broken lines)."""
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def lock_folder(path: Path) -> None:
@@ -34,6 +63,9 @@ def lock_folder(path: Path) -> None:
     for sub in [path, *path.rglob("*")]:
         os.chown(sub, 65534, 65534, follow_symlinks=False)
     path.chmod(0o700)
+
+
+# -- the index's contents ----------------------------------------------------------------
 
 
 def indexed(db) -> dict[str, str]:
@@ -52,8 +84,40 @@ def texts(db) -> dict[str, str]:
     return {r["doc_id"]: r["text"] for r in rows}
 
 
+def runs(db) -> list[dict]:
+    """The database's `runs` rows, oldest first."""
+    from sproutrag.storage.store import Store
+
+    rows = Store.open_existing(str(db)).table("runs").to_arrow().to_pylist()
+    return sorted(rows, key=lambda r: r["started_at"])
+
+
+def index_state(db) -> dict[str, tuple[str, int]]:
+    """doc_id -> (content_hash, number of nodes); checks every stored tree, that node ids
+    are unique and that no node lies outside the current trees."""
+    from sproutrag.storage.store import Store
+    from sproutrag.trees.tree import validate_tree
+
+    store = Store.open_existing(str(db))
+    docs = store.table("documents").to_arrow().to_pylist()
+    ids = store.table("nodes").to_arrow().column("node_id").to_pylist()
+    assert len(ids) == len(set(ids)), "duplicate nodes"
+    out = {}
+    for d in docs:
+        tree = store.load_tree(d["doc_id"]).tree
+        validate_tree(tree)
+        assert tree.n == d["n_chunks"]
+        out[d["doc_id"]] = (d["content_hash"], len(tree.left))
+    assert sum(n for _, n in out.values()) == len(ids), "nodes without a document"
+    return out
+
+
+# -- flow and CLI runs -------------------------------------------------------------------
+
+
 def run_flow(corpus, db, **kw):
-    """(final state, the run's `runs` row) of one index-corpus flow run."""
+    """(final state, the run's `runs` row) of one index-corpus flow run; a run that ended
+    without a row (a refused run: the database busy, mass deletions) raises its error."""
     from flows.index_corpus import index_corpus
 
     state = index_corpus(corpus=str(corpus), db=str(db), return_state=True, **kw)
@@ -62,6 +126,12 @@ def run_flow(corpus, db, **kw):
     if isinstance(row, BaseException):
         raise row
     return state, row
+
+
+def run_index(corpus, db, **kw) -> dict:
+    """The `runs` row of one index-corpus flow run, also when the flow run ends Failed
+    for failed documents (see run_flow)."""
+    return run_flow(corpus, db, **kw)[1]
 
 
 def run_cli(*args: str, prefix: list[str] = (), timeout: float = 300,
@@ -74,6 +144,104 @@ def run_cli(*args: str, prefix: list[str] = (), timeout: float = 300,
         [*prefix, sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=env,
         capture_output=True, text=True, timeout=timeout,
     )
+
+
+def start_index_cli(corpus, db, env_extra: dict[str, str] | None = None, *,
+                    own_server: bool = False, **popen) -> subprocess.Popen:
+    """`sproutrag index CORPUS --db DB --no-progress` started in a subprocess (its stdout
+    and stderr together in .stdout): on the test session's Prefect server, or with
+    OWN_SERVER starting its own temporary server as a user's command does. POPEN goes to
+    subprocess.Popen (start_new_session, preexec_fn)."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, **(env_extra or {})}
+    if own_server:
+        env.pop("PREFECT_API_URL", None)
+    else:
+        env["PREFECT_API_URL"] = PREFECT_API_URL.value()
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
+         "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, **popen,
+    )
+
+
+# -- toy stores: real LanceDB tables, random trees, no model -----------------------------
+
+#: The vector size of toy stores and documents.
+TOY_DIM = 8
+#: The encoder id toy stores record.
+TOY_ENCODER = "fake/encoder"
+
+
+def toy_document(doc_id: str, text: str, seed: int = 0):
+    """An IndexedDocument of TEXT with one chunk per space-separated word and a random
+    tree (vectors of TOY_DIM, merge order left to right) drawn from SEED."""
+    import numpy as np
+
+    from sproutrag.documents import SourceDocument, content_hash
+    from sproutrag.storage.store import IndexedDocument
+    from sproutrag.trees.tree import build_tree
+
+    spans, pos = [], 0
+    for word in text.split(" "):
+        spans.append((pos, pos + len(word)))
+        pos += len(word) + 1
+    n = len(spans)
+    rng = np.random.default_rng(seed)
+    i = np.arange(n - 1)
+    tree = build_tree(rng.normal(size=(n, TOY_DIM)).astype(np.float32), i, i + 1,
+                      rng.uniform(0.1, 1, n - 1).astype(np.float32))
+    doc = SourceDocument(doc_id, f"mem://{doc_id}", text, content_hash(text))
+    return IndexedDocument(doc, np.asarray(spans, dtype=np.int64), tree)
+
+
+def toy_store(db):
+    """A Store at DB for TOY_ENCODER's vectors (created on its first write)."""
+    from sproutrag.storage.store import Store
+
+    return Store(str(db), encoder_id=TOY_ENCODER, dim=TOY_DIM)
+
+
+def toy_encoder(weights, **extra):
+    """What the Retriever needs of an encoder to search a toy store by vector: its id,
+    dimension and search weights (EXTRA adds attributes)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(model_id=TOY_ENCODER, dim=TOY_DIM, weights=weights, **extra)
+
+
+# -- old database schemas ------------------------------------------------------------------
+
+#: The columns schema version 1 did not have, per table.
+V1_DROPPED = {"documents": ["tree_id"], "nodes": ["tree_id"],
+              "runs": ["status", "message", "flow_run_id"]}
+
+
+def make_schema_1(db: str, fingerprint: str | None = None) -> None:
+    """Rewrite a current database as schema version 1 wrote it (the columns it lacked
+    dropped, `runs.finished_at` not nullable, metadata version 1; optionally the
+    documents' index fingerprint, which included the schema version)."""
+    import lancedb
+    import pyarrow as pa
+
+    conn = lancedb.connect(db)
+    if "index_settings" in conn.list_tables().tables:  # new in version 3
+        conn.drop_table("index_settings")
+    for name, dropped in V1_DROPPED.items():
+        data = conn.open_table(name).to_arrow().drop_columns(dropped)
+        if fingerprint and name == "documents":
+            column = pa.array([fingerprint] * data.num_rows, pa.string())
+            data = data.set_column(data.schema.get_field_index("index_fingerprint"),
+                                   "index_fingerprint", column)
+        fields = [f.with_nullable(False) if f.name == "finished_at" else f
+                  for f in data.schema]
+        meta = {**data.schema.metadata, b"sproutrag.schema_version": b"1"}
+        schema = pa.schema(fields, metadata=meta)
+        conn.create_table(name, data=data.cast(schema), schema=schema, mode="overwrite")
+
+
+# -- named pipes ---------------------------------------------------------------------------
 
 
 @contextmanager
@@ -98,11 +266,3 @@ def unblock_fifo_after(path: Path, seconds: float) -> Iterator[threading.Event]:
     finally:
         done.set()
         thread.join()
-
-
-def runs(db) -> list[dict]:
-    """The database's `runs` rows, oldest first."""
-    from sproutrag.storage.store import Store
-
-    rows = Store.open_existing(str(db)).table("runs").to_arrow().to_pylist()
-    return sorted(rows, key=lambda r: r["started_at"])

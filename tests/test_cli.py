@@ -35,7 +35,7 @@ def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatc
     import pytest
 
     from flows.cli import main
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     for argv in (["query", "--db", "DB", "q", "--k", "0"],
                  ["query", "--db", "DB", "q", "--threshold", "nan"],
@@ -88,16 +88,14 @@ def test_check_exit_codes(tmp_path):
     import subprocess
     import sys
 
-    from sproutrag.storage.store import Store
-    from tests.conftest import ROOT
-    from tests.sproutrag.storage.test_store import _item
+    from tests.helpers import ROOT, toy_document, toy_store
 
     def check(db):
         return subprocess.run([sys.executable, "-m", "flows.cli", "check", "--db", str(db)],
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
 
     db = tmp_path / "db"
-    Store(str(db), encoder_id="fake/encoder", dim=8).write([_item("a", "one two")], "fp")
+    toy_store(db).write([toy_document("a", "one two")], "fp")
     ok = check(db)
     assert ok.returncode == 0 and ok.stdout.strip().endswith("healthy")
     next((db / "documents.lance" / "data").glob("*.lance")).unlink()

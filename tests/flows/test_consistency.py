@@ -4,16 +4,13 @@ is gone (a rolled-back `nodes`) or whose stored text is altered are re-indexed."
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sproutrag.storage.check import DamagedTableError, check_database
 from sproutrag.storage.store import Store
-from tests.conftest import ROOT
-from tests.flows.test_incremental import _index, _state, _write
+from tests.helpers import index_state, run_cli, run_index, write_files
 
 pytestmark = pytest.mark.model
 
@@ -23,48 +20,43 @@ TEXTS = {
 }
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_damaged_documents_are_reindexed(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, TEXTS)
-    _index(corpus, db)
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
     store = Store.open_existing(str(db))
     version = store.table("nodes").version
     (corpus / "a.txt").write_text("The supplier delivers within 10 days.", encoding="utf-8")
-    _index(corpus, db)
+    run_index(corpus, db)
     nodes = store.table("nodes")
     nodes.checkout(version)  # a `nodes` restored to its state before that run
     nodes.restore()
     store.table("documents").update(where="doc_id = 'b.txt'", values={"text": "Staff."})
     assert len(check_database(str(db)).problems) == 2
-    run = _index(corpus, db)
+    run = run_index(corpus, db)
     assert (run["n_changed"], run["n_unchanged"]) == (2, 0)
     assert "2 documents were damaged" in run["message"]
     assert check_database(str(db)).healthy
-    assert set(_state(str(db))) == {"a.txt", "b.txt"}
+    assert set(index_state(db)) == {"a.txt", "b.txt"}
 
 
 def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, TEXTS)
-    _index(corpus, db)
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
     for f in (db / "nodes.lance" / "data").glob("*.lance"):
         f.unlink()
     with pytest.raises(DamagedTableError, match="table 'nodes' of .*--full"):
-        _index(corpus, db)
-    query = _cli("query", "payment", "--db", str(db))
+        run_index(corpus, db)
+    query = run_cli("query", "payment", "--db", str(db))
     assert query.returncode == 1 and "Traceback" not in query.stderr
     errors = [line for line in query.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and errors[0].startswith("sproutrag query: error: table 'nodes'")
-    check = _cli("check", "--db", str(db))
+    check = run_cli("check", "--db", str(db))
     assert check.returncode == 1 and "table 'nodes' cannot be read" in check.stdout
-    run = _index(corpus, db, full=True)
+    run = run_index(corpus, db, full=True)
     assert run["n_changed"] == 2 and "moved damaged tables aside" in run["message"]
     kept = [p for p in Path(db).iterdir() if p.name.startswith("nodes.lance.damaged-")]
     assert len(kept) == 1 and str(kept[0]) in run["message"]
-    assert set(_state(str(db))) == {"a.txt", "b.txt"}
-    assert _cli("check", "--db", str(db)).returncode == 0
+    assert set(index_state(db)) == {"a.txt", "b.txt"}
+    assert run_cli("check", "--db", str(db)).returncode == 0

@@ -4,19 +4,14 @@ finishes the work and leaves exactly the current trees (issue 9, findings 2 and 
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from sproutrag.documents import content_hash
 from sproutrag.storage.store import Store
-from tests.conftest import ROOT
-from tests.flows.test_incremental import TEXTS, _index, _state, _write
+from tests.helpers import TEXTS, index_state, run_index, start_index_cli, write_files
+from tests.processes import assert_gone, wait_for_child, wait_stopped
 
 pytestmark = pytest.mark.model
 
@@ -25,85 +20,6 @@ CHANGED = {"a.txt": "Changed text. The supplier now delivers within ten days. "
 NEW = {"d.txt": "A new document arrives. It has two sentences."}
 QUESTIONS = ["When does the supplier deliver?", "How long is the notice period?",
              "Is security training mandatory?", "Can staff work remotely?"]
-
-
-def _cli(corpus, db, env_extra, *, own_server: bool, home: Path) -> subprocess.Popen:
-    from prefect.settings import PREFECT_API_URL
-
-    env = {**os.environ, **env_extra, "PREFECT_HOME": str(home)}
-    if own_server:  # the CLI starts its temporary Prefect server
-        env.pop("PREFECT_API_URL", None)
-    else:
-        env["PREFECT_API_URL"] = PREFECT_API_URL.value()
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
-         "--no-progress"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-
-
-def _children(pid: int) -> set[int]:
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.add(int(stat.parent.name))
-    return found
-
-
-def _state_of(pid: int) -> str | None:
-    """The process's state letter (R, S, T stopped, Z zombie, ...); None once it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
-
-
-def _alive(pid: int) -> bool:
-    return _state_of(pid) not in (None, "Z")
-
-
-def children_now(pid: int) -> dict[int, str]:
-    """{pid: command line} of PID's children now. A child between fork and exec still
-    shows its parent's command line: callers look again until they see what they wait for."""
-    found = {}
-    for child in _children(pid):
-        try:
-            found[child] = Path(f"/proc/{child}/cmdline").read_text().replace("\0", " ")
-        except OSError:
-            pass
-    return found
-
-
-def wait_for_child(proc: subprocess.Popen, word: str, timeout: float = 300) -> dict[int, str]:
-    """Wait until PROC has a child whose command line holds WORD; returns its children."""
-    deadline = time.monotonic() + timeout
-    while True:
-        children = children_now(proc.pid)
-        if any(word in cmd for cmd in children.values()):
-            return children
-        assert proc.poll() is None, proc.stdout.read().decode()
-        assert time.monotonic() < deadline, f"no {word} child after {timeout} s: {children}"
-        time.sleep(0.05)
-
-
-def wait_stopped(proc: subprocess.Popen, timeout: float) -> None:
-    """Wait until PROC has stopped itself (SIGSTOP at a crash point)."""
-    deadline = time.monotonic() + timeout
-    while _state_of(proc.pid) != "T":
-        assert proc.poll() is None, proc.stdout.read().decode()
-        assert time.monotonic() < deadline, "the index command never reached its crash point"
-        time.sleep(0.05)
-
-
-def assert_gone(pids: set[int], within: float = 15) -> None:
-    deadline = time.monotonic() + within
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [p for p in pids if _alive(p)], "a child of the index command outlived it"
 
 
 def assert_reader_view(db: str, versions: dict[str, set[str]]) -> None:
@@ -135,9 +51,9 @@ def assert_reader_view(db: str, versions: dict[str, set[str]]) -> None:
 @pytest.mark.parametrize("point", ["nodes-written", "documents-written", "documents-deleted"])
 def test_kill_at_each_commit_boundary(prefect_harness, tmp_path, point):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, TEXTS)
-    _index(corpus, db)
-    _write(corpus, {**CHANGED, **NEW})  # a.txt replaced, d.txt new ...
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
+    write_files(corpus, {**CHANGED, **NEW})  # a.txt replaced, d.txt new ...
     (corpus / "sub" / "c.txt").unlink()  # ... and sub/c.txt deleted
     versions = {k: {content_hash(v)} for k, v in TEXTS.items()}
     versions["a.txt"].add(content_hash(CHANGED["a.txt"]))
@@ -146,8 +62,8 @@ def test_kill_at_each_commit_boundary(prefect_harness, tmp_path, point):
     own_server = point == "documents-deleted"  # one case also checks the server dies
     # The command stops itself at the point (SIGSTOP); the kill -9 comes while it stands
     # there, its children as they are: no race with how fast the command or this test runs.
-    proc = _cli(corpus, db, {"SPROUTRAG_CRASH_AT": f"{point}:SIGSTOP"}, own_server=own_server,
-                home=tmp_path / "prefect")
+    env = {"SPROUTRAG_CRASH_AT": f"{point}:SIGSTOP", "PREFECT_HOME": str(tmp_path / "prefect")}
+    proc = start_index_cli(corpus, db, env, own_server=own_server)
     wait_stopped(proc, timeout=400)
     children = wait_for_child(proc, "uvicorn", timeout=5) if own_server else {}
     proc.kill()
@@ -169,16 +85,16 @@ def test_kill_at_each_commit_boundary(prefect_harness, tmp_path, point):
     assert killed["finished_at"] is None  # visible as not finished
 
     if point == "nodes-written":  # the corpus reverts before the next run (issue 9, #2)
-        _write(corpus, {"a.txt": TEXTS["a.txt"]})
-        run = _index(corpus, db)
+        write_files(corpus, {"a.txt": TEXTS["a.txt"]})
+        run = run_index(corpus, db)
         assert run["n_unchanged"] == 2 and run["n_new"] == 1  # a.txt, b.md; d.txt
-        assert _state(str(db))["a.txt"][0] == content_hash(TEXTS["a.txt"])
-        _write(corpus, CHANGED)
-    run = _index(corpus, db)
+        assert index_state(db)["a.txt"][0] == content_hash(TEXTS["a.txt"])
+        write_files(corpus, CHANGED)
+    run = run_index(corpus, db)
     assert run["status"] == "completed" and run["n_failed"] == 0
     final = {**TEXTS, **CHANGED, **NEW}
     del final["sub/c.txt"]
-    state = _state(str(db))  # node ids unique, no nodes outside the current trees
+    state = index_state(db)  # node ids unique, no nodes outside the current trees
     assert {k: h for k, (h, _) in state.items()} == {k: content_hash(v)
                                                      for k, v in final.items()}
     assert_reader_view(str(db), versions)

@@ -13,7 +13,7 @@ import pytest
 from sproutrag.encoder.weights import PACKAGED_WEIGHTS, TrainedWeights
 from sproutrag.params import SearchParams
 from sproutrag.storage.store import Store
-from tests.flows.test_incremental import TEXTS, _write
+from tests.helpers import TEXTS, write_files
 
 pytestmark = pytest.mark.model
 
@@ -40,7 +40,7 @@ def built(prefect_harness, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("built")
     corpus, db = root / "corpus", root / "db"
-    _write(corpus, TEXTS)
+    write_files(corpus, TEXTS)
     (root / "private.txt").write_text("root:x:0:0:do not index me", encoding="utf-8")
     (corpus / "leak.txt").symlink_to(root / "private.txt")
     weights = _weights_file(root / "strict.json", threshold=0.95, lexical_weight=0.5,
@@ -157,7 +157,7 @@ def test_a_model_fine_tuned_again_into_its_folder_reindexes_and_is_checked(
     model = tmp_path / "encoder"
     shutil.copytree(DEFAULT_MODEL, model)
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, {k: TEXTS[k] for k in ("a.txt", "b.md")})
+    write_files(corpus, {k: TEXTS[k] for k in ("a.txt", "b.md")})
     config = _config(tmp_path / "ft.yaml", f"encoding:\n  model: {model}\n")
     first = index_corpus(corpus=str(corpus), db=str(db), config=str(config))
     assert first["n_new"] == 2

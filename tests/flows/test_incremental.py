@@ -3,92 +3,43 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from sproutrag.documents import content_hash
 from sproutrag.storage.locking import DatabaseBusyError, DatabaseLock
 from sproutrag.storage.store import Store
-from sproutrag.trees.tree import validate_tree
-from tests.conftest import ROOT
+from tests.helpers import TEXTS, index_state, run_index, start_index_cli, write_files
 
 pytestmark = pytest.mark.model
-
-TEXTS = {
-    "a.txt": "The supplier delivers within 30 days. Payment is due in 45 days. "
-    "Either party may end the agreement with 90 days notice.",
-    "b.md": "# Remote work\n\nStaff may work remotely three days a week. Managers approve it.",
-    "sub/c.txt": "Security training is mandatory every year. Records are kept for seven years.",
-}
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-
-
-def _state(db: str) -> dict[str, tuple[str, int]]:
-    """doc_id -> (content_hash, number of nodes); checks every stored tree and node id."""
-    store = Store.open_existing(db)
-    docs = store.table("documents").to_arrow().to_pylist()
-    ids = store.table("nodes").to_arrow().column("node_id").to_pylist()
-    assert len(ids) == len(set(ids)), "duplicate nodes"
-    out = {}
-    for d in docs:
-        tree = store.load_tree(d["doc_id"]).tree
-        validate_tree(tree)
-        assert tree.n == d["n_chunks"]
-        out[d["doc_id"]] = (d["content_hash"], len(tree.left))
-    assert sum(n for _, n in out.values()) == len(ids), "nodes without a document"
-    return out
-
-
-def _index(corpus, db, **kw):
-    """The run's `runs` row, also when the flow run ends Failed for failed documents."""
-    from flows.index_corpus import index_corpus
-    from sproutrag.ingest.run_summary import RunOutcome
-
-    state = index_corpus(corpus=str(corpus), db=str(db), return_state=True, **kw)
-    result = state.result(raise_on_failure=False)
-    if isinstance(result, RunOutcome):
-        return result.row
-    if isinstance(result, BaseException):
-        raise result
-    return result
-
 
 @pytest.fixture
 def corpus(tmp_path):
     root = tmp_path / "corpus"
-    _write(root, TEXTS)
+    write_files(root, TEXTS)
     return root
 
 
 def test_add_change_delete_rename_and_fingerprint(prefect_harness, corpus, tmp_path):
     db = tmp_path / "db"
-    first = _index(corpus, db)
+    first = run_index(corpus, db)
     assert (first["n_new"], first["n_failed"]) == (3, 0)
-    state = _state(str(db))
+    state = index_state(db)
     assert {k: v[0] for k, v in state.items()} == {k: content_hash(v) for k, v in TEXTS.items()}
 
-    again = _index(corpus, db)
+    again = run_index(corpus, db)
     assert (again["n_new"], again["n_changed"], again["n_unchanged"], again["n_nodes"]) == (
         0, 0, 3, 0)
-    assert _state(str(db)) == state
+    assert index_state(db) == state
 
-    _write(corpus, {"d.txt": "A new document arrives. It has two sentences."})
+    write_files(corpus, {"d.txt": "A new document arrives. It has two sentences."})
     (corpus / "b.md").write_text("# Remote work\n\nNo remote work any more.", encoding="utf-8")
     (corpus / "sub" / "c.txt").rename(corpus / "sub" / "c2.txt")
-    run = _index(corpus, db)
+    run = run_index(corpus, db)
     assert (run["n_new"], run["n_changed"], run["n_deleted"], run["n_unchanged"]) == (2, 1, 1, 1)
-    after = _state(str(db))
+    after = index_state(db)
     assert set(after) == {"a.txt", "b.md", "d.txt", "sub/c2.txt"}
     assert after["a.txt"] == state["a.txt"]
     assert after["b.md"][0] == content_hash((corpus / "b.md").read_text(encoding="utf-8"))
@@ -96,10 +47,10 @@ def test_add_change_delete_rename_and_fingerprint(prefect_harness, corpus, tmp_p
 
     cfg = tmp_path / "one.yaml"
     cfg.write_text("chunking:\n  sentences_per_chunk: 1\n", encoding="utf-8")
-    run = _index(corpus, db, config=str(cfg))
+    run = run_index(corpus, db, config=str(cfg))
     assert (run["n_changed"], run["n_unchanged"]) == (4, 0)
-    assert _state(str(db))["a.txt"][1] == 2 * 3 - 1  # three one-sentence chunks
-    run = _index(corpus, db, config=str(cfg), full=True)
+    assert index_state(db)["a.txt"][1] == 2 * 3 - 1  # three one-sentence chunks
+    run = run_index(corpus, db, config=str(cfg), full=True)
     assert run["n_changed"] == 4
     runs = Store.open_existing(str(db)).table("runs").count_rows()
     assert runs == 5
@@ -107,20 +58,20 @@ def test_add_change_delete_rename_and_fingerprint(prefect_harness, corpus, tmp_p
 
 def test_bad_input_is_reported_and_the_rest_indexed(prefect_harness, tmp_path):
     root = tmp_path / "bad"
-    _write(root, {"ok.txt": "Fine text. Two sentences.", "one.txt": "Only one sentence"})
+    write_files(root, {"ok.txt": "Fine text. Two sentences.", "one.txt": "Only one sentence"})
     (root / "empty.txt").write_text("", encoding="utf-8")
     (root / "binary.txt").write_bytes(bytes(range(256)) * 4)
     (root / "latin1.txt").write_bytes("Caf\xe9 au lait.".encode("latin-1"))
-    (root / "huge.txt").write_text(" ".join(["word"] * 20_000), encoding="utf-8")
+    (root / "huge.txt").write_text(" ".join(["word"] * 4_000), encoding="utf-8")
     db = tmp_path / "db"
-    run = _index(root, db)
+    run = run_index(root, db)
     failures = {f["doc_id"]: f["reason"] for f in json.loads(run["failures_json"])}
     assert set(failures) == {"empty.txt", "binary.txt", "latin1.txt"}
     assert "empty" in failures["empty.txt"] and "UTF-8" in failures["latin1.txt"]
-    state = _state(str(db))
+    state = index_state(db)
     assert set(state) == {"ok.txt", "one.txt", "huge.txt"}
     assert state["one.txt"][1] == 1
-    assert state["huge.txt"][1] > 2 * 90  # 100k chars cut into window-sized pieces
+    assert state["huge.txt"][1] > 2 * 18  # 20k chars, no sentence end: 1,000-char pieces
 
     jl = tmp_path / "dup.jsonl"
     jl.write_text(
@@ -130,12 +81,12 @@ def test_bad_input_is_reported_and_the_rest_indexed(prefect_harness, tmp_path):
         ]),
         encoding="utf-8",
     )
-    run = _index(jl, tmp_path / "db2")
+    run = run_index(jl, tmp_path / "db2")
     # a doc_id found twice fails as a whole (no copy indexed), naming both lines
     failures = {f["doc_id"]: f["reason"] for f in json.loads(run["failures_json"])}
     assert run["n_new"] == 1 and set(failures) == {"x"}
     assert "duplicate" in failures["x"] and ":1" in failures["x"] and ":2" in failures["x"]
-    state = _state(str(tmp_path / "db2"))
+    state = index_state(tmp_path / "db2")
     assert set(state) == {"y"} and state["y"][1] >= 3
 
 
@@ -143,36 +94,25 @@ def test_second_run_refuses_while_one_holds_the_database(prefect_harness, corpus
     db = tmp_path / "db"
     with DatabaseLock(str(db)):
         with pytest.raises(DatabaseBusyError, match="another index run"):
-            _index(corpus, db)
-    assert _index(corpus, db)["n_new"] == 3
-
-
-def _cli(corpus, db, env_extra):
-    from prefect.settings import PREFECT_API_URL
-
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), **env_extra}
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
-         "--no-progress"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+            run_index(corpus, db)
+    assert run_index(corpus, db)["n_new"] == 3
 
 
 def test_kill_during_encoding_then_rerun_completes(prefect_harness, corpus, tmp_path):
     db = tmp_path / "db"
-    _index(corpus, db)
+    run_index(corpus, db)
     (corpus / "a.txt").write_text("Changed text. The old tree stays until the new one lands.")
-    before = _state(str(db))
-    proc = _cli(corpus, db, {})
+    before = index_state(db)
+    proc = start_index_cli(corpus, db)
     deadline = time.time() + 240
     while not list((db / "_work").glob("*/batch-*/chunks.parquet")):
         assert proc.poll() is None and time.time() < deadline, proc.stdout.read().decode()
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert _state(str(db)) == before  # killed before storing: the old version is intact
+    assert index_state(db) == before  # killed before storing: the old version is intact
     [leftover] = (db / "_work").iterdir()
-    run = _index(corpus, db)
+    run = run_index(corpus, db)
     assert (run["n_changed"], run["n_unchanged"]) == (1, 2)
-    assert _state(str(db))["a.txt"][0] != before["a.txt"][0]
+    assert index_state(db)["a.txt"][0] != before["a.txt"][0]
     assert not leftover.exists() and not list((db / "_work").iterdir())

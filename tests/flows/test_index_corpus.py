@@ -10,7 +10,7 @@ import pytest
 from sproutrag.ingest.corpus import discover
 from sproutrag.storage.store import Store
 from sproutrag.trees.tree import validate_tree
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 
 pytestmark = pytest.mark.model
 

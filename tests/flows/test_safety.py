@@ -22,33 +22,21 @@ from sproutrag.ingest.run_summary import (
     QueriesFailedError,
     RunInterruptedError,
 )
-from sproutrag.storage.store import Store
-from tests.conftest import ROOT
-from tests.flows.test_crash import assert_gone, wait_for_child
-from tests.flows.test_incremental import TEXTS, _index, _state, _write
+from tests.helpers import (
+    ROOT,
+    TEXTS,
+    index_state,
+    make_schema_1,
+    run_flow,
+    run_index,
+    runs,
+    start_index_cli,
+    write_files,
+    write_jsonl,
+)
+from tests.processes import assert_gone, wait_for_child
 
 pytestmark = pytest.mark.model
-
-
-def _runs(db) -> list[dict]:
-    rows = Store.open_existing(str(db)).table("runs").to_arrow().to_pylist()
-    return sorted(rows, key=lambda r: r["started_at"])
-
-
-def _jsonl(path: Path, rows: list) -> Path:
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in rows]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def _flow(**kw):
-    """(final state, the run's row) of one index-corpus flow run."""
-    from flows.index_corpus import index_corpus
-
-    state = index_corpus(return_state=True, **{k: str(v) if isinstance(v, Path) else v
-                                               for k, v in kw.items()})
-    result = state.result(raise_on_failure=False)
-    return state, getattr(result, "row", result)
 
 
 # -- 1. the work dir -----------------------------------------------------------------
@@ -59,9 +47,9 @@ def test_work_dir_holding_corpus_and_database_is_never_deleted(
 ):
     shared = tmp_path / "shared"
     corpus, db = shared / "corpus", shared / "db"
-    _write(corpus, {"a.txt": TEXTS["a.txt"]})
+    write_files(corpus, {"a.txt": TEXTS["a.txt"]})
     (shared / "notes.txt").write_text("not the pipeline's", encoding="utf-8")
-    _write(shared / "other", {"x.txt": "someone else's"})
+    write_files(shared / "other", {"x.txt": "someone else's"})
     fs = fsspec.filesystem("file")
     dead = create_run_dir(fs, str(shared), run_id="0123456789ab", db=str(db))
     Path(dead, "batch-00000").mkdir()  # a killed run of this database left it
@@ -69,15 +57,15 @@ def test_work_dir_holding_corpus_and_database_is_never_deleted(
     (shared / "sproutrag-run-aaaaaaaaaaaa").mkdir()  # the name alone proves nothing
     monkeypatch.setenv("SPROUTRAG_PIPELINE__WORK_DIR", str(shared))
 
-    first = _index(corpus, db)
-    again = _index(corpus, db)
+    first = run_index(corpus, db)
+    again = run_index(corpus, db)
     assert (first["n_new"], again["n_unchanged"]) == (1, 1)
     assert sorted(os.listdir(shared)) == sorted(
         ["corpus", "db", "notes.txt", "other", Path(foreign).name,
          "sproutrag-run-aaaaaaaaaaaa"])
     assert (corpus / "a.txt").read_text(encoding="utf-8") == TEXTS["a.txt"]
     assert (shared / "other" / "x.txt").is_file() and not Path(dead).exists()
-    assert set(_state(str(db))) == {"a.txt"}
+    assert set(index_state(db)) == {"a.txt"}
 
 
 # -- 3. failed reads never delete; mass deletions refuse --------------------------------
@@ -85,14 +73,14 @@ def test_work_dir_holding_corpus_and_database_is_never_deleted(
 
 def test_unreadable_documents_keep_their_indexed_version(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, TEXTS)
-    _index(corpus, db)
-    before = _state(str(db))
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
+    before = index_state(db)
     (corpus / "a.txt").write_bytes("Caf\xe9 au lait.".encode("latin-1"))
-    state, row = _flow(corpus=corpus, db=db)
+    state, row = run_flow(corpus, db)
     assert state.is_failed() and (row["n_deleted"], row["n_failed"]) == (0, 1)
     assert "UTF-8" in json.loads(row["failures_json"])[0]["reason"]
-    assert _state(str(db)) == before  # a.txt keeps its indexed version
+    assert index_state(db) == before  # a.txt keeps its indexed version
 
 
 def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, tmp_path):
@@ -101,52 +89,52 @@ def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, 
     db, jl = tmp_path / "db", tmp_path / "corpus.jsonl"
     docs = [{"doc_id": k, "text": TEXTS[v]} for k, v in
             (("x", "a.txt"), ("y", "b.md"), ("z", "sub/c.txt"))]
-    _index(_jsonl(jl, docs), db)
-    indexed = _state(str(db))
+    run_index(write_jsonl(jl, docs), db)
+    indexed = index_state(db)
 
-    _jsonl(jl, [{"doc_id": "x", "text": 5}, *docs[1:]])  # x's line is bad, its id known
-    state, row = _flow(corpus=jl, db=db)
-    assert state.is_failed() and row["n_deleted"] == 0 and _state(str(db)) == indexed
+    write_jsonl(jl, [{"doc_id": "x", "text": 5}, *docs[1:]])  # x's line is bad, its id known
+    state, row = run_flow(jl, db)
+    assert state.is_failed() and row["n_deleted"] == 0 and index_state(db) == indexed
 
-    _jsonl(jl, ['{"doc_id": "x", "text": "cut off', *docs[1:]])  # which document? unknown
-    state, row = _flow(corpus=jl, db=db)
-    assert row["n_deleted"] == 0 and _state(str(db)) == indexed
+    write_jsonl(jl, ['{"doc_id": "x", "text": "cut off', *docs[1:]])  # which document? unknown
+    state, row = run_flow(jl, db)
+    assert row["n_deleted"] == 0 and index_state(db) == indexed
     assert "deletions held back" in row["message"] and "line 1" in row["message"]
 
-    _jsonl(jl, docs[2:])  # would delete x and y: 2 of 3 > half
+    write_jsonl(jl, docs[2:])  # would delete x and y: 2 of 3 > half
     with pytest.raises(MassDeleteError, match="2 of 3 indexed documents.*allow-mass-delete"):
-        _index(jl, db)
+        run_index(jl, db)
     jl.write_text("", encoding="utf-8")  # a truncated export
     with pytest.raises(MassDeleteError, match="holds no documents"):
-        _index(jl, db, config=None)
-    assert _state(str(db)) == indexed
-    assert [r["status"] for r in _runs(db)[-2:]] == ["failed", "failed"]
-    assert "MassDeleteError" in _runs(db)[-1]["message"]
+        run_index(jl, db, config=None)
+    assert index_state(db) == indexed
+    assert [r["status"] for r in runs(db)[-2:]] == ["failed", "failed"]
+    assert "MassDeleteError" in runs(db)[-1]["message"]
 
     from flows.cli import main
 
-    _jsonl(jl, docs[2:])
+    write_jsonl(jl, docs[2:])
     assert main(["index", str(jl), "--db", str(db), "--allow-mass-delete"]) == 0
-    assert set(_state(str(db))) == {"z"}
+    assert set(index_state(db)) == {"z"}
 
 
 # -- 4. invalid doc_ids ----------------------------------------------------------------
 
 
 def test_invalid_doc_ids_fail_alone_run_after_run(prefect_harness, tmp_path):
-    jl = _jsonl(tmp_path / "c.jsonl", [
+    jl = write_jsonl(tmp_path / "c.jsonl", [
         {"doc_id": "ok", "text": TEXTS["a.txt"]},
         {"doc_id": "nul\x00id", "text": "Some text. More text."},
         {"doc_id": "two\nlines", "text": "Some text. More text."},
         {"doc_id": "", "text": "Some text. More text."},
     ])
     for _ in range(2):  # a NUL once aborted every later run too
-        state, row = _flow(corpus=jl, db=tmp_path / "db")
+        state, row = run_flow(jl, tmp_path / "db")
         reasons = {f["doc_id"]: f["reason"] for f in json.loads(row["failures_json"])}
         assert set(reasons) == {"nul\x00id", "two\nlines", ""}
         assert all("invalid doc_id" in r for r in reasons.values())
         assert row["n_new"] + row["n_unchanged"] == 1 and state.is_failed()
-    assert set(_state(str(tmp_path / "db"))) == {"ok"}
+    assert set(index_state(str(tmp_path / "db"))) == {"ok"}
 
 
 # -- 5. failures are visible as the flow run's state ------------------------------------
@@ -169,12 +157,12 @@ def test_failed_documents_fail_the_flow_run_after_all_work(
     from flows.index_corpus import index_corpus
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, {"ok.txt": TEXTS["a.txt"], "empty.txt": " "})
-    state, row = _flow(corpus=corpus, db=db)
+    write_files(corpus, {"ok.txt": TEXTS["a.txt"], "empty.txt": " "})
+    state, row = run_flow(corpus, db)
     assert state.is_failed() and _api_state(state) == "FAILED"
     assert isinstance(state.result(raise_on_failure=False), DocumentsFailedError)
     assert (row["n_new"], row["n_failed"], row["status"]) == (1, 1, "failed")
-    assert _runs(db)[-1]["status"] == "failed" and "1 of 2" in _runs(db)[-1]["message"]
+    assert runs(db)[-1]["status"] == "failed" and "1 of 2" in runs(db)[-1]["message"]
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
@@ -184,7 +172,7 @@ def test_failed_documents_fail_the_flow_run_after_all_work(
     assert main(["index", str(corpus), "--db", str(db)]) == 3  # the documented exit code
 
     monkeypatch.setenv("SPROUTRAG_PIPELINE__MAX_FAILED_SHARE", "0.5")
-    state, row = _flow(corpus=corpus, db=db)
+    state, row = run_flow(corpus, db)
     assert state.is_completed() and row["status"] == "completed" and row["n_failed"] == 1
     assert main(["index", str(corpus), "--db", str(db)]) == 3
 
@@ -193,9 +181,9 @@ def test_failed_queries_fail_the_query_flow_run(prefect_harness, tmp_path, monke
     from flows.query_corpus import query_corpus
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, {"a.txt": TEXTS["a.txt"]})
-    _index(corpus, db)
-    queries = _jsonl(tmp_path / "q.jsonl", [{"qid": "good", "query": "delivery time"},
+    write_files(corpus, {"a.txt": TEXTS["a.txt"]})
+    run_index(corpus, db)
+    queries = write_jsonl(tmp_path / "q.jsonl", [{"qid": "good", "query": "delivery time"},
                                             {"qid": "empty", "query": ""}])
     out = tmp_path / "r.jsonl"
     state = query_corpus(queries=str(queries), db=str(db), out=str(out), return_state=True)
@@ -212,7 +200,7 @@ def test_failed_queries_fail_the_query_flow_run(prefect_harness, tmp_path, monke
 
 def _corpus_of(n: int, root: Path) -> Path:
     texts = list(TEXTS.values())
-    _write(root, {f"doc-{k:02d}.txt": f"Document {k}. {texts[k % 3]}" for k in range(n)})
+    write_files(root, {f"doc-{k:02d}.txt": f"Document {k}. {texts[k % 3]}" for k in range(n)})
     return root
 
 
@@ -221,15 +209,15 @@ def test_sigint_stops_after_the_batch_being_stored(prefect_harness, tmp_path, mo
     monkeypatch.setenv("SPROUTRAG_PIPELINE__BATCH_DOCS", "1")
     monkeypatch.setenv("SPROUTRAG_CRASH_AT", "batch-stored:SIGINT")  # a real SIGINT, on cue
     before = signal.getsignal(signal.SIGINT)  # SIG_IGN when pytest runs as a background job
-    state, row = _flow(corpus=corpus, db=db)
+    state, row = run_flow(corpus, db)
     assert state.is_cancelled()
     assert isinstance(state.result(raise_on_failure=False), RunInterruptedError)
     assert (row["status"], row["n_new"]) == ("interrupted", 1)
     assert "interrupted by SIGINT" in row["message"] and row["finished_at"] is not None
     assert signal.getsignal(signal.SIGINT) is before  # restored
-    assert len(_state(str(db))) == 1 and not list((db / "_work").iterdir())
+    assert len(index_state(db)) == 1 and not list((db / "_work").iterdir())
     monkeypatch.delenv("SPROUTRAG_CRASH_AT")
-    assert _index(corpus, db)["n_new"] == 3
+    assert run_index(corpus, db)["n_new"] == 3
 
 
 def _default_sigint() -> None:
@@ -244,12 +232,9 @@ def test_signal_stops_promptly_records_the_run_and_its_server(prefect_harness, t
     (issue 23, finding 7: that also stopped the temporary server, and the run then took
     minutes of connection tracebacks to end, without its summary)."""
     corpus, db = _corpus_of(12, tmp_path / "corpus"), tmp_path / "db"
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"),
-           "SPROUTRAG_PIPELINE__BATCH_DOCS": "1"}
-    env.pop("PREFECT_API_URL", None)  # the command starts its own temporary server
-    proc = subprocess.Popen(  # its own process group, as a terminal's foreground job
-        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
-         "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    env = {"PREFECT_HOME": str(tmp_path / "prefect"), "SPROUTRAG_PIPELINE__BATCH_DOCS": "1"}
+    proc = start_index_cli(  # its own temporary server; its own process group, as a
+        corpus, db, env, own_server=True,  # terminal's foreground job
         start_new_session=True, preexec_fn=_default_sigint,
     )
     try:
@@ -276,18 +261,18 @@ def test_signal_stops_promptly_records_the_run_and_its_server(prefect_harness, t
     assert proc.returncode == 1 and f"interrupted by {name}" in output, output
     assert "indexed " in output and "Traceback" not in output, output  # the summary, quietly
     assert_gone(set(children))
-    [run] = _runs(db)
+    [run] = runs(db)
     assert run["status"] == "interrupted" and run["finished_at"] is not None
-    stored = _state(str(db))
+    stored = index_state(db)
     assert 0 < len(stored) < 12 and not list((db / "_work").iterdir())
-    assert _index(corpus, db)["n_new"] == 12 - len(stored)
+    assert run_index(corpus, db)["n_new"] == 12 - len(stored)
 
 
 def test_ctrl_c_stops_a_query_batch_without_traceback(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, TEXTS)
-    _index(corpus, db)
-    queries = _jsonl(tmp_path / "q.jsonl", [{"qid": str(n), "query": "delivery time"}
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
+    queries = write_jsonl(tmp_path / "q.jsonl", [{"qid": str(n), "query": "delivery time"}
                                             for n in range(3)])
     out = tmp_path / "r.jsonl"
     env = {**os.environ, "SPROUTRAG_CRASH_AT": "query-answered:SIGINT"}  # after query 1
@@ -308,8 +293,8 @@ def test_an_unchanged_run_writes_only_its_runs_row(prefect_harness, tmp_path):
     import lancedb
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, TEXTS)
-    _index(corpus, db)
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
     conn = lancedb.connect(str(db))
 
     def versions() -> dict[str, int]:
@@ -318,7 +303,7 @@ def test_an_unchanged_run_writes_only_its_runs_row(prefect_harness, tmp_path):
 
     before = versions()
     for _ in range(3):
-        assert _index(corpus, db)["n_unchanged"] == 3
+        assert run_index(corpus, db)["n_unchanged"] == 3
     after = versions()
     assert (after["documents"], after["nodes"]) == (before["documents"], before["nodes"])
     assert after["runs"] - before["runs"] <= 3 * 2 + 1  # start + end; a compaction at most
@@ -331,19 +316,18 @@ def test_schema_1_database_is_refused_by_queries_and_migrated_by_the_next_run(
     prefect_harness, tmp_path, capsys
 ):
     from flows.cli import main
-    from tests.sproutrag.storage.test_store import make_schema_1
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    _write(corpus, TEXTS)
-    _index(corpus, db)
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
     make_schema_1(str(db), fingerprint="schema-1 fingerprint")
     capsys.readouterr()
     assert main(["query", "--db", str(db), "When does the supplier deliver?"]) == 1
     err = capsys.readouterr().err
     assert "schema version 1" in err and "sproutrag index" in err and "Traceback" not in err
-    run = _index(corpus, db)
+    run = run_index(corpus, db)
     assert (run["n_changed"], run["n_unchanged"], run["status"]) == (3, 0, "completed")
-    assert {k: h for k, (h, _) in _state(str(db)).items()} == {
+    assert {k: h for k, (h, _) in index_state(db).items()} == {
         k: content_hash(v) for k, v in TEXTS.items()}
-    assert [r["status"] for r in _runs(db)] == ["completed", "completed"]
+    assert [r["status"] for r in runs(db)] == ["completed", "completed"]
     assert main(["query", "--db", str(db), "When does the supplier deliver?"]) == 0

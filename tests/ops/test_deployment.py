@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.ops.conftest import SMALL_DOCS, free_port, stop_group, wait_http
+from tests.helpers import ROOT, SMALL_DOCS
+from tests.processes import free_port, stop_group, wait_http
 
 pytestmark = pytest.mark.model
 
@@ -82,7 +82,7 @@ class Prefect:
 
     def stop(self) -> None:
         for proc in reversed(self.procs):  # the worker (and its flow runs), then the server
-            stop_group(proc, grace=20)
+            stop_group(proc, grace=5)  # all runs have ended: nothing to wait for
 
 
 @pytest.fixture

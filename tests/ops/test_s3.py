@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from schemas.settings import load_settings
-from tests.conftest import SAMPLE
-from tests.ops.conftest import SMALL_DOCS, free_port, stop_group, wait_http
+from tests.helpers import SAMPLE, SMALL_DOCS
+from tests.processes import free_port, stop_group, wait_http
 
 KEY_ID, SECRET = "sproutrag-test-key", "sproutrag-secret-never-logged"
 REGION = "us-east-1"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import sproutrag
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def test_every_public_name_resolves_to_its_definition():

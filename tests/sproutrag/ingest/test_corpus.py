@@ -15,8 +15,7 @@ import pytest
 from sproutrag.documents import content_hash
 from sproutrag.ingest.corpus import CorpusNotFoundError, DocLimits, discover
 from sproutrag.ingest.listing import bounded_lines
-from tests.conftest import ROOT
-from tests.helpers import WITHOUT_DAC, lock_folder, unblock_fifo_after, write_files
+from tests.helpers import ROOT, WITHOUT_DAC, lock_folder, unblock_fifo_after, write_files
 
 
 def test_folder_is_discovered_recursively_with_relative_ids(tmp_path):

@@ -138,7 +138,7 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
     import os
 
     from flows.cli import main
-    from tests.flows.test_incremental import TEXTS
+    from tests.helpers import TEXTS
 
     docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"
     docs.write_text("".join(json.dumps({"doc_id": k, "text": v}) + "\n"

@@ -19,8 +19,11 @@ from sproutrag.search.retriever import Retriever
 pytestmark = pytest.mark.model
 
 
-def _subset(contractnli, tmp_path, n_docs: int = 2):
-    docs = read_jsonl(contractnli / "dev.docs.jsonl")[:n_docs]
+def _subset(contractnli, tmp_path, n_docs: int = 2, min_chars: int = 4000):
+    """The N_DOCS shortest dev documents of at least MIN_CHARS characters (several
+    encoder windows each, seconds to encode) and their queries, as JSONL files."""
+    docs = sorted((d for d in read_jsonl(contractnli / "dev.docs.jsonl")
+                   if len(d["text"]) >= min_chars), key=lambda d: len(d["text"]))[:n_docs]
     ids = {str(d["doc_id"]) for d in docs}
     queries = [q for q in read_jsonl(contractnli / "dev.queries.jsonl")
                if {str(d) for d in q["doc_ids"]} <= ids]

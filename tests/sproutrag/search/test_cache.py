@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
 from sproutrag.search.cache import LRUCache
-from sproutrag.storage.store import Store
-from tests.sproutrag.storage.test_store import DIM, _item
+from tests.helpers import TOY_DIM, toy_document, toy_encoder, toy_store
 
 
 def test_lru_keeps_the_recently_used_within_the_budget():
@@ -31,19 +28,19 @@ def test_lru_keeps_the_recently_used_within_the_budget():
 def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
     from sproutrag.search.retriever import Retriever
 
-    store = Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM)
+    store = toy_store(tmp_path / "db")
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
-    store.write([_item(f"d{i}", " ".join(words[i:] + words[:i]), seed=i) for i in range(8)],
+    store.write([toy_document(f"d{i}", " ".join(words[i:] + words[:i]), seed=i) for i in range(8)],
                 "fp")
     weights = TrainedWeights(np.zeros((1, 1), np.float32),
                              SearchParams(threshold=-1.0, lexical_weight=1.0))
-    encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
+    encoder = toy_encoder(weights)
     unbounded = Retriever(store.uri, encoder=encoder, n_docs=8)
     budget = 6_000  # about two trees with their term counts
     small = Retriever(store.uri, encoder=encoder, n_docs=8, cache_bytes=budget)
     rng = np.random.default_rng(0)
     for _ in range(5):
-        q = rng.normal(size=DIM).astype(np.float32)
+        q = rng.normal(size=TOY_DIM).astype(np.float32)
         for doc in (["d1"], ["d5", "d2"], None):
             want = unbounded.search_vector("beta kappa", q, k=3, doc_ids=doc)
             assert small.search_vector("beta kappa", q, k=3, doc_ids=doc) == want
@@ -53,8 +50,8 @@ def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
     # Kinds share the cache and the tree id is part of every key.
     assert {k[0] for k in small._cache.keys()} == {"tree", "terms"}
     old = {k for k in unbounded._cache.keys() if k[1] == "d1"}
-    store.write([_item("d1", "replaced text now", seed=99)], "fp")
-    [hit] = unbounded.search_vector("replaced", rng.normal(size=DIM).astype(np.float32),
+    store.write([toy_document("d1", "replaced text now", seed=99)], "fp")
+    [hit] = unbounded.search_vector("replaced", rng.normal(size=TOY_DIM).astype(np.float32),
                                     k=1, doc_ids=["d1"])
     assert hit.text in ("replaced", "text", "now")
     assert old and not ({k for k in unbounded._cache.keys() if k[1] == "d1"} <= old)

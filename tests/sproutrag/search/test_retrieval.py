@@ -11,7 +11,7 @@ import pytest
 
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.storage.store import Store
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.model
 

@@ -3,8 +3,6 @@ the first stage would pick (a deterministic fake encoder, no model)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
@@ -13,7 +11,7 @@ from sproutrag.limits import MAX_COUNT
 from sproutrag.params import SearchParams
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.storage.store import Store
-from tests.sproutrag.storage.test_store import DIM, _item
+from tests.helpers import TOY_DIM, toy_document, toy_encoder, toy_store
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
 
@@ -21,7 +19,7 @@ WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".spl
 def _retriever(store: Store, memory_rows: int) -> Retriever:
     no_cutoff = SearchParams(threshold=-1.0)
     weights = TrainedWeights(np.zeros((1, 1), np.float32), no_cutoff)
-    encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
+    encoder = toy_encoder(weights)
     return Retriever(store.uri, encoder=encoder, memory_rows=memory_rows)
 
 
@@ -31,12 +29,12 @@ def _units(hits) -> int:
 
 @pytest.mark.parametrize("memory_rows", [300_000, 0])  # in memory, LanceDB's search
 def test_tree_mode_fills_k_over_many_one_sentence_documents(tmp_path, memory_rows):
-    store = Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM)
-    store.write([_item(f"d{i:02d}", WORDS[i % len(WORDS)], seed=i) for i in range(70)], "fp")
+    store = toy_store(tmp_path / "db")
+    store.write([toy_document(f"d{i:02d}", WORDS[i % len(WORDS)], seed=i) for i in range(70)], "fp")
     r = _retriever(store, memory_rows)
     rng = np.random.default_rng(0)
     for _ in range(3):
-        q = rng.normal(size=DIM).astype(np.float32)
+        q = rng.normal(size=TOY_DIM).astype(np.float32)
         for k in (5, 20, 60):
             flat = r.search_vector("q", q, k=k, mode="flat")
             tree = r.search_vector("q", q, k=k)
@@ -54,11 +52,11 @@ def test_tree_mode_fills_k_over_many_one_sentence_documents(tmp_path, memory_row
 
 
 def test_tree_mode_widens_past_n_docs_for_multi_unit_documents(tmp_path):
-    store = Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM)
-    store.write([_item(f"d{i:02d}", " ".join(WORDS[i % 9:i % 9 + 3]), seed=i)
+    store = toy_store(tmp_path / "db")
+    store.write([toy_document(f"d{i:02d}", " ".join(WORDS[i % 9:i % 9 + 3]), seed=i)
                  for i in range(20)], "fp")  # 20 documents of 3 units
     r = _retriever(store, 300_000)
-    q = np.random.default_rng(1).normal(size=DIM).astype(np.float32)
+    q = np.random.default_rng(1).normal(size=TOY_DIM).astype(np.float32)
     assert len(r.choose_documents(q, None)) == r.n_docs == 8  # 24 units are enough
     assert len(r.choose_documents(q, None, k=24)) == 8
     assert len(r.choose_documents(q, None, k=25)) == 9

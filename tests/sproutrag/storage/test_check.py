@@ -19,21 +19,22 @@ from sproutrag.storage.check import (
     move_aside,
 )
 from sproutrag.storage.store import DatabaseNotFoundError, Store
-from tests.sproutrag.storage.test_store import _item
+from tests.helpers import toy_document
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=8)
-    s.write([_item("a", "one two three"), _item("b", "x y"), _item("c", "p q r s")], "fp")
-    return s
+def store(store):
+    """The toy store holding three documents."""
+    docs = [("a", "one two three"), ("b", "x y"), ("c", "p q r s")]
+    store.write([toy_document(doc_id, text) for doc_id, text in docs], "fp")
+    return store
 
 
 def _rolled_back(store: Store) -> None:
     """`a` re-indexed with a new tree, then `nodes` restored to its older version: the
     documents row of `a` names a tree that is gone, its older tree is back."""
     version = store.table("nodes").version
-    store.write([_item("a", "one two three four five", seed=1)], "fp")
+    store.write([toy_document("a", "one two three four five", seed=1)], "fp")
     nodes = store.table("nodes")
     nodes.checkout(version)
     nodes.restore()
@@ -66,7 +67,7 @@ def test_rolled_back_nodes_the_document_is_damaged_and_gc_keeps_its_old_tree(sto
     assert [d.doc_id for d in plan.changed] == ["a"] and plan.unchanged == ["b", "c"]
     assert plan.repaired == health.documents
     # re-indexing `a` leaves exactly the current trees
-    store.write([_item("a", "one two three four five", seed=1)], "fp")
+    store.write([toy_document("a", "one two three four five", seed=1)], "fp")
     assert check_database(store.uri).healthy
     assert store.table("nodes").count_rows() == 9 + 3 + 7
 

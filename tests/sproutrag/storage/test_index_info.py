@@ -15,8 +15,8 @@ from sproutrag.storage.index_info import (
     record_index_info,
     search_defaults,
 )
-from sproutrag.storage.store import StaleIndexError, Store
-from tests.sproutrag.storage.test_store import DIM, _item
+from sproutrag.storage.store import StaleIndexError
+from tests.helpers import TOY_DIM, TOY_ENCODER, toy_document, toy_encoder
 
 
 def _weights(delta: float, alpha: float = 0.0, **search) -> TrainedWeights:
@@ -26,18 +26,12 @@ def _weights(delta: float, alpha: float = 0.0, **search) -> TrainedWeights:
 
 
 def _encoder(weights: TrainedWeights, sha: str = "content-1") -> SimpleNamespace:
-    return SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights,
-                           model_sha256=sha, model_path="/models/fake")
+    return toy_encoder(weights, model_sha256=sha, model_path="/models/fake")
 
 
 def _info(fp: str, weights: TrainedWeights, sha: str = "content-1") -> IndexInfo:
     return IndexInfo.build(fingerprint=fp, encoder=_encoder(weights, sha),
-                           fields={"encoder": "fake/encoder"}, run_id="r")
-
-
-@pytest.fixture
-def store(tmp_path):
-    return Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM)
+                           fields={"encoder": TOY_ENCODER}, run_id="r")
 
 
 def test_rows_are_written_only_when_they_change_and_pruned_when_unused(store):
@@ -46,10 +40,10 @@ def test_rows_are_written_only_when_they_change_and_pruned_when_unused(store):
     version = store.table("index_settings").version
     assert not record_index_info(store, _info("fp1", w))  # an unchanged run writes nothing
     assert store.table("index_settings").version == version
-    store.write([_item("a", "one two three")], "fp1")
+    store.write([toy_document("a", "one two three")], "fp1")
     assert record_index_info(store, _info("fp2", _weights(0.25, alpha=1.0)))
     assert set(read_index_infos(store)) == {"fp1", "fp2"}  # fp1 is still a document's
-    store.write([_item("a", "one two three")], "fp2")  # re-indexed with fp2
+    store.write([toy_document("a", "one two three")], "fp2")  # re-indexed with fp2
     assert record_index_info(store, _info("fp3", _weights(0.1, alpha=2.0)))
     assert set(read_index_infos(store)) == {"fp2", "fp3"}  # fp1 pruned
     [got] = read_index_infos(store, ["fp2"]).values()
@@ -83,7 +77,7 @@ def test_readers_default_to_the_database_and_refuse_mismatches_by_name():
 def test_retriever_takes_its_defaults_from_the_database(store):
     from sproutrag.search.retriever import QueryError, Retriever
 
-    store.write([_item("a", "one two three four")], "fp")
+    store.write([toy_document("a", "one two three four")], "fp")
     record_index_info(store, _info("fp", _weights(0.3, lexical_weight=0.5)))
     reader = _encoder(_weights(-1.0))
     r = Retriever(store.uri, encoder=reader)
@@ -120,7 +114,7 @@ def test_retriever_overrides_replace_the_database_defaults(store):
     from sproutrag.params import DEFAULT
     from sproutrag.search.retriever import QueryError, Retriever
 
-    store.write([_item("a", "one two three four")], "fp")
+    store.write([toy_document("a", "one two three four")], "fp")
     learned = dict(margin=0.1, lexical_weight=0.5, size_penalty=1.0, seed_leaves=True)
     record_index_info(store, _info("fp", _weights(0.3, **learned)))
     reader = _encoder(_weights(-1.0))
@@ -153,7 +147,7 @@ def test_one_query_setup_reads_index_settings_once(store, monkeypatch):
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.reader import Reader
 
-    store.write([_item("a", "one two three four")], "fp")
+    store.write([toy_document("a", "one two three four")], "fp")
     record_index_info(store, _info("fp", _weights(0.3)))
     opened, reads = Counter(), Counter()
     real_open, real_search = LanceDBConnection.open_table, LanceTable.search
@@ -171,7 +165,7 @@ def test_one_query_setup_reads_index_settings_once(store, monkeypatch):
     reader = Reader.open(store.uri)
     assert reader_settings(reader, Settings()).encoding.model == "fake/encoder"
     r = Retriever(reader, encoder=_encoder(_weights(-1.0)))
-    qvec = np.ones(DIM, np.float32)
+    qvec = np.ones(TOY_DIM, np.float32)
     assert r.search_vector("q", qvec, k=2) and r.threshold == 0.3
     assert reads["index_settings"] == 1
     assert set(opened.values()) == {1}

@@ -1,39 +1,27 @@
+"""The Store: writes, replacements and deletions readers see whole, old schemas migrated,
+only current trees searched (toy documents, no model)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sproutrag.documents import SourceDocument, content_hash
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
-from sproutrag.storage.store import IndexedDocument, StaleIndexError, Store, sql_quote
-from sproutrag.trees.tree import build_tree
-
-DIM = 8
-
-
-def _item(doc_id: str, text: str, seed: int = 0) -> IndexedDocument:
-    words = text.split(" ")
-    spans, pos = [], 0
-    for w in words:
-        spans.append((pos, pos + len(w)))
-        pos += len(w) + 1
-    n = len(spans)
-    rng = np.random.default_rng(seed)
-    i = np.arange(n - 1)
-    tree = build_tree(rng.normal(size=(n, DIM)).astype(np.float32), i, i + 1,
-                      rng.uniform(0.1, 1, n - 1).astype(np.float32))
-    doc = SourceDocument(doc_id, f"mem://{doc_id}", text, content_hash(text))
-    return IndexedDocument(doc, np.asarray(spans, dtype=np.int64), tree)
-
-
-@pytest.fixture
-def store(tmp_path):
-    return Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM)
+from sproutrag.storage.store import StaleIndexError, Store, sql_quote
+from tests.helpers import (
+    TOY_DIM,
+    TOY_ENCODER,
+    V1_DROPPED,
+    make_schema_1,
+    toy_document,
+    toy_encoder,
+    toy_store,
+)
 
 
 def test_write_and_read_back(store):
-    item = _item("a.txt", "alpha beta gamma delta")
+    item = toy_document("a.txt", "alpha beta gamma delta")
     assert store.write([item], "fp1") == 7
     got = store.load_tree("a.txt")
     assert np.array_equal(got.tree.left, item.tree.left)
@@ -50,8 +38,8 @@ def test_write_and_read_back(store):
 
 
 def test_replace_removes_old_nodes_and_delete_removes_all(store):
-    store.write([_item("a", "one two three four five"), _item("b", "x y")], "fp")
-    store.write([_item("a", "short now", seed=1)], "fp")
+    store.write([toy_document("a", "one two three four five"), toy_document("b", "x y")], "fp")
+    store.write([toy_document("a", "short now", seed=1)], "fp")
     ids = store.table("nodes").to_arrow().column("node_id").to_pylist()
     assert sorted(i for i in ids if i.startswith("a:")) == ["a:0", "a:1", "a:2"]
     assert store.load_tree("b").tree.n == 2
@@ -62,7 +50,7 @@ def test_replace_removes_old_nodes_and_delete_removes_all(store):
 
 
 def test_doc_ids_with_quotes_cannot_inject(store):
-    store.write([_item("it's", "a b"), _item("other", "c d e")], "fp")
+    store.write([toy_document("it's", "a b"), toy_document("other", "c d e")], "fp")
     assert store.load_tree("it's").tree.n == 2
     with pytest.raises(KeyError):
         store.load_tree("x' OR '1'='1")
@@ -72,13 +60,12 @@ def test_doc_ids_with_quotes_cannot_inject(store):
 
 
 def test_other_encoder_is_refused(tmp_path):
-    Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM).write(
-        [_item("a", "a b")], "fp")
-    other = Store(str(tmp_path / "db"), encoder_id="other/model", dim=DIM)
+    toy_store(tmp_path / "db").write([toy_document("a", "a b")], "fp")
+    other = Store(str(tmp_path / "db"), encoder_id="other/model", dim=TOY_DIM)
     with pytest.raises(StaleIndexError, match="other/model"):
         other.indexed()
     opened = Store.open_existing(str(tmp_path / "db"))
-    assert (opened.encoder_id, opened.dim) == ("fake/encoder", DIM)
+    assert (opened.encoder_id, opened.dim) == (TOY_ENCODER, TOY_DIM)
 
 
 def _node_ids(store) -> list[str]:
@@ -90,8 +77,9 @@ def test_readers_see_a_replaced_document_wholly_old_or_wholly_new(store):
     leaves): load_tree always gives one whole version, the one `documents` names."""
     from sproutrag.storage.store import document_rows, node_rows
 
-    old, new = _item("a", "one two three", seed=1), _item("a", "four five six seven", seed=2)
-    store.write([old, _item("b", "x y")], "fp")
+    old = toy_document("a", "one two three", seed=1)
+    new = toy_document("a", "four five six seven", seed=2)
+    store.write([old, toy_document("b", "x y")], "fp")
     # 1. nodes-written: the new tree is appended under a fresh tree id
     store.table("nodes").add(node_rows(new, "t-new"))
     got = store.load_tree("a")
@@ -113,8 +101,8 @@ def test_readers_see_a_replaced_document_wholly_old_or_wholly_new(store):
 
 
 def test_a_completed_write_leaves_exactly_the_current_trees(store):
-    store.write([_item("a", "one two three four five"), _item("b", "x y")], "fp")
-    store.write([_item("a", "short now", seed=1), _item("c", "p q r")], "fp")
+    store.write([toy_document("a", "one two three four five"), toy_document("b", "x y")], "fp")
+    store.write([toy_document("a", "short now", seed=1), toy_document("c", "p q r")], "fp")
     trees = store.current_trees()
     nodes = store.table("nodes").to_arrow()
     assert sorted(set(zip(nodes["doc_id"].to_pylist(), nodes["tree_id"].to_pylist()))) == \
@@ -125,7 +113,7 @@ def test_a_completed_write_leaves_exactly_the_current_trees(store):
 
 
 def test_deleted_documents_disappear_with_their_documents_row(store):
-    store.write([_item("a", "one two"), _item("b", "x y")], "fp")
+    store.write([toy_document("a", "one two"), toy_document("b", "x y")], "fp")
     store.table("documents").delete("doc_id = 'a'")  # what a kill after that commit leaves
     with pytest.raises(KeyError, match="'a'"):
         store.load_tree("a")
@@ -134,7 +122,7 @@ def test_deleted_documents_disappear_with_their_documents_row(store):
 
 
 def test_unchanged_maintenance_writes_nothing(store):
-    store.write([_item("a", "one two")], "fp")
+    store.write([toy_document("a", "one two")], "fp")
     store.start_run(_run_row("r1", "running"))
     store.finish_run(_run_row("r1", "completed"))
     before = {n: store.table(n).version for n in ("documents", "nodes", "runs")}
@@ -159,38 +147,11 @@ def _run_row(run_id: str, status: str) -> dict:
             "index_fingerprint": "fp", "status": status, "message": None}
 
 
-V1_DROPPED = {"documents": ["tree_id"], "nodes": ["tree_id"],
-              "runs": ["status", "message", "flow_run_id"]}
-
-
-def make_schema_1(db: str, fingerprint: str | None = None) -> None:
-    """Rewrite a current database as schema version 1 wrote it (the columns it lacked
-    dropped, `runs.finished_at` not nullable, metadata version 1; optionally the
-    documents' index fingerprint, which included the schema version)."""
-    import lancedb
-    import pyarrow as pa
-
-    conn = lancedb.connect(db)
-    if "index_settings" in conn.list_tables().tables:  # new in version 3
-        conn.drop_table("index_settings")
-    for name, dropped in V1_DROPPED.items():
-        data = conn.open_table(name).to_arrow().drop_columns(dropped)
-        if fingerprint and name == "documents":
-            column = pa.array([fingerprint] * data.num_rows, pa.string())
-            data = data.set_column(data.schema.get_field_index("index_fingerprint"),
-                                   "index_fingerprint", column)
-        fields = [f.with_nullable(False) if f.name == "finished_at" else f
-                  for f in data.schema]
-        meta = {**data.schema.metadata, b"sproutrag.schema_version": b"1"}
-        schema = pa.schema(fields, metadata=meta)
-        conn.create_table(name, data=data.cast(schema), schema=schema, mode="overwrite")
-
-
 def test_schema_1_is_refused_with_the_fix_then_migrated_in_place(store):
     from sproutrag.storage.migrate import migrate
     from sproutrag.storage.store import OldSchemaError
 
-    store.write([_item("a", "one two three"), _item("it's", "x y")], "fp")
+    store.write([toy_document("a", "one two three"), toy_document("it's", "x y")], "fp")
     store.start_run(_run_row("r1", "running"))
     store.finish_run(_run_row("r1", "completed"))
     make_schema_1(store.uri)
@@ -237,7 +198,7 @@ def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(st
     from sproutrag.storage.migrate import migrate
     from sproutrag.storage.store import OldSchemaError
 
-    store.write([_item("a", "one two three")], "fp")
+    store.write([toy_document("a", "one two three")], "fp")
     store.start_run(_run_row("r1", "completed"))
     row = {"run_id": "q1", "qid": "q", "rank": 1, "doc_id": "a", "node_id": "a:0",
            "score": 0.5, "spans": [[0, 3]], "text": "one", "error": None, "mode": "tree",
@@ -263,22 +224,20 @@ def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(st
 def test_retriever_reads_only_current_trees(store):
     """Tree and flat search (memory and LanceDB first stage) over a database holding
     other trees than the current ones: those rows are never returned."""
-    from types import SimpleNamespace
-
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.store import node_rows
 
     weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
-    encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM, weights=weights)
-    orphan = _item("first", "never switched in")
+    encoder = toy_encoder(weights)
+    orphan = toy_document("first", "never switched in")
     store.table("nodes", create=True).add(node_rows(orphan, "t-orphan"))  # killed 1st run
     qvec = orphan.tree.vectors[0]
     empty = Retriever(store.uri, encoder=encoder)
     assert empty.search_vector("q", qvec, k=3) == []
     assert empty.search_vector("q", qvec, k=3, mode="flat") == []
 
-    store.write([_item("a", "one two three four", seed=1)], "fp")
-    stale = _item("a", "stale words here now", seed=5)
+    store.write([toy_document("a", "one two three four", seed=1)], "fp")
+    stale = toy_document("a", "stale words here now", seed=5)
     store.table("nodes").add(node_rows(stale, "t-stale"))  # a next tree, not switched in
     text = store.table("documents").to_arrow().to_pylist()[0]["text"]
     for memory_rows in (300_000, 0):
@@ -299,7 +258,7 @@ def test_table_handles_are_opened_once_and_refresh_follows_other_writers(store, 
 
     from lancedb.db import LanceDBConnection
 
-    store.write([_item("a", "one two three")], "fp")
+    store.write([toy_document("a", "one two three")], "fp")
     calls = Counter()
     for name in ("open_table", "list_tables", "table_names"):
         real = getattr(LanceDBConnection, name)
@@ -315,7 +274,7 @@ def test_table_handles_are_opened_once_and_refresh_follows_other_writers(store, 
         assert reader.table("documents") is docs and reader.table("nodes") is not None
         reader.load_tree("a")
     assert calls == {"open_table": 2}  # nodes (encoder, dim) and documents, once each
-    store.write([_item("b", "x y")], "fp")
+    store.write([toy_document("b", "x y")], "fp")
     assert sorted(reader.indexed()) == ["a"]  # one version until the reader refreshes
     reader.refresh()
     assert sorted(reader.indexed()) == ["a", "b"] and reader.load_tree("b").tree.n == 2
