@@ -1,10 +1,12 @@
-"""Retrieval quality on every dev set: tree vs flat, the paper's metric, paired differences.
+"""Retrieval quality on every dev set: tree vs leaves vs flat, the paper's metric, paired.
 
     .venv/bin/python bench/quality.py [--weights FILE] [--modes flat tree ...] [--sets ...]
 
 Runs `sproutrag evaluate` (the same code: `evaluate_corpus`) on each development set,
-then prints one summary table (tree vs flat per set: IE averaged over k = 1, 3, 5, the
-ratio, the paired per-query difference with its standard error, IE@1 and char-IE) and
+then prints one summary table per set, led by tree - leaves (tree mode against its own
+fused score ranking the leaves with no tree: the tree's own contribution; unit IE and
+char-IE, paired per query with its standard error), then tree vs flat (cosine only: IE
+averaged over k = 1, 3, 5, the ratio, the paired difference, IE@1 and char-IE), and
 each set's full table of modes. Sets (they need ../shared/data, as on the project's
 machines; the long ones are built from it with `python -m sproutrag.learn.devsets`):
 
@@ -38,7 +40,7 @@ SETS = {
     "hotpot-long": (SHARED / "hotpotqa", 10),
     "contractnli-long": (SHARED / "contractnli", 5),
 }
-MODES = ["flat", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
+MODES = ["flat", "leaves", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
          "tree_noseed", "untrained", "untrained_search"]
 
 
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"weights {weights.source} ({weights.fingerprint()}): delta {p.threshold:g}, "
           f"lexical_weight {p.lexical_weight:g}, size_penalty {p.size_penalty:g}, "
           f"seed_leaves {p.seed_leaves}")
-    summary = []
+    summary, own = [], []
     for name in args.sets:
         docs, queries = dev_files(name, Path(args.data))
         t0 = time.perf_counter()
@@ -93,15 +95,31 @@ def main(argv: list[str] | None = None) -> int:
                                      chunking=settings.chunking.model_dump(), variants=variants,
                                      cache_dir=args.cache, log=lambda *a: None)
         meta["command"] = f"bench/quality.py --sets {name}"
-        paths = write_report(rows, Path(args.out) / name, meta, flat_name=rows[0]["name"])
         by = {v_key: r for v_key, r in zip(args.modes, rows)}
-        flat, tree = by.get("flat"), by.get("tree")
+        flat, tree, leaves = by.get("flat"), by.get("tree"), by.get("leaves")
+        paths = write_report(rows, Path(args.out) / name, meta,
+                             flat_name=flat["name"] if flat else None,
+                             leaves_name=leaves["name"] if leaves else None)
         if flat and tree:
             d, se = paired_difference(tree["per_query"]["ie"], flat["per_query"]["ie"])
             summary.append((name, meta["n_queries"], flat, tree, d, se))
+        if leaves and tree:
+            own.append((name, meta["n_queries"], leaves, tree,
+                        paired_difference(tree["per_query"]["ie"], leaves["per_query"]["ie"]),
+                        paired_difference(tree["per_query"]["char_ie"],
+                                          leaves["per_query"]["char_ie"])))
         print(f"\n## {name} ({meta['n_docs']} documents, {meta['n_queries']} queries, "
               f"{time.perf_counter() - t0:.0f} s)\n")
         print(paths["markdown"].read_text(encoding="utf-8").split("\n", 4)[-1])
+    print("\n## The tree's own contribution: tree - leaves (same fused score, no tree; "
+          "percentages)\n")
+    print("| set | queries | leaves IE | tree IE | tree - leaves (paired) | leaves charIE "
+          "| tree charIE | charIE tree - leaves (paired) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, n, leaves, tree, (d, se), (dc, sec) in own:
+        print(f"| {name} | {n} | {100 * leaves['avg']['ie']:.1f} | {100 * tree['avg']['ie']:.1f} "
+              f"| {100 * d:+.1f} +/- {100 * se:.1f} | {100 * leaves['avg']['char_ie']:.1f} | "
+              f"{100 * tree['avg']['char_ie']:.1f} | {100 * dc:+.1f} +/- {100 * sec:.1f} |")
     print("\n## Summary: tree vs flat (IE averaged over k = 1, 3, 5; percentages)\n")
     print("| set | queries | flat IE | tree IE | tree / flat | tree - flat (paired) "
           "| IE@1 flat / tree | charIE flat / tree |")
@@ -113,9 +131,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * flat['per_k'][0]['ie']:.1f} / {100 * tree['per_k'][0]['ie']:.1f} | "
               f"{100 * f['char_ie']:.1f} / {100 * t['char_ie']:.1f} |")
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "summary.json").write_text(json.dumps([
-        {"set": name, "n_queries": n, "flat": flat["avg"], "tree": tree["avg"],
-         "paired_diff": d, "se": se} for name, n, flat, tree, d, se in summary], indent=1))
+    (Path(args.out) / "summary.json").write_text(json.dumps({
+        "tree_vs_flat": [{"set": name, "n_queries": n, "flat": flat["avg"], "tree": tree["avg"],
+                          "paired_diff": d, "se": se}
+                         for name, n, flat, tree, d, se in summary],
+        "tree_vs_leaves": [{"set": name, "n_queries": n, "leaves": leaves["avg"],
+                            "tree": tree["avg"], "paired_diff": d, "se": se,
+                            "char_paired_diff": dc, "char_se": sec}
+                           for name, n, leaves, tree, (d, se), (dc, sec) in own]}, indent=1))
     return 0
 
 

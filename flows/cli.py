@@ -30,7 +30,7 @@ from flows.commands import (
     cmd_train,
 )
 from flows.preflight import non_negative_float, positive_int
-from sproutrag.params import DEFAULT
+from sproutrag.params import DEFAULT, MODES
 
 OFFLINE_ENV = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -91,9 +91,12 @@ def _add_query(sub) -> None:
     p = sub.add_parser(
         "query",
         help="search an indexed database (one question, or a JSONL batch)",
-        description="Hierarchical beam search over the stored trees (or, with --mode flat, "
-        "cosine top-k over leaves). Each result carries doc_id, node_id, score, the "
-        "character spans of its evidence units and their text; at most k units in all. "
+        description="Hierarchical beam search over the stored trees (--mode tree). "
+        "--mode leaves ranks the same documents' leaves by tree mode's own fused score "
+        "(cosine + BM25) and cutoffs with no tree: tree minus leaves is what the tree adds. "
+        "--mode flat is the paper's baseline: cosine top-k over leaves. Each result "
+        "carries doc_id, node_id, score, the character spans of its evidence units and "
+        "their text; at most k units in all. "
         "Batch input lines: {qid, query, doc_ids?}; output lines: {qid, results[, error]}.",
     )
     p.add_argument("question", nargs="?", metavar="QUESTION", help="free-text question")
@@ -102,7 +105,9 @@ def _add_query(sub) -> None:
     p.add_argument("--out", metavar="R.jsonl", help="where to write batch results")
     p.add_argument("--k", type=count_type("k"), default=5,
                    help="evidence units per query (default 5)")
-    p.add_argument("--mode", choices=["tree", "flat"], default="tree", help="default tree")
+    p.add_argument("--mode", choices=MODES, default="tree",
+                   help="tree (default; the method), leaves (tree mode's fused score, no "
+                   "tree), flat (cosine only)")
     p.add_argument("--beam", type=count_type("beam_width"), default=5,
                    help="beam width b (default 5)")
     p.add_argument("--threshold", type=number_type("threshold"), metavar="DELTA",

@@ -184,7 +184,7 @@ def _print_hits(question: str, row: dict) -> None:
 
 #: Default rows of `sproutrag evaluate`: the baselines, the shipped tree, what each part
 #: of its search adds, and the paper's Table 3 ablations.
-EVAL_MODES = ("flat", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
+EVAL_MODES = ("flat", "leaves", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
               "tree_noseed", "untrained", "untrained_search", "embedding", "b1", "b3", "b10")
 
 
@@ -257,7 +257,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                        "delta": weights.search.threshold, "margin": weights.search.margin}
     flat = next((v.name for v in variants if v.mode == "flat" and v.search.threshold == 0),
                 None)
-    paths = write_report(rows, args.out, meta, flat_name=flat)
+    leaves = next((v.name for v in variants if v.mode == "leaves"), None)
+    paths = write_report(rows, args.out, meta, flat_name=flat, leaves_name=leaves)
     print(paths["markdown"].read_text(encoding="utf-8"))
     print(f"-> {paths['markdown']}, {paths['json']}, {paths['png']}")
     return EXIT_OK
@@ -278,7 +279,7 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     queries = usable_queries(read_jsonl(args.queries), feats)
     retriever = Retriever(args.db, encoder=encoder)
     rows = []
-    for mode in ("tree", "flat"):
+    for mode in ("tree", "leaves", "flat"):
         runs = retriever_runs(retriever, queries, args.k, mode)
         rows.append(result_row(f"{mode} [database {args.db}]", runs, feats, queries, mode=mode,
                                notes="stored path", stats={}))

@@ -23,8 +23,14 @@ from typing import Any
 from sproutrag.errors import SearchParamsError
 from sproutrag.limits import LIMITS
 
-__all__ = ["DEFAULT", "SearchParams", "SearchParamsError", "check_count", "check_number",
+__all__ = ["DEFAULT", "MODES", "SearchParams", "SearchParamsError", "check_count", "check_number",
            "count_problem", "number_problem"]
+
+
+#: The search modes: tree (the method), leaves (tree mode's fused score and cutoffs over
+#: the same documents' leaves, no tree: the tree's own contribution is tree minus
+#: leaves), flat (cosine top-k over the leaves: the paper's baseline).
+MODES: tuple[str, ...] = ("tree", "leaves", "flat")
 
 
 class _Default:

@@ -23,13 +23,19 @@ def paired_cell(row: dict[str, Any], ref: dict[str, Any] | None, key: str = "ie"
     return f"{100 * mean:+.1f} +/- {100 * se:.1f}"
 
 
-def markdown_table(rows: Sequence[dict[str, Any]], flat_name: str | None = None) -> str:
+def markdown_table(rows: Sequence[dict[str, Any]], flat_name: str | None = None,
+                   leaves_name: str | None = None) -> str:
     """One line per variant: IE per k and averaged over k, P, R, charIE (percentages);
-    with a flat row, the ratio to it and the paired per-query difference (+/- SE)."""
+    with a leaves row (tree mode's score, no tree) the paired per-query difference to it
+    first (unit IE and char-IE: for the tree row, the tree's own contribution), with a
+    flat row the ratio to it and the paired difference (+/- SE)."""
     ks = [s["k"] for s in rows[0]["per_k"]] if rows else []
     flat = next((r for r in rows if r["name"] == flat_name), None)
+    leaves = next((r for r in rows if r["name"] == leaves_name), None)
     head = ["variant", *[f"IE@{k}" for k in ks], "IE avg", "P avg", "R avg", "charIE",
             "units@max k", "IE (returned units)"]
+    if leaves:
+        head += ["IE - leaves (paired)", "charIE - leaves (paired)"]
     if flat:
         head += ["IE / flat", "IE - flat (paired)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -38,6 +44,8 @@ def markdown_table(rows: Sequence[dict[str, Any]], flat_name: str | None = None)
         cells = [r["name"], *[pct(s["ie"]) for s in r["per_k"]], f"**{pct(a['ie'])}**",
                  pct(a["precision"]), pct(a["recall"]), pct(a["char_ie"]),
                  f"{r['per_k'][-1]['mean_retrieved']:.2f}", pct(a["ie_returned"])]
+        if leaves:
+            cells += [paired_cell(r, leaves), paired_cell(r, leaves, "char_ie")]
         if flat:
             cells += [f"{a['ie'] / max(flat['avg']['ie'], 1e-12):.3f}", paired_cell(r, flat)]
         lines.append("| " + " | ".join(cells) + " |")
@@ -87,12 +95,12 @@ def plot_ie(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
 
 def write_report(
     rows: Sequence[dict[str, Any]], out: str | Path, meta: dict[str, Any],
-    flat_name: str | None = None,
+    flat_name: str | None = None, leaves_name: str | None = None,
 ) -> dict[str, Path]:
     """results.md, results.json and ie.png under `out`."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    md = markdown_table(rows, flat_name)
+    md = markdown_table(rows, flat_name, leaves_name)
     stats = stats_table(rows)
     text = f"# Evaluation\n\n`{meta.get('command', '')}`\n\n{md}\n"
     if stats:

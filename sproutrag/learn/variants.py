@@ -19,7 +19,7 @@ import numpy as np
 from sproutrag.learn.features import DocFeatures
 from sproutrag.params import SearchParams
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.tree_search import node_scores, search_leaves, search_trees
+from sproutrag.search.tree_search import leaves_mode, node_scores, search_leaves, search_trees
 from sproutrag.trees.tree import Tree, build_tree
 
 
@@ -28,7 +28,7 @@ class Variant:
     """One row of the evaluation table: how relations, trees and search are made."""
 
     name: str
-    mode: str = "tree"  # "tree" | "flat"
+    mode: str = "tree"  # "tree" | "leaves" | "flat"
     mix: np.ndarray | None = None  # (L, H) aggregation weights; None = uniform
     search: SearchParams = SearchParams()  # flat mode: threshold, margin, lexical_weight
     parent_embedding: str = "mean_of_children"
@@ -71,8 +71,8 @@ def variant_trees(feats: dict[str, DocFeatures], v: Variant) -> dict[str, Tree]:
 
 #: Rows of the paper's ablation table (Table 3) plus this project's search ablations.
 PAPER_MODES = ("flat", "tree", "untrained", "embedding", "b1", "b3", "b10")
-SEARCH_MODES = ("flat_lexical", "tree_paper", "tree_cosine", "tree_nocalib", "tree_noseed",
-                "untrained_search")
+SEARCH_MODES = ("leaves", "flat_lexical", "tree_paper", "tree_cosine", "tree_nocalib",
+                "tree_noseed", "untrained_search")
 EXTRA_MODES = ("flat_delta", "flat_cutoffs", "nomargin", "size_weighted",
                "untrained_size_weighted", "noband", "b5")
 
@@ -92,6 +92,8 @@ def make_variants(
     flat = Variant("flat (leaf only)", mode="flat")
     table = {
         "flat": flat,
+        "leaves": Variant("leaves (tree's fused score and cutoffs, no tree)", mode="leaves",
+                          search=learned),
         "flat_lexical": with_name(flat, f"flat, cosine + {w:g} x BM25 (leaves)",
                                   lexical_weight=w),
         "flat_delta": with_name(flat, f"flat, scores >= delta {delta:g}", threshold=delta),
@@ -181,6 +183,18 @@ def retrieve_flat(
     return [(d, int(feats[d].spans[u, 0]), int(feats[d].spans[u, 1])) for d, u, _ in chosen]
 
 
+def retrieve_leaves(
+    feats: dict[str, DocFeatures], qvec: np.ndarray, doc_ids: Sequence[str], *, k: int,
+    params: SearchParams, query: str = "",
+) -> list[tuple[str, int, int]]:
+    """Ranked evidence units of leaves mode: `tree_search.leaves_mode`, exactly what
+    `Retriever` runs with mode="leaves" (tree mode's fused score and cutoffs, no tree)."""
+    lexical = _terms(feats, doc_ids) if params.lexical_weight > 0 else None
+    chosen = leaves_mode({d: feats[d].emb for d in doc_ids}, qvec, k=k, params=params,
+                         query=query, lexical=lexical)
+    return [(d, int(feats[d].spans[u, 0]), int(feats[d].spans[u, 1])) for d, u, _ in chosen]
+
+
 def run_variant(
     v: Variant, feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]],
     qvecs: np.ndarray, ks: Sequence[int], trees: dict[str, Tree] | None = None,
@@ -195,7 +209,10 @@ def run_variant(
         scores = (query_node_scores(trees, feats, q, qv, p.lexical_weight)
                   if v.mode == "tree" else None)
         for k in ks:
-            if v.mode == "flat":
+            if v.mode == "leaves":
+                units = retrieve_leaves(feats, qv, q["doc_ids"], k=k, params=p,
+                                        query=q.get("query", ""))
+            elif v.mode == "flat":
                 units = retrieve_flat(feats, qv, q["doc_ids"], k=k,
                                       delta=p.threshold if p.threshold > 0 else None,
                                       margin=p.margin, lexical_weight=p.lexical_weight,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sproutrag.params import check_count
+from sproutrag.params import MODES, check_count
 from sproutrag.search.retriever import Mode, QueryError, Retriever
 
 
@@ -49,8 +49,8 @@ def check_query_parameters(*, k: int, beam: int, mode: str) -> None:
     the parameter and its limits)."""
     check_count("k", k)
     check_count("beam", beam, limits="beam_width")
-    if mode not in ("tree", "flat"):
-        raise ValueError(f"mode must be 'tree' or 'flat', got {mode!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:

@@ -31,18 +31,24 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from sproutrag.params import DEFAULT, SearchParams, check_count
+from sproutrag.params import DEFAULT, MODES, SearchParams, check_count
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.hits import Hit, QueryError, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.tree_search import Reranker, cosine_rerank, search_trees
+from sproutrag.search.tree_search import (
+    Reranker,
+    Selected,
+    cosine_rerank,
+    leaves_mode,
+    search_trees,
+)
 from sproutrag.storage.filters import doc_filter, in_filter, sql_quote
 from sproutrag.storage.index_info import search_defaults
 from sproutrag.storage.reader import Reader
 from sproutrag.storage.rows import StoredTree
 from sproutrag.storage.store import StaleIndexError
 
-Mode = Literal["tree", "flat"]
+Mode = Literal["tree", "leaves", "flat"]
 
 
 class Current(NamedTuple):
@@ -370,14 +376,16 @@ class Retriever:
         mode: Mode = "tree",
     ) -> list[Hit]:
         """`search` with the query already encoded (doc_ids already checked)."""
-        if mode not in ("tree", "flat"):
-            raise QueryError(f"mode must be 'tree' or 'flat', got {mode!r}")
+        if mode not in MODES:
+            raise QueryError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         check_count("k", k)
         with self._one_view():  # one refresh, one `documents` read for this query
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
             if mode == "flat":
                 return self._flat(qvec, k, doc_ids)
             docs = self.choose_documents(qvec, doc_ids, k=k)
+            if mode == "leaves":
+                return self._leaves(query, qvec, k, docs, params)
             return self._tree(query, qvec, k, docs, params)
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
@@ -412,4 +420,17 @@ class Retriever:
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
 
-__all__ = ["Hit", "QueryError", "Retriever", "sql_quote"]
+    def _leaves(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
+                params: SearchParams) -> list[Hit]:
+        """Leaves mode: the documents tree mode searches, their leaves ranked by tree mode's
+        fused score and cutoffs (`tree_search.leaves_mode`), no tree."""
+        loaded = self._load_trees(docs)
+        stored = {d: st for d, (_, st) in loaded.items()}
+        lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
+                   if params.lexical_weight > 0 else None)
+        vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
+        ranked = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical)
+        return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in ranked]
+
+
+__all__ = ["MODES", "Hit", "QueryError", "Retriever", "sql_quote"]

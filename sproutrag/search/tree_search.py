@@ -4,9 +4,11 @@ Pure functions over arrays (no model, no database): `node_scores` scores every n
 (cosine, optionally fused with BM25), `beam_search` finds candidate nodes,
 `tree_candidates` adds the seeds and cutoffs, a `Reranker` orders them and
 `select_evidence` spends the budget of k evidence units. `search_trees` is the whole of
-tree mode, shared by `Retriever`, the evaluation and training; `search_leaves` is flat
-mode over leaf vectors held in memory (the evaluation's; `Retriever` runs flat mode as
-a LanceDB vector search over the stored leaves).
+tree mode, shared by `Retriever`, the evaluation and training; `search_leaves` ranks
+leaves held in memory: leaves mode (`leaves_mode`: tree mode's own fused score and
+cutoffs, no tree, the baseline that measures what the tree adds) and the evaluation's
+flat mode (`Retriever` runs flat mode as a LanceDB vector search over the stored
+leaves).
 """
 
 from __future__ import annotations
@@ -304,3 +306,25 @@ def search_leaves(
         best = max(float(cos[d][u]) for _, d, u in rows)
         rows = [r for r in rows if cos[r[1]][r[2]] >= best - margin]
     return [(d, u, -score) for score, d, u in rows[:k]]
+
+
+def leaves_mode(
+    leaf_vectors: dict[str, np.ndarray],
+    query_vec: np.ndarray,
+    *,
+    k: int,
+    params: SearchParams,
+    query: str = "",
+    lexical: dict[str, LeafTerms] | None = None,
+) -> list[tuple[str, int, float]]:
+    """Leaves mode: the k best leaves by tree mode's own score, no tree.
+
+    The leaves of the documents tree mode searches, ranked by the same fused score
+    (``z(cosine) + w z(BM25)``, w = ``params.lexical_weight``) with the same cutoffs
+    (cosine >= ``params.threshold``, ``params.margin``); beam width, size penalty and
+    seeds have nothing to act on. Tree mode minus leaves mode is the tree's own
+    contribution. Returns (doc_id, leaf, rank score), best first.
+    """
+    return search_leaves(leaf_vectors, query_vec, k=k, threshold=params.threshold,
+                         margin=params.margin, query=query, lexical=lexical,
+                         lexical_weight=params.lexical_weight)

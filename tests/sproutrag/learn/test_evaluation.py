@@ -156,12 +156,13 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
     os.utime(decoy, (2_000_000_000, 2_000_000_000))  # the newest file in the cache
     out = tmp_path / "eval"
     assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
-                 "flat", "tree", "--db", str(tmp_path / "db"), "--out", str(out),
+                 "flat", "leaves", "tree", "--db", str(tmp_path / "db"), "--out", str(out),
                  "--cache", str(cache)]) == 0
     report = json.loads((out / "results.json").read_text())
     rows = {r["name"]: r for r in report["rows"]}
     assert report["meta"]["features"] != str(decoy)
-    for mode, name in (("flat", "flat (leaf only)"), ("tree", "tree (trained)")):
+    for mode, name in (("flat", "flat (leaf only)"), ("tree", "tree (trained)"),
+                       ("leaves", "leaves (tree's fused score and cutoffs, no tree)")):
         stored = rows[f"{mode} [database {tmp_path / 'db'}]"]
         assert stored["per_query"]["qid"] == rows[name]["per_query"]["qid"] == ["q1", "q2"]
         assert stored["avg"] == pytest.approx(rows[name]["avg"], abs=1e-9), mode

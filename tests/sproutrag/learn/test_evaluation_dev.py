@@ -43,7 +43,8 @@ def test_stored_path_scores_what_the_in_memory_evaluation_scores(
     settings = load_settings()
     weights = load_default_weights(None)
     encoder = Encoder(weights=weights)
-    variants = make_variants(["flat", "tree"], weights, settings.tree.parent_embedding)
+    variants = make_variants(["flat", "leaves", "tree"], weights,
+                             settings.tree.parent_embedding)
     rows, meta = evaluate_corpus(
         docs, queries, encoder=encoder, chunking=settings.chunking.model_dump(),
         variants=variants, cache_dir=tmp_path / "cache", log=lambda *_: None,

@@ -169,3 +169,36 @@ def test_missing_database_and_other_encoder_are_refused(retriever, tmp_path):
     with pytest.raises(StaleIndexError, match="index fingerprint [0-9a-f]+") as err:
         Retriever(retriever.store.uri, encoder=other)
     assert "other/model" in str(err.value) and retriever.encoder.model_id in str(err.value)
+
+
+def test_leaves_mode_through_cli_flow_and_api(retriever, sample_index, tmp_path):
+    """`--mode leaves` (tree mode's fused score, no tree) in the CLI, the query-corpus flow
+    and the API: the same units, one leaf per hit, at most k, restricted and corpus-wide."""
+    from flows.query_corpus import query_corpus
+
+    db = sample_index[0]
+    queries = tmp_path / "q.jsonl"
+    lines = [{"qid": "a", "query": QUESTION},
+             {"qid": "b", "query": "termination for convenience",
+              "doc_ids": ["master_services_agreement.txt"]}]
+    queries.write_text("\n".join(json.dumps(q) for q in lines), encoding="utf-8")
+    cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "query", "--db", db, "--queries", str(queries),
+         "--out", str(cli_out), "--mode", "leaves", "--k", "4"],
+        capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    query_corpus(queries=str(queries), db=db, out=str(flow_out), mode="leaves", k=4)
+    cli_rows = [json.loads(x) for x in cli_out.read_text().splitlines()]
+    flow_rows = [json.loads(x) for x in flow_out.read_text().splitlines()]
+    api = [[h.to_dict() for h in retriever.search(q["query"], k=4, doc_ids=q.get("doc_ids"),
+                                                 mode="leaves")] for q in lines]
+    assert _without_scores(cli_rows) == _without_scores(flow_rows)
+    assert _without_scores([r["results"] for r in cli_rows]) == _without_scores(api)
+    for row in cli_rows:
+        assert len(row["results"]) == 4 and all(len(h["spans"]) == 1 for h in row["results"])
+    assert {h["doc_id"] for h in cli_rows[1]["results"]} == {"master_services_agreement.txt"}
+    # the same documents and the same fused score as tree mode: its leaf hits rank alike
+    tree = retriever.search(QUESTION, k=4)
+    leaves = retriever.search(QUESTION, k=4, mode="leaves")
+    assert tree[0].spans[0] in [s for h in leaves for s in h.spans]

@@ -171,3 +171,41 @@ def test_size_penalty_decides_between_a_node_and_its_leaves():
         SearchParams(lexical_weight=-1)
     with pytest.raises(ValueError, match="beam_width"):
         SearchParams(beam_width=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 40), seed=st.integers(0, 10_000), k=st.integers(1, 6),
+       w=st.sampled_from([0.0, 0.5, 1.0]))
+def test_leaves_mode_ranks_by_tree_modes_own_score(n, seed, k, w):
+    """Leaves mode is tree mode's fused score with no tree: when the size penalty prices
+    every internal node out (and seeds make the best leaves candidates), tree mode picks
+    exactly the leaves that leaves mode ranks first, in the same order and scores."""
+    from sproutrag.params import SearchParams
+    from sproutrag.search.lexical import LeafTerms
+    from sproutrag.search.tree_search import leaves_mode, search_trees
+
+    tree, q = _random_tree(n, seed)
+    words = ["notice", "period", "payment", "term", "party", "law"]
+    texts = [" ".join(words[(seed + u * j) % 6] for j in range(1 + u % 3)) for u in range(n)]
+    lexical = {"d": LeafTerms.of(texts)}
+    params = SearchParams(beam_width=2, threshold=-1.0, lexical_weight=w, seed_leaves=True,
+                          size_penalty=1e6)
+    tree_hits = search_trees({"d": tree}, q, k=k, params=params, query="notice period",
+                             lexical=lexical)
+    leaf_hits = leaves_mode({"d": tree.vectors[: tree.n]}, q, k=k, params=params,
+                            query="notice period", lexical=lexical)
+    assert [(c.doc_id, c.node) for c in tree_hits] == [(d, u) for d, u, _ in leaf_hits]
+    np.testing.assert_allclose([c.score for c in tree_hits], [s for _, _, s in leaf_hits],
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_leaves_mode_keeps_tree_modes_cutoffs():
+    from sproutrag.params import SearchParams
+    from sproutrag.search.tree_search import leaves_mode
+
+    vecs = np.eye(3, dtype=np.float32)
+    q = np.array([1.0, 0.5, -1.0], dtype=np.float32)  # cosines 0.67, 0.33, -0.67
+    ranked = leaves_mode({"d": vecs}, q, k=3, params=SearchParams())  # delta 0
+    assert [u for _, u, _ in ranked] == [0, 1]  # the negative cosine is cut, as in tree mode
+    ranked = leaves_mode({"d": vecs}, q, k=3, params=SearchParams(threshold=-1.0, margin=0.4))
+    assert [u for _, u, _ in ranked] == [0, 1]  # within 0.4 of the best leaf
