@@ -3,8 +3,6 @@ mode searches, no tree (a deterministic fake encoder, no model)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
@@ -12,22 +10,21 @@ from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.search.tree_search import leaves_mode
-from sproutrag.storage.store import Store
-from tests.sproutrag.storage.test_store import DIM, _item
+from tests.helpers import TOY_DIM as DIM
+from tests.helpers import toy_document, toy_encoder, toy_store
 
 WORDS = "notice period payment term party law breach cure days written".split()
 
 
 @pytest.fixture
 def retriever(tmp_path) -> Retriever:
-    store = Store(str(tmp_path / "db"), encoder_id="fake/encoder", dim=DIM)
-    docs = [_item(f"d{i:02d}", " ".join(WORDS[(i + j) % 10] for j in range(4 + i % 5)),
+    store = toy_store(tmp_path / "db")
+    docs = [toy_document(f"d{i:02d}", " ".join(WORDS[(i + j) % 10] for j in range(4 + i % 5)),
                   seed=i) for i in range(24)]
     store.write(docs, "fp")
     learned = SearchParams(threshold=-1.0, lexical_weight=0.75, size_penalty=2.0,
                            seed_leaves=True)
-    encoder = SimpleNamespace(model_id="fake/encoder", dim=DIM,
-                              weights=TrainedWeights(np.zeros((1, 1), np.float32), learned))
+    encoder = toy_encoder(TrainedWeights(np.zeros((1, 1), np.float32), learned))
     return Retriever(store.uri, encoder=encoder)
 
 
