@@ -2,7 +2,7 @@
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/index.py [--max-docs N] [--threads T]
 
-One run indexes the same corpus three ways, each in its own process:
+One run indexes the same corpus up to four ways, each in its own process:
 
   (a) e2e:     `python -m flows.cli index CORPUS --db DB` (Prefect flow, chunking,
                encoding with relations, trees, LanceDB), the whole command timed;
@@ -10,15 +10,22 @@ One run indexes the same corpus three ways, each in its own process:
                sentence-transformers' `encode` (the packaged model, no hub) and written to
                a LanceDB table (doc_id, idx, start, end, text, vector);
   (c) encoder: our `Encoder.encode_documents` on the same chunks (embeddings +
-               relations), no Prefect, no storage.
+               relations), no Prefect, no storage;
+  (d) embed:   our encoder, embeddings only, end to end: per batch of documents (the
+               index's batch_docs) the same chunks embedded by `Encoder.encode_texts` (the
+               chunk-alone pass the index uses, the same encoding settings), then the leaves
+               written to LanceDB as in (b); no relations, no trees, no Prefect.
 
 The corpus is ContractNLI dev (../shared/data/contractnli/dev.docs.jsonl relative to
 the repo, read at run time) where present, else a generated corpus of >= 1,000,000
 characters. For every way it prints chars/s over the process's wall time (start-up,
 imports and model load included, as a user sees it), chars/s of the compute alone
-(encode for (b) and (c)) and the process's peak RSS (getrusage of the child; (a)'s
+(encode for (b), (c) and (d)) and the process's peak RSS (getrusage of the child; (a)'s
 includes the CLI's temporary Prefect server child only if larger). Ratios: e2e / plain
-(wall), encoder / sentence-transformers embedding-only (compute). Not a test.
+(wall), encoder / sentence-transformers embedding-only (compute), and, when (a) and (d)
+ran, the tree's share of end-to-end time, 1 - wall(embed) / wall(e2e) (relations, trees,
+their storage and the orchestration), with (a)'s stages from its `runs` row and, when (c)
+ran, the relations' share of the encoder's compute. Not a test.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "contractnli" / "dev.docs.jsonl"
-WAYS = ("e2e", "plain", "encoder")
+WAYS = ("e2e", "plain", "encoder", "embed")
 
 
 def generated_corpus(n_docs: int, doc_chars: int, seed: int = 0) -> list[dict]:
@@ -78,9 +85,27 @@ def chunked(docs: list[dict]) -> list[tuple[str, list[tuple[int, int]]]]:
 # -- workers (one per process) ---------------------------------------------------------
 
 
-def run_plain(docs: list[dict], work: Path) -> dict:
+def leaf_rows(docs: list[dict]) -> dict[str, list]:
+    """The leaves of every document's chunks (`chunked`): doc_id, idx, start, end, text."""
+    rows = {"doc_id": [], "idx": [], "start": [], "end": [], "text": []}
+    for d, (text, spans) in zip(docs, chunked(docs), strict=True):
+        for k, (s, e) in enumerate(spans):
+            for col, v in zip(rows, (d["doc_id"], k, s, e, text[s:e]), strict=True):
+                rows[col].append(v)
+    return rows
+
+
+def write_leaves(rows: dict[str, list], vecs, path: Path) -> None:
+    """ROWS plus their vectors as one LanceDB table `chunks` at PATH."""
     import lancedb
     import pyarrow as pa
+
+    table = pa.table({**rows, "vector": pa.FixedSizeListArray.from_arrays(
+        pa.array(vecs.ravel(), pa.float32()), vecs.shape[1])})
+    lancedb.connect(str(path)).create_table("chunks", table)
+
+
+def run_plain(docs: list[dict], work: Path) -> dict:
     from sentence_transformers import SentenceTransformer
 
     from sproutrag.encoder.encoder import DEFAULT_MODEL
@@ -88,20 +113,40 @@ def run_plain(docs: list[dict], work: Path) -> dict:
     st = SentenceTransformer(DEFAULT_MODEL, device="cpu")
     st.encode(["warm up"])
     t0 = time.perf_counter()
-    pieces = chunked(docs)
-    rows = {"doc_id": [], "idx": [], "start": [], "end": [], "text": []}
-    for d, (text, spans) in zip(docs, pieces, strict=True):
-        for k, (s, e) in enumerate(spans):
-            for col, v in zip(rows, (d["doc_id"], k, s, e, text[s:e]), strict=True):
-                rows[col].append(v)
+    rows = leaf_rows(docs)
     t1 = time.perf_counter()
     vecs = st.encode(rows["text"], batch_size=64, normalize_embeddings=True)
     t2 = time.perf_counter()
-    table = pa.table({**rows, "vector": pa.FixedSizeListArray.from_arrays(
-        pa.array(vecs.ravel(), pa.float32()), vecs.shape[1])})
-    lancedb.connect(str(work / "plain.lancedb")).create_table("chunks", table)
+    write_leaves(rows, vecs, work / "plain.lancedb")
     t3 = time.perf_counter()
     return {"chunk_s": t1 - t0, "compute_s": t2 - t1, "store_s": t3 - t2,
+            "n_chunks": len(rows["text"])}
+
+
+def run_embed(docs: list[dict], work: Path) -> dict:
+    """An embeddings-only index: per batch of documents (as the index batches them) chunks
+    and our chunk-alone pass (`encode_texts`, the index's embeddings); then LanceDB."""
+    import numpy as np
+
+    from schemas.settings import Settings
+    from sproutrag.encoder.encoder import Encoder
+
+    cfg = Settings()  # SPROUTRAG_ENCODING__* apply here as in the e2e way
+    enc = Encoder(cfg.encoding.model, device="cpu", tokens_per_batch=cfg.encoding.tokens_per_batch,
+                  chunk_max_tokens=cfg.encoding.chunk_max_tokens)
+    enc.encode_texts(["Warm up. The model loads."])
+    rows, vecs, chunk_s, compute_s = {}, [], 0.0, 0.0
+    for k in range(0, len(docs), cfg.pipeline.batch_docs):
+        t0 = time.perf_counter()
+        part = leaf_rows(docs[k : k + cfg.pipeline.batch_docs])
+        t1 = time.perf_counter()
+        vecs.append(enc.encode_texts(part["text"]))
+        chunk_s, compute_s = chunk_s + t1 - t0, compute_s + time.perf_counter() - t1
+        for col, vals in part.items():
+            rows.setdefault(col, []).extend(vals)
+    t2 = time.perf_counter()
+    write_leaves(rows, np.concatenate(vecs), work / "embed.lancedb")
+    return {"chunk_s": chunk_s, "compute_s": compute_s, "store_s": time.perf_counter() - t2,
             "n_chunks": len(rows["text"])}
 
 
@@ -162,7 +207,8 @@ def worker(way: str, args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
     docs, _ = load_corpus(args)
     with tempfile.TemporaryDirectory(prefix=f"bench-index-{way}-") as tmp:
-        out = {"e2e": run_e2e, "plain": run_plain, "encoder": run_encoder}[way](docs, Path(tmp))
+        ways = {"e2e": run_e2e, "plain": run_plain, "encoder": run_encoder, "embed": run_embed}
+        out = ways[way](docs, Path(tmp))
     self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     out["peak_rss_mb"] = max(self_kb, child_kb) / 1024
@@ -200,6 +246,22 @@ def _row(way: str, r: dict, n_chars: int) -> str:
             f"{r['peak_rss_mb']:6.0f} MB | {json.dumps(extra) if extra else ''}")
 
 
+def tree_share(res: dict) -> None:
+    """The tree's share of end-to-end time, `1 - wall(embed) / wall(e2e)`, and what explains it:
+    the e2e stages (from its `runs` row) and the relations' share of the encoder's compute."""
+    e2e = res["e2e"]
+    print("tree share of end-to-end time = 1 - wall(embed) / wall(e2e):   "
+          f"{1 - res['embed']['wall_s'] / e2e['wall_s']:.1%}")
+    stages = {k[:-2]: v for k, v in e2e.items()
+              if k.endswith("_s") and k not in ("compute_s", "wall_s")}
+    print("  e2e stages (encode includes relations): "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()))
+    if "encoder" in res:
+        enc = res["encoder"]
+        print(f"  relations share of encoder compute (relations_s / compute_s): "
+              f"{enc['relations_s'] / enc['compute_s']:.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-docs", type=int, default=None, help="first N documents only")
@@ -224,6 +286,8 @@ def main() -> None:
     if {"e2e", "plain"} <= res.keys():
         print("ratio e2e / plain index (wall, chars/s):              "
               f"{res['plain']['wall_s'] / res['e2e']['wall_s']:.2f}x  (target >= 0.5)")
+    if {"e2e", "embed"} <= res.keys():
+        tree_share(res)
     if {"encoder", "plain"} <= res.keys():
         print("ratio encoder / sentence-transformers encode (compute): "
               f"{res['plain']['compute_s'] / res['encoder']['compute_s']:.2f}x  (target >= 0.8)")
