@@ -80,7 +80,10 @@ def pair_heads(
 def featurize_document(encoder: Any, doc_id: str, text: str, spans: np.ndarray) -> DocFeatures:
     """Embeddings (as the index computes them) and per-head pair relations of one document."""
     sp = [tuple(int(x) for x in s) for s in spans]
-    emb = encoder.encode_texts([text[s:e] for s, e in sp])
+    if getattr(encoder, "embedding_mode", "alone") == "context":  # window-pooled states
+        emb = encoder.encode_document(text, sp).embeddings
+    else:
+        emb = encoder.encode_texts([text[s:e] for s, e in sp])
     i, j, h = pair_heads(encoder.window_blocks(text, sp), len(sp))
     return DocFeatures(doc_id, np.asarray(spans, np.int64).reshape(-1, 2), emb, i, j, h)
 
@@ -96,6 +99,8 @@ def _cache_key(docs: Sequence[dict[str, Any]], encoder: Any, chunking: dict[str,
     head (alpha does not change them) and no tree; plus the cache's version and the
     documents themselves (the index fingerprint has no corpus in it)."""
     fields = encoder_fields(encoder)
+    if fields.get("embedding_mode") == "context":  # before this, context features held
+        fields = {**fields, "context_embeddings": "window"}  # chunk-alone embeddings
     chunking = {k: v for k, v in chunking.items() if _KEY_DEFAULTS.get(k, object()) != v}
     h = hashlib.sha256(json.dumps([CACHE_VERSION, fields, chunking], sort_keys=True).encode())
     for d in docs:

@@ -111,8 +111,10 @@ def test_evaluate_variants_and_report(tmp_path):
 
 
 @pytest.mark.model
-def test_head_features_give_the_encoders_relations():
-    """heads @ mix equals the relations `encode_documents` stores (the index path)."""
+@pytest.mark.parametrize("embedding_mode", ["alone", "context"])
+def test_head_features_give_the_encoders_relations(embedding_mode):
+    """heads @ mix equals the relations `encode_documents` stores (the index path), and
+    the embeddings are the index's, in either embedding mode."""
     from sproutrag.encoder.encoder import Encoder
     from sproutrag.ingest.chunking import chunk_text
     from sproutrag.learn.features import featurize_document
@@ -121,7 +123,7 @@ def test_head_features_give_the_encoders_relations():
     spans = np.asarray(chunk_text(text), np.int64)
     alpha = np.random.default_rng(1).normal(size=(6, 12)).astype(np.float32)
     enc = Encoder(device="cpu", window_tokens=64, window_stride=32,
-                  weights=TrainedWeights(alpha))
+                  weights=TrainedWeights(alpha), embedding_mode=embedding_mode)
     f = featurize_document(enc, "d", text, spans)
     ref = enc.encode_document(text, [tuple(s) for s in spans.tolist()])
     i, j, m = relations(f, Variant("x", mix=enc.weights.mix()))
