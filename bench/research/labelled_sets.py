@@ -25,14 +25,9 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-SHARED = ROOT.parent / "shared" / "data"
-#: name: (source folder, documents joined per long document or None)
-SETS = {
-    "contractnli": (SHARED / "contractnli", None),
-    "hotpotqa": (SHARED / "hotpotqa", None),
-    "hotpot-long": (SHARED / "hotpotqa", 10),
-    "contractnli-long": (SHARED / "contractnli", 5),
-}
+sys.path.insert(0, str(ROOT / "bench"))
+from quality import SETS, dev_files  # noqa: E402 - the sets as bench/quality.py defines them
+
 KS = (1, 3, 5)
 Unit = tuple[str, int, int]  # (doc id, start, end)
 
@@ -79,15 +74,7 @@ def parse_args(doc: str, argv: Sequence[str] | None = None,
 
 def split_files(name: str, split: str, data_dir: Path) -> tuple[Path, Path]:
     """(docs, queries) of a set's split; a long set is built on first use."""
-    src, group = SETS[name]
-    if group is not None:
-        out = data_dir / name
-        if not (out / f"{split}.queries.jsonl").is_file():
-            from sproutrag.learn.devsets import main as build
-
-            build(["--src", str(src), "--group", str(group), "--out", str(out)])
-        src = out
-    return src / f"{split}.docs.jsonl", src / f"{split}.queries.jsonl"
+    return dev_files(name, data_dir, split)
 
 
 def each_split(args: argparse.Namespace) -> Iterator[Split]:
