@@ -146,7 +146,7 @@ def _check_out(out: str, queries: str | None) -> None:
     from flows.arguments import check_output_file
     from flows.preflight import UsageError
 
-    if out.startswith(("s3://", "s3a://")) or "://" in out:
+    if "://" in out:
         raise UsageError(f"--out {out}: sproutrag query writes a local file (the "
                          "query-corpus flow writes s3:// results)")
     try:
@@ -158,7 +158,7 @@ def _check_out(out: str, queries: str | None) -> None:
 def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
     """Why a single question got fewer units than asked for."""
     if not row["results"] and "error" not in row:
-        cut = retriever.threshold if args.mode == "tree" else retriever.flat_threshold
+        cut = retriever.threshold if args.mode != "flat" else retriever.flat_threshold
         if not retriever.n_documents():
             print(_EMPTY.format(db=args.db))
         elif cut is None:
@@ -166,7 +166,7 @@ def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
         else:
             print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 "
                   "shows the best matches anyway")
-    elif args.mode == "tree" and retriever.margin is not None:
+    elif args.mode != "flat" and retriever.margin is not None:
         n = sum(len(h["spans"]) for h in row["results"])
         if n < args.k:
             print(f"({n} of at most {args.k} units: the others scored more than margin "

@@ -406,12 +406,17 @@ class Retriever:
             hits = [h for h in hits if h.score >= self.flat_threshold]
         return hits
 
-    def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
-              params: SearchParams) -> list[Hit]:
+    def _loaded(self, docs: Sequence[str], params: SearchParams):
+        """(doc_id -> stored tree, doc_id -> leaf terms or None) of DOCS' current trees."""
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
+        return stored, lexical
+
+    def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
+              params: SearchParams) -> list[Hit]:
+        stored, lexical = self._loaded(docs, params)
         chosen = search_trees(
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
             lexical=lexical, reranker=self.reranker,
@@ -419,15 +424,11 @@ class Retriever:
         )
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
-
     def _leaves(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
                 params: SearchParams) -> list[Hit]:
         """Leaves mode: the documents tree mode searches, their leaves ranked by tree mode's
         fused score and cutoffs (`tree_search.leaves_mode`), no tree."""
-        loaded = self._load_trees(docs)
-        stored = {d: st for d, (_, st) in loaded.items()}
-        lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
-                   if params.lexical_weight > 0 else None)
+        stored, lexical = self._loaded(docs, params)
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
         ranked = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical)
         return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in ranked]

@@ -34,7 +34,6 @@ import pyarrow.compute as pc
 from sproutrag.documents import content_hash
 from sproutrag.errors import DamagedTableError  # noqa: F401 - also importable from here
 
-TABLES = ("documents", "nodes", "runs", "index_settings", "results")
 #: The column the start-of-run check scans of the tables an index run only appends to.
 _KEY = {"runs": "run_id", "index_settings": "index_fingerprint", "results": "run_id"}
 _RUST_FRAME = re.compile(r",\s*/\S+\.rs:\d+:\d+")
