@@ -33,6 +33,7 @@ from sproutrag.encoder.loading import (
     autocast,
     load_config,
     load_model,
+    precision,
     resolve_device,
     resolve_model,
 )
@@ -178,6 +179,11 @@ class Encoder:
         if self._device in (None, "", "auto"):
             self._device = resolve_device(None)
         return self._device
+
+    @property
+    def precision(self) -> str:
+        """float32 on CPU; bfloat16 (or float16) under autocast on cuda."""
+        return precision(self.device)
 
     @property
     def batch_tokens(self) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["DEFAULT_MODEL", "PACKAGED_MODEL_ID", "autocast", "load_config", "load_model",
-           "resolve_device", "resolve_model"]
+           "precision", "resolve_device", "resolve_model"]
 
 #: The id of the packaged encoder (and the hub name it comes from).
 PACKAGED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -76,6 +76,16 @@ def load_config(model: str) -> Any:
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(model, local_files_only=Path(model).is_dir())
+
+
+def precision(device: str) -> str:
+    """The precision the model runs in on DEVICE (what `autocast` picks): float32 on CPU,
+    bfloat16 on cuda where supported, else float16."""
+    if not device.startswith("cuda"):
+        return "float32"
+    import torch
+
+    return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
 
 
 def autocast(device: str) -> contextlib.AbstractContextManager:

@@ -3,7 +3,8 @@ the key of its `index_settings` row.
 
 An index fingerprint is a short hash of everything that changes the stored vectors and
 trees: the encoder (its id and content hash, its window and chunk settings, its
-embedding mode), the fingerprint of its weights' alpha (`TrainedWeights.tree_fingerprint`:
+embedding mode, its precision when not float32), the fingerprint of its weights' alpha
+(`TrainedWeights.tree_fingerprint`:
 the query-time search parameters never re-index a corpus), the chunking, the tree
 settings and the tables' schema version. Storage and pipeline settings (paths,
 credentials, batch sizes) never enter it. `index_fingerprint` is the one function that
@@ -28,8 +29,11 @@ from schemas.tables import SCHEMA_VERSION
 
 def encoder_fields(encoder: Any) -> dict[str, Any]:
     """The encoder's settings that change embeddings or relations, with its model's id
-    and content hash (not its weights)."""
-    return {
+    and content hash (not its weights), and the precision it runs in when that is not
+    float32 (bf16 / fp16 under autocast on cuda): an index built on CPU and updated on a
+    GPU re-indexes instead of mixing float32 and bf16 vectors, while every float32
+    fingerprint stays what it was before the field existed."""
+    fields = {
         "encoder": encoder.model_id,
         "encoder_sha256": encoder.model_sha256,
         "embedding_mode": encoder.embedding_mode,
@@ -37,6 +41,10 @@ def encoder_fields(encoder: Any) -> dict[str, Any]:
         "window_stride": encoder.window_stride,
         "chunk_max_tokens": encoder.chunk_max_tokens,
     }
+    precision = getattr(encoder, "precision", "float32")
+    if precision != "float32":
+        fields["precision"] = precision
+    return fields
 
 
 def _plain(section: Any) -> dict[str, Any]:

@@ -87,6 +87,21 @@ def test_every_part_changes_the_fingerprint_and_the_search_does_not():
         fp(tree="size_weighted")
 
 
+def test_precision_enters_the_identity_only_off_float32(monkeypatch):
+    """A GPU run (bf16 / fp16 autocast) gets another fingerprint, so it re-indexes a
+    CPU-built index instead of mixing float32 and bf16 vectors; float32 keeps the
+    fingerprints databases already carry."""
+    settings = Settings(encoding={"device": "cpu"})  # the device is not in the identity
+    cpu = shared_encoder(settings)
+    assert cpu.precision == "float32" and "precision" not in encoder_fields(cpu)
+    parts = {"chunking": settings.chunking, "tree": settings.tree}
+    assert index_fingerprint(cpu, **parts) == PINNED[0][1]
+    for half in ("bfloat16", "float16"):
+        monkeypatch.setattr(Encoder, "precision", property(lambda self, h=half: h))
+        assert encoder_fields(cpu)["precision"] == half
+        assert index_fingerprint(cpu, **parts) != PINNED[0][1]
+
+
 def test_the_feature_cache_key_shares_the_encoder_part_and_is_pinned(tmp_path):
     """The evaluation's cache key uses `encoder_fields` (not alpha, not the tree: see the
     module docstring) and keeps its values from before the move (caches stay valid)."""
