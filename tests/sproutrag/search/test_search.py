@@ -195,8 +195,9 @@ def test_leaves_mode_ranks_by_tree_modes_own_score(n, seed, k, w):
     leaf_hits = leaves_mode({"d": tree.vectors[: tree.n]}, q, k=k, params=params,
                             query="notice period", lexical=lexical)
     assert [(c.doc_id, c.node) for c in tree_hits] == [(d, u) for d, u, _ in leaf_hits]
+    # float32 cosines of the whole tree and of its leaf rows may differ in the last bit
     np.testing.assert_allclose([c.score for c in tree_hits], [s for _, _, s in leaf_hits],
-                               rtol=1e-6, atol=1e-9)
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_leaves_mode_keeps_tree_modes_cutoffs():
