@@ -60,6 +60,11 @@ class Current(NamedTuple):
     fingerprints: frozenset[str]
     leaves: dict[str, int]  # doc_id -> evidence units (leaves) of its current tree
 
+    @property
+    def units(self) -> int:
+        """Evidence units of all current trees (a tree of n leaves has 2n - 1 rows)."""
+        return (self.rows + len(self.trees)) // 2
+
 
 #: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
 CACHE_BYTES = 512 * 2**20
@@ -395,7 +400,7 @@ class Retriever:
             if not trees:
                 return []
             where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
-        units = sum(self._current().leaves.values())  # no more rows to ask LanceDB for
+        units = self._current().units  # no more rows to ask LanceDB for
         rows = self._nearest_nodes(qvec, min(k, units), where) if units else []
         hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),

@@ -50,12 +50,14 @@ class Store:
 
     def __init__(
         self, uri: str, *, encoder_id: str, dim: int,
-        storage_options: dict[str, str] | None = None,
+        storage_options: dict[str, str] | None = None, connection: Any = None,
     ) -> None:
+        """CONNECTION: an open LanceDB connection to URI (None: connect here)."""
         import lancedb
 
         self.uri, self.encoder_id, self.dim = str(uri), encoder_id, dim
-        self._db = lancedb.connect(self.uri, storage_options=storage_options)
+        self._db = connection if connection is not None else lancedb.connect(
+            self.uri, storage_options=storage_options)
         self._tables: dict[str, Any] = {}  # name -> open handle (see `table`)
         self._schemas = {
             "documents": tables.DOCUMENTS,
@@ -92,8 +94,7 @@ class Store:
         meta = nodes.schema.metadata or {}
         encoder = meta.get(b"sproutrag.encoder", b"?").decode()
         dim = int(meta.get(b"sproutrag.dim", b"0"))
-        store = cls(uri, encoder_id=encoder, dim=dim, **kwargs)
-        store._db = db  # one connection, and the `nodes` handle opened above
+        store = cls(uri, encoder_id=encoder, dim=dim, connection=db, **kwargs)  # one connection
         store._check("nodes", nodes.schema)
         store._tables["nodes"] = nodes
         store.table("documents")  # checks the schema version
