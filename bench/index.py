@@ -25,7 +25,10 @@ includes the CLI's temporary Prefect server child only if larger). Ratios: e2e /
 (wall), encoder / sentence-transformers embedding-only (compute), and, when (a) and (d)
 ran, the tree's share of end-to-end time, 1 - wall(embed) / wall(e2e) (relations, trees,
 their storage and the orchestration), with (a)'s stages from its `runs` row and, when (c)
-ran, the relations' share of the encoder's compute. Not a test.
+ran, the relations' share of the encoder's compute. With --weights FILE the e2e and
+encoder ways run again with that weights file (say one trained with `sproutrag train
+--layers 1`), and its tree share is printed against the same embeddings-only run. Not
+a test.
 """
 
 from __future__ import annotations
@@ -218,13 +221,15 @@ def worker(way: str, args: argparse.Namespace) -> None:
 # -- driver ----------------------------------------------------------------------------
 
 
-def measure(way: str, args: argparse.Namespace) -> dict:
+def measure(way: str, args: argparse.Namespace, weights: str | None = None) -> dict:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1",
                TOKENIZERS_PARALLELISM="false", SPROUTRAG_PIPELINE__PROGRESS="false",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)
+    if weights:  # the e2e and encoder ways read it through Settings
+        env["SPROUTRAG_ENCODING__WEIGHTS"] = str(Path(weights).resolve())
     cmd = [sys.executable, __file__, "--worker", way, "--threads", str(args.threads or 0),
            "--max-docs", str(args.max_docs or 0), "--generate", str(args.generate or 0),
            "--doc-chars", str(args.doc_chars)]
@@ -238,26 +243,26 @@ def measure(way: str, args: argparse.Namespace) -> dict:
 
 
 def _row(way: str, r: dict, n_chars: int) -> str:
-    compute = f"{n_chars / r['compute_s']:8.0f}" if way != "e2e" else f"{'':>8}"
+    compute = f"{n_chars / r['compute_s']:8.0f}" if not way.startswith("e2e") else f"{'':>8}"
     extra = {k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()
              if k not in ("wall_s", "compute_s", "peak_rss_mb")}
-    return (f"{way:8s} wall {r['wall_s']:7.1f} s {n_chars / r['wall_s']:8.0f} chars/s | "
+    return (f"{way:14s} wall {r['wall_s']:7.1f} s {n_chars / r['wall_s']:8.0f} chars/s | "
             f"compute {r['compute_s']:7.1f} s {compute} chars/s | peak RSS "
             f"{r['peak_rss_mb']:6.0f} MB | {json.dumps(extra) if extra else ''}")
 
 
-def tree_share(res: dict) -> None:
+def tree_share(res: dict, suffix: str = "") -> None:
     """The tree's share of end-to-end time, `1 - wall(embed) / wall(e2e)`, and what explains it:
     the e2e stages (from its `runs` row) and the relations' share of the encoder's compute."""
-    e2e = res["e2e"]
-    print("tree share of end-to-end time = 1 - wall(embed) / wall(e2e):   "
-          f"{1 - res['embed']['wall_s'] / e2e['wall_s']:.1%}")
+    e2e = res["e2e" + suffix]
+    label = f"tree share of end-to-end time{suffix} = 1 - wall(embed) / wall(e2e{suffix}):"
+    print(f"{label:62s} {1 - res['embed']['wall_s'] / e2e['wall_s']:.1%}")
     stages = {k[:-2]: v for k, v in e2e.items()
               if k.endswith("_s") and k not in ("compute_s", "wall_s")}
     print("  e2e stages (encode includes relations): "
           + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()))
-    if "encoder" in res:
-        enc = res["encoder"]
+    if "encoder" + suffix in res:
+        enc = res["encoder" + suffix]
         print(f"  relations share of encoder compute (relations_s / compute_s): "
               f"{enc['relations_s'] / enc['compute_s']:.1%}")
 
@@ -271,6 +276,10 @@ def main() -> None:
                     help="N generated documents instead of ContractNLI dev")
     ap.add_argument("--doc-chars", type=int, default=50_000, help="characters per generated doc")
     ap.add_argument("--ways", default=",".join(WAYS))
+    ap.add_argument("--weights", metavar="FILE",
+                    help="also run the e2e and encoder ways with this weights file (for "
+                    "example one trained with `sproutrag train --layers K`) and print its "
+                    "tree share next to the packaged weights'")
     ap.add_argument("--worker", choices=WAYS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -283,11 +292,17 @@ def main() -> None:
     for way in args.ways.split(","):
         res[way] = r = measure(way, args)
         print(_row(way, r, n_chars), flush=True)
+    tag = f"[{Path(args.weights).parent.name or args.weights}]" if args.weights else ""
+    for way in [w for w in args.ways.split(",") if w in ("e2e", "encoder")] if tag else []:
+        res[way + tag] = r = measure(way, args, args.weights)
+        print(_row(way + tag, r, n_chars), flush=True)
     if {"e2e", "plain"} <= res.keys():
         print("ratio e2e / plain index (wall, chars/s):              "
               f"{res['plain']['wall_s'] / res['e2e']['wall_s']:.2f}x  (target >= 0.5)")
     if {"e2e", "embed"} <= res.keys():
         tree_share(res)
+    if tag and {"e2e" + tag, "embed"} <= res.keys():
+        tree_share(res, tag)
     if {"encoder", "plain"} <= res.keys():
         print("ratio encoder / sentence-transformers encode (compute): "
               f"{res['plain']['compute_s'] / res['encoder']['compute_s']:.2f}x  (target >= 0.8)")

@@ -158,6 +158,10 @@ def _add_train(sub) -> None:
     p.add_argument("--learn-margin", action="store_true",
                    help="also learn the relative cutoff margin (off: on ContractNLI it "
                    "learns 0, one unit per query; see docs/results.md)")
+    p.add_argument("--layers", type=positive_int, metavar="K",
+                   help="learn alpha over the heads of the first K layers only: the index's "
+                   "window pass then stops after layer K, so trees cost a fraction of a "
+                   "whole forward (default: all layers)")
     p.add_argument("--cache", metavar="DIR", help="feature cache (default MODEL_DIR/cache)")
     p.add_argument("--finetune-encoder", action="store_true",
                    help="also fine-tune the encoder with the joint loss into MODEL_DIR/encoder "

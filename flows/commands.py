@@ -210,15 +210,20 @@ def cmd_train(args: argparse.Namespace) -> int:
                          f"{len(args.queries)}: give one queries file per docs file, in the "
                          "same order")
     settings = args.settings
+    encoder = encoder_from_settings(settings.encoding)
+    if args.layers is not None and args.layers > encoder.n_layers:
+        raise UsageError(f"--layers {args.layers}: the encoder has {encoder.n_layers} layers; "
+                         f"give 1 to {encoder.n_layers}")
     t0 = time.perf_counter()
     weights, config = train_corpus(
         list(zip(args.docs, args.queries)), args.out,
-        encoder=encoder_from_settings(settings.encoding),
+        encoder=encoder,
         chunking=settings.chunking.model_dump(),
         parent_embedding=args.parent_embedding or settings.tree.parent_embedding,
         attn_kind=args.attn_loss, epochs=args.epochs, lr=args.lr, learn_margin=args.learn_margin,
         finetune={"epochs": args.finetune_epochs, "lr": args.finetune_lr}
         if args.finetune_encoder else None,
+        layers=args.layers,
         cache_dir=args.cache or os.path.join(args.out, "cache"),
     )
     print(

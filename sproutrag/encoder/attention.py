@@ -8,9 +8,11 @@
   stays in cache instead of streaming [B, H, T, T] tensors through memory five times
   (the window pass was memory-bound: 2.5x faster on the same windows, bench figures
   in docs/decisions.md); on cuda one slice covers the whole batch;
-* the last layer stops after its attention probabilities: relations need only its
-  queries and keys, not its values, output projection or feed-forward (the layer's
-  hidden states matter only to "context" embeddings, which then run it whole).
+* the pass stops at the deepest layer whose heads carry weight in the mix (all six for
+  uniform or packaged weights; fewer for weights trained with `layers`), and that layer
+  stops after its attention probabilities: relations need only its queries and keys,
+  not its values, output projection or feed-forward (hidden states matter only to
+  "context" embeddings, which then run every layer whole).
 
 `embed_forward` is the plain forward (last hidden states) on
 `torch.nn.functional.scaled_dot_product_attention`.
@@ -200,12 +202,16 @@ def window_forward(
     (`segment_matrix`), mix float32 [L, H]. Returns "blocks" float32 [B, C, C] (the
     mixed attention pooled into chunk blocks), with `heads` "heads" [B, L*H, C, C] (per
     layer and head), with `states` "states" [B, C, d] (summed-then-averaged chunk
-    states of the last layer: seg^T h). Call under inference mode (and autocast).
+    states of the last layer: seg^T h). Without `heads` or `states`, layers below the
+    deepest one with weight in `mix` are not computed. Call under inference mode (and
+    autocast).
     """
     import torch
 
     n_batch, n_tok = ids.shape
     layers = net.encoder.layer
+    if not (heads or states):
+        layers = layers[: used_depth(mix)]
     add = torch.zeros(n_batch, 1, n_tok, device=ids.device).masked_fill_(
         ~valid[:, None, :], torch.finfo(torch.float32).min)
     acc = torch.zeros(n_batch, n_tok, n_tok, device=ids.device)
@@ -226,6 +232,12 @@ def window_forward(
     if heads:
         out["heads"] = torch.cat(per_head, dim=1)
     return out
+
+
+def used_depth(mix: torch.Tensor) -> int:
+    """1 + the deepest layer with a nonzero weight in MIX [L, H] (1 when all are zero)."""
+    used = (mix != 0).any(dim=1).nonzero()
+    return int(used.max()) + 1 if len(used) else 1
 
 
 def embed_forward(net: Any, ids: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,12 @@ used only when querying. Both are learned once (``sproutrag train``) and stored 
 small JSON file; untrained, alpha is uniform and the search is the paper's (delta 0,
 cosine only). numpy only: no torch here.
 
-`tree_fingerprint()` covers only alpha (what changes the stored trees); it enters the
+`layers` (optional) limits the aggregation to the heads of the first `layers` layers:
+their weights are softmax(alpha) over those heads, every deeper head weighs 0, and the
+window pass stops after that layer (`sproutrag.encoder.attention.window_forward`), so
+the relations cost a fraction of a whole forward (docs/results.md, "The tree's cost").
+
+`tree_fingerprint()` covers only alpha and `layers` (what changes the stored trees); it enters the
 index fingerprint (`sproutrag.ingest.index_identity`), so re-learning a query-time
 parameter never re-indexes a corpus. `fingerprint()` covers the whole file.
 """
@@ -43,13 +48,15 @@ _UNTRAINED = SearchParams().learned()
 class TrainedWeights:
     """alpha: float32 (n_layers, n_heads) logits; search: the learned search parameters
     (their beam width is not learned: the default); source: the file it was read from;
-    encoder and trained_on: what it was trained with (recorded, not checked)."""
+    encoder and trained_on: what it was trained with (recorded, not checked); layers:
+    how many of the first layers the aggregation uses (None: all)."""
 
     alpha: np.ndarray
     search: SearchParams = SearchParams()
     source: str = "uniform"
     encoder: str | None = None
     trained_on: str | None = None
+    layers: int | None = None
 
     def __post_init__(self) -> None:
         alpha = np.array(self.alpha, dtype=np.float32)  # a private copy
@@ -57,6 +64,12 @@ class TrainedWeights:
             raise ValueError(f"alpha must have shape (n_layers, n_heads), got {alpha.shape}")
         if not np.all(np.isfinite(alpha)):
             raise ValueError("alpha contains NaN or infinite values")
+        if self.layers is not None and not (
+                isinstance(self.layers, int) and 1 <= self.layers <= alpha.shape[0]):
+            raise ValueError(f"layers must be an integer from 1 to {alpha.shape[0]} (the "
+                             f"number of layers of alpha), got {self.layers!r}")
+        if self.layers == alpha.shape[0]:
+            object.__setattr__(self, "layers", None)  # all layers: one identity
         if not isinstance(self.search, SearchParams):
             raise TypeError(f"search must be a SearchParams, got {type(self.search).__name__}")
         alpha.setflags(write=False)
@@ -75,17 +88,28 @@ class TrainedWeights:
     def n_heads(self) -> int:
         return int(self.alpha.shape[1])
 
+    @property
+    def used_layers(self) -> int:
+        """How many of the first layers carry weight (all unless `layers` is set)."""
+        return self.layers or self.n_layers
+
     def mix(self) -> np.ndarray:
-        """w = softmax(alpha) over all (l, h) pairs: float32 (n_layers, n_heads), sums to 1."""
-        a = self.alpha.astype(np.float64)
+        """w = softmax(alpha) over the (l, h) pairs of the used layers, 0 on deeper
+        layers: float32 (n_layers, n_heads), sums to 1."""
+        a = self.alpha[: self.used_layers].astype(np.float64)
         e = np.exp(a - a.max())
-        return (e / e.sum()).astype(np.float32)
+        w = np.zeros(self.alpha.shape, dtype=np.float64)
+        w[: self.used_layers] = e / e.sum()
+        return w.astype(np.float32)
 
     def tree_fingerprint(self) -> str:
-        """Short sha256 of what changes the trees: alpha (shape and float32 bytes)."""
+        """Short sha256 of what changes the trees: alpha (shape and float32 bytes), and
+        `layers` when set (so every all-layer fingerprint stays what it was)."""
         h = hashlib.sha256(FORMAT.encode())
         h.update(np.asarray(self.alpha.shape, dtype="<i8").tobytes())
         h.update(np.ascontiguousarray(self.alpha, dtype="<f4").tobytes())
+        if self.layers is not None:
+            h.update(b"layers" + np.asarray([self.layers], dtype="<i8").tobytes())
         return h.hexdigest()[:16]
 
     def fingerprint(self) -> str:
@@ -115,6 +139,7 @@ class TrainedWeights:
             "n_layers": self.n_layers,
             "n_heads": self.n_heads,
             "alpha": [[float(x) for x in row] for row in self.alpha],
+            **({"layers": self.layers} if self.layers is not None else {}),
             **self.search.learned(),
             "encoder": self.encoder,
             "trained_on": self.trained_on,
@@ -170,12 +195,17 @@ class TrainedWeights:
                 raise WeightsFileError(f"{where}: '{key}' is {data[key]!r} but alpha has {want}")
         if not np.all(np.isfinite(alpha)):
             raise WeightsFileError(f"{where}: 'alpha' contains NaN or infinite values")
+        layers = data.get("layers")
+        if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int)
+                                   or not 1 <= layers <= alpha.shape[0]):
+            raise WeightsFileError(f"{where}: 'layers' must be an integer from 1 to "
+                                   f"{alpha.shape[0]}, got {layers!r}")
         try:
             search = SearchParams.from_learned(data)
         except SearchParamsError as exc:
             raise WeightsFileError(f"{where}: {exc}") from None
         return cls(alpha.astype(np.float32), search, where, encoder=data.get("encoder"),
-                   trained_on=data.get("trained_on"))
+                   trained_on=data.get("trained_on"), layers=layers)
 
 
 PACKAGED_WEIGHTS = Path(__file__).parents[1] / "resources" / "weights.json"

@@ -5,8 +5,11 @@ warm-up), one optimiser step per training document with the queries on it:
 
 * L_ret: InfoNCE (tau 0.05) between each query's embedding and its positive passage (the
   L2-normalised mean of its gold chunks' embeddings), against the document's other
-  chunks (hard negatives) and the other queries' positives (in-batch). Embeddings are
-  computed exactly as `Encoder.encode_texts` does (mean pool, L2 norm), with gradients.
+  chunks (hard negatives: all of them in a short document, a random `max_chunks_per_step`
+  minus the gold ones in a long one, since backpropagating through all 600 chunks of a
+  joined 55,000-character document took 24 GB) and the other queries' positives
+  (in-batch). Embeddings are computed exactly as `Encoder.encode_texts` does (mean pool,
+  L2 norm), with gradients.
 * L_attn: for each pair (i, j) of consecutive gold chunks of a query (document order,
   at most `max_pairs_per_step` per step), chunks i-1..j+1 are run as one window (i..j
   if that does not fit; the pair is skipped if neither does); the alpha-mixed token
@@ -105,16 +108,22 @@ def _trainable(model_path: str, device: str) -> tuple[Any, Any]:
 def _losses(
     tok: Any, net: Any, chunks: list[str], items: list, w: Any, rng: np.random.Generator, *,
     chunk_max_tokens: int, window_tokens: int, max_pairs: int, attn_kind: str,
+    max_chunks: int = 64,
 ) -> tuple[Any, Any, list]:
     """(L_ret, L_attn, the L_attn terms) of one document's step; ITEMS: its queries as
-    (text, gold chunk ids)."""
+    (text, gold chunk ids). The step embeds every gold chunk and random other chunks up
+    to MAX_CHUNKS in all (every chunk of a shorter document)."""
     import torch
 
-    emb = _embed(tok, net, chunks, chunk_max_tokens)
+    gold = np.unique(np.concatenate([g for _, g in items]))
+    others = rng.permutation(np.setdiff1d(np.arange(len(chunks)), gold))
+    keep = np.sort(np.concatenate([gold, others[: max(0, max_chunks - len(gold))]]))
+    row = {int(c): k for k, c in enumerate(keep)}
+    emb = _embed(tok, net, [chunks[c] for c in keep], chunk_max_tokens)
     qv = _embed(tok, net, [t for t, _ in items], chunk_max_tokens)
-    pos = torch.stack([torch.nn.functional.normalize(emb[g].mean(0), dim=0)
-                       for _, g in items])
-    hard = [emb[np.setdiff1d(np.arange(len(chunks)), g)] for _, g in items]
+    pos = torch.stack([torch.nn.functional.normalize(emb[[row[int(c)] for c in g]].mean(0),
+                                                     dim=0) for _, g in items])
+    hard = [emb[[row[int(c)] for c in np.setdiff1d(keep, g)]] for _, g in items]
     l_ret = info_nce(qv, pos, hard, TAU)
     pairs = [(int(a), int(b)) for _, g in items for a, b in zip(g[:-1], g[1:])]
     pairs = [pairs[i] for i in rng.permutation(len(pairs))[:max_pairs]]
@@ -176,6 +185,7 @@ def finetune_encoder(
     chunk_max_tokens: int = 256,
     window_tokens: int = 512,
     max_pairs_per_step: int = 8,
+    max_chunks_per_step: int = 64,
     device: str = "cpu",
     seed: int = 0,
     log: Any = print,
@@ -204,7 +214,8 @@ def finetune_encoder(
         sums = _run_epoch(
             tok, net, opt, sched, docs, steps, w, rng, lam=lam, t0=t0, log=log,
             prefix=f"fine-tune epoch {epoch}", chunk_max_tokens=chunk_max_tokens,
-            window_tokens=window_tokens, max_pairs=max_pairs_per_step, attn_kind=attn_kind)
+            window_tokens=window_tokens, max_pairs=max_pairs_per_step, attn_kind=attn_kind,
+            max_chunks=max_chunks_per_step)
         history.append({
             "epoch": epoch, "l_ret": sums["l_ret"] / len(steps),
             "l_attn": sums["l_attn"] / max(sums["n_attn"], 1), "attn_pairs": sums["n_attn"],
@@ -212,5 +223,6 @@ def finetune_encoder(
     _save(tok, net, Path(out_dir))
     return {"history": history, "steps_per_epoch": len(steps), "lr": lr, "epochs": epochs,
             "warmup": warmup, "lambda": lam, "attn_loss": attn_kind,
+            "max_chunks_per_step": max_chunks_per_step,
             "seconds": round(time.perf_counter() - t0, 1),
             "note": "L_attn on each gold pair's own chunk span as one window"}

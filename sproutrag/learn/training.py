@@ -64,6 +64,7 @@ def train_alpha(
     *,
     n_layers: int,
     n_heads: int,
+    layers: int | None = None,
     l_ret: float = 0.0,
     epochs: int = 100,
     batch_queries: int = 32,
@@ -75,14 +76,17 @@ def train_alpha(
     seed: int = 0,
 ) -> tuple[np.ndarray, list[dict[str, float]]]:
     """AdamW on alpha over mini-batches of queries' gold pairs (linear warm-up, then
-    constant). Returns alpha and the full-data loss per epoch (L = l_ret + lam * L_attn)."""
+    constant). Returns alpha and the full-data loss per epoch (L = l_ret + lam * L_attn).
+    With `layers`, only the heads of the first `layers` layers are trained and weighed
+    (the rows of deeper layers come back 0: `TrainedWeights(alpha, layers=layers)`)."""
     import torch
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    heads = torch.from_numpy(pairs.heads.astype(np.float32))
-    rows = torch.from_numpy(pairs.row_heads.astype(np.float32))
-    alpha = torch.zeros(n_layers * n_heads, requires_grad=True)
+    used = (layers or n_layers) * n_heads
+    heads = torch.from_numpy(pairs.heads[:, :used].astype(np.float32))
+    rows = torch.from_numpy(pairs.row_heads[:, :used].astype(np.float32))
+    alpha = torch.zeros(used, requires_grad=True)
     opt = torch.optim.AdamW([alpha], lr=lr, weight_decay=weight_decay)
     qids = np.unique(pairs.query)
     per_epoch = max(1, math.ceil(len(qids) / batch_queries))
@@ -109,7 +113,9 @@ def train_alpha(
             sched.step()
         la = full()
         history.append({"epoch": epoch, "l_attn": la, "loss": l_ret + lam * la})
-    return alpha.detach().numpy().reshape(n_layers, n_heads).astype(np.float32), history
+    out = np.zeros(n_layers * n_heads, np.float32)
+    out[:used] = alpha.detach().numpy()
+    return out.reshape(n_layers, n_heads), history
 
 
 def timed(seconds: dict[str, float], name: str, t0: float) -> float:
@@ -153,7 +159,7 @@ def load_sets(
 
 def _alpha_on(
     encoder: Any, feats: dict[str, DocFeatures], queries: list[dict[str, Any]], *,
-    attn_kind: str, epochs: int, lr: float, lam: float, log: Any,
+    attn_kind: str, epochs: int, lr: float, lam: float, log: Any, layers: int | None = None,
 ) -> dict[str, Any]:
     """Compute L_ret (frozen encoder) and train alpha on the pooled gold pairs."""
     import torch
@@ -166,7 +172,7 @@ def _alpha_on(
                                [torch.from_numpy(h) for h in hard]))
     log(f"{len(queries)} queries, {len(pairs.heads)} gold pairs; L_ret (frozen) = {l_ret:.4f}")
     alpha, history = train_alpha(pairs, n_layers=encoder.n_layers, n_heads=encoder.n_heads,
-                                 l_ret=l_ret, epochs=epochs, lr=lr, lam=lam, kind=attn_kind)
+                                 layers=layers, l_ret=l_ret, epochs=epochs, lr=lr, lam=lam, kind=attn_kind)
     log(f"L_attn {history[0]['l_attn']:.4f} -> {history[-1]['l_attn']:.4f}")
     return {"qvecs": qvecs, "pairs": pairs, "l_ret": l_ret, "alpha": alpha,
             "history": history}
@@ -186,6 +192,7 @@ def train_corpus(
     learn_margin: bool = False,
     search_grid: dict[str, Any] | None = None,
     finetune: dict[str, Any] | None = None,
+    layers: int | None = None,
     cache_dir: str | None = None,
     log: Any = print,
 ) -> tuple[Any, dict[str, Any]]:
@@ -195,13 +202,15 @@ def train_corpus(
     With `finetune` (keyword arguments of `finetune_encoder`, e.g. {"epochs": 1}), the
     encoder is then fine-tuned with the joint loss into OUT/encoder, and alpha and the
     search parameters are learned again on it. `search_grid` overrides the grids of
-    `sproutrag.learn.calibration.learn_search`. Returns (TrainedWeights, config dict).
+    `sproutrag.learn.calibration.learn_search`. With `layers`, alpha weighs only the
+    heads of the first `layers` layers (cheaper trees: the window pass stops there).
+    Returns (TrainedWeights, config dict).
     """
     seconds: dict[str, float] = {}
     t = t0 = time.perf_counter()
     feats, queries, texts = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
                                       log=log)
-    kw = dict(attn_kind=attn_kind, epochs=epochs, lr=lr, lam=lam, log=log)
+    kw = dict(attn_kind=attn_kind, epochs=epochs, lr=lr, lam=lam, log=log, layers=layers)
     r = _alpha_on(encoder, feats, queries, **kw)
     t = timed(seconds, "featurize_and_train_alpha", t)
     tuned = None
@@ -213,14 +222,15 @@ def train_corpus(
                                       log=log)
         r = _alpha_on(encoder, feats, queries, **kw)
         t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
-    variant = Variant("train", mix=TrainedWeights(r["alpha"]).mix(),
+    variant = Variant("train", mix=TrainedWeights(r["alpha"], layers=layers).mix(),
                       parent_embedding=parent_embedding)
     params, grid = learn_search(feats, queries, r["qvecs"], variant,
                                 learn_margin=learn_margin, log=log, **(search_grid or {}))
     t = timed(seconds, "learn_search", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
     weights = TrainedWeights(r["alpha"], params, encoder=encoder.model_id,
-                             trained_on=", ".join(Path(d).name for d, _ in sets))
+                             trained_on=", ".join(Path(d).name for d, _ in sets),
+                             layers=layers)
     config = _config(weights, sets, feats, queries, r, attn_kind=attn_kind, lam=lam, lr=lr,
                      epochs=epochs, parent_embedding=parent_embedding, chunking=chunking,
                      encoder=encoder, grid=grid, seconds=seconds, tuned=tuned)
@@ -233,12 +243,12 @@ def train_corpus(
 def _finetune(
     encoder: Any, feats: dict[str, DocFeatures], texts: dict[str, str],
     queries: list[dict[str, Any]], out: str, alpha: np.ndarray, finetune: dict[str, Any], *,
-    attn_kind: str, lam: float, log: Any, **_: Any,
+    attn_kind: str, lam: float, log: Any, layers: int | None = None, **_: Any,
 ) -> dict[str, Any]:
     """Fine-tune ENCODER's model with the joint loss (alpha fixed) into OUT/encoder."""
     return finetune_encoder(
         encoder.model_path, {d: {"text": texts[d], "features": f} for d, f in feats.items()},
-        queries, Path(out) / "encoder", mix=TrainedWeights(alpha).mix(),
+        queries, Path(out) / "encoder", mix=TrainedWeights(alpha, layers=layers).mix(),
         lam=lam, attn_kind=attn_kind, chunk_max_tokens=encoder.chunk_max_tokens,
         window_tokens=encoder.window_tokens, device=encoder.device, log=log, **finetune,
     )
@@ -268,7 +278,8 @@ def _config(weights: Any, sets: Sequence[tuple[str, str]], feats: dict, queries:
                          "L_attn; the search parameters by grid search of mean IE (the "
                          "paper's P@k and span recall), averaged over the training sets"},
         "optimizer": {"name": "AdamW", "lr_alpha": kw["lr"], "weight_decay": 0.01,
-                      "warmup": 0.1, "epochs": kw["epochs"], "batch_queries": 32},
+                      "warmup": 0.1, "epochs": kw["epochs"], "batch_queries": 32,
+                      "layers": weights.layers},
         "parent_embedding": kw["parent_embedding"], "chunking": kw["chunking"],
         "encoder": encoder_fields(kw["encoder"]),
         "history": r["history"], "search_grid": kw["grid"], "seconds": kw["seconds"],

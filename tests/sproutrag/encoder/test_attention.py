@@ -164,3 +164,41 @@ def test_cuda_token_budget_does_not_change_trees(docs, weights):
     for a, b in zip(small.encode_documents(docs), big.encode_documents(docs), strict=True):
         np.testing.assert_array_equal(_merges(a), _merges(b))
         np.testing.assert_allclose(a.embeddings, b.embeddings, atol=2e-2)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("layers", [1, 2])
+def test_window_pass_stopped_at_the_deepest_used_layer_equals_the_reference(docs, layers):
+    """Weights over the first LAYERS layers: the fast window pass computes no deeper layer
+    (counted by hooks on the model's layers) and gives the reference forward's relations
+    and trees with the same mix (which runs every layer)."""
+    from sproutrag.encoder.weights import TrainedWeights
+
+    alpha = np.random.default_rng(layers).normal(size=(6, 12)).astype(np.float32)
+    cut = TrainedWeights(alpha, layers=layers)
+    fast = Encoder(device="cpu", weights=cut)
+    net = fast._load()[1]  # the process's shared model: hooks removed before anything else
+    ran, hooks = [], []
+    for n, layer in enumerate(net.encoder.layer):
+        for part, name in ((layer.attention.self.query, "q"), (layer.attention.self.value, "v")):
+            hooks.append(part.register_forward_hook(
+                lambda _m, _a, _o, n=n, name=name: ran.append((n, name))))
+    try:
+        out = fast.encode_documents(docs)
+    finally:
+        for h in hooks:
+            h.remove()
+    # The chunk-alone embedding pass runs every layer whole (E calls per projection); the
+    # window pass (W calls) runs layers < LAYERS, and the last of them only to its
+    # probabilities (queries and keys, no values).
+    q = [ran.count((n, "q")) for n in range(6)]
+    v = [ran.count((n, "v")) for n in range(6)]
+    e, w = q[-1], q[0] - q[-1]
+    assert w > 0
+    assert q == [e + w] * layers + [e] * (6 - layers)
+    assert v == [e + w] * (layers - 1) + [e] * (7 - layers)
+    ref = Encoder(device="cpu", weights=cut, fast_path=False,
+                  tokens_per_batch=16384).encode_documents(docs)
+    _assert_same(ref, out)
+    for a, b in zip(ref, out, strict=True):
+        np.testing.assert_array_equal(_merges(a), _merges(b))

@@ -199,3 +199,29 @@ def test_the_weights_hold_no_encoder_default():
     untrained weights record no encoder, trained ones the encoder they were trained with."""
     assert TrainedWeights.uniform().encoder is None
     assert load_default_weights(None).encoder == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_layers_limit_the_mix_round_trip_and_enter_only_the_tree_fingerprint(tmp_path):
+    """Weights with `layers`: softmax over the first layers' heads, zero below; the file
+    round-trips; the tree fingerprint changes (an index re-indexes once) while every
+    all-layer fingerprint stays as it was (layers = n_layers is the same identity)."""
+    alpha = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    cut = TrainedWeights(alpha, layers=1)
+    w = cut.mix()
+    assert w.shape == (3, 4) and cut.used_layers == 1
+    np.testing.assert_allclose(w[0], np.exp(alpha[0]) / np.exp(alpha[0]).sum(), rtol=1e-6)
+    assert not w[1:].any()
+    whole = TrainedWeights(alpha)
+    assert TrainedWeights(alpha, layers=3) == whole and TrainedWeights(alpha, layers=3).layers is None
+    assert cut.tree_fingerprint() != whole.tree_fingerprint()
+    assert TrainedWeights(alpha, layers=2).tree_fingerprint() != cut.tree_fingerprint()
+    back = TrainedWeights.load(cut.save(tmp_path / "w.json"))
+    assert back.layers == 1 and back == cut
+    assert "layers" not in whole.to_dict()
+    for bad in (0, 4, 1.5, True):
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps({"format": FORMAT, "alpha": alpha.tolist(), "layers": bad}))
+        with pytest.raises(WeightsFileError, match="'layers' must be an integer from 1 to 3"):
+            TrainedWeights.load(path)
+    with pytest.raises(ValueError, match="layers must be"):
+        TrainedWeights(alpha, layers=4)

@@ -8,7 +8,7 @@ import torch
 
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.learn.features import DocFeatures
-from sproutrag.learn.losses import attn_loss, collect_gold_pairs, gold_leaves, info_nce
+from sproutrag.learn.losses import GoldPairs, attn_loss, collect_gold_pairs, gold_leaves, info_nce
 from sproutrag.learn.training import train_alpha
 
 
@@ -104,6 +104,8 @@ def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
 
     assert index_fp(back) == index_fp(trained)
     assert index_fp(back) != index_fp(TrainedWeights.uniform())
+    # the same alpha over fewer layers builds other trees: the index re-indexes once
+    assert index_fp(TrainedWeights(alpha, trained.search, layers=1)) != index_fp(trained)
     # Through the settings path used by the index flow (encoding.weights = file).
     from tasks.database import index_fingerprint as settings_fp
 
@@ -116,3 +118,20 @@ def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
                                                   seed_leaves=True))
     searched = searched.save(tmp_path / "searched.json")
     assert settings_fp(load_settings(None, encoding={"weights": str(searched)})) == fp_file
+
+
+def test_training_with_layers_weighs_only_the_first_layers():
+    """alpha over the heads of the first `layers` layers: the deeper rows come back 0 and
+    weigh nothing, even where a deeper head relates the gold pair best."""
+    rng = np.random.default_rng(0)
+    heads = rng.uniform(0.01, 0.1, size=(40, 2 * 3)).astype(np.float32)
+    heads[:, 4] = 0.9  # layer 1, head 1: the best head, out of reach with layers=1
+    heads[:, 1] = 0.5  # layer 0, head 1: the best one within layer 0
+    pairs = GoldPairs(heads, np.repeat(np.arange(8), 5), heads * 4)
+    alpha, hist = train_alpha(pairs, n_layers=2, n_heads=3, layers=1, epochs=30, lr=0.05)
+    assert alpha.shape == (2, 3) and not alpha[1].any()
+    assert hist[-1]["l_attn"] < hist[0]["l_attn"]
+    w = TrainedWeights(alpha, layers=1).mix()
+    assert not w[1].any() and w[0].argmax() == 1
+    full, _ = train_alpha(pairs, n_layers=2, n_heads=3, epochs=30, lr=0.05)
+    assert TrainedWeights(full).mix().ravel().argmax() == 4
