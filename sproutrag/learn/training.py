@@ -172,7 +172,8 @@ def _alpha_on(
                                [torch.from_numpy(h) for h in hard]))
     log(f"{len(queries)} queries, {len(pairs.heads)} gold pairs; L_ret (frozen) = {l_ret:.4f}")
     alpha, history = train_alpha(pairs, n_layers=encoder.n_layers, n_heads=encoder.n_heads,
-                                 layers=layers, l_ret=l_ret, epochs=epochs, lr=lr, lam=lam, kind=attn_kind)
+                                 layers=layers, l_ret=l_ret, epochs=epochs, lr=lr, lam=lam,
+                                 kind=attn_kind)
     log(f"L_attn {history[0]['l_attn']:.4f} -> {history[-1]['l_attn']:.4f}")
     return {"qvecs": qvecs, "pairs": pairs, "l_ret": l_ret, "alpha": alpha,
             "history": history}

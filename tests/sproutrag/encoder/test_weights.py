@@ -212,7 +212,8 @@ def test_layers_limit_the_mix_round_trip_and_enter_only_the_tree_fingerprint(tmp
     np.testing.assert_allclose(w[0], np.exp(alpha[0]) / np.exp(alpha[0]).sum(), rtol=1e-6)
     assert not w[1:].any()
     whole = TrainedWeights(alpha)
-    assert TrainedWeights(alpha, layers=3) == whole and TrainedWeights(alpha, layers=3).layers is None
+    all_three = TrainedWeights(alpha, layers=3)
+    assert all_three == whole and all_three.layers is None
     assert cut.tree_fingerprint() != whole.tree_fingerprint()
     assert TrainedWeights(alpha, layers=2).tree_fingerprint() != cut.tree_fingerprint()
     back = TrainedWeights.load(cut.save(tmp_path / "w.json"))
