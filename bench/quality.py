@@ -6,9 +6,11 @@ Runs `sproutrag evaluate` (the same code: `evaluate_corpus`) on each development
 then prints one summary table per set, led by tree - leaves (tree mode against its own
 fused score ranking the leaves with no tree: the tree's own contribution; unit IE and
 char-IE, paired per query with its standard error), then tree vs flat (cosine only: IE
-averaged over k = 1, 3, 5, the ratio, the paired difference, IE@1 and char-IE), and
-each set's full table of modes. Sets (they need ../shared/data, as on the project's
-machines; the long ones are built from it with `python -m sproutrag.learn.devsets`):
+averaged over k = 1, 3, 5, the ratio, the paired difference, IE@1 and char-IE), the
+shipped tree mode against the better of LanceDB's own BM25 and hybrid search
+(`sproutrag.learn.anchors`, the yardstick of issue 20), and each set's full table of
+modes. Sets (they need ../shared/data, as on the project's machines; the long ones are
+built from it with `python -m sproutrag.learn.devsets`):
 
 * contractnli: ../shared/data/contractnli dev (NDAs, 614 queries);
 * hotpotqa: ../shared/data/hotpotqa dev (evidence in two paragraphs, 50 queries);
@@ -41,7 +43,7 @@ SETS = {
     "contractnli-long": (SHARED / "contractnli", 5),
 }
 MODES = ["flat", "leaves", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
-         "tree_noseed", "untrained", "untrained_search"]
+         "tree_noseed", "untrained", "untrained_search", "lancedb_bm25", "lancedb_hybrid"]
 
 
 def dev_files(name: str, data_dir: Path, split: str = "dev") -> tuple[Path, Path]:
@@ -74,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     from schemas.settings import load_settings
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
+    from sproutrag.learn.anchors import ANCHORS
     from sproutrag.learn.evaluation import evaluate_corpus
     from sproutrag.learn.metrics import paired_difference
-    from sproutrag.learn.report import write_report
+    from sproutrag.learn.report import best_anchors, write_report
     from sproutrag.learn.variants import make_variants
 
     settings = load_settings(args.config)
@@ -86,16 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"weights {weights.source} ({weights.fingerprint()}): delta {p.threshold:g}, "
           f"lexical_weight {p.lexical_weight:g}, size_penalty {p.size_penalty:g}, "
           f"seed_leaves {p.seed_leaves}")
-    summary, own = [], []
+    summary, own, yardstick = [], [], []
+    anchors = [m for m in args.modes if m in ANCHORS]
+    modes = [m for m in args.modes if m not in ANCHORS]
     for name in args.sets:
         docs, queries = dev_files(name, Path(args.data))
         t0 = time.perf_counter()
-        variants = make_variants(args.modes, weights, settings.tree.parent_embedding)
+        variants = make_variants(modes, weights, settings.tree.parent_embedding)
         rows, meta = evaluate_corpus(docs, queries, encoder=encoder,
                                      chunking=settings.chunking.model_dump(), variants=variants,
-                                     cache_dir=args.cache, log=lambda *a: None)
+                                     cache_dir=args.cache, anchors=anchors, log=lambda *a: None)
         meta["command"] = f"bench/quality.py --sets {name}"
-        by = {v_key: r for v_key, r in zip(args.modes, rows)}
+        by = {v_key: r for v_key, r in zip(modes + anchors, rows)}
         flat, tree, leaves = by.get("flat"), by.get("tree"), by.get("leaves")
         paths = write_report(rows, Path(args.out) / name, meta,
                              flat_name=flat["name"] if flat else None,
@@ -108,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
                         paired_difference(tree["per_query"]["ie"], leaves["per_query"]["ie"]),
                         paired_difference(tree["per_query"]["char_ie"],
                                           leaves["per_query"]["char_ie"])))
+        best = best_anchors(rows)
+        if best and tree:
+            yardstick.append((name, meta["n_queries"], tree, best))
         print(f"\n## {name} ({meta['n_docs']} documents, {meta['n_queries']} queries, "
               f"{time.perf_counter() - t0:.0f} s)\n")
         print(paths["markdown"].read_text(encoding="utf-8").split("\n", 4)[-1])
@@ -120,6 +128,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {n} | {100 * leaves['avg']['ie']:.1f} | {100 * tree['avg']['ie']:.1f} "
               f"| {100 * d:+.1f} +/- {100 * se:.1f} | {100 * leaves['avg']['char_ie']:.1f} | "
               f"{100 * tree['avg']['char_ie']:.1f} | {100 * dc:+.1f} +/- {100 * sec:.1f} |")
+    if yardstick:
+        print("\n## The yardstick: shipped tree mode vs the better LanceDB baseline (unit IE "
+              "and char-IE each against the better of LanceDB BM25 and hybrid; percentages)\n")
+        print("| set | queries | best LanceDB IE | tree IE | ratio | tree - best (paired) "
+              "| best LanceDB charIE | tree charIE | ratio | tree - best (paired) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for name, n, tree, best in yardstick:
+            cells = []
+            for key in ("ie", "char_ie"):
+                ref, t = best[key]["avg"][key], tree["avg"][key]
+                d, se = paired_difference(tree["per_query"][key], best[key]["per_query"][key])
+                cells.append(f"{100 * ref:.1f} | {100 * t:.1f} | {t / max(ref, 1e-12):.2f} | "
+                             f"{100 * d:+.1f} +/- {100 * se:.1f}")
+            print(f"| {name} | {n} | " + " | ".join(cells) + " |")
     print("\n## Summary: tree vs flat (IE averaged over k = 1, 3, 5; percentages)\n")
     print("| set | queries | flat IE | tree IE | tree / flat | tree - flat (paired) "
           "| IE@1 flat / tree | charIE flat / tree |")
@@ -138,7 +160,15 @@ def main(argv: list[str] | None = None) -> int:
         "tree_vs_leaves": [{"set": name, "n_queries": n, "leaves": leaves["avg"],
                             "tree": tree["avg"], "paired_diff": d, "se": se,
                             "char_paired_diff": dc, "char_se": sec}
-                           for name, n, leaves, tree, (d, se), (dc, sec) in own]}, indent=1))
+                           for name, n, leaves, tree, (d, se), (dc, sec) in own],
+        "tree_vs_best_lancedb": [
+            {"set": name, "n_queries": n, "tree": tree["avg"],
+             **{f"best_{key}": {"name": best[key]["name"], "avg": best[key]["avg"][key]}
+                for key in ("ie", "char_ie")},
+             **{f"paired_{key}": paired_difference(tree["per_query"][key],
+                                                   best[key]["per_query"][key])
+                for key in ("ie", "char_ie")}}
+            for name, n, tree, best in yardstick]}, indent=1))
     return 0
 
 

@@ -191,7 +191,8 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--modes", nargs="+", default=list(EVAL_MODES),
                    help=f"rows to score (default: {' '.join(EVAL_MODES)}; also "
                    "flat_delta flat_cutoffs nomargin size_weighted untrained_size_weighted "
-                   "noband b5)")
+                   "noband b5; lancedb_bm25 and lancedb_hybrid are LanceDB's own full-text and "
+                   "hybrid RRF search over plain two-sentence chunks, the yardstick)")
     p.add_argument("--weights", metavar="FILE", help="trained weights (default: packaged)")
     p.add_argument("--config", metavar="FILE", help="YAML settings file")
     p.add_argument("--db", metavar="DIR", help="also index into and query this database")

@@ -185,7 +185,8 @@ def _print_hits(question: str, row: dict) -> None:
 #: Default rows of `sproutrag evaluate`: the baselines, the shipped tree, what each part
 #: of its search adds, and the paper's Table 3 ablations.
 EVAL_MODES = ("flat", "leaves", "flat_lexical", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
-              "tree_noseed", "untrained", "untrained_search", "embedding", "b1", "b3", "b10")
+              "tree_noseed", "untrained", "untrained_search", "embedding", "b1", "b3", "b10",
+              "lancedb_bm25", "lancedb_hybrid")
 
 
 def _evaluate_command(args: argparse.Namespace) -> str:
@@ -243,6 +244,7 @@ def _learned(search) -> str:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from sproutrag.encoder.weights import load_default_weights
+    from sproutrag.learn.anchors import ANCHORS
     from sproutrag.learn.evaluation import evaluate_corpus
     from sproutrag.learn.report import write_report
     from sproutrag.learn.variants import make_variants
@@ -250,10 +252,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = args.settings
     weights = load_default_weights(args.weights or settings.encoding.weights)
     encoder = encoder_from_settings(settings.encoding, weights)
-    variants = make_variants(args.modes, weights, settings.tree.parent_embedding)
+    anchors = [m for m in args.modes if m in ANCHORS]
+    variants = make_variants([m for m in args.modes if m not in ANCHORS], weights,
+                             settings.tree.parent_embedding)
     rows, meta = evaluate_corpus(
         args.docs, args.queries, encoder=encoder, chunking=settings.chunking.model_dump(),
         variants=variants, ks=args.k, cache_dir=args.cache or os.path.join(args.out, "cache"),
+        anchors=anchors,
     )
     if args.db:
         rows += _db_rows(args, settings, encoder, meta)

@@ -32,11 +32,14 @@ from sproutrag.trees.tree import Tree
 
 def query_scores(
     runs: dict[int, list[list[tuple[str, int, int]]]], feats: dict[str, DocFeatures],
-    queries: Sequence[dict[str, Any]],
+    queries: Sequence[dict[str, Any]], units: dict[str, np.ndarray] | None = None,
 ) -> dict[int, list[QueryScores]]:
-    """Per-k, per-query scores of ranked units."""
+    """Per-k, per-query scores of ranked units. UNITS: each document's (start, end) units
+    where the runs come from another chunking (the LanceDB baselines); else FEATS' spans
+    (they define the gold units of unit recall)."""
+    spans = units if units is not None else {d: f.spans for d, f in feats.items()}
     gus = [
-        gold_units([(d, int(s), int(e)) for d in q["doc_ids"] for s, e in feats[d].spans],
+        gold_units([(d, int(s), int(e)) for d in q["doc_ids"] for s, e in spans.get(d, ())],
                    gold_spans(q))
         for q in queries
     ]
@@ -49,10 +52,12 @@ def query_scores(
 
 def result_row(
     name: str, runs: dict[int, list[list[tuple[str, int, int]]]],
-    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]], **extra: Any,
+    feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]],
+    units: dict[str, np.ndarray] | None = None, **extra: Any,
 ) -> dict[str, Any]:
-    """One report row: per-k summaries, their average and each query's IE and charIE."""
-    scores = query_scores(runs, feats, queries)
+    """One report row: per-k summaries, their average and each query's IE and charIE
+    (UNITS: see `query_scores`)."""
+    scores = query_scores(runs, feats, queries, units)
     per_k = [summarize(scores[k], k) for k in sorted(scores)]
     ordered = [scores[k] for k in sorted(scores)]
     return {"name": name, **extra, "per_k": [s.to_dict() for s in per_k],
@@ -80,6 +85,22 @@ def evaluate_variants(
             stats=tree_stats(trees, runs, feats, queries, hits) if trees else {},
         ))
     return rows
+
+
+def anchor_rows(
+    anchors: Sequence[str], docs: Sequence[dict[str, Any]], feats: dict[str, DocFeatures],
+    queries: Sequence[dict[str, Any]], qvecs: np.ndarray, ks: Sequence[int], encoder: Any,
+) -> list[dict[str, Any]]:
+    """One result row per LanceDB baseline (`sproutrag.learn.anchors.ANCHORS` keys)."""
+    from sproutrag.learn.anchors import ANCHORS, AnchorTable
+
+    unknown = [a for a in anchors if a not in ANCHORS]
+    if unknown:
+        raise ValueError(f"unknown baselines {unknown}; choose from {sorted(ANCHORS)}")
+    with AnchorTable(docs, encoder) as table:
+        return [result_row(ANCHORS[a], table.runs(a, queries, qvecs, ks), feats, queries,
+                           table.spans, mode=a, notes="LanceDB's own search", stats={})
+                for a in anchors]
 
 
 def tree_stats(
@@ -136,9 +157,12 @@ def evaluate_corpus(
     variants: Sequence[Variant],
     ks: Sequence[int] = (1, 3, 5),
     cache_dir: str | Path | None = None,
+    anchors: Sequence[str] = (),
     log: Any = print,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Featurize (cached), encode the queries, score every variant. (rows, meta)."""
+    """Featurize (cached), encode the queries, score every variant, then every LanceDB
+    baseline of ANCHORS (`sproutrag.learn.anchors`: its own chunks and table, the same
+    queries). (rows, meta)."""
     t0 = time.perf_counter()
     docs = read_jsonl(docs_path)
     feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
@@ -147,6 +171,8 @@ def evaluate_corpus(
     queries = usable_queries(read_jsonl(queries_path), feats)
     qvecs = encoder.encode_texts([q["query"] for q in queries])
     rows = evaluate_variants(variants, feats, queries, qvecs, ks)
+    if anchors:
+        rows += anchor_rows(anchors, docs, feats, queries, qvecs, ks, encoder)
     meta = {
         "docs": str(docs_path), "queries": str(queries_path), "n_docs": len(feats),
         "n_queries": len(queries), "ks": list(ks), "chunking": chunking,

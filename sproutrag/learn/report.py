@@ -28,16 +28,22 @@ def markdown_table(rows: Sequence[dict[str, Any]], flat_name: str | None = None,
     """One line per variant: IE per k and averaged over k, P, R, charIE (percentages);
     with a leaves row (tree mode's score, no tree) the paired per-query difference to it
     first (unit IE and char-IE: for the tree row, the tree's own contribution), with a
-    flat row the ratio to it and the paired difference (+/- SE)."""
+    flat row the ratio to it and the paired difference (+/- SE); with LanceDB baseline
+    rows (`best_anchors`) the ratio and paired difference to the better of them, on unit
+    IE and on char-IE each."""
     ks = [s["k"] for s in rows[0]["per_k"]] if rows else []
     flat = next((r for r in rows if r["name"] == flat_name), None)
     leaves = next((r for r in rows if r["name"] == leaves_name), None)
+    best = best_anchors(rows)
     head = ["variant", *[f"IE@{k}" for k in ks], "IE avg", "P avg", "R avg", "charIE",
             "units@max k", "IE (returned units)"]
     if leaves:
         head += ["IE - leaves (paired)", "charIE - leaves (paired)"]
     if flat:
         head += ["IE / flat", "IE - flat (paired)"]
+    if best:
+        head += ["IE / best LanceDB", "IE - best LanceDB (paired)", "charIE / best LanceDB",
+                 "charIE - best LanceDB (paired)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         a = r["avg"]
@@ -48,8 +54,26 @@ def markdown_table(rows: Sequence[dict[str, Any]], flat_name: str | None = None,
             cells += [paired_cell(r, leaves), paired_cell(r, leaves, "char_ie")]
         if flat:
             cells += [f"{a['ie'] / max(flat['avg']['ie'], 1e-12):.3f}", paired_cell(r, flat)]
+        if best:
+            for key in ("ie", "char_ie"):
+                ref = best[key]
+                cells += [f"{a[key] / max(ref['avg'][key], 1e-12):.3f}",
+                          paired_cell(r, ref, key)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+#: Row modes of the LanceDB baselines (`sproutrag.learn.anchors.ANCHORS`).
+ANCHOR_MODES = ("lancedb_bm25", "lancedb_hybrid")
+
+
+def best_anchors(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{"ie": the baseline row with the best mean unit IE, "char_ie": the one with the
+    best char-IE} among ROWS' LanceDB baselines ({} without any)."""
+    anchors = [r for r in rows if r.get("mode") in ANCHOR_MODES]
+    if not anchors:
+        return {}
+    return {key: max(anchors, key=lambda r, key=key: r["avg"][key]) for key in ("ie", "char_ie")}
 
 
 def stats_table(rows: Sequence[dict[str, Any]]) -> str:

@@ -1,0 +1,104 @@
+"""The LanceDB baselines (`sproutrag.learn.anchors`): plain chunks with exact offsets,
+LanceDB's own BM25 and hybrid search restricted to the query's documents, scored by
+`sproutrag evaluate` against the better of the two."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from sproutrag.learn.anchors import ANCHORS, AnchorTable, plain_chunks
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+TEXT = ("1. Confidentiality. The Recipient shall keep all information secret. It may not "
+        "copy it!\nNo exceptions apply? None at all. A third sentence here.\n\n"
+        "2. Term.\n  Indented line one. Second one.  \n")
+
+
+def test_plain_chunks_pair_sentences_within_lines_with_exact_offsets():
+    spans = plain_chunks(TEXT)
+    texts = [TEXT[s:e] for s, e in spans]
+    assert texts == [  # a regex takes "1." for a sentence: what a plain user gets
+        "1. Confidentiality.",
+        "The Recipient shall keep all information secret. It may not copy it!",
+        "No exceptions apply? None at all.",
+        "A third sentence here.",
+        "2. Term.",
+        "Indented line one. Second one.",
+    ]
+    assert all("\n" not in t and t == t.strip() for t in texts)
+    assert spans == sorted(spans) and plain_chunks("") == [] and plain_chunks("\n \n") == []
+    assert [TEXT[s:e] for s, e in plain_chunks(TEXT, sentences=1)][:3] == [
+        "1.", "Confidentiality.", "The Recipient shall keep all information secret."]
+
+
+DOCS = [
+    {"doc_id": "nda", "text": "The Recipient keeps the information confidential. Notices go "
+     "by mail.\nDisputes go to the courts of Delaware. The law of Delaware applies.\n"},
+    {"doc_id": "lease", "text": "The tenant pays rent monthly. Rent is due on the first "
+     "day.\nThe landlord repairs the roof. Pets are not allowed.\n"},
+    {"doc_id": "o'brien", "text": "Invoices are paid within thirty days. Late payment "
+     "costs interest.\n"},
+]
+
+
+@pytest.fixture(scope="module")
+def table():
+    from sproutrag.encoder.encoder import Encoder
+
+    enc = Encoder(device="cpu")
+    with AnchorTable(DOCS, enc) as t:
+        yield t, enc
+
+
+@pytest.mark.model
+def test_lancedb_bm25_and_hybrid_rank_the_matching_chunk_within_the_query_documents(table):
+    t, enc = table
+    query = "Which courts decide disputes under Delaware law?"
+    qvec = enc.encode_texts([query])[0]
+    for mode in ANCHORS:
+        top = t.search(mode, query, qvec, ["nda"], 3)
+        assert top[0] == ("nda", *_span("nda", "Disputes go to the courts of Delaware."))
+        assert {d for d, _, _ in top} == {"nda"}  # restricted to the query's documents
+        other = t.search(mode, query, qvec, ["lease", "o'brien"], 3)
+        assert {d for d, _, _ in other} <= {"lease", "o'brien"}
+        # BM25 finds only the words (none there); the hybrid's vector half finds rows
+        assert len(other) == (0 if mode == "lancedb_bm25" else 3)
+    runs = t.runs("lancedb_hybrid", [{"query": query, "doc_ids": ["nda", "lease"]}],
+                  np.asarray([qvec]), [1, 3])
+    assert len(runs[1][0]) == 1 and runs[3][0][:1] == runs[1][0]
+    with pytest.raises(ValueError, match="unknown baseline"):
+        t.search("bm25", query, qvec, ["nda"], 1)
+
+
+def _span(doc_id: str, sentence: str) -> tuple[int, int]:
+    text = next(d["text"] for d in DOCS if d["doc_id"] == doc_id)
+    start = text.index(sentence)
+    return start, text.index("\n", start)
+
+
+@pytest.mark.model
+def test_evaluate_scores_the_baselines_and_compares_with_the_better(tmp_path):
+    from flows.cli import main
+
+    docs, queries = tmp_path / "d.jsonl", tmp_path / "q.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    nda = DOCS[0]["text"]
+    gold = nda.index("Disputes")
+    queries.write_text(json.dumps({"qid": "q1", "query": "Which courts decide disputes?",
+                                   "doc_ids": ["nda"], "gold": [{"doc_id": "nda",
+                                   "start": gold, "end": gold + 38}]}) + "\n")
+    out = tmp_path / "eval"
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                 "leaves", "lancedb_bm25", "lancedb_hybrid", "--out", str(out)]) == 0
+    report = json.loads((out / "results.json").read_text())
+    rows = {r["name"]: r for r in report["rows"]}
+    assert set(ANCHORS.values()) <= set(rows)
+    bm25 = rows[ANCHORS["lancedb_bm25"]]
+    assert bm25["per_k"][0]["ie"] == 1.0  # the one gold chunk first: P@1 = R = 1
+    md = (out / "results.md").read_text()
+    assert "IE - best LanceDB (paired)" in md and "charIE - best LanceDB (paired)" in md
