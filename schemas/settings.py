@@ -33,6 +33,11 @@ class ChunkingSettings(_Section):
         False, description="A chunk never spans a blank line (a lone heading line joins the "
         "paragraph after it)",
     )
+    respect_structure: bool = Field(
+        False, description="A unit ends where a block ends (blank line, list item, "
+        "heading-like line end) and a heading starts a unit, never ends one: no unit "
+        "carries the next section's heading (docs/results.md, evidence units)",
+    )
 
 
 class EncodingSettings(_Section):

@@ -24,6 +24,7 @@ def chunk_batch(docs: list[SourceDocument], settings: Settings, out_dir: str) ->
         sentences_per_chunk=settings.chunking.sentences_per_chunk,
         max_chunk_chars=settings.chunking.max_chunk_chars,
         within_paragraphs=settings.chunking.within_paragraphs,
+        respect_structure=settings.chunking.respect_structure,
     )
     path = write_parquet(chunks, f"{out_dir}/chunks.parquet", settings)
     return Chunked(path, failures, time.perf_counter() - t0)

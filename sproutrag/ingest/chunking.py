@@ -194,9 +194,59 @@ def _group(sentences: list[Span], sentences_per_chunk: int, max_chunk_chars: int
     return chunks
 
 
+def _structure(text: str, sentences: list[Span]) -> tuple[list[bool], list[bool]]:
+    """Per sentence: does it start a block (blank line, heading-like line end, list item:
+    see `_blocks`), and is it a heading (a block of one short line: no sentence end
+    punctuation, or title-like words, or ending with ":")?"""
+    starts = {s for s, _ in _blocks(text)}
+    ends = {e for _, e in _blocks(text)}
+    first = [s in starts for s, _ in sentences]
+    heading = [f and e in ends and _heading_text(text[s:e])
+               for f, (s, e) in zip(first, sentences, strict=True)]
+    return first, heading
+
+
+_MINOR_WORDS = frozenset("a an and as at by for from in of on or the to with".split())
+
+
+def _heading_text(line: str) -> bool:
+    """A one-line block that reads as a heading: "9.8 Incident Costs.", "ARTICLE 5",
+    "Definitions", "The Recipient shall:"."""
+    if "\n" in line or len(line) > 100:
+        return False
+    if line[-1] not in ".!?;,。！？":
+        return True
+    words = [w for w in re.findall(r"[^\W\d_][\w'’-]*", line) if w.lower() not in _MINOR_WORDS]
+    return bool(words) and len(words) <= 8 and all(w[0].isupper() for w in words)
+
+
+def _group_structured(sentences: list[Span], first: list[bool], heading: list[bool],
+                      sentences_per_chunk: int, max_chunk_chars: int) -> list[Span]:
+    """`_group`, where a unit also ends before a sentence that starts a block (a section,
+    paragraph, list item or line that ends a block), unless the unit so far holds only
+    headings: a heading starts a unit and never ends one (it does not count as a
+    sentence)."""
+    chunks: list[Span] = []
+    start, end, count, only_headings = -1, -1, 0, True
+    for (s, e), new_block, head in zip(sentences, first, heading, strict=True):
+        joins = start >= 0 and e - start <= max_chunk_chars and (
+            only_headings or (not new_block and count < sentences_per_chunk))
+        if joins:
+            end = e
+        else:
+            if start >= 0:
+                chunks.append((start, end))
+            start, end, count, only_headings = s, e, 0, True
+        if not head:
+            count, only_headings = count + 1, False
+    if start >= 0:
+        chunks.append((start, end))
+    return chunks
+
+
 def chunk_text(
     text: str, *, sentences_per_chunk: int = 2, max_chunk_chars: int = 1000,
-    within_paragraphs: bool = False,
+    within_paragraphs: bool = False, respect_structure: bool = False,
 ) -> list[Span]:
     """Chunk character spans of `text`: consecutive sentences, at most
     `sentences_per_chunk` per chunk and `max_chunk_chars` characters per chunk.
@@ -205,7 +255,10 @@ def chunk_text(
     into pieces (at whitespace where possible, else a hard cut), each its own chunk.
     With `within_paragraphs`, a chunk never spans a blank line, except that a paragraph
     that is only a short heading line joins the paragraph after it (so the end of one
-    section is not glued to the title of the next). Empty or whitespace-only text gives [].
+    section is not glued to the title of the next). With `respect_structure`, a unit
+    also ends where a block ends (a blank line, a list item, a heading-like line end) and
+    a heading starts a unit and never ends one (`_group_structured`): no unit carries the
+    next section's heading. Empty or whitespace-only text gives [].
     """
     if isinstance(sentences_per_chunk, bool) or not isinstance(sentences_per_chunk, int):
         raise TypeError(f"sentences_per_chunk must be an int, got {sentences_per_chunk!r}")
@@ -215,6 +268,8 @@ def chunk_text(
         raise ValueError(f"sentences_per_chunk must be >= 1, got {sentences_per_chunk}")
     if max_chunk_chars < 16:
         raise ValueError(f"max_chunk_chars must be >= 16, got {max_chunk_chars}")
+    if respect_structure:
+        return _chunk_structured(text, sentences_per_chunk, max_chunk_chars)
     units: list[Span] = []
     chunks: list[Span] = []
     for s, e in split_sentences(text):
@@ -228,6 +283,30 @@ def chunk_text(
             units = []
         units.append((s, e))
     return chunks + _group(units, sentences_per_chunk, max_chunk_chars)
+
+
+def _chunk_structured(text: str, sentences_per_chunk: int, max_chunk_chars: int) -> list[Span]:
+    """`chunk_text` with `respect_structure`: sentences longer than the cap are cut into
+    pieces (each a unit); runs between them are grouped by `_group_structured`."""
+    sentences = split_sentences(text)
+    first, heading = _structure(text, sentences)
+    chunks: list[Span] = []
+    run: list[int] = []
+
+    def flush() -> None:
+        chunks.extend(_group_structured([sentences[i] for i in run], [first[i] for i in run],
+                                        [heading[i] for i in run], sentences_per_chunk,
+                                        max_chunk_chars))
+        run.clear()
+
+    for i, (s, e) in enumerate(sentences):
+        if e - s > max_chunk_chars:
+            flush()
+            chunks += _pieces(text, s, e, max_chunk_chars)
+        else:
+            run.append(i)
+    flush()
+    return chunks
 
 
 def _paragraph_break(text: str, run: list[Span], start: int) -> bool:

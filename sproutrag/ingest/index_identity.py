@@ -60,13 +60,22 @@ def index_fields(encoder: Any, *, chunking: Any, tree: Any) -> dict[str, Any]:
     """Everything that changes the stored trees and vectors: ENCODER (with its weights'
     alpha), CHUNKING and TREE (`Settings.chunking` / `Settings.tree`, or their dicts) and
     the schema version."""
+    chunking = _plain(chunking)
+    for key, old in _CHUNKING_ADDED.items():  # at the behaviour before the option existed:
+        if chunking.get(key) == old:  # left out, so every older fingerprint stays the same
+            del chunking[key]
     return {
         **encoder_fields(encoder),
         "weights": encoder.weights.tree_fingerprint(),
         "schema_version": SCHEMA_VERSION,
-        "chunking": _plain(chunking),
+        "chunking": chunking,
         "tree": _plain(tree),
     }
+
+
+#: Chunking options added after fingerprints were first recorded, with the value that
+#: keeps the old behaviour.
+_CHUNKING_ADDED = {"respect_structure": False}
 
 
 def fingerprint(fields: Mapping[str, Any]) -> str:

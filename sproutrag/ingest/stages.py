@@ -42,14 +42,14 @@ def _isolate(
 
 def chunk_documents(
     docs: Sequence[SourceDocument], *, sentences_per_chunk: int, max_chunk_chars: int,
-    within_paragraphs: bool = False,
+    within_paragraphs: bool = False, respect_structure: bool = False,
 ) -> tuple[pa.Table, list[Failure]]:
     """Sentence chunks of every document, as a `chunks` table."""
 
     def spans(doc: SourceDocument) -> list[tuple[int, int]]:
         out = chunk_text(
             doc.text, sentences_per_chunk=sentences_per_chunk, max_chunk_chars=max_chunk_chars,
-            within_paragraphs=within_paragraphs,
+            within_paragraphs=within_paragraphs, respect_structure=respect_structure,
         )
         if not out:
             raise ValueError("no sentences found (the text is only whitespace)")

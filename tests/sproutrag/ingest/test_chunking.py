@@ -176,3 +176,49 @@ def test_section_headings_give_each_chunk_its_title_or_article():
     assert got["It returns copies. It pays fees."] == "ARTICLE 5"  # a heading paragraph
     assert got["More."] == ""  # a first line that is a sentence is no heading
     assert section_headings("", []) == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts, per_chunk=st.integers(1, 4), max_chars=st.integers(16, 120))
+def test_structured_units_are_whole_sentences_within_limits(
+    text: str, per_chunk: int, max_chars: int
+) -> None:
+    """respect_structure: exact covering spans, the character cap, whole sentences, and
+    no unit continues past a block end unless all it held before were headings."""
+    from sproutrag.ingest.chunking import _structure
+
+    chunks = chunk_text(text, sentences_per_chunk=per_chunk, max_chunk_chars=max_chars,
+                        respect_structure=True)
+    check_spans(text, chunks)
+    sentences = split_sentences(text)
+    first, heading = _structure(text, sentences)
+    for start, end in chunks:
+        assert end - start <= max_chars
+        inside = [k for k, (s, e) in enumerate(sentences) if start <= s and e <= end]
+        if not inside:
+            assert any(s <= start and end <= e for s, e in sentences)
+            continue
+        assert len([k for k in inside if not heading[k]]) <= per_chunk
+        for k in inside[1:]:
+            if first[k]:  # a new block inside a unit: only headings before it
+                assert all(heading[j] for j in inside if j < k)
+
+
+def test_structured_units_never_end_with_the_next_heading() -> None:
+    text = ("9.7 Records. The Recipient keeps records. It shows them on request.\n"
+            "9.8 Incident Costs.\nEach party bears its own costs. Except as stated.\n\n"
+            "ARTICLE 10\nDEFINITIONS\n(a) \"Affiliate\" means any entity. It controls.\n"
+            "(b) \"Party\" means a party.\nThe Recipient shall:\n(i) keep it;\n(ii) return it.")
+    old = [text[s:e] for s, e in chunk_text(text)]
+    assert "It shows them on request.\n9.8 Incident Costs." in old  # ends in a heading
+    got = [text[s:e] for s, e in chunk_text(text, respect_structure=True)]
+    assert got == [
+        "9.7 Records. The Recipient keeps records.",
+        "It shows them on request.",
+        "9.8 Incident Costs.\nEach party bears its own costs. Except as stated.",
+        "ARTICLE 10\nDEFINITIONS\n(a) \"Affiliate\" means any entity. It controls.",
+        "(b) \"Party\" means a party.",
+        "The Recipient shall:\n(i) keep it;",
+        "(ii) return it.",
+    ]
+    assert chunk_text("Only one heading", respect_structure=True) == [(0, 16)]

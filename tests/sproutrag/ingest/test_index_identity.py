@@ -116,3 +116,14 @@ def test_the_feature_cache_key_shares_the_encoder_part_and_is_pinned(tmp_path):
     reweighted = Encoder(device="cpu", weights=TrainedWeights(np.ones((6, 12))))
     assert feature_path(tmp_path, docs, reweighted, chunking) == feature_path(
         tmp_path, docs, encoder, chunking)  # alpha does not change the features
+
+
+def test_structured_units_change_the_fingerprint_and_the_old_behaviour_keeps_it():
+    """chunking.respect_structure enters the identity only when on: an index built before
+    the option keeps its fingerprint; turning it on re-indexes once."""
+    base, on = Settings(), Settings(chunking={"respect_structure": True})
+    off = Settings(chunking={"respect_structure": False})
+    assert task_index_fingerprint(off) == task_index_fingerprint(base)
+    assert task_index_fingerprint(on) != task_index_fingerprint(base)
+    fields = index_fields(shared_encoder(on), chunking=on.chunking, tree=on.tree)
+    assert fields["chunking"]["respect_structure"] is True
