@@ -162,6 +162,9 @@ def _add_train(sub) -> None:
                    help="learn alpha over the heads of the first K layers only: the index's "
                    "window pass then stops after layer K, so trees cost a fraction of a "
                    "whole forward (default: all layers)")
+    p.add_argument("--search-from", metavar="WEIGHTS.json",
+                   help="keep the search parameters of this weights file instead of "
+                   "learning them (only alpha, the trees, is trained)")
     p.add_argument("--cache", metavar="DIR", help="feature cache (default MODEL_DIR/cache)")
     p.add_argument("--finetune-encoder", action="store_true",
                    help="also fine-tune the encoder with the joint loss into MODEL_DIR/encoder "

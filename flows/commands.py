@@ -204,6 +204,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     import time
 
     from flows.preflight import UsageError
+    from sproutrag.encoder.weights import TrainedWeights
     from sproutrag.learn.training import train_corpus
 
     if len(args.docs) != len(args.queries):
@@ -225,6 +226,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         finetune={"epochs": args.finetune_epochs, "lr": args.finetune_lr}
         if args.finetune_encoder else None,
         layers=args.layers,
+        search=TrainedWeights.load(args.search_from).search if args.search_from else None,
         cache_dir=args.cache or os.path.join(args.out, "cache"),
     )
     print(

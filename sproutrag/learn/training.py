@@ -194,6 +194,7 @@ def train_corpus(
     search_grid: dict[str, Any] | None = None,
     finetune: dict[str, Any] | None = None,
     layers: int | None = None,
+    search: Any = None,
     cache_dir: str | None = None,
     log: Any = print,
 ) -> tuple[Any, dict[str, Any]]:
@@ -205,7 +206,8 @@ def train_corpus(
     search parameters are learned again on it. `search_grid` overrides the grids of
     `sproutrag.learn.calibration.learn_search`. With `layers`, alpha weighs only the
     heads of the first `layers` layers (cheaper trees: the window pass stops there).
-    Returns (TrainedWeights, config dict).
+    With `search` (a `SearchParams`), the search parameters are kept as given (no grid):
+    only the trees change. Returns (TrainedWeights, config dict).
     """
     seconds: dict[str, float] = {}
     t = t0 = time.perf_counter()
@@ -225,8 +227,11 @@ def train_corpus(
         t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
     variant = Variant("train", mix=TrainedWeights(r["alpha"], layers=layers).mix(),
                       parent_embedding=parent_embedding)
-    params, grid = learn_search(feats, queries, r["qvecs"], variant,
-                                learn_margin=learn_margin, log=log, **(search_grid or {}))
+    if search is None:
+        params, grid = learn_search(feats, queries, r["qvecs"], variant,
+                                    learn_margin=learn_margin, log=log, **(search_grid or {}))
+    else:
+        params, grid = search, {"kept": search.learned()}
     t = timed(seconds, "learn_search", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
     weights = TrainedWeights(r["alpha"], params, encoder=encoder.model_id,

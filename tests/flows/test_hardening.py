@@ -23,7 +23,8 @@ QUESTION = "When is payment due?"
 def _weights_file(path: Path, *, alpha_shift: float = 0.0, **search) -> Path:
     """The packaged weights with other search parameters (and optionally another alpha)."""
     base = TrainedWeights.load(PACKAGED_WEIGHTS)
-    TrainedWeights(base.alpha + np.float32(alpha_shift), SearchParams(**search)).save(path)
+    TrainedWeights(base.alpha + np.float32(alpha_shift), SearchParams(**search),
+                   layers=base.layers).save(path)
     return path
 
 

@@ -160,14 +160,28 @@ def test_only_alpha_changes_the_tree_fingerprint():
     assert TrainedWeights(np.ones((2, 2))).tree_fingerprint() != base.tree_fingerprint()
 
 
-def test_packaged_weights_load_and_fingerprint_as_before():
-    """The packaged file reads to the same numbers and fingerprints as before the search
-    parameters became one `SearchParams` (values computed with the old
-    `AggregationWeights`), and writes back byte for byte."""
-    w = load_default_weights(None)
+def test_previous_packaged_weights_load_and_fingerprint_as_before():
+    """The previous packaged file (all six layers, kept as weights-6-layers.json) reads to
+    the same numbers and fingerprints as before the search parameters became one
+    `SearchParams` (values computed with the old `AggregationWeights`), and writes back
+    byte for byte."""
+    path = PACKAGED_WEIGHTS.with_name("weights-6-layers.json")
+    w = TrainedWeights.load(path)
     assert (w.tree_fingerprint(), w.fingerprint()) == ("fc6fca376f1af9ed", "1003bc5350b29ea4")
     assert w.search == SearchParams(threshold=0.0, margin=None, lexical_weight=1.0,
                                     size_penalty=2.0, seed_leaves=True)
+    assert w.layers is None
+    assert json.dumps(w.to_dict(), indent=1) + "\n" == path.read_text("utf-8")
+
+
+def test_packaged_weights_use_the_first_layer_with_the_previous_search():
+    """The packaged weights: alpha over layer 1's heads (cheap trees), the search
+    parameters of the previous file unchanged, pinned fingerprints, byte-for-byte."""
+    w = load_default_weights(None)
+    old = TrainedWeights.load(PACKAGED_WEIGHTS.with_name("weights-6-layers.json"))
+    assert w.layers == 1 and w.used_layers == 1 and not w.mix()[1:].any()
+    assert w.search == old.search
+    assert (w.tree_fingerprint(), w.fingerprint()) == ("8a88e83e5f60ed98", "f5de541c3f62a77e")
     assert json.dumps(w.to_dict(), indent=1) + "\n" == PACKAGED_WEIGHTS.read_text("utf-8")
 
 

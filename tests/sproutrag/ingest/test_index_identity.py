@@ -9,7 +9,7 @@ import pytest
 from schemas.settings import Settings
 from sproutrag.encoder.encoder import PACKAGED_MODEL_ID, Encoder
 from sproutrag.encoder.factory import shared_encoder
-from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.encoder.weights import PACKAGED_WEIGHTS, TrainedWeights
 from sproutrag.ingest.index_identity import (
     encoder_fields,
     fingerprint,
@@ -23,7 +23,10 @@ from tasks.database import index_fingerprint as task_index_fingerprint
 pytestmark = pytest.mark.model  # reads the packaged model (config, content hash)
 
 #: Computed before the identity moved into the library (commit 199a7df, with
-#: `tasks.database.index_fingerprint(Settings(...))`), with the packaged model and weights.
+#: `tasks.database.index_fingerprint(Settings(...))`), with the packaged model and the
+#: weights packaged then (now weights-6-layers.json; the first row's setting is added
+#: to every row below).
+OLD_WEIGHTS = str(PACKAGED_WEIGHTS.with_name("weights-6-layers.json"))
 PINNED = [
     ({}, "be3aa5efbbbcfd0e"),
     ({"chunking": {"sentences_per_chunk": 3}, "tree": {"parent_embedding": "mean_of_children"}},
@@ -35,7 +38,8 @@ PINNED = [
 
 @pytest.mark.parametrize("overrides, expected", PINNED)
 def test_index_fingerprints_are_byte_identical_to_before(overrides, expected):
-    settings = Settings(**overrides)
+    encoding = {**overrides.get("encoding", {}), "weights": OLD_WEIGHTS}
+    settings = Settings(**{**overrides, "encoding": encoding})
     encoder = shared_encoder(settings)
     got = index_fingerprint(encoder, chunking=settings.chunking, tree=settings.tree)
     assert got == expected
@@ -51,7 +55,7 @@ def test_the_fields_are_what_the_settings_table_records():
     assert fields == {
         "encoder": PACKAGED_MODEL_ID, "encoder_sha256": "f5a5e1242ff43d92",
         "embedding_mode": "alone", "window_tokens": 512, "window_stride": 510,
-        "chunk_max_tokens": 256, "weights": "fc6fca376f1af9ed", "schema_version": "3",
+        "chunk_max_tokens": 256, "weights": "8a88e83e5f60ed98", "schema_version": "3",
         "chunking": {"sentences_per_chunk": 2, "max_chunk_chars": 1000,
                      "within_paragraphs": False},
         "tree": {"parent_embedding": "size_weighted"},
@@ -91,7 +95,8 @@ def test_precision_enters_the_identity_only_off_float32(monkeypatch):
     """A GPU run (bf16 / fp16 autocast) gets another fingerprint, so it re-indexes a
     CPU-built index instead of mixing float32 and bf16 vectors; float32 keeps the
     fingerprints databases already carry."""
-    settings = Settings(encoding={"device": "cpu"})  # the device is not in the identity
+    # the device is not in the identity
+    settings = Settings(encoding={"device": "cpu", "weights": OLD_WEIGHTS})
     cpu = shared_encoder(settings)
     assert cpu.precision == "float32" and "precision" not in encoder_fields(cpu)
     parts = {"chunking": settings.chunking, "tree": settings.tree}
@@ -127,3 +132,9 @@ def test_structured_units_change_the_fingerprint_and_the_old_behaviour_keeps_it(
     assert task_index_fingerprint(on) != task_index_fingerprint(base)
     fields = index_fields(shared_encoder(on), chunking=on.chunking, tree=on.tree)
     assert fields["chunking"]["respect_structure"] is True
+
+
+def test_the_default_fingerprint_with_the_packaged_layer_one_weights_is_pinned():
+    """The packaged weights of stop 19 (trees over layer 1): one re-index of an existing
+    database, then this identity."""
+    assert task_index_fingerprint(Settings()) == "c1faec46309c5d2b"
