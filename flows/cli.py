@@ -199,6 +199,11 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--weights", metavar="FILE", help="trained weights (default: packaged)")
     p.add_argument("--config", metavar="FILE", help="YAML settings file")
     p.add_argument("--db", metavar="DIR", help="also index into and query this database")
+    p.add_argument("--corpus-wide", action="store_true",
+                   help="with --db, also query the whole database without the queries' "
+                   "doc_ids (the Retriever's first stage picks the documents, as `sproutrag "
+                   "query` without --doc-id): rows '<mode> corpus-wide' beside the "
+                   "within-document ones")
     p.add_argument("--out", default="out/eval", metavar="DIR", help="report folder")
     p.add_argument("--cache", metavar="DIR", help="feature cache (default OUT/cache)")
     p.set_defaults(func=cmd_evaluate)

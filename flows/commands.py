@@ -295,6 +295,11 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
         runs = retriever_runs(retriever, queries, args.k, mode)
         rows.append(result_row(f"{mode} [database {args.db}]", runs, feats, queries, mode=mode,
                                notes="stored path", stats={}))
+        if args.corpus_wide:
+            runs = retriever_runs(retriever, queries, args.k, mode, corpus_wide=True)
+            rows.append(result_row(f"{mode} corpus-wide [database {args.db}]", runs, feats,
+                                   queries, mode=mode, notes="stored path, no doc_ids",
+                                   stats={}))
     return rows
 
 

@@ -112,6 +112,8 @@ def preflight(args: argparse.Namespace) -> Settings:
     _existing_file("--config", getattr(args, "config", None))
     if command == "evaluate":
         _existing_file("--weights", args.weights)
+        if args.corpus_wide and not args.db:
+            raise UsageError("--corpus-wide queries a database: give --db DIR too")
     settings = load_settings(getattr(args, "config", None))
     check_encoding(settings)
     if command == "index":

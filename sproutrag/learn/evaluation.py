@@ -186,12 +186,17 @@ def evaluate_corpus(
 
 
 def retriever_runs(
-    retriever: Any, queries: Sequence[dict[str, Any]], ks: Sequence[int], mode: str
+    retriever: Any, queries: Sequence[dict[str, Any]], ks: Sequence[int], mode: str, *,
+    corpus_wide: bool = False,
 ) -> dict[int, list[list[tuple[str, int, int]]]]:
-    """Ranked units per k per query through a database `Retriever` (the stored path)."""
+    """Ranked units per k per query through a database `Retriever` (the stored path):
+    within each query's documents, or with CORPUS_WIDE over the whole database (no
+    doc_ids: the Retriever's first stage chooses the documents, as `sproutrag query`
+    without --doc-id does)."""
     out: dict[int, list] = {k: [] for k in ks}
     for q in queries:
+        doc_ids = None if corpus_wide else q["doc_ids"]
         for k in ks:
-            hits = retriever.search(q["query"], k=k, doc_ids=q["doc_ids"], mode=mode)
+            hits = retriever.search(q["query"], k=k, doc_ids=doc_ids, mode=mode)
             out[k].append([(h.doc_id, int(s), int(e)) for h in hits for s, e in h.spans])
     return out

@@ -159,7 +159,7 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
     out = tmp_path / "eval"
     assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
                  "flat", "leaves", "tree", "--db", str(tmp_path / "db"), "--out", str(out),
-                 "--cache", str(cache)]) == 0
+                 "--cache", str(cache), "--corpus-wide"]) == 0
     report = json.loads((out / "results.json").read_text())
     rows = {r["name"]: r for r in report["rows"]}
     assert report["meta"]["features"] != str(decoy)
@@ -168,3 +168,26 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
         stored = rows[f"{mode} [database {tmp_path / 'db'}]"]
         assert stored["per_query"]["qid"] == rows[name]["per_query"]["qid"] == ["q1", "q2"]
         assert stored["avg"] == pytest.approx(rows[name]["avg"], abs=1e-9), mode
+        wide = rows[f"{mode} corpus-wide [database {tmp_path / 'db'}]"]
+        assert wide["per_query"]["qid"] == ["q1", "q2"] and wide["avg"]["recall"] > 0
+
+
+def test_corpus_wide_runs_search_without_doc_ids():
+    """`retriever_runs(corpus_wide=True)` asks the Retriever for no doc_ids (its first
+    stage chooses), the restricted runs for each query's own."""
+    from sproutrag.learn.evaluation import retriever_runs
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def search(self, query, *, k, doc_ids, mode):
+            self.calls.append((query, k, doc_ids, mode))
+            return []
+
+    r = Recorder()
+    qs = [{"query": "q", "doc_ids": ["a"]}]
+    assert retriever_runs(r, qs, (1, 3), "tree") == {1: [[]], 3: [[]]}
+    retriever_runs(r, qs, (1,), "leaves", corpus_wide=True)
+    assert r.calls == [("q", 1, ["a"], "tree"), ("q", 3, ["a"], "tree"),
+                       ("q", 1, None, "leaves")]
