@@ -72,6 +72,16 @@ class TreeSettings(_Section):
     )
 
 
+class SearchSettings(_Section):
+    n_docs: int = Field(8, ge=1, le=10_000, description="Documents a query without doc_ids "
+                        "searches (more while they hold fewer than k evidence units)")
+    first_stage: Literal["hybrid", "vector"] = Field(
+        "hybrid", description="How a query without doc_ids picks its documents: hybrid = "
+        "nearest nodes and LanceDB's full-text index over the leaves, fused by reciprocal "
+        "rank; vector = nearest nodes only (before stop 19)",
+    )
+
+
 class PipelineSettings(_Section):
     batch_docs: int = Field(8, ge=1, description="Documents per chunk/encode/store batch")
     work_dir: str | None = Field(
@@ -213,6 +223,7 @@ class Settings(BaseSettings):
     chunking: ChunkingSettings = ChunkingSettings()
     encoding: EncodingSettings = EncodingSettings()
     tree: TreeSettings = TreeSettings()
+    search: SearchSettings = SearchSettings()
     pipeline: PipelineSettings = PipelineSettings()
     storage: StorageSettings = StorageSettings()
 

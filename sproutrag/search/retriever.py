@@ -33,6 +33,7 @@ import numpy as np
 
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
+from sproutrag.search.first_stage import FIRST_STAGES, fuse_rankings
 from sproutrag.search.hits import Hit, QueryError, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.tree_search import (
@@ -85,13 +86,19 @@ class Retriever:
         lexical_weight: float | None = None,
         overrides: Mapping[str, Any] | None = None,
         n_docs: int = 8,
+        first_stage: str = "hybrid",
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
         cache_bytes: int = CACHE_BYTES,
     ) -> None:
         """THRESHOLD, LEXICAL_WEIGHT (None: not set), MARGIN (None: off) and OVERRIDES (any
-        `SearchParams` field) replace the database's defaults (`_resolve`)."""
+        `SearchParams` field) replace the database's defaults (`_resolve`). FIRST_STAGE:
+        how a query without doc_ids picks its documents (`choose_documents`): "hybrid"
+        (nearest nodes and the full-text index's best leaves, fused) or "vector"."""
+        if first_stage not in FIRST_STAGES:
+            raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
+                             f"{first_stage!r}")
         given = {"threshold": threshold, "lexical_weight": lexical_weight}
         self._overrides = SearchParams.overrides({
             "beam_width": beam_width, "margin": margin, **(overrides or {}),
@@ -110,7 +117,8 @@ class Retriever:
                 "encoder the database was built with (settings encoding.model)"
             )
         self.encoder, self.weights = encoder, weights
-        self.n_docs, self.reranker = n_docs, reranker
+        self.n_docs, self.reranker, self.first_stage = n_docs, reranker, first_stage
+        self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
         self._cache = LRUCache(cache_bytes)  # ("tree" | "terms", doc_id, tree_id) -> value
         # First stage in memory: (table versions, doc id per row, unit row vectors) while
         # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
@@ -314,18 +322,27 @@ class Retriever:
         return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
 
     def choose_documents(
-        self, qvec: np.ndarray, doc_ids: Sequence[str] | None, *, k: int = 0
+        self, qvec: np.ndarray, doc_ids: Sequence[str] | None, *, k: int = 0,
+        query: str | None = None,
     ) -> list[str]:
-        """First stage: the documents of the nearest nodes, best first: `n_docs` of them,
-        and more while their evidence units number fewer than K (up to every document),
-        so that an answer can be filled to k."""
+        """First stage: `n_docs` documents, best first, and more while their evidence
+        units number fewer than K (up to every document), so that an answer can be
+        filled to k. Documents are ranked by their nearest nodes (`_ranked_documents`);
+        with QUERY and the hybrid first stage, that ranking and the one of the documents
+        of the best leaves by the full-text index (`_text_ranked_documents`) are fused
+        by reciprocal rank (`fuse_rankings`), so a document that only the words match
+        is looked at too."""
         if doc_ids:
             return list(doc_ids)
         current = self._current()
         limit = max(50, 10 * self.n_docs)
+        hybrid = query is not None and self.first_stage == "hybrid"
         while True:
             chosen, units = [], 0
-            for doc in self._ranked_documents(qvec, limit):
+            ranked = self._ranked_documents(qvec, limit)
+            if hybrid:
+                ranked = fuse_rankings([ranked, self._text_ranked_documents(query, limit)])
+            for doc in ranked:
                 if len(chosen) >= self.n_docs and units >= k:
                     break
                 chosen.append(doc)
@@ -346,6 +363,27 @@ class Retriever:
         else:
             ranked = []
         return list(dict.fromkeys(ranked))
+
+    def has_text_index(self) -> bool:
+        """Whether `nodes` has its full-text index (checked once per table version)."""
+        nodes = self.store.table("nodes")
+        if self._text_index is None or self._text_index[0] != nodes.version:
+            self._text_index = (nodes.version, self.store.text_index() is not None)
+        return self._text_index[1]
+
+    def _text_ranked_documents(self, query: str, limit: int) -> list[str]:
+        """The documents of the LIMIT best leaves of the current trees by LanceDB's
+        full-text index (its BM25 over `nodes.text`), best first; [] without the index
+        (a database no index run has maintained since it was built)."""
+        if not self.has_text_index():
+            return []
+        nodes = self.store.table("nodes")
+        q = nodes.search(query, query_type="fts").where("left = -1", prefilter=True)
+        rows = (q.select(["doc_id", "tree_id", "_score"])
+                .limit(limit + self._stale_rows(nodes)).to_list())
+        current = self._current().trees
+        return list(dict.fromkeys(r["doc_id"] for r in rows
+                                  if current.get(r["doc_id"]) == r["tree_id"]))
 
     # -- search -------------------------------------------------------------------
 
@@ -388,7 +426,7 @@ class Retriever:
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
             if mode == "flat":
                 return self._flat(qvec, k, doc_ids)
-            docs = self.choose_documents(qvec, doc_ids, k=k)
+            docs = self.choose_documents(qvec, doc_ids, k=k, query=query)
             if mode == "leaves":
                 return self._leaves(query, qvec, k, docs, params)
             return self._tree(query, qvec, k, docs, params)
@@ -439,4 +477,4 @@ class Retriever:
         return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in ranked]
 
 
-__all__ = ["MODES", "Hit", "QueryError", "Retriever", "sql_quote"]
+__all__ = ["FIRST_STAGES", "MODES", "Hit", "QueryError", "Retriever", "sql_quote"]

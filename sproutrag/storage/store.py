@@ -45,6 +45,19 @@ from sproutrag.storage.rows import (
 ANN_MIN_ROWS = 100_000  # nodes; below this an exhaustive vector scan is fast and exact
 
 
+#: The analyzer of the full-text index over `nodes.text` (the first stage's lexical
+#: half): LanceDB's English analyzer with its defaults spelled out, so a LanceDB release
+#: that changed a default would not change an existing database's answers silently.
+TEXT_ANALYZER = {"base_tokenizer": "simple", "language": "English", "lower_case": True,
+                 "stem": True, "remove_stop_words": True, "ascii_folding": True,
+                 "max_token_length": 40, "with_position": False}
+
+
+def text_analyzer_matches(details: dict[str, Any] | None) -> bool:
+    """Do an FTS index's details (`IndexConfig.index_details`) name `TEXT_ANALYZER`?"""
+    return all((details or {}).get(k) == v for k, v in TEXT_ANALYZER.items())
+
+
 class Store:
     """The SproutRAG tables in one LanceDB database (a folder or an s3:// URI)."""
 
@@ -283,6 +296,30 @@ class Store:
         tbl.create_scalar_index("doc_id", replace=True)
         return True
 
+    def text_index(self) -> Any | None:
+        """The full-text index of `nodes.text` (LanceDB's `IndexConfig`), or None."""
+        tbl = self.table("nodes")
+        if tbl is None:
+            return None
+        return next((i for i in tbl.list_indices()
+                     if i.columns == ["text"] and i.index_type == "FTS"), None)
+
+    def ensure_text_index(self) -> bool:
+        """Create the full-text index of `nodes.text` with `TEXT_ANALYZER` (LanceDB's
+        native FTS), or build it again when the one there was made with another analyzer
+        (LanceDB records it in the index's details). New rows are searched before
+        `optimize()` folds them in; deleted rows never match. Returns whether one exists."""
+        tbl = self.table("nodes")
+        if tbl is None or tbl.count_rows() == 0:
+            return False
+        found = self.text_index()
+        if found is not None and text_analyzer_matches(found.index_details):
+            return True
+        from lancedb.index import FTS
+
+        tbl.create_index("text", config=FTS(**TEXT_ANALYZER), replace=True)
+        return True
+
     def maintain(
         self, *, keep_versions_days: float, min_fragments: int, min_old_versions: int
     ) -> dict[str, int]:
@@ -297,6 +334,7 @@ class Store:
         from datetime import timedelta
 
         self.ensure_vector_index()
+        self.ensure_text_index()
         keep = timedelta(days=keep_versions_days)
         removed = {}
         for name in ("documents", "nodes", "runs"):

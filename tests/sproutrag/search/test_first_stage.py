@@ -1,0 +1,104 @@
+"""The corpus-wide first stage: LanceDB's full-text index over the leaves, kept by the
+index run, and its documents fused with the nearest nodes' (issue 21)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.params import SearchParams
+from sproutrag.search.first_stage import fuse_rankings
+from sproutrag.search.retriever import QueryError, Retriever
+from sproutrag.storage.store import TEXT_ANALYZER, text_analyzer_matches
+from tests.helpers import toy_document, toy_encoder, toy_store, write_files
+
+
+def test_reciprocal_rank_fusion():
+    assert fuse_rankings([["a", "b", "c"], ["c", "d"]]) == ["c", "a", "b", "d"]
+    assert fuse_rankings([["a", "b"], []]) == ["a", "b"]
+    assert fuse_rankings([["a", "b"], ["b", "a"]]) == ["a", "b"]  # a tie keeps first seen
+    assert fuse_rankings([]) == []
+
+
+def _toy_retriever(db, **kw) -> Retriever:
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    return Retriever(str(db), encoder=toy_encoder(weights), **kw)
+
+
+def test_the_hybrid_first_stage_finds_a_document_only_the_words_match(tmp_path):
+    store = toy_store(tmp_path / "db")
+    docs = [toy_document("near", "alpha beta gamma", seed=1),
+            toy_document("other", "delta epsilon zeta", seed=2),
+            toy_document("words", "eta quokka theta", seed=3)]
+    store.write(docs, "fp")
+    assert store.ensure_text_index()
+    q = docs[0].tree.vectors[0]  # the query vector is one of "near"'s leaves
+    vector = _toy_retriever(store.uri, first_stage="vector", n_docs=1)
+    hybrid = _toy_retriever(store.uri, n_docs=1)
+    assert vector.choose_documents(q, None, query="quokka") == ["near"]
+    assert hybrid.choose_documents(q, None, query="quokka") == ["words"]
+    assert hybrid.choose_documents(q, None) == ["near"]  # no query text: vectors only
+    assert hybrid.choose_documents(q, None, query="a word no leaf has") == ["near"]
+    assert hybrid.search_vector("quokka", q, k=1, mode="leaves")[0].doc_id == "words"
+    assert vector.search_vector("quokka", q, k=1, mode="leaves")[0].doc_id == "near"
+    with pytest.raises(QueryError, match="first_stage"):
+        _toy_retriever(store.uri, first_stage="bm25")
+
+
+def test_without_a_text_index_the_first_stage_is_the_vectors(tmp_path):
+    store = toy_store(tmp_path / "db")
+    docs = [toy_document("near", "alpha beta", seed=1), toy_document("words", "quokka", seed=3)]
+    store.write(docs, "fp")
+    r = _toy_retriever(store.uri, n_docs=1)
+    assert not r.has_text_index()
+    assert r.choose_documents(docs[0].tree.vectors[0], None, query="quokka") == ["near"]
+
+
+def test_an_index_with_another_analyzer_is_built_again(tmp_path):
+    from lancedb.index import FTS
+
+    store = toy_store(tmp_path / "db")
+    store.write([toy_document("d", "running dogs", seed=1)], "fp")
+    store.table("nodes").create_index("text", config=FTS(stem=False))
+    assert not text_analyzer_matches(store.text_index().index_details)
+    assert store.ensure_text_index()
+    details = store.text_index().index_details
+    assert text_analyzer_matches(details) and details["stem"] is True
+    assert {k: details[k] for k in TEXT_ANALYZER} == TEXT_ANALYZER
+
+
+def _fts_docs(db, word: str) -> set[str]:
+    from sproutrag.storage.store import Store
+
+    nodes = Store.open_existing(str(db)).table("nodes")
+    rows = (nodes.search(word, query_type="fts").select(["doc_id", "_score"]).limit(100)
+            .to_list())
+    return {r["doc_id"] for r in rows}
+
+
+@pytest.mark.model
+def test_the_index_run_keeps_the_text_index(prefect_harness, tmp_path):
+    """An index run builds the full-text index with the recorded analyzer; after an
+    incremental run a changed document's old words stop matching, a deleted document's
+    words are gone and new words match."""
+    from sproutrag.storage.store import Store
+    from tests.helpers import run_index
+
+    corpus = write_files(tmp_path / "corpus", {
+        "a.txt": "The quokka clause. Payment is due in 45 days.",
+        "b.txt": "The wombat clause. Notices go by registered mail.",
+        "c.txt": "Security training is mandatory every year.",
+    })
+    db = tmp_path / "db"
+    assert run_index(corpus, db)["n_new"] == 3
+    index = Store.open_existing(str(db)).text_index()
+    assert index is not None and text_analyzer_matches(index.index_details)
+    assert _fts_docs(db, "quokkas") == {"a.txt"}  # stemmed: quokkas -> quokka
+    (corpus / "a.txt").write_text("The platypus clause. Payment is due in 45 days.")
+    (corpus / "b.txt").unlink()
+    row = run_index(corpus, db)
+    assert (row["n_changed"], row["n_deleted"]) == (1, 1)
+    assert _fts_docs(db, "quokka") == set()
+    assert _fts_docs(db, "wombat") == set()
+    assert _fts_docs(db, "platypus") == {"a.txt"}
