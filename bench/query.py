@@ -9,6 +9,14 @@ are what the search cost depends on). Queries are real questions encoded by the 
 encoder; latency is reported with and without query encoding, p50 and p95, tree mode
 and flat mode, in one process.
 
+Scale (with --scale N): a database of N `nodes` rows (documents of 500 leaves: 999 nodes
+each; leaf vectors drawn around MiniLM embeddings of sample sentences, their texts those
+sentences) written through the project's `Store`, its vector (IVF_SQ) and full-text
+indexes built as an index run's maintenance builds them; then, in a fresh process: the
+first corpus-wide query (open, first-stage, trees loaded, no encoding), p50/p95 of warm
+corpus-wide queries (search only, tree mode, hybrid first stage) and the process's
+peak RSS. Targets at 1M rows (issue 21): p50 < 100 ms, first query < 2 s, RSS < 2 GB.
+
 Selection recall (with --dev-db, a database of the ContractNLI dev documents built by
 `sproutrag index ../shared/data/contractnli/dev.docs.jsonl --db DB`): the share of dev
 queries, run corpus-wide (no doc_ids), whose gold document is among the documents the
@@ -148,14 +156,92 @@ def selection_recall(db: str, queries_path: Path, encoder: Encoder) -> None:
               f"{hit / bound:.0%} of it)  precision {prec / n:.3f}")
 
 
+def build_scale_db(path: str, encoder: Encoder, n_rows: int, leaves: int = 500) -> None:
+    """N_ROWS nodes rows (rounded up to whole documents of LEAVES leaves) and the
+    indexes an index run's maintenance builds."""
+    texts = _sentences()
+    pool = encoder.encode_texts(texts)
+    rng = np.random.default_rng(0)
+    store = Store(path, encoder_id=encoder.model_id, dim=encoder.dim)
+    n_docs = -(-n_rows // (2 * leaves - 1))
+    t0 = time.perf_counter()
+    for k in range(0, n_docs, 20):
+        store.write([_doc(f"doc-{d:06d}", leaves, pool, texts, rng)
+                     for d in range(k, min(n_docs, k + 20))], "bench")
+        print(f"  wrote {min(n_docs, k + 20)}/{n_docs} documents "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    t1 = time.perf_counter()
+    store.ensure_vector_index(min_rows=0)
+    t2 = time.perf_counter()
+    store.ensure_text_index()
+    print(f"  {store.table('nodes').count_rows():,} rows; vector index {t2 - t1:.0f} s, "
+          f"text index {time.perf_counter() - t2:.0f} s", flush=True)
+
+
+def scale_worker(db: str, n_queries: int) -> None:
+    """In a fresh process: the first query, then warm p50/p95, then peak RSS (printed
+    as one RESULT line)."""
+    import resource
+
+    encoder = Encoder()
+    qs = [QUESTIONS[i % len(QUESTIONS)] + f" ({i})" for i in range(n_queries + 1)]
+    qvecs = encoder.encode_texts(qs)
+    t0 = time.perf_counter()
+    r = Retriever(db, encoder=encoder)
+    r.search_vector(qs[0], qvecs[0], k=5)
+    first = time.perf_counter() - t0
+    times = []
+    for q, v in zip(qs[1:], qvecs[1:]):
+        t = time.perf_counter()
+        r.search_vector(q, v, k=5)
+        times.append(time.perf_counter() - t)
+    print("RESULT " + json.dumps({
+        "first_s": first, "p50_ms": float(np.percentile(times, 50) * 1000),
+        "p95_ms": float(np.percentile(times, 95) * 1000),
+        "memory_rows": r.memory_rows, "text_index": r.has_text_index(),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def scale(n_rows: int, encoder: Encoder, n_queries: int, keep: str | None) -> None:
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory(prefix="bench-query-scale-") as tmp:
+        db = keep or f"{tmp}/db"
+        if not Path(db).exists():
+            print(f"\nbuilding a database of {n_rows:,} nodes rows at {db}", flush=True)
+            build_scale_db(db, encoder, n_rows)
+        proc = subprocess.run([sys.executable, __file__, "--scale-worker", db, "--queries",
+                               str(n_queries)], capture_output=True, text=True)
+        lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        if proc.returncode != 0 or not lines:
+            raise SystemExit(f"scale worker failed: {proc.stderr[-2000:]}")
+        res = json.loads(lines[-1][7:])
+        print(f"scale {n_rows:,} rows, a fresh process, corpus-wide tree mode (k=5): first "
+              f"query {res['first_s']:.2f} s (target < 2 s); warm search only p50 "
+              f"{res['p50_ms']:.1f} ms (target < 100 ms), p95 {res['p95_ms']:.1f} ms over "
+              f"{n_queries} queries; peak RSS {res['peak_rss_mb']:.0f} MB (target < 2 GB); "
+              f"text index {res['text_index']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--scale", type=int, nargs="*", metavar="N",
+                    help="only the scale figures, at N nodes rows each (e.g. 1000000)")
+    ap.add_argument("--scale-db", help="build (or reuse) the scale database here")
+    ap.add_argument("--scale-worker", help=argparse.SUPPRESS)
     ap.add_argument("--dev-db", help="database of the ContractNLI dev documents")
     ap.add_argument("--dev-queries", default=str(
         ROOT.parent / "shared" / "data" / "contractnli" / "dev.queries.jsonl"))
     args = ap.parse_args()
+    if args.scale_worker:
+        return scale_worker(args.scale_worker, args.queries)
     encoder = Encoder()
+    if args.scale:
+        for n in args.scale:
+            scale(n, encoder, args.queries, args.scale_db)
+        return
     latency(encoder, args.queries)
     if args.dev_db:
         selection_recall(args.dev_db, Path(args.dev_queries), encoder)
