@@ -5,7 +5,8 @@
 
 For every set present in both report folders, prints IE (averaged over k = 1, 3, 5) of
 the mode before and after and the paired difference (after - before, matched by query
-id) with its standard error: the figure that says whether a change moved retrieval.
+id) with its standard error, the same for char-IE: the figures that say whether a
+change moved retrieval.
 """
 
 from __future__ import annotations
@@ -41,20 +42,24 @@ def main(argv: list[str] | None = None) -> int:
     if not sets:
         print(f"no set has a results.json in both {args.before} and {args.after}")
         return 1
-    print(f"| set | queries | {args.mode} IE before | after | after - before (paired) |")
-    print("|---|---|---|---|---|")
+    print(f"| set | queries | {args.mode} IE before | after | after - before (paired) "
+          "| charIE before | after | after - before (paired) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in sets:
         before = _rows(args.before / name).get(args.mode)
         after = _rows(args.after / name).get(args.mode)
         if before is None or after is None:
-            print(f"| {name} | mode {args.mode!r} missing in one run | | | |")
+            print(f"| {name} | mode {args.mode!r} missing in one run | | | | | | |")
             continue
-        b = dict(zip(before["per_query"]["qid"], before["per_query"]["ie"], strict=True))
-        a = dict(zip(after["per_query"]["qid"], after["per_query"]["ie"], strict=True))
-        qids = sorted(set(a) & set(b))
-        d, se = paired_difference([a[q] for q in qids], [b[q] for q in qids])
-        print(f"| {name} | {len(qids)} | {100 * before['avg']['ie']:.1f} | "
-              f"{100 * after['avg']['ie']:.1f} | {100 * d:+.2f} +/- {100 * se:.2f} |")
+        cells = []
+        for key in ("ie", "char_ie"):
+            b = dict(zip(before["per_query"]["qid"], before["per_query"][key], strict=True))
+            a = dict(zip(after["per_query"]["qid"], after["per_query"][key], strict=True))
+            qids = sorted(set(a) & set(b))
+            d, se = paired_difference([a[q] for q in qids], [b[q] for q in qids])
+            cells.append(f"{100 * before['avg'][key]:.1f} | {100 * after['avg'][key]:.1f} | "
+                         f"{100 * d:+.2f} +/- {100 * se:.2f}")
+        print(f"| {name} | {len(qids)} | " + " | ".join(cells) + " |")
     return 0
 
 
