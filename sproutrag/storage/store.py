@@ -333,8 +333,10 @@ class Store:
         """
         from datetime import timedelta
 
+        crash_point("maintain-start")
         self.ensure_vector_index()
         self.ensure_text_index()
+        crash_point("maintain-indexed")
         keep = timedelta(days=keep_versions_days)
         removed = {}
         for name in ("documents", "nodes", "runs"):
