@@ -82,7 +82,8 @@ def chunked(docs: list[dict]) -> list[tuple[str, list[tuple[int, int]]]]:
     cfg = ChunkingSettings()
     return [(d["text"], chunk_text(d["text"], sentences_per_chunk=cfg.sentences_per_chunk,
                                    max_chunk_chars=cfg.max_chunk_chars,
-                                   within_paragraphs=cfg.within_paragraphs)) for d in docs]
+                                   within_paragraphs=cfg.within_paragraphs,
+                                   respect_structure=cfg.respect_structure)) for d in docs]
 
 
 # -- workers (one per process) ---------------------------------------------------------

@@ -34,9 +34,10 @@ class ChunkingSettings(_Section):
         "paragraph after it)",
     )
     respect_structure: bool = Field(
-        False, description="A unit ends where a block ends (blank line, list item, "
+        True, description="A unit ends where a block ends (blank line, list item, "
         "heading-like line end) and a heading starts a unit, never ends one: no unit "
-        "carries the next section's heading (docs/results.md, evidence units)",
+        "carries the next section's heading (docs/results.md, evidence units; false: "
+        "the units of before stop 19)",
     )
 
 

@@ -222,3 +222,23 @@ def test_structured_units_never_end_with_the_next_heading() -> None:
         "(ii) return it.",
     ]
     assert chunk_text("Only one heading", respect_structure=True) == [(0, 16)]
+
+
+def test_the_sample_answer_carries_no_trailing_heading() -> None:
+    """The README's example answer (the sample MSA's security-incident clause) ended with
+    "9.8 Incident Costs.", the next clause's heading; with the default settings' units
+    no unit of the sample ends with a numbered clause heading, and that one starts its
+    clause's unit."""
+    import re
+
+    from schemas.settings import ChunkingSettings
+    from tests.helpers import SAMPLE
+
+    text = (SAMPLE / "master_services_agreement.txt").read_text(encoding="utf-8")
+    units = [text[s:e] for s, e in chunk_text(text, **ChunkingSettings().model_dump())]
+    heading_at_end = re.compile(r"\n\d+(\.\d+)+ [A-Z][\w ,&-]*\.$")
+    assert not [u for u in units if heading_at_end.search(u)]
+    assert any(u.startswith("9.8 Incident Costs. Where a Security Incident") for u in units)
+    old = [text[s:e] for s, e in chunk_text(text)]  # the units of before stop 19
+    assert any(u.endswith("\n\n9.8 Incident Costs.") or u.endswith("\n9.8 Incident Costs.")
+               for u in old)

@@ -23,9 +23,9 @@ from tasks.database import index_fingerprint as task_index_fingerprint
 pytestmark = pytest.mark.model  # reads the packaged model (config, content hash)
 
 #: Computed before the identity moved into the library (commit 199a7df, with
-#: `tasks.database.index_fingerprint(Settings(...))`), with the packaged model and the
-#: weights packaged then (now weights-6-layers.json; the first row's setting is added
-#: to every row below).
+#: `tasks.database.index_fingerprint(Settings(...))`), with the packaged model, the
+#: weights packaged then (now weights-6-layers.json) and the units of then
+#: (chunking.respect_structure false): both are added to every row below.
 OLD_WEIGHTS = str(PACKAGED_WEIGHTS.with_name("weights-6-layers.json"))
 PINNED = [
     ({}, "be3aa5efbbbcfd0e"),
@@ -39,7 +39,8 @@ PINNED = [
 @pytest.mark.parametrize("overrides, expected", PINNED)
 def test_index_fingerprints_are_byte_identical_to_before(overrides, expected):
     encoding = {**overrides.get("encoding", {}), "weights": OLD_WEIGHTS}
-    settings = Settings(**{**overrides, "encoding": encoding})
+    chunking = {**overrides.get("chunking", {}), "respect_structure": False}
+    settings = Settings(**{**overrides, "encoding": encoding, "chunking": chunking})
     encoder = shared_encoder(settings)
     got = index_fingerprint(encoder, chunking=settings.chunking, tree=settings.tree)
     assert got == expected
@@ -57,7 +58,7 @@ def test_the_fields_are_what_the_settings_table_records():
         "embedding_mode": "alone", "window_tokens": 512, "window_stride": 510,
         "chunk_max_tokens": 256, "weights": "8a88e83e5f60ed98", "schema_version": "3",
         "chunking": {"sentences_per_chunk": 2, "max_chunk_chars": 1000,
-                     "within_paragraphs": False},
+                     "within_paragraphs": False, "respect_structure": True},
         "tree": {"parent_embedding": "size_weighted"},
     }
     assert fingerprint(fields) == fingerprint(dict(reversed(fields.items())))  # key order
@@ -96,7 +97,8 @@ def test_precision_enters_the_identity_only_off_float32(monkeypatch):
     CPU-built index instead of mixing float32 and bf16 vectors; float32 keeps the
     fingerprints databases already carry."""
     # the device is not in the identity
-    settings = Settings(encoding={"device": "cpu", "weights": OLD_WEIGHTS})
+    settings = Settings(encoding={"device": "cpu", "weights": OLD_WEIGHTS},
+                        chunking={"respect_structure": False})
     cpu = shared_encoder(settings)
     assert cpu.precision == "float32" and "precision" not in encoder_fields(cpu)
     parts = {"chunking": settings.chunking, "tree": settings.tree}
@@ -110,12 +112,15 @@ def test_precision_enters_the_identity_only_off_float32(monkeypatch):
 def test_the_feature_cache_key_shares_the_encoder_part_and_is_pinned(tmp_path):
     """The evaluation's cache key uses `encoder_fields` (not alpha, not the tree: see the
     module docstring) and keeps its values from before the move (caches stay valid)."""
-    settings = Settings()
+    settings = Settings(chunking={"respect_structure": False})  # the units of then
     encoder = shared_encoder(settings)
     assert "weights" not in encoder_fields(encoder)
     docs = [{"doc_id": "a", "text": "One sentence. Two sentences."}]
     chunking = settings.chunking.model_dump()
     assert feature_path(tmp_path, docs, encoder, chunking).name == "features-3d6f254eced3f13c.npz"
+    structured = Settings().chunking.model_dump()  # the default units: another key
+    assert feature_path(tmp_path, docs, encoder, structured) != feature_path(
+        tmp_path, docs, encoder, chunking)
     other = {"sentences_per_chunk": 3, "max_chunk_chars": 500, "within_paragraphs": True}
     assert feature_path(tmp_path, docs, encoder, other).name == "features-7337d0aa012ae53e.npz"
     reweighted = Encoder(device="cpu", weights=TrainedWeights(np.ones((6, 12))))
@@ -124,17 +129,23 @@ def test_the_feature_cache_key_shares_the_encoder_part_and_is_pinned(tmp_path):
 
 
 def test_structured_units_change_the_fingerprint_and_the_old_behaviour_keeps_it():
-    """chunking.respect_structure enters the identity only when on: an index built before
-    the option keeps its fingerprint; turning it on re-indexes once."""
+    """chunking.respect_structure enters the identity only when on (the default): an
+    index built before the option, or with it off, keeps its fingerprint; the new units
+    re-index once."""
     base, on = Settings(), Settings(chunking={"respect_structure": True})
     off = Settings(chunking={"respect_structure": False})
-    assert task_index_fingerprint(off) == task_index_fingerprint(base)
-    assert task_index_fingerprint(on) != task_index_fingerprint(base)
+    assert task_index_fingerprint(on) == task_index_fingerprint(base)
+    assert task_index_fingerprint(off) != task_index_fingerprint(base)
     fields = index_fields(shared_encoder(on), chunking=on.chunking, tree=on.tree)
     assert fields["chunking"]["respect_structure"] is True
+    fields = index_fields(shared_encoder(off), chunking=off.chunking, tree=off.tree)
+    assert "respect_structure" not in fields["chunking"]
 
 
-def test_the_default_fingerprint_with_the_packaged_layer_one_weights_is_pinned():
-    """The packaged weights of stop 19 (trees over layer 1): one re-index of an existing
-    database, then this identity."""
-    assert task_index_fingerprint(Settings()) == "c1faec46309c5d2b"
+def test_the_default_fingerprint_of_stop_19_is_pinned():
+    """Stop 19's defaults (trees over layer 1, structured units): one re-index of an
+    existing database, then this identity; the layer-1 weights with the old units
+    have their own."""
+    assert task_index_fingerprint(Settings()) == "4972dfe7916fe0c2"
+    old_units = Settings(chunking={"respect_structure": False})
+    assert task_index_fingerprint(old_units) == "c1faec46309c5d2b"
