@@ -198,8 +198,8 @@ def _structure(text: str, sentences: list[Span]) -> tuple[list[bool], list[bool]
     """Per sentence: does it start a block (blank line, heading-like line end, list item:
     see `_blocks`), and is it a heading (a block of one short line: no sentence end
     punctuation, or title-like words, or ending with ":")?"""
-    starts = {s for s, _ in _blocks(text)}
-    ends = {e for _, e in _blocks(text)}
+    blocks = list(_blocks(text))
+    starts, ends = {s for s, _ in blocks}, {e for _, e in blocks}
     first = [s in starts for s, _ in sentences]
     heading = [f and e in ends and _heading_text(text[s:e])
                for f, (s, e) in zip(first, sentences, strict=True)]
