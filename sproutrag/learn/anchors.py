@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from sproutrag.storage.filters import doc_filter
+
 #: Evaluation modes of the baselines and their report row names.
 ANCHORS = {
     "lancedb_bm25": "LanceDB BM25 (native FTS, two-sentence chunks)",
@@ -98,7 +100,7 @@ class AnchorTable:
         """The first K units (doc_id, start, end) of MODE for QUERY within DOC_IDS."""
         from lancedb.rerankers import RRFReranker
 
-        where = "doc_id IN ({})".format(", ".join(_sql_string(d) for d in doc_ids))
+        where = doc_filter(doc_ids)
         if mode == "lancedb_bm25":
             q = self.table.search(query, query_type="fts")
         elif mode == "lancedb_hybrid":
@@ -118,7 +120,3 @@ class AnchorTable:
         ranked = [self.search(mode, q["query"], v, [str(d) for d in q["doc_ids"]], top)
                   for q, v in zip(queries, qvecs, strict=True)]
         return {k: [r[:k] for r in ranked] for k in ks}
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
