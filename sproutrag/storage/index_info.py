@@ -28,7 +28,7 @@ import pyarrow as pa
 from schemas import tables
 from sproutrag.params import SearchParams
 from sproutrag.storage.filters import in_filter
-from sproutrag.storage.store import StaleIndexError, Store
+from sproutrag.storage.store import TEXT_INDEX, StaleIndexError, Store
 
 TABLE = "index_settings"
 
@@ -65,16 +65,20 @@ class IndexInfo:
     settings_json: str
     run_id: str
     updated_at: datetime
+    text_index_json: str | None = None  # null: a row from before it was recorded
 
     @classmethod
     def build(cls, *, fingerprint: str, encoder: Any, fields: dict[str, Any],
               run_id: str) -> IndexInfo:
-        """The row of an index run: FIELDS are what its fingerprint hashes (no secrets)."""
+        """The row of an index run: FIELDS are what its fingerprint hashes (no secrets);
+        the full-text index its maintenance keeps (`TEXT_INDEX`) is recorded beside them
+        (not fingerprinted: another analyzer rebuilds that index, not the documents)."""
         w = encoder.weights
         return cls(
             fingerprint, encoder.model_id, encoder.model_sha256, int(encoder.dim),
             w.tree_fingerprint(), w.fingerprint(), str(w.source), w.search,
             json.dumps(fields, sort_keys=True, default=str), run_id, datetime.now(UTC),
+            json.dumps(TEXT_INDEX, sort_keys=True),
         )
 
     @classmethod
@@ -94,6 +98,10 @@ class IndexInfo:
     def encoding(self) -> dict[str, Any]:
         """The fingerprinted settings (encoder fields, chunking, tree) as recorded."""
         return json.loads(self.settings_json)
+
+    def text_index(self) -> dict[str, Any] | None:
+        """The full-text index recorded (column, type, rows, analyzer), or None."""
+        return json.loads(self.text_index_json) if self.text_index_json else None
 
     def to_row(self) -> dict[str, Any]:
         row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "search"}
@@ -132,7 +140,9 @@ def record_index_info(store: Store, info: IndexInfo) -> bool:
     current = stored.get(info.index_fingerprint)
     if current is None or not current.same_settings(info):
         row = pa.Table.from_pylist([info.to_row()], schema=tables.INDEX_SETTINGS)
-        (store.table(TABLE, create=True).merge_insert("index_fingerprint")
+        tbl = store.table(TABLE, create=True)
+        _add_new_columns(tbl)
+        (tbl.merge_insert("index_fingerprint")
          .when_matched_update_all().when_not_matched_insert_all().execute(row))
         wrote = True
     unused = sorted(set(stored) - document_fingerprints(store) - {info.index_fingerprint})
@@ -140,6 +150,15 @@ def record_index_info(store: Store, info: IndexInfo) -> bool:
         store.table(TABLE).delete(in_filter("index_fingerprint", unused))
         wrote = True
     return wrote
+
+
+def _add_new_columns(tbl) -> None:
+    """Columns `index_settings` gained since TBL was created (nullable: `text_index_json`),
+    added in place with nulls: one commit, no rewrite, the schema version unchanged."""
+    have = set(tbl.schema.names)
+    missing = [f for f in tables.INDEX_SETTINGS if f.name not in have]
+    if missing:
+        tbl.add_columns(missing)
 
 
 def latest(infos: dict[str, IndexInfo]) -> IndexInfo | None:

@@ -53,9 +53,18 @@ TEXT_ANALYZER = {"base_tokenizer": "simple", "language": "English", "lower_case"
                  "max_token_length": 40, "with_position": False}
 
 
-def text_analyzer_matches(details: dict[str, Any] | None) -> bool:
-    """Do an FTS index's details (`IndexConfig.index_details`) name `TEXT_ANALYZER`?"""
-    return all((details or {}).get(k) == v for k, v in TEXT_ANALYZER.items())
+#: What the index run records of that index in `index_settings.text_index_json`, so a
+#: downstream job can build or query the same index from the tables alone.
+TEXT_INDEX = {"column": "text", "index_type": "FTS", "rows": "leaves (left = -1)",
+              "analyzer": TEXT_ANALYZER}
+
+
+def text_analyzer_matches(details: dict[str, Any] | None,
+                          analyzer: dict[str, Any] | None = None) -> bool:
+    """Do an FTS index's details (`IndexConfig.index_details`) name ANALYZER (default
+    `TEXT_ANALYZER`)?"""
+    wanted = TEXT_ANALYZER if analyzer is None else analyzer
+    return all((details or {}).get(k) == v for k, v in wanted.items())
 
 
 class Store:

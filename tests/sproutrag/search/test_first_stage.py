@@ -82,6 +82,7 @@ def test_the_index_run_keeps_the_text_index(prefect_harness, tmp_path):
     """An index run builds the full-text index with the recorded analyzer; after an
     incremental run a changed document's old words stop matching, a deleted document's
     words are gone and new words match."""
+    from sproutrag.storage.index_info import read_index_infos
     from sproutrag.storage.store import Store
     from tests.helpers import run_index
 
@@ -92,8 +93,11 @@ def test_the_index_run_keeps_the_text_index(prefect_harness, tmp_path):
     })
     db = tmp_path / "db"
     assert run_index(corpus, db)["n_new"] == 3
-    index = Store.open_existing(str(db)).text_index()
+    store = Store.open_existing(str(db))
+    index = store.text_index()
     assert index is not None and text_analyzer_matches(index.index_details)
+    [info] = read_index_infos(store).values()  # the analyzer, recorded for readers
+    assert text_analyzer_matches(index.index_details, info.text_index()["analyzer"])
     assert _fts_docs(db, "quokkas") == {"a.txt"}  # stemmed: quokkas -> quokka
     (corpus / "a.txt").write_text("The platypus clause. Payment is due in 45 days.")
     (corpus / "b.txt").unlink()
@@ -102,3 +106,34 @@ def test_the_index_run_keeps_the_text_index(prefect_harness, tmp_path):
     assert _fts_docs(db, "quokka") == set()
     assert _fts_docs(db, "wombat") == set()
     assert _fts_docs(db, "platypus") == {"a.txt"}
+
+
+def _readme_block(heading: str) -> str:
+    """The first python code block after HEADING in the README."""
+    from tests.helpers import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(heading):]
+    start = after.index("```python\n") + len("```python\n")
+    return after[start:after.index("```", start)]
+
+
+@pytest.mark.model
+def test_the_readme_downstream_recipe_runs_on_the_tables_alone(sample_index, capsys):
+    """The README's LanceDB-only hybrid search, run as written on the indexed sample: it
+    prints current leaves whose offsets give their text, the security-incident clause among
+    them."""
+    from sproutrag.storage.store import Store
+
+    db, _ = sample_index
+    code = _readme_block("### The same search from the tables alone")
+    assert 'lancedb.connect(".sproutrag/db")' in code
+    exec(compile(code.replace('".sproutrag/db"', repr(db)), "README", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert 1 <= len(lines) <= 5
+    store = Store.open_existing(db)
+    for line in lines:
+        doc_id, start, end, text = line.split(" ", 3)
+        tree_id = dict(store.current_trees())[doc_id][0]
+        assert store.document_text(doc_id, tree_id)[int(start):int(end)][:80] == text
+    assert any("9.7 Security Incidents. Provider shall notify" in line for line in lines)

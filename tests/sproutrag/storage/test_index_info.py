@@ -176,3 +176,34 @@ def test_one_query_setup_reads_index_settings_once(store, monkeypatch):
     reads.clear()  # (the writer read the table too)
     assert r.search_vector("q", qvec, k=2) is not None and r.threshold == 0.1
     assert reads["index_settings"] == 1 and set(opened.values()) == {1}
+
+
+def test_the_full_text_index_is_recorded_and_added_to_an_older_table(store):
+    """A table written before `text_index_json` existed gains the column in place (its
+    schema metadata kept: no migration, no re-index) and the next run's row records the
+    full-text index's analyzer."""
+    import json
+
+    import pyarrow as pa
+
+    from schemas import tables
+    from sproutrag.storage.store import TEXT_ANALYZER, TEXT_INDEX
+
+    older = pa.schema([f for f in tables.INDEX_SETTINGS if f.name != "text_index_json"])
+    old_row = _info("fp", _weights(0.3)).to_row()
+    del old_row["text_index_json"]
+    tbl = store.table("index_settings", create=False)
+    assert tbl is None
+    meta = tables.with_metadata(older, encoder_id=TOY_ENCODER, dim=TOY_DIM)
+    store._db.create_table("index_settings", data=pa.Table.from_pylist([old_row], meta))
+    [before] = read_index_infos(store).values()
+    assert before.text_index() is None  # read as "not recorded"
+    assert record_index_info(store, _info("fp", _weights(0.3)))  # the record is new
+    store.refresh()
+    tbl = store.table("index_settings")
+    assert tbl.schema.metadata == meta.metadata  # still this schema version
+    [after] = read_index_infos(store).values()
+    assert after.text_index() == TEXT_INDEX
+    assert after.text_index()["analyzer"] == TEXT_ANALYZER
+    assert json.loads(tbl.to_arrow()["text_index_json"][0].as_py())["column"] == "text"
+    assert not record_index_info(store, _info("fp", _weights(0.3)))  # then unchanged
