@@ -72,6 +72,24 @@ def join_documents(
     return joined, _merge_same_text(out)
 
 
+def pool_documents(
+    docs: Sequence[dict[str, Any]], distractors: dict[str, Sequence[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """DOCS followed by the DISTRACTORS (name -> documents), each distractor's id
+    prefixed "{name}/" so no id collides: one corpus for corpus-wide search, where a
+    query's own documents compete with every other document (the queries are unchanged)."""
+    out = list(docs)
+    seen = {str(d["doc_id"]) for d in out}
+    for name, extra in distractors.items():
+        for d in extra:
+            doc_id = f"{name}/{d['doc_id']}"
+            if doc_id in seen:
+                raise ValueError(f"document id {doc_id!r} twice in the pool")
+            seen.add(doc_id)
+            out.append({"doc_id": doc_id, "text": d["text"]})
+    return out
+
+
 def _merge_same_text(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One query per (joined document, query text), golds unioned, first qid kept + count."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
@@ -97,7 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--group", type=int, default=10, help="documents per joined one (10)")
     p.add_argument("--seed", type=int, default=0, help="shuffle seed (0)")
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--pool", nargs="+", metavar="NAME=FILE", default=[],
+                   help="instead of joining: write SRC's documents and queries with the "
+                   "documents of each FILE (a docs JSONL; ids prefixed NAME/) pooled in "
+                   "as distractors, for `sproutrag evaluate --db DB --corpus-wide`")
     args = p.parse_args(argv)
+    if args.pool:
+        return _write_pooled(args)
     for split in args.split:
         docs = read_jsonl(Path(args.src) / f"{split}.docs.jsonl")
         queries = read_jsonl(Path(args.src) / f"{split}.queries.jsonl")
@@ -108,6 +132,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes = sorted(len(d["text"]) for d in joined)
         print(f"{split}: {len(joined)} documents (median {sizes[len(sizes) // 2]:,} chars), "
               f"{len(moved)} queries (from {len(queries)}) -> {args.out}")
+    return 0
+
+
+def _write_pooled(args: argparse.Namespace) -> int:
+    distractors: dict[str, list[dict[str, Any]]] = {}
+    for spec in args.pool:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"--pool takes NAME=FILE (e.g. contractnli-dev="
+                             f"../shared/data/contractnli/dev.docs.jsonl); got {spec!r}")
+        distractors[name] = read_jsonl(path)
+    for split in args.split:
+        docs = read_jsonl(Path(args.src) / f"{split}.docs.jsonl")
+        queries = read_jsonl(Path(args.src) / f"{split}.queries.jsonl")
+        pooled = pool_documents(docs, distractors)
+        write_jsonl(Path(args.out) / f"{split}.docs.jsonl", pooled)
+        write_jsonl(Path(args.out) / f"{split}.queries.jsonl", queries)
+        print(f"{split}: {len(docs)} documents + {len(pooled) - len(docs)} pooled in, "
+              f"{len(queries)} queries -> {args.out}")
     return 0
 
 

@@ -50,3 +50,29 @@ def test_command_writes_both_splits(tmp_path, capsys):
     assert main(["--src", str(src), "--group", "3", "--out", str(tmp_path / "out")]) == 0
     rows = [json.loads(x) for x in (tmp_path / "out" / "dev.docs.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and "dev: 2 documents" in capsys.readouterr().out
+
+
+def test_pool_adds_distractors_under_prefixed_ids(tmp_path, capsys):
+    from sproutrag.learn.devsets import pool_documents
+
+    other = [{"doc_id": "d0", "text": "An unrelated contract."}]
+    pooled = pool_documents(DOCS[:2], {"nda": other})
+    assert [d["doc_id"] for d in pooled] == ["d0", "d1", "nda/d0"]
+    assert pooled[2]["text"] == "An unrelated contract."
+    with pytest.raises(ValueError, match="twice"):
+        pool_documents(DOCS[:1], {"nda": other + other})
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "dev.docs.jsonl").write_text("\n".join(json.dumps(d) for d in DOCS))
+    (src / "dev.queries.jsonl").write_text(json.dumps(_query("a", "d2", 0, 8)))
+    (tmp_path / "other.jsonl").write_text(json.dumps(other[0]))
+    out = tmp_path / "out"
+    assert main(["--src", str(src), "--split", "dev", "--out", str(out),
+                 "--pool", f"nda={tmp_path / 'other.jsonl'}"]) == 0
+    rows = [json.loads(x) for x in (out / "dev.docs.jsonl").read_text().splitlines()]
+    assert [r["doc_id"] for r in rows][-2:] == ["d4", "nda/d0"]
+    (q,) = [json.loads(x) for x in (out / "dev.queries.jsonl").read_text().splitlines()]
+    assert q == _query("a", "d2", 0, 8)  # queries unchanged
+    assert "5 documents + 1 pooled in" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="NAME=FILE"):
+        main(["--src", str(src), "--out", str(out), "--pool", "nofile"])
