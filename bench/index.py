@@ -80,10 +80,7 @@ def chunked(docs: list[dict]) -> list[tuple[str, list[tuple[int, int]]]]:
     from sproutrag.ingest.chunking import chunk_text
 
     cfg = ChunkingSettings()
-    return [(d["text"], chunk_text(d["text"], sentences_per_chunk=cfg.sentences_per_chunk,
-                                   max_chunk_chars=cfg.max_chunk_chars,
-                                   within_paragraphs=cfg.within_paragraphs,
-                                   respect_structure=cfg.respect_structure)) for d in docs]
+    return [(d["text"], chunk_text(d["text"], **cfg.model_dump())) for d in docs]
 
 
 # -- workers (one per process) ---------------------------------------------------------

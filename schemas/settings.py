@@ -39,6 +39,11 @@ class ChunkingSettings(_Section):
         "carries the next section's heading (docs/results.md, evidence units; false: "
         "the units of before stop 19)",
     )
+    join_max_chars: int | None = Field(
+        None, ge=16, description="Sentences join into one unit only while it stays within "
+        "this many characters (a longer sentence is a unit of its own, whole; cut only "
+        "above max_chunk_chars); None: max_chunk_chars",
+    )
 
 
 class EncodingSettings(_Section):

@@ -25,6 +25,7 @@ def chunk_batch(docs: list[SourceDocument], settings: Settings, out_dir: str) ->
         max_chunk_chars=settings.chunking.max_chunk_chars,
         within_paragraphs=settings.chunking.within_paragraphs,
         respect_structure=settings.chunking.respect_structure,
+        join_max_chars=settings.chunking.join_max_chars,
     )
     path = write_parquet(chunks, f"{out_dir}/chunks.parquet", settings)
     return Chunked(path, failures, time.perf_counter() - t0)

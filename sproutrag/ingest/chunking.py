@@ -179,7 +179,7 @@ def split_sentences(text: str) -> list[Span]:
 
 def _group(sentences: list[Span], sentences_per_chunk: int, max_chunk_chars: int) -> list[Span]:
     """Consecutive sentences grouped into chunks of at most `sentences_per_chunk`
-    sentences and `max_chunk_chars` characters (sentences already fit the limit)."""
+    sentences and `max_chunk_chars` characters (a sentence over the limit stays alone)."""
     chunks: list[Span] = []
     start, end, count = -1, -1, 0
     for s, e in sentences:
@@ -221,16 +221,20 @@ def _heading_text(line: str) -> bool:
 
 
 def _group_structured(sentences: list[Span], first: list[bool], heading: list[bool],
-                      sentences_per_chunk: int, max_chunk_chars: int) -> list[Span]:
+                      sentences_per_chunk: int, max_chunk_chars: int,
+                      join_max_chars: int | None = None) -> list[Span]:
     """`_group`, where a unit also ends before a sentence that starts a block (a section,
     paragraph, list item or line that ends a block), unless the unit so far holds only
     headings: a heading starts a unit and never ends one (it does not count as a
-    sentence)."""
+    sentence). Sentences join while the unit stays within `join_max_chars` (default
+    `max_chunk_chars`); a heading joins its sentence within `max_chunk_chars`."""
+    join_cap = max_chunk_chars if join_max_chars is None else join_max_chars
     chunks: list[Span] = []
     start, end, count, only_headings = -1, -1, 0, True
     for (s, e), new_block, head in zip(sentences, first, heading, strict=True):
-        joins = start >= 0 and e - start <= max_chunk_chars and (
-            only_headings or (not new_block and count < sentences_per_chunk))
+        joins = start >= 0 and (
+            (only_headings and e - start <= max_chunk_chars)
+            or (not new_block and count < sentences_per_chunk and e - start <= join_cap))
         if joins:
             end = e
         else:
@@ -247,12 +251,15 @@ def _group_structured(sentences: list[Span], first: list[bool], heading: list[bo
 def chunk_text(
     text: str, *, sentences_per_chunk: int = 2, max_chunk_chars: int = 1000,
     within_paragraphs: bool = False, respect_structure: bool = False,
+    join_max_chars: int | None = None,
 ) -> list[Span]:
     """Chunk character spans of `text`: consecutive sentences, at most
     `sentences_per_chunk` per chunk and `max_chunk_chars` characters per chunk.
 
     ``text[start:end]`` is the chunk. A sentence longer than `max_chunk_chars` is cut
     into pieces (at whitespace where possible, else a hard cut), each its own chunk.
+    With `join_max_chars`, sentences join into one chunk only while it stays within that
+    many characters (a longer sentence is a chunk of its own, whole).
     With `within_paragraphs`, a chunk never spans a blank line, except that a paragraph
     that is only a short heading line joins the paragraph after it (so the end of one
     section is not glued to the title of the next). With `respect_structure`, a unit
@@ -268,8 +275,14 @@ def chunk_text(
         raise ValueError(f"sentences_per_chunk must be >= 1, got {sentences_per_chunk}")
     if max_chunk_chars < 16:
         raise ValueError(f"max_chunk_chars must be >= 16, got {max_chunk_chars}")
+    if join_max_chars is not None and (isinstance(join_max_chars, bool)
+                                       or not isinstance(join_max_chars, int)
+                                       or join_max_chars < 16):
+        raise ValueError(f"join_max_chars must be None or an int >= 16, got {join_max_chars!r}")
+    join_cap = max_chunk_chars if join_max_chars is None else min(join_max_chars,
+                                                                  max_chunk_chars)
     if respect_structure:
-        return _chunk_structured(text, sentences_per_chunk, max_chunk_chars)
+        return _chunk_structured(text, sentences_per_chunk, max_chunk_chars, join_cap)
     units: list[Span] = []
     chunks: list[Span] = []
     for s, e in split_sentences(text):
@@ -279,13 +292,14 @@ def chunk_text(
             units = []
             continue
         if within_paragraphs and units and _paragraph_break(text, units, s):
-            chunks += _group(units, sentences_per_chunk, max_chunk_chars)
+            chunks += _group(units, sentences_per_chunk, join_cap)
             units = []
         units.append((s, e))
-    return chunks + _group(units, sentences_per_chunk, max_chunk_chars)
+    return chunks + _group(units, sentences_per_chunk, join_cap)
 
 
-def _chunk_structured(text: str, sentences_per_chunk: int, max_chunk_chars: int) -> list[Span]:
+def _chunk_structured(text: str, sentences_per_chunk: int, max_chunk_chars: int,
+                      join_cap: int) -> list[Span]:
     """`chunk_text` with `respect_structure`: sentences longer than the cap are cut into
     pieces (each a unit); runs between them are grouped by `_group_structured`."""
     sentences = split_sentences(text)
@@ -296,7 +310,7 @@ def _chunk_structured(text: str, sentences_per_chunk: int, max_chunk_chars: int)
     def flush() -> None:
         chunks.extend(_group_structured([sentences[i] for i in run], [first[i] for i in run],
                                         [heading[i] for i in run], sentences_per_chunk,
-                                        max_chunk_chars))
+                                        max_chunk_chars, join_cap))
         run.clear()
 
     for i, (s, e) in enumerate(sentences):

@@ -204,6 +204,41 @@ def test_structured_units_are_whole_sentences_within_limits(
                 assert all(heading[j] for j in inside if j < k)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts, join=st.integers(16, 80), structured=st.booleans())
+def test_sentences_join_only_within_the_join_cap(text: str, join: int, structured: bool
+                                                 ) -> None:
+    """join_max_chars: exact covering spans within max_chunk_chars; a unit of two or more
+    (non-heading) sentences fits in the join cap; a sentence over it is whole."""
+    from sproutrag.ingest.chunking import _structure
+
+    chunks = chunk_text(text, max_chunk_chars=120, join_max_chars=join,
+                        respect_structure=structured)
+    check_spans(text, chunks)
+    sentences = split_sentences(text)
+    _, heading = _structure(text, sentences)
+    for start, end in chunks:
+        assert end - start <= 120
+        inside = [k for k, (s, e) in enumerate(sentences) if start <= s and e <= end]
+        body = [k for k in inside if not (structured and heading[k])]
+        if len(body) >= 2:
+            assert end - start <= join
+    assert chunk_text(text, join_max_chars=1000) == chunk_text(text)  # over the cap: off
+
+
+def test_join_cap_keeps_long_sentences_whole_and_pairs_short_ones() -> None:
+    text = ("Short one. Short two. " + "A long sentence " * 5 + "ends here. Tail.\n"
+            "9.1 Heading.\n" + "Another long sentence " * 4 + "ends. Last.")
+    got = [text[s:e] for s, e in chunk_text(text, join_max_chars=40, respect_structure=True)]
+    assert got[0] == "Short one. Short two."
+    assert got[1].startswith("A long sentence") and got[1].endswith("ends here.")
+    assert got[2] == "Tail."
+    assert got[3].startswith("9.1 Heading.\nAnother long")  # a heading keeps its sentence
+    assert got[4] == "Last."
+    with pytest.raises(ValueError, match="join_max_chars"):
+        chunk_text(text, join_max_chars=8)
+
+
 def test_structured_units_never_end_with_the_next_heading() -> None:
     text = ("9.7 Records. The Recipient keeps records. It shows them on request.\n"
             "9.8 Incident Costs.\nEach party bears its own costs. Except as stated.\n\n"
