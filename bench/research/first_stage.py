@@ -8,9 +8,9 @@ DB is a database an index run built (for example by `sproutrag evaluate --db DB
 labelled queries. For every query, the documents in the order each first stage ranks
 them, through the Retriever's own code where it has it:
 
-* vector: the documents of the nearest nodes (`Retriever._ranked_documents`);
+* vector: the documents of the nearest nodes (`FirstStage.ranked_by_vector`);
 * text: the documents of the best leaves in the full-text index
-  (`Retriever._text_ranked_documents`, LanceDB's BM25);
+  (`FirstStage.ranked_by_text`, LanceDB's BM25);
 * hybrid RRF (shipped): the two fused by reciprocal rank (`fuse_rankings`, k = 60);
 * hybrid z-score: each document's best node cosine and best leaf BM25 (0 where the index
   returned none of its leaves), standardised over the candidates and added (the
@@ -49,9 +49,9 @@ def rankings(r, query: str, qvec: np.ndarray, limit: int) -> dict[str, list[str]
 
     from sproutrag.search.first_stage import fuse_rankings
 
-    current = r._current().trees
+    current = r.first.current().trees
     nodes = r.store.table("nodes")
-    vec_rows = r._nearest_nodes(qvec, limit, None)
+    vec_rows = r.first.nearest_nodes(qvec, limit, None)
     cos: dict[str, float] = {}
     for row in vec_rows:
         cos.setdefault(row["doc_id"], 1.0 - float(row["_distance"]))
@@ -61,8 +61,8 @@ def rankings(r, query: str, qvec: np.ndarray, limit: int) -> dict[str, list[str]
     for row in txt_rows:
         if current.get(row["doc_id"]) == row["tree_id"]:
             bm25.setdefault(row["doc_id"], float(row["_score"]))
-    vector = r._ranked_documents(qvec, limit)
-    text = r._text_ranked_documents(query, limit)
+    vector = r.first.ranked_by_vector(qvec, limit)
+    text = r.first.ranked_by_text(query, limit)
     union = list(dict.fromkeys(vector + text))
     fused = _z(cos, union) + _z(bm25, union)
     hybrid_rows = (nodes.search(query_type="hybrid").vector(qvec.astype(np.float32))

@@ -1,15 +1,25 @@
 """The first stage of a corpus-wide query: which documents the search looks at.
 
-`Retriever.choose_documents` ranks documents by their nearest nodes (vectors) and, with
-the hybrid first stage, by their best leaves in LanceDB's full-text index (the words),
-then fuses the two rankings here.
+`FirstStage.choose` ranks documents by their nearest nodes (vectors: from memory while
+`nodes` is small, LanceDB's ANN-indexed search beyond) and, with the hybrid first stage,
+by their best leaves in LanceDB's full-text index (the words), then fuses the two
+rankings by reciprocal rank (`fuse_rankings`). The `Retriever` owns one and hands it a
+view of the current trees (`Current`, read once per `documents` version); rows of other
+trees (a run writing, or killed) are fetched in excess and dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-#: How a query without doc_ids picks its documents (`Retriever.choose_documents`).
+import numpy as np
+
+if TYPE_CHECKING:
+    from sproutrag.search.retriever import Current
+    from sproutrag.storage.store import Store
+
+#: How a query without doc_ids picks its documents (`FirstStage.choose`).
 FIRST_STAGES = ("hybrid", "vector")
 
 #: Reciprocal rank fusion's constant (Cormack et al. 2009; LanceDB's RRFReranker default).
@@ -25,3 +35,118 @@ def fuse_rankings(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str
         for rank, item in enumerate(ranking, start=1):
             score[item] = score.get(item, 0.0) + 1.0 / (k + rank)
     return sorted(score, key=lambda item: -score[item])
+
+
+class FirstStage:
+    """Candidate documents of a query over the current trees of STORE."""
+
+    def __init__(self, store: Store, current: Callable[[], Current], *, n_docs: int,
+                 kind: str, memory_rows: int) -> None:
+        """CURRENT: the current trees now (the Retriever's pinned view during a search).
+        KIND: "hybrid" or "vector" (`FIRST_STAGES`). MEMORY_ROWS: up to this many `nodes`
+        rows the vectors are ranked from memory (about 1.5 KB a row), LanceDB beyond."""
+        self.store, self.current = store, current
+        self.n_docs, self.kind, self.memory_rows = n_docs, kind, memory_rows
+        self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
+        # (table versions, doc id per row, unit row vectors), or (versions, None, None)
+        self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
+
+    def stale_rows(self, nodes: Any) -> int:
+        """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
+        return max(0, nodes.count_rows() - self.current().rows)
+
+    def node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(doc id per current node row, L2-normalised vectors), or (None, None) past
+        memory_rows."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        tbl = self.store.table("nodes")
+        current = self.current()
+        versions = (tbl.version, current.version)
+        if self._matrix is None or self._matrix[0] != versions:
+            if tbl.count_rows() > self.memory_rows:
+                self._matrix = (versions, None, None)
+            else:
+                data = tbl.search().select(["doc_id", "tree_id", "vector"]).limit(None)
+                data = data.to_arrow()
+                trees = pa.array(list(current.trees.values()), pa.string())
+                data = data.filter(pc.is_in(data["tree_id"], trees))
+                vecs = data.column("vector").combine_chunks().flatten().to_numpy()
+                vecs = vecs.reshape(data.num_rows, self.store.dim).astype(np.float32)
+                vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+                docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
+                self._matrix = (versions, docs, vecs)
+        return self._matrix[1], self._matrix[2]
+
+    def nearest_nodes(self, qvec: np.ndarray, limit: int, where: str | None
+                      ) -> list[dict[str, Any]]:
+        """The LIMIT nearest rows of the current trees (matching WHERE), by LanceDB."""
+        nodes = self.store.table("nodes")
+        q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
+        q = q.nprobes(32).refine_factor(4)  # used only once an ANN index exists
+        if where:
+            q = q.where(where, prefilter=True)
+        cols = ["doc_id", "tree_id", "idx", "start", "end", "text", "_distance"]
+        rows = q.select(cols).limit(limit + self.stale_rows(nodes)).to_list()
+        current = self.current().trees
+        return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
+
+    def choose(self, qvec: np.ndarray, *, k: int = 0, query: str | None = None
+               ) -> list[str]:
+        """`n_docs` documents, best first, and more while their evidence units number
+        fewer than K (up to every document), so that an answer can be filled to k.
+        Documents are ranked by their nearest nodes (`ranked_by_vector`); with QUERY and
+        the hybrid first stage, that ranking and the one of the documents of the best
+        leaves by the full-text index (`ranked_by_text`) are fused by reciprocal rank, so
+        a document that only the words match is looked at too."""
+        current = self.current()
+        limit = max(50, 10 * self.n_docs)
+        hybrid = query is not None and self.kind == "hybrid"
+        while True:
+            chosen, units = [], 0
+            ranked = self.ranked_by_vector(qvec, limit)
+            if hybrid:
+                ranked = fuse_rankings([ranked, self.ranked_by_text(query, limit)])
+            for doc in ranked:
+                if len(chosen) >= self.n_docs and units >= k:
+                    break
+                chosen.append(doc)
+                units += current.leaves.get(doc, 0)
+            if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
+                return chosen
+            limit = min(4 * limit, current.rows)  # widen: rank more nodes
+
+    def ranked_by_vector(self, qvec: np.ndarray, limit: int) -> list[str]:
+        """The documents of the LIMIT nearest nodes of the current trees, best first."""
+        docs, vecs = self.node_matrix()
+        if vecs is None:  # a large table: LanceDB's (ANN-indexed) search
+            ranked = [r["doc_id"] for r in self.nearest_nodes(qvec, limit, None)]
+        elif len(vecs):  # the same exact cosine ranking, from memory
+            s = vecs @ (qvec / max(float(np.linalg.norm(qvec)), 1e-12)).astype(np.float32)
+            top = np.argpartition(-s, min(limit, len(s)) - 1)[:limit]
+            ranked = docs[top[np.argsort(-s[top], kind="stable")]].tolist()
+        else:
+            ranked = []
+        return list(dict.fromkeys(ranked))
+
+    def has_text_index(self) -> bool:
+        """Whether `nodes` has its full-text index (checked once per table version)."""
+        nodes = self.store.table("nodes")
+        if self._text_index is None or self._text_index[0] != nodes.version:
+            self._text_index = (nodes.version, self.store.text_index() is not None)
+        return self._text_index[1]
+
+    def ranked_by_text(self, query: str, limit: int) -> list[str]:
+        """The documents of the LIMIT best leaves of the current trees by LanceDB's
+        full-text index (its BM25 over `nodes.text`), best first; [] without the index
+        (a database no index run has maintained since it was built)."""
+        if not self.has_text_index():
+            return []
+        nodes = self.store.table("nodes")
+        q = nodes.search(query, query_type="fts").where("left = -1", prefilter=True)
+        rows = (q.select(["doc_id", "tree_id", "_score"])
+                .limit(limit + self.stale_rows(nodes)).to_list())
+        current = self.current().trees
+        return list(dict.fromkeys(r["doc_id"] for r in rows
+                                  if current.get(r["doc_id"]) == r["tree_id"]))

@@ -3,7 +3,8 @@
     from sproutrag.search.retriever import Retriever
     hits = Retriever(".sproutrag/db").search("termination notice period", k=5)
 
-Tree mode: pick candidate documents with a vector search over `nodes`, then
+Tree mode: pick candidate documents (`sproutrag.search.first_stage`: the nearest nodes
+and the full-text index's best leaves, fused), then
 `sproutrag.search.tree_search.search_trees` over their trees: every node scored by cosine fused with
 BM25 over the node's text, beam search seeded with the best leaves, internal nodes
 calibrated against their leaves, rerank, spend the budget of k evidence units (the
@@ -33,7 +34,7 @@ import numpy as np
 
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
-from sproutrag.search.first_stage import FIRST_STAGES, fuse_rankings
+from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
 from sproutrag.search.hits import Hit, QueryError, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.tree_search import (
@@ -117,13 +118,12 @@ class Retriever:
                 "encoder the database was built with (settings encoding.model)"
             )
         self.encoder, self.weights = encoder, weights
-        self.n_docs, self.reranker, self.first_stage = n_docs, reranker, first_stage
-        self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
+        self.reranker = reranker
         self._cache = LRUCache(cache_bytes)  # ("tree" | "terms", doc_id, tree_id) -> value
-        # First stage in memory: (table versions, doc id per row, unit row vectors) while
-        # the table has at most `memory_rows` rows (about 1.5 KB each); LanceDB beyond.
-        self.memory_rows = memory_rows
-        self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
+        # The documents of a query without doc_ids; vectors from memory while `nodes`
+        # has at most `memory_rows` rows (about 1.5 KB each), LanceDB beyond.
+        self.first = FirstStage(self.store, self._current, n_docs=n_docs, kind=first_stage,
+                                memory_rows=memory_rows)
         self._doc_trees: Current | None = None
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._pinning, self._pin = False, None  # during a search: one `documents` read
@@ -243,34 +243,6 @@ class Retriever:
         known = self._current().trees
         return {d: known[d] for d in doc_ids if d in known}
 
-    def _stale_rows(self, nodes) -> int:
-        """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
-        return max(0, nodes.count_rows() - self._current().rows)
-
-    def _node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """(doc id per current node row, L2-normalised vectors), or (None, None) past
-        memory_rows."""
-        tbl = self.store.table("nodes")
-        doc_version, current, _, _, _ = self._current()
-        versions = (tbl.version, doc_version)
-        if self._matrix is None or self._matrix[0] != versions:
-            if tbl.count_rows() > self.memory_rows:
-                self._matrix = (versions, None, None)
-            else:
-                import pyarrow as pa
-                import pyarrow.compute as pc
-
-                data = tbl.search().select(["doc_id", "tree_id", "vector"]).limit(None)
-                data = data.to_arrow()
-                data = data.filter(pc.is_in(data["tree_id"], pa.array(list(current.values()),
-                                                                       pa.string())))
-                vecs = data.column("vector").combine_chunks().flatten().to_numpy()
-                vecs = vecs.reshape(data.num_rows, self.store.dim).astype(np.float32)
-                vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-                docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
-                self._matrix = (versions, docs, vecs)
-        return self._matrix[1], self._matrix[2]
-
     def tree(self, doc_id: str, tree_id: str) -> StoredTree:
         """The tree TREE_ID of DOC_ID (tree ids are fresh for every stored version)."""
         key = ("tree", doc_id, tree_id)
@@ -306,84 +278,33 @@ class Retriever:
             self._cache.put(key, found, leaf_terms_nbytes(found))
         return found
 
-    def _nearest_nodes(
-        self, qvec: np.ndarray, limit: int, where: str | None
-    ) -> list[dict[str, Any]]:
-        """The LIMIT nearest rows of the current trees (matching WHERE). Rows of other
-        trees are fetched in excess and dropped: their number is known from the counts."""
-        nodes = self.store.table("nodes")
-        q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
-        q = q.nprobes(32).refine_factor(4)  # used only once an ANN index exists
-        if where:
-            q = q.where(where, prefilter=True)
-        cols = ["doc_id", "tree_id", "idx", "start", "end", "text", "_distance"]
-        rows = q.select(cols).limit(limit + self._stale_rows(nodes)).to_list()
-        current = self._current().trees
-        return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
+    @property
+    def n_docs(self) -> int:
+        """Documents a query without doc_ids searches (at least; see `choose_documents`)."""
+        return self.first.n_docs
+
+    @property
+    def first_stage(self) -> str:
+        return self.first.kind
+
+    @property
+    def memory_rows(self) -> int:
+        return self.first.memory_rows
 
     def choose_documents(
         self, qvec: np.ndarray, doc_ids: Sequence[str] | None, *, k: int = 0,
         query: str | None = None,
     ) -> list[str]:
-        """First stage: `n_docs` documents, best first, and more while their evidence
-        units number fewer than K (up to every document), so that an answer can be
-        filled to k. Documents are ranked by their nearest nodes (`_ranked_documents`);
-        with QUERY and the hybrid first stage, that ranking and the one of the documents
-        of the best leaves by the full-text index (`_text_ranked_documents`) are fused
-        by reciprocal rank (`fuse_rankings`), so a document that only the words match
-        is looked at too."""
+        """The documents a search looks at: DOC_IDS when given, else the first stage's
+        (`FirstStage.choose`: `n_docs` and more until they hold K units; fused with the
+        full-text index's when QUERY is given and the first stage is hybrid)."""
         if doc_ids:
             return list(doc_ids)
-        current = self._current()
-        limit = max(50, 10 * self.n_docs)
-        hybrid = query is not None and self.first_stage == "hybrid"
-        while True:
-            chosen, units = [], 0
-            ranked = self._ranked_documents(qvec, limit)
-            if hybrid:
-                ranked = fuse_rankings([ranked, self._text_ranked_documents(query, limit)])
-            for doc in ranked:
-                if len(chosen) >= self.n_docs and units >= k:
-                    break
-                chosen.append(doc)
-                units += current.leaves.get(doc, 0)
-            if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
-                return chosen
-            limit = min(4 * limit, current.rows)  # widen: rank more nodes
-
-    def _ranked_documents(self, qvec: np.ndarray, limit: int) -> list[str]:
-        """The documents of the LIMIT nearest nodes of the current trees, best first."""
-        docs, vecs = self._node_matrix()
-        if vecs is None:  # a large table: LanceDB's (ANN-indexed) search
-            ranked = [r["doc_id"] for r in self._nearest_nodes(qvec, limit, None)]
-        elif len(vecs):  # the same exact cosine ranking, from memory
-            s = vecs @ (qvec / max(float(np.linalg.norm(qvec)), 1e-12)).astype(np.float32)
-            top = np.argpartition(-s, min(limit, len(s)) - 1)[:limit]
-            ranked = docs[top[np.argsort(-s[top], kind="stable")]].tolist()
-        else:
-            ranked = []
-        return list(dict.fromkeys(ranked))
+        return self.first.choose(qvec, k=k, query=query)
 
     def has_text_index(self) -> bool:
-        """Whether `nodes` has its full-text index (checked once per table version)."""
-        nodes = self.store.table("nodes")
-        if self._text_index is None or self._text_index[0] != nodes.version:
-            self._text_index = (nodes.version, self.store.text_index() is not None)
-        return self._text_index[1]
-
-    def _text_ranked_documents(self, query: str, limit: int) -> list[str]:
-        """The documents of the LIMIT best leaves of the current trees by LanceDB's
-        full-text index (its BM25 over `nodes.text`), best first; [] without the index
-        (a database no index run has maintained since it was built)."""
-        if not self.has_text_index():
-            return []
-        nodes = self.store.table("nodes")
-        q = nodes.search(query, query_type="fts").where("left = -1", prefilter=True)
-        rows = (q.select(["doc_id", "tree_id", "_score"])
-                .limit(limit + self._stale_rows(nodes)).to_list())
-        current = self._current().trees
-        return list(dict.fromkeys(r["doc_id"] for r in rows
-                                  if current.get(r["doc_id"]) == r["tree_id"]))
+        """Whether `nodes` has its full-text index (the hybrid first stage's words)."""
+        return self.first.has_text_index()
 
     # -- search -------------------------------------------------------------------
 
@@ -439,7 +360,7 @@ class Retriever:
                 return []
             where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
         units = self._current().units  # no more rows to ask LanceDB for
-        rows = self._nearest_nodes(qvec, min(k, units), where) if units else []
+        rows = self.first.nearest_nodes(qvec, min(k, units), where) if units else []
         hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
                 [(int(r["start"]), int(r["end"]))], r["text"])

@@ -149,7 +149,7 @@ def test_in_memory_first_stage_equals_lancedb_search(retriever):
     for q in questions:
         v = retriever.encoder.encode_texts([q])[0]
         assert memory.choose_documents(v, None) == lance.choose_documents(v, None)
-        assert memory._matrix[1] is not None and lance._matrix[1] is None
+        assert memory.first._matrix[1] is not None and lance.first._matrix[1] is None
         assert [h.to_dict() for h in memory.search(q, k=3)] == \
             [h.to_dict() for h in lance.search(q, k=3)]
 
