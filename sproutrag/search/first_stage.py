@@ -48,12 +48,16 @@ class FirstStage:
         self.store, self.current = store, current
         self.n_docs, self.kind, self.memory_rows = n_docs, kind, memory_rows
         self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
+        self._rows: tuple[int, int] | None = None  # (nodes version, rows)
         # (table versions, doc id per row, unit row vectors), or (versions, None, None)
         self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
 
     def stale_rows(self, nodes: Any) -> int:
-        """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
-        return max(0, nodes.count_rows() - self.current().rows)
+        """Rows of `nodes` outside the current trees (0 unless a run writes or was killed);
+        the table's rows are counted once per version."""
+        if self._rows is None or self._rows[0] != nodes.version:
+            self._rows = (nodes.version, nodes.count_rows())
+        return max(0, self._rows[1] - self.current().rows)
 
     def node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(doc id per current node row, L2-normalised vectors), or (None, None) past
