@@ -40,9 +40,11 @@ class ChunkingSettings(_Section):
         "the units of before stop 19)",
     )
     join_max_chars: int | None = Field(
-        None, ge=16, description="Sentences join into one unit only while it stays within "
+        600, ge=16, description="Sentences join into one unit only while it stays within "
         "this many characters (a longer sentence is a unit of its own, whole; cut only "
-        "above max_chunk_chars); None: max_chunk_chars",
+        "above max_chunk_chars): shorter units where sentences are long, for char "
+        "precision (docs/results.md, unit shapes); null: max_chunk_chars, the units of "
+        "stop 19",
     )
 
 

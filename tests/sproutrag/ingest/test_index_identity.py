@@ -25,8 +25,10 @@ pytestmark = pytest.mark.model  # reads the packaged model (config, content hash
 #: Computed before the identity moved into the library (commit 199a7df, with
 #: `tasks.database.index_fingerprint(Settings(...))`), with the packaged model, the
 #: weights packaged then (now weights-6-layers.json) and the units of then
-#: (chunking.respect_structure false): both are added to every row below.
+#: (chunking.respect_structure false, join_max_chars null): both are added to every row
+#: below.
 OLD_WEIGHTS = str(PACKAGED_WEIGHTS.with_name("weights-6-layers.json"))
+OLD_UNITS = {"respect_structure": False, "join_max_chars": None}
 PINNED = [
     ({}, "be3aa5efbbbcfd0e"),
     ({"chunking": {"sentences_per_chunk": 3}, "tree": {"parent_embedding": "mean_of_children"}},
@@ -39,7 +41,7 @@ PINNED = [
 @pytest.mark.parametrize("overrides, expected", PINNED)
 def test_index_fingerprints_are_byte_identical_to_before(overrides, expected):
     encoding = {**overrides.get("encoding", {}), "weights": OLD_WEIGHTS}
-    chunking = {**overrides.get("chunking", {}), "respect_structure": False}
+    chunking = {**overrides.get("chunking", {}), **OLD_UNITS}
     settings = Settings(**{**overrides, "encoding": encoding, "chunking": chunking})
     encoder = shared_encoder(settings)
     got = index_fingerprint(encoder, chunking=settings.chunking, tree=settings.tree)
@@ -58,7 +60,8 @@ def test_the_fields_are_what_the_settings_table_records():
         "embedding_mode": "alone", "window_tokens": 512, "window_stride": 510,
         "chunk_max_tokens": 256, "weights": "8a88e83e5f60ed98", "schema_version": "3",
         "chunking": {"sentences_per_chunk": 2, "max_chunk_chars": 1000,
-                     "within_paragraphs": False, "respect_structure": True},
+                     "within_paragraphs": False, "respect_structure": True,
+                     "join_max_chars": 600},
         "tree": {"parent_embedding": "size_weighted"},
     }
     assert fingerprint(fields) == fingerprint(dict(reversed(fields.items())))  # key order
@@ -98,7 +101,7 @@ def test_precision_enters_the_identity_only_off_float32(monkeypatch):
     fingerprints databases already carry."""
     # the device is not in the identity
     settings = Settings(encoding={"device": "cpu", "weights": OLD_WEIGHTS},
-                        chunking={"respect_structure": False})
+                        chunking=OLD_UNITS)
     cpu = shared_encoder(settings)
     assert cpu.precision == "float32" and "precision" not in encoder_fields(cpu)
     parts = {"chunking": settings.chunking, "tree": settings.tree}
@@ -112,7 +115,7 @@ def test_precision_enters_the_identity_only_off_float32(monkeypatch):
 def test_the_feature_cache_key_shares_the_encoder_part_and_is_pinned(tmp_path):
     """The evaluation's cache key uses `encoder_fields` (not alpha, not the tree: see the
     module docstring) and keeps its values from before the move (caches stay valid)."""
-    settings = Settings(chunking={"respect_structure": False})  # the units of then
+    settings = Settings(chunking=OLD_UNITS)  # the units of then
     encoder = shared_encoder(settings)
     assert "weights" not in encoder_fields(encoder)
     docs = [{"doc_id": "a", "text": "One sentence. Two sentences."}]
@@ -142,10 +145,15 @@ def test_structured_units_change_the_fingerprint_and_the_old_behaviour_keeps_it(
     assert "respect_structure" not in fields["chunking"]
 
 
-def test_the_default_fingerprint_of_stop_19_is_pinned():
-    """Stop 19's defaults (trees over layer 1, structured units): one re-index of an
-    existing database, then this identity; the layer-1 weights with the old units
-    have their own."""
-    assert task_index_fingerprint(Settings()) == "4972dfe7916fe0c2"
-    old_units = Settings(chunking={"respect_structure": False})
+def test_the_default_fingerprints_are_pinned():
+    """Stop 20's defaults (structured units, sentences joined within 600 characters):
+    one re-index of an existing database, then this identity. Stop 19's (join cap off)
+    and the layer-1 weights with the units of before keep theirs."""
+    assert Settings().chunking.join_max_chars == 600
+    assert task_index_fingerprint(Settings()) == "c88cdd4f40df0c5e"
+    stop19 = Settings(chunking={"join_max_chars": None})
+    assert task_index_fingerprint(stop19) == "4972dfe7916fe0c2"
+    old_units = Settings(chunking={"respect_structure": False, "join_max_chars": None})
     assert task_index_fingerprint(old_units) == "c1faec46309c5d2b"
+    fields = index_fields(shared_encoder(stop19), chunking=stop19.chunking, tree=stop19.tree)
+    assert "join_max_chars" not in fields["chunking"]
