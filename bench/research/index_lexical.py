@@ -24,7 +24,7 @@ from __future__ import annotations
 import tempfile
 
 import numpy as np
-from labelled_sets import each_split, parse_args, query_leaves, ranked_runs, score, z
+from labelled_sets import each_split, parse_args, query_leaves, ranked_runs, report_both, score, z
 
 from sproutrag.search.lexical import LeafTerms, bm25_leaves
 
@@ -69,13 +69,6 @@ def _index_scores(tbl, r) -> np.ndarray:
     return out
 
 
-def _paired(row, base, key: str) -> str:
-    from sproutrag.learn.metrics import paired_difference
-
-    m, se = paired_difference(row["per_query"][key], base["per_query"][key])
-    return f"{100 * m:+5.1f} +/- {100 * se:4.1f}"
-
-
 def main(argv: list[str] | None = None) -> int:
     from sproutrag.encoder.weights import load_default_weights
 
@@ -98,12 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 label = "index BM25, heading x2 in the text" if heading else "index BM25"
                 found.append(score(f"{s.name} {label}", ranked_runs(s, keys, fused), s))
         for row in found:
-            a = row["avg"]
-            line = f"{row['name']:55s} IE {100 * a['ie']:5.1f} cIE {100 * a['char_ie']:5.1f}"
-            if row is not base:
-                line += (f"  d IE {_paired(row, base, 'ie')}  d cIE "
-                         f"{_paired(row, base, 'char_ie')}")
-            print(line, flush=True)
+            report_both(row, base)
     return 0
 
 

@@ -167,3 +167,58 @@ def report(row: dict[str, Any], ref: dict[str, Any] | None = None) -> None:
         m, se = paired_difference(row["per_query"]["ie"], ref["per_query"]["ie"])
         line += f"  d {100 * m:+5.1f} +/- {100 * se:4.1f}"
     print(line, flush=True)
+
+
+def paired(row: dict[str, Any], ref: dict[str, Any], key: str = "ie") -> str:
+    """The per-query difference of KEY ("ie" or "char_ie") to `ref`, with its SE."""
+    from sproutrag.learn.metrics import paired_difference
+
+    m, se = paired_difference(row["per_query"][key], ref["per_query"][key])
+    return f"{100 * m:+5.1f} +/- {100 * se:4.1f}"
+
+
+def report_both(row: dict[str, Any], ref: dict[str, Any] | None = None,
+                label: str = "") -> None:
+    """One line: IE and charIE and, against `ref`, both paired differences."""
+    a = row["avg"]
+    line = f"{row['name']:45s}{label} IE {100 * a['ie']:5.1f} cIE {100 * a['char_ie']:5.1f}"
+    if ref is not None and row is not ref:
+        line += f"  d IE {paired(row, ref)}  d cIE {paired(row, ref, 'char_ie')}"
+    print(line, flush=True)
+
+
+def embed_spans(encoder: Any, s: Split, spans: dict[str, list[tuple[int, int]]],
+                prefix: Callable[[str, int], str] | None = None) -> dict[str, np.ndarray]:
+    """Each document's units embedded alone (with PREFIX(doc, unit) in front when given)."""
+    flat = [(d, k) for d in spans for k in range(len(spans[d]))]
+    texts = [(prefix(d, k) if prefix else "") + s.texts[d][slice(*spans[d][k])]
+             for d, k in flat]
+    vecs = encoder.encode_texts(texts)
+    out, at = {}, 0
+    for d in spans:
+        out[d] = np.asarray(vecs[at: at + len(spans[d])], np.float32)
+        at += len(spans[d])
+    return out
+
+
+def leaves_mode_row(name: str, s: Split, spans: dict[str, list[tuple[int, int]]],
+                    emb: dict[str, np.ndarray], params: Any) -> dict[str, Any]:
+    """The packaged leaves mode (z(cosine) + w z(BM25), heading x2, the cutoffs) over the
+    units SPANS with embeddings EMB, scored against those units."""
+    from sproutrag.ingest.chunking import section_headings
+    from sproutrag.learn.evaluation import result_row
+    from sproutrag.search.lexical import LeafTerms
+    from sproutrag.search.tree_search import leaves_mode
+
+    terms = {d: LeafTerms.of([s.texts[d][a:b] for a, b in spans[d]],
+                             section_headings(s.texts[d], spans[d])) for d in spans}
+    runs: dict[int, list[list[Unit]]] = {k: [] for k in KS}
+    for q, v in zip(s.queries, s.qvecs, strict=True):
+        docs = list(q["doc_ids"])
+        ranked = leaves_mode({d: emb[d] for d in docs}, v, k=max(KS), params=params,
+                             query=q["query"], lexical={d: terms[d] for d in docs})
+        units = [(d, *spans[d][u]) for d, u, _ in ranked]
+        for k in KS:
+            runs[k].append(units[:k])
+    units_by_doc = {d: np.asarray(v, np.int64) for d, v in spans.items()}
+    return result_row(name, runs, s.feats, s.queries, units_by_doc)

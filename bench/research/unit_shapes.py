@@ -27,16 +27,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from labelled_sets import KS, each_split, parse_args
+from labelled_sets import each_split, embed_spans, leaves_mode_row, parse_args, report_both
 
-from sproutrag.ingest.chunking import (
-    _group_structured,
-    _structure,
-    section_headings,
-    split_sentences,
-)
-from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.tree_search import leaves_mode
+from sproutrag.ingest.chunking import _group_structured, _structure, split_sentences
 
 Span = tuple[int, int]
 
@@ -120,18 +113,10 @@ def shape(name: str, text: str, shipped: list[Span]) -> list[Span]:
     return spans
 
 
-def _paired(row, base, key: str) -> str:
-    from sproutrag.learn.metrics import paired_difference
-
-    m, se = paired_difference(row["per_query"][key], base["per_query"][key])
-    return f"{100 * m:+5.1f} +/- {100 * se:4.1f}"
-
-
 def main(argv: list[str] | None = None) -> int:
     from schemas.settings import load_settings
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
-    from sproutrag.learn.evaluation import result_row
 
     args = parse_args(__doc__, argv, lambda p: p.add_argument(
         "--shapes", nargs="+", default=["body", "lines", "join300", "join400",
@@ -141,44 +126,19 @@ def main(argv: list[str] | None = None) -> int:
     encoder = encoder_from_settings(settings.encoding, weights)
     for s in each_split(args):
         shipped = {d: [tuple(map(int, x)) for x in f.spans] for d, f in s.feats.items()}
-        variants = {"shipped": (shipped, {d: f.emb for d, f in s.feats.items()})}
+        base = leaves_mode_row(f"{s.name} shipped", s, shipped,
+                               {d: f.emb for d, f in s.feats.items()}, weights.search)
+        report_both(base, label=_median(shipped))
         for name in args.shapes:
             spans = {d: shape(name, s.texts[d], shipped[d]) for d in shipped}
-            flat = [(d, a, b) for d in spans for a, b in spans[d]]
-            vecs = encoder.encode_texts([s.texts[d][a:b] for d, a, b in flat])
-            emb, at = {}, 0
-            for d in spans:
-                emb[d] = np.asarray(vecs[at: at + len(spans[d])], np.float32)
-                at += len(spans[d])
-            variants[name] = (spans, emb)
-        rows = []
-        for name, (spans, emb) in variants.items():
-            terms = {d: LeafTerms.of([s.texts[d][a:b] for a, b in spans[d]],
-                                     section_headings(s.texts[d], spans[d])) for d in spans}
-            runs = {k: [] for k in KS}
-            for q, v in zip(s.queries, s.qvecs, strict=True):
-                docs = list(q["doc_ids"])
-                ranked = leaves_mode({d: emb[d] for d in docs}, v, k=max(KS),
-                                     params=weights.search, query=q["query"],
-                                     lexical={d: terms[d] for d in docs})
-                units = [(d, *spans[d][u]) for d, u, _ in ranked]
-                for k in KS:
-                    runs[k].append(units[:k])
-            lengths = [b - a for d in spans for a, b in spans[d]]
-            units = {d: np.asarray(v, np.int64) for d, v in spans.items()}
-            row = result_row(f"{s.name} {name}", runs, s.feats, s.queries, units)
-            row["median_chars"] = int(np.median(lengths))
-            rows.append(row)
-        base = rows[0]
-        for row in rows:
-            a = row["avg"]
-            line = (f"{row['name']:40s} units {row['median_chars']:4d} ch  IE "
-                    f"{100 * a['ie']:5.1f} cIE {100 * a['char_ie']:5.1f}")
-            if row is not base:
-                line += (f"  d IE {_paired(row, base, 'ie')}  d cIE "
-                         f"{_paired(row, base, 'char_ie')}")
-            print(line, flush=True)
+            row = leaves_mode_row(f"{s.name} {name}", s, spans, embed_spans(encoder, s, spans),
+                                  weights.search)
+            report_both(row, base, label=_median(spans))
     return 0
+
+
+def _median(spans: dict[str, list[Span]]) -> str:
+    return f" units {int(np.median([b - a for v in spans.values() for a, b in v])):4d} ch"
 
 
 if __name__ == "__main__":
