@@ -165,8 +165,8 @@ INDEX_SETTINGS = pa.schema(
         pa.field("run_id", pa.string(), nullable=False),  # the run that wrote the row
         pa.field("updated_at", pa.timestamp("us", tz="UTC"), nullable=False),
         # The full-text index the run keeps on nodes.text: JSON {"column", "index_type",
-        # "analyzer"}; null in a row written before it was recorded (added in place to
-        # an older table: no schema version change, no re-index).
+        # "rows", "analyzer"}; null in a row written before it was recorded (added in
+        # place to an older table: no schema version change, no re-index).
         pa.field("text_index_json", pa.string(), nullable=True),
     ]
 )
