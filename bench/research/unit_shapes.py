@@ -80,7 +80,7 @@ def joined(text: str, cap: int) -> list[Span]:
 
     def flush() -> None:
         group = _group_structured([sentences[i] for i in run], [first[i] for i in run],
-                                  [heading[i] for i in run], 2, cap)
+                                  [heading[i] for i in run], 2, cap, cap)
         out.extend(group)
         run.clear()
 

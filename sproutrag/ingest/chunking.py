@@ -222,13 +222,12 @@ def _heading_text(line: str) -> bool:
 
 def _group_structured(sentences: list[Span], first: list[bool], heading: list[bool],
                       sentences_per_chunk: int, max_chunk_chars: int,
-                      join_max_chars: int | None = None) -> list[Span]:
+                      join_cap: int) -> list[Span]:
     """`_group`, where a unit also ends before a sentence that starts a block (a section,
     paragraph, list item or line that ends a block), unless the unit so far holds only
     headings: a heading starts a unit and never ends one (it does not count as a
-    sentence). Sentences join while the unit stays within `join_max_chars` (default
-    `max_chunk_chars`); a heading joins its sentence within `max_chunk_chars`."""
-    join_cap = max_chunk_chars if join_max_chars is None else join_max_chars
+    sentence). Sentences join while the unit stays within `join_cap` characters; a
+    heading joins its sentence within `max_chunk_chars`."""
     chunks: list[Span] = []
     start, end, count, only_headings = -1, -1, 0, True
     for (s, e), new_block, head in zip(sentences, first, heading, strict=True):

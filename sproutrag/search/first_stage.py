@@ -52,12 +52,15 @@ class FirstStage:
         # (table versions, doc id per row, unit row vectors), or (versions, None, None)
         self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
 
-    def stale_rows(self, nodes: Any) -> int:
-        """Rows of `nodes` outside the current trees (0 unless a run writes or was killed);
-        the table's rows are counted once per version."""
+    def _count(self, nodes: Any) -> int:
+        """Rows of the `nodes` table at its version (counted once per version)."""
         if self._rows is None or self._rows[0] != nodes.version:
             self._rows = (nodes.version, nodes.count_rows())
-        return max(0, self._rows[1] - self.current().rows)
+        return self._rows[1]
+
+    def stale_rows(self, nodes: Any) -> int:
+        """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
+        return max(0, self._count(nodes) - self.current().rows)
 
     def node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(doc id per current node row, L2-normalised vectors), or (None, None) past
@@ -69,7 +72,7 @@ class FirstStage:
         current = self.current()
         versions = (tbl.version, current.version)
         if self._matrix is None or self._matrix[0] != versions:
-            if tbl.count_rows() > self.memory_rows:
+            if self._count(tbl) > self.memory_rows:
                 self._matrix = (versions, None, None)
             else:
                 data = tbl.search().select(["doc_id", "tree_id", "vector"]).limit(None)

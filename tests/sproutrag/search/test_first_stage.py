@@ -134,6 +134,6 @@ def test_the_readme_downstream_recipe_runs_on_the_tables_alone(sample_index, cap
     store = Store.open_existing(db)
     for line in lines:
         doc_id, start, end, text = line.split(" ", 3)
-        tree_id = dict(store.current_trees())[doc_id][0]
+        tree_id = store.current_trees()[doc_id][0]
         assert store.document_text(doc_id, tree_id)[int(start):int(end)][:80] == text
     assert any("9.7 Security Incidents. Provider shall notify" in line for line in lines)
