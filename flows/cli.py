@@ -74,12 +74,18 @@ def _add_index(sub) -> None:
         description="Discover CORPUS (a folder of .txt/.md files, a .jsonl file of "
         "{doc_id, text} lines, or one file; local or s3://), split it into sentence chunks, "
         "encode them, build one attention tree per document and store it in DB. "
-        "Unchanged documents are skipped.",
+        "Incremental: a file whose size and modification time (an S3 object: ETag) are "
+        "those stored is unchanged without being read (pipeline.listing_fast_path), any "
+        "other document is read and compared by content hash; only new and changed "
+        "documents are indexed, and documents gone from the corpus are deleted.",
     )
     p.add_argument("corpus", metavar="CORPUS", help="folder, .jsonl file or text file")
     p.add_argument("--db", required=True, help="LanceDB database folder or s3:// URI")
     p.add_argument("--config", metavar="FILE", help="YAML settings file")
-    p.add_argument("--full", action="store_true", help="re-index every document")
+    p.add_argument("--full", action="store_true", help="read and re-index every document")
+    p.add_argument("--verify", action="store_true",
+                   help="also hash every stored text and re-index the documents whose text "
+                   "does not match (what `sproutrag check` finds; reads the whole database)")
     p.add_argument("--allow-mass-delete", action="store_true",
                    help="let this run delete more than pipeline.max_delete_share (default "
                    "half) of the indexed documents, or all of them for an empty corpus")
@@ -218,8 +224,9 @@ def _add_check(sub) -> None:
         "texts are the document's text, and that each stored text hashes to its content "
         "hash. Prints one line per problem and a summary line. Exit codes: 0 healthy, "
         "1 problems found (a damaged table: `sproutrag index CORPUS --db DB --full` "
-        "rebuilds the database, moving the damaged tables aside; damaged documents: the "
-        "next `sproutrag index` run re-indexes them), 2 bad arguments (no database at DB).",
+        "rebuilds the database, moving the damaged tables aside; damaged documents: "
+        "`sproutrag index CORPUS --db DB --verify` re-indexes them), 2 bad arguments (no "
+        "database at DB).",
     )
     p.add_argument("--db", required=True, help="database built by `sproutrag index`")
     p.add_argument("--config", metavar="FILE", help="YAML settings file (storage)")

@@ -33,12 +33,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     settings = args.settings  # --config, SPROUTRAG_* environment (checked by preflight)
     if args.no_progress:
         settings = with_setting(settings, "pipeline", progress=False)
-    return run_index(args.corpus, args.db, settings, full=args.full,
+    return run_index(args.corpus, args.db, settings, full=args.full, verify=args.verify,
                      allow_mass_delete=args.allow_mass_delete)
 
 
 def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
-              allow_mass_delete: bool = False, raise_outcome: bool = False) -> int:
+              verify: bool = False, allow_mass_delete: bool = False,
+              raise_outcome: bool = False) -> int:
     """Run the flow `index-corpus` as `sproutrag index` does (a temporary Prefect server
     without PREFECT_API_URL, SETTINGS as the flow's parameter), print its summary; returns
     the exit code. RAISE_OUTCOME: raise a run that did not succeed (failed documents past
@@ -50,7 +51,7 @@ def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
 
     with temporary_server(), quiet_expected_tracebacks():
         state = index_corpus(
-            corpus=corpus, db=db, settings=settings, full=full,
+            corpus=corpus, db=db, settings=settings, full=full, verify=verify,
             allow_mass_delete=allow_mass_delete, return_state=True,
         )
         result = state.result(raise_on_failure=False)
@@ -78,19 +79,40 @@ def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """`sproutrag check`: 0 healthy, 1 problems found, 2 no database at --db."""
+    """`sproutrag check`: 0 healthy, 1 problems found, 2 no database at --db. A progress
+    bar of the rows read goes to stderr when it is a terminal and pipeline.progress is on."""
     from flows.preflight import UsageError
     from sproutrag.storage.check import check_database
     from sproutrag.storage.store import DatabaseNotFoundError
 
+    bar = _rows_bar(args.settings)
     try:
         report = check_database(
-            args.db, storage_options=args.settings.storage.lance_options(args.db))
+            args.db, storage_options=args.settings.storage.lance_options(args.db),
+            progress=None if bar is None else lambda done, total: _advance(bar, done, total))
     except DatabaseNotFoundError as exc:
         raise UsageError(str(exc)) from None
+    finally:
+        if bar is not None:
+            bar.close()
     for line in report.lines():
         print(line)
     return EXIT_OK if report.healthy else EXIT_ERROR
+
+
+def _rows_bar(settings: Settings):
+    """A tqdm bar on stderr, or None when stderr is not a terminal or the settings'
+    pipeline.progress is off (`SPROUTRAG_PIPELINE__PROGRESS=false`, --config)."""
+    if not settings.pipeline.progress or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(desc="check", unit=" rows", unit_scale=True, file=sys.stderr)
+
+
+def _advance(bar, done: int, total: int) -> None:
+    bar.total = total
+    bar.update(done - bar.n)
 
 
 def cmd_query(args: argparse.Namespace) -> int:

@@ -1,17 +1,20 @@
 """Prefect flow `index-corpus`: discover -> diff -> chunk -> encode -> build_trees -> store.
 
-The CLI (`sproutrag index`) runs this same flow. Documents go through the stages in
-batches of `pipeline.batch_docs`; each batch's Parquet intermediates live in the run's
-own folder below the work dir until the batch is stored.
-
-Under the database's run lock a run checks that every table can be read (a damaged one
-fails the run, or with --full is moved aside: `sproutrag.storage.check`), migrates an older
-schema, writes its `runs` row ("running"), removes what interrupted runs left, diffs the
-corpus with the database (refusing mass deletions; documents found damaged are
-re-indexed), indexes batch by batch, deletes what left the corpus, and completes its
-row. SIGTERM / SIGINT stop it between batches ("interrupted"). The flow
-run ends Failed when more documents failed than `pipeline.max_failed_share` tolerates
-(the data: `DocumentsFailedError` with the run's row), Cancelled when interrupted.
+The CLI (`sproutrag index`) runs this same flow. Under the database's run lock a run
+checks each table's files against its manifest (a damaged table fails the run, or with
+--full is moved aside: `sproutrag.storage.run_check`), migrates an older schema, writes
+its `runs` row ("running"), tags the table versions it starts from, reads the stored
+documents' small columns, removes what interrupted runs left and names documents whose
+tree is damaged (re-indexed), lists the corpus (no text read) and diffs it with the
+stored state (refusing mass deletions), then reads the documents the plan needs one at a
+time and indexes the new and changed ones in batches sized by characters
+(`pipeline.batch_chars`); each batch's Parquet intermediates live in the run's own
+folder below the work dir until the batch is stored. It deletes what left the corpus,
+records the listing of documents found unchanged after reading, maintains the tables
+and completes its row. SIGTERM / SIGINT stop it between batches ("interrupted"). The
+flow run ends Failed when more documents failed than `pipeline.max_failed_share`
+tolerates (the data: `DocumentsFailedError` with the run's row), Cancelled when
+interrupted.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import time
 from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
@@ -29,9 +34,11 @@ from tqdm import tqdm
 from flows.parameters import flow_settings
 from flows.runners import batch_runner
 from schemas.settings import Settings, is_s3
+from schemas.tables import ROWS_COMPATIBLE_VERSIONS
 from sproutrag.documents import Failure, Skipped
 from sproutrag.errors import is_environment_error
-from sproutrag.ingest.plan import check_deletions
+from sproutrag.ingest.batching import Tally, batches, documents_to_index
+from sproutrag.ingest.plan import Plan, check_deletions
 from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
 from sproutrag.interrupt import (
     StopRequested,
@@ -45,21 +52,41 @@ from sproutrag.storage.locking import DatabaseLock
 from tasks.build_trees import build_trees_batch
 from tasks.chunk import chunk_batch
 from tasks.database import index_fingerprint
-from tasks.discover import check_corpus_exists, diff_corpus, discover_corpus
+from tasks.discover import check_corpus_exists, diff_corpus, discover_corpus, read_documents
 from tasks.encode import encode_batch
 from tasks.store import (
     check_tables,
-    collect_garbage,
     delete_documents,
+    inspect_trees,
     maintain_tables,
     migrate_database,
     move_damaged_tables,
+    protect_versions,
+    read_stored_state,
     record_index_settings,
     record_run,
     start_run,
     store_batch,
+    update_sources,
 )
 from tasks.workdir import close_work_dir, open_work_dir
+
+#: Unchanged documents whose listing facts changed are recorded this many at a time.
+SOURCES_PER_COMMIT = 50_000
+
+
+@dataclass
+class _Run:
+    """One index run: what it was asked to do and what it found so far."""
+
+    corpus: str
+    db: str
+    settings: Settings
+    summary: RunSummary
+    logger: Any
+    full: bool = False
+    verify: bool = False
+    allow_mass_delete: bool = False
 
 
 @contextmanager
@@ -82,10 +109,7 @@ def _submit_batch(runner, batch, k: int, settings: Settings, work: str):
     return k, batch, (chunked, encoded, built)
 
 
-def _store_batch(
-    submitted, db: str, settings: Settings, fp: str, summary: RunSummary, stored: set[str],
-    logger,
-) -> int:
+def _store_batch(submitted, run: _Run, plan: Plan, stored: set[str]) -> None:
     """Wait for one batch and store it (stores run one at a time, in batch order).
 
     A batch whose task itself failed (a lost Dask worker, an unreadable intermediate)
@@ -93,10 +117,11 @@ def _store_batch(
     run retries them.
     """
     k, batch, futures = submitted
+    summary, logger = run.summary, run.logger
     try:
         chunked, encoded, built = (f.result() for f in futures)
     except StopRequested:  # not a failure: the batch never ran; the next run does it
-        return 0
+        return
     except Exception as exc:  # reported per document; the run goes on
         if is_environment_error(exc):  # a full disk fails every batch: stop the run
             raise
@@ -104,13 +129,15 @@ def _store_batch(
         summary.failures += [Failure(d.doc_id, reason) for d in batch]
         logger.error("%s (%d documents: %s)", reason, len(batch),
                      ", ".join(d.doc_id for d in batch))
-        return len(batch)
+        return
     for name, part in (("chunk", chunked), ("encode", encoded), ("build_trees", built)):
         summary.add_time(name, part.seconds)
         summary.failures += part.failures
     t0 = time.perf_counter()
     with _stage(summary, "store"):
-        n_nodes = store_batch(built.items, db, settings, fp)
+        known = [i.doc.doc_id for i in built.items if i.doc.doc_id in plan.stored]
+        n_nodes = store_batch(built.items, run.db, run.settings, summary.fingerprint,
+                              known, summary.run_id)
     summary.n_nodes += n_nodes
     stored.update(i.doc.doc_id for i in built.items)
     summary.n_chunks += sum(i.tree.n for i in built.items)
@@ -125,7 +152,6 @@ def _store_batch(
     )
     for f in failed:
         logger.warning("document %s failed: %s", f.shown, f.reason)
-    return len(built.items) + len(failed)
 
 
 def _skipped_kinds(skipped: list[Skipped]) -> list[tuple[str, list[Skipped]]]:
@@ -137,28 +163,26 @@ def _skipped_kinds(skipped: list[Skipped]) -> list[tuple[str, list[Skipped]]]:
     return [(what, group) for what, group in kinds if group]
 
 
-def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delete: bool,
-          summary: RunSummary, logger, damaged: dict[str, str] | None = None):
-    """Discover the corpus, diff it with the database, refuse a mass deletion."""
+def _plan(run: _Run, stored, damaged: dict[str, str]):
+    """List the corpus, diff it with the stored state, refuse a mass deletion."""
+    summary, logger = run.summary, run.logger
     with _stage(summary, "discover"):
-        found = discover_corpus(corpus, settings)
-        docs, summary.failures = found.docs, found.failures
-        plan, n_indexed = diff_corpus(
-            docs, db, settings, summary.fingerprint, full, summary.failures, damaged
-        )
-    for what, group in _skipped_kinds(found.skipped):
+        listing = discover_corpus(run.corpus, run.settings)
+        summary.failures = list(listing.failures)
+        plan = diff_corpus(listing, stored, run.settings, summary.fingerprint, run.full,
+                           damaged)
+    for what, group in _skipped_kinds(listing.skipped):
         summary.note(f"skipped {len(group)} symlinks {what}: "
                      f"{', '.join(f.shown for f in group[:10])}")
-    for f in found.skipped:
+    for f in listing.skipped:
         logger.warning("skipped %s: %s", f.shown, f.reason)
-    check_deletions(plan, n_indexed, corpus=corpus, allow=allow_mass_delete,
-                    max_share=settings.pipeline.max_delete_share)
-    summary.n_new, summary.n_changed = len(plan.new), len(plan.changed)
-    summary.n_unchanged = len(plan.unchanged)
+    check_deletions(plan, plan.n_indexed, corpus=run.corpus, allow=run.allow_mass_delete,
+                    max_share=run.settings.pipeline.max_delete_share)
+    summary.n_unchanged = plan.n_unchanged
     logger.info(
-        "discover: %d documents (%d new, %d changed, %d unchanged, %d deleted), %d failed "
-        "(%d of them indexed before: their indexed version stays)", len(docs),
-        summary.n_new, summary.n_changed, summary.n_unchanged, len(plan.deleted),
+        "discover: %d documents listed: %d unchanged by the listing, %d to read; %d "
+        "deleted; %d failed (%d of them indexed before: their indexed version stays)",
+        plan.n_listed, plan.n_unchanged, len(plan.to_read), len(plan.deleted),
         len(summary.failures), len(plan.kept),
     )
     for f in summary.failures:
@@ -166,68 +190,83 @@ def _plan(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delet
     if plan.held_reason:
         summary.note(plan.held_reason)
         logger.warning(plan.held_reason)
-    return plan
+    return listing, plan
 
 
-def _run(corpus: str, db: str, settings: Settings, full: bool, allow_mass_delete: bool,
-         summary: RunSummary, logger, damaged: dict[str, str] | None = None) -> None:
-    """The run's work, under the lock; `summary` is finished when this returns.
-    DAMAGED: documents the start-of-run check found damaged (re-indexed)."""
-    removed = collect_garbage(db, settings)
+def _inspect(run: _Run):
+    """The stored state, with what interrupted runs left removed and the damaged
+    documents named."""
+    stored = read_stored_state(run.db, run.settings)
+    removed, damaged = inspect_trees(run.db, run.settings, stored, run.verify)
     if removed:
-        logger.warning("removed %d nodes rows an interrupted run left (no documents row "
-                       "named them)", removed)
-    plan = _plan(corpus, db, settings, full, allow_mass_delete, summary, logger, damaged)
-    _report_damaged(plan, damaged or {}, summary, logger)
-    work, leftovers = open_work_dir(db, settings, summary.run_id)
+        run.logger.warning("removed %d nodes rows an interrupted run left (no documents "
+                           "row named them)", removed)
+    return stored, damaged
+
+
+def _run(run: _Run) -> None:
+    """The run's work, under the lock; `run.summary` is finished when this returns."""
+    summary, settings = run.summary, run.settings
+    stored_state, damaged = _inspect(run)
+    listing, plan = _plan(run, stored_state, damaged)
+    work, leftovers = open_work_dir(run.db, settings, summary.run_id)
     if leftovers:
-        logger.warning("removed %d work folders of killed runs of this database", leftovers)
+        run.logger.warning("removed %d work folders of killed runs of this database",
+                           leftovers)
+    tally = Tally()
     try:
-        stored = _index_all(plan.to_index, db, settings, work, summary, logger)
+        found = read_documents(listing, plan.to_read, settings)
+        stored = _index_all(documents_to_index(found, plan, tally), plan, run, work, tally)
     finally:
-        close_work_dir(work, db, settings)
-    summary.n_new = sum(d.doc_id in stored for d in plan.new)
-    summary.n_changed = sum(d.doc_id in stored for d in plan.changed)
+        close_work_dir(work, run.db, settings)
+    summary.failures += tally.failures
+    summary.n_new = sum(d in stored for d in tally.new)
+    summary.n_changed = sum(d in stored for d in tally.changed)
+    summary.n_unchanged += tally.unchanged
+    _report_damaged(plan, damaged, tally, summary, run.logger)
     if stop_requested():
         summary.finish("interrupted", f"{stop_reason()} after {len(stored)} documents")
         return
     with _stage(summary, "store"):
-        delete_documents(plan.deleted, db, settings)
+        delete_documents(plan.deleted, run.db, settings)
+        for k in range(0, len(tally.restat), SOURCES_PER_COMMIT):
+            update_sources(tally.restat[k : k + SOURCES_PER_COMMIT], run.db, settings)
     summary.n_deleted = len(plan.deleted)
     with _stage(summary, "maintain"):
-        maintain_tables(db, settings)
+        maintain_tables(run.db, settings, summary.run_id)
     summary.finish(max_failed_share=settings.pipeline.max_failed_share)
 
 
-def _report_damaged(plan, damaged: dict[str, str], summary: RunSummary, logger) -> None:
+def _report_damaged(plan: Plan, damaged: dict[str, str], tally: Tally,
+                    summary: RunSummary, logger) -> None:
     """Name the damaged documents: re-indexed now, or (not in the corpus now) deleted."""
     if not damaged:
         return
     shown = "; ".join(f"{d}: {why}" for d, why in list(damaged.items())[:5])
     more = f" and {len(damaged) - 5} more" if len(damaged) > 5 else ""
     text = (f"{len(damaged)} documents were damaged in the database ({shown}{more}): "
-            f"{len(plan.repaired)} re-indexed from the corpus")
-    left = sorted(set(damaged) - set(plan.repaired) - set(plan.deleted))
+            f"{len(tally.repaired)} re-indexed from the corpus")
+    left = sorted(set(damaged) - set(tally.repaired) - set(plan.deleted))
     if left:
         text += f"; not in the corpus or unreadable there, still damaged: {', '.join(left[:10])}"
     summary.note(text)
     logger.warning(text)
 
 
-def _check_tables(db: str, settings: Settings, full: bool, logger) -> tuple[dict, list[str]]:
+def _check_tables(db: str, settings: Settings, full: bool, logger) -> list[str]:
     """The start-of-run check: a damaged table fails the run (DamagedTableError), or with
-    --full is moved aside; returns the damaged documents and notes for the summary."""
-    health = check_tables(db, settings)
-    if not health.unreadable:
-        return health.documents, []
+    --full is moved aside; returns notes for the summary."""
+    unreadable = check_tables(db, settings)
+    if not unreadable:
+        return []
     if not full:
-        raise DamagedTableError(db, health.unreadable)
-    moved = move_damaged_tables(db, sorted(health.unreadable))
+        raise DamagedTableError(db, unreadable)
+    moved = move_damaged_tables(db, sorted(unreadable))
     note = ("moved damaged tables aside (kept, not deleted): " + ", ".join(
-        f"{n} ({health.unreadable[n]}) -> {path}" for n, path in moved.items())
+        f"{n} ({unreadable[n]}) -> {path}" for n, path in moved.items())
         + "; this --full run re-creates them")
     logger.warning(note)
-    return {}, [note]
+    return [note]
 
 
 def _wait_all(inflight: deque) -> None:
@@ -238,30 +277,36 @@ def _wait_all(inflight: deque) -> None:
             future.wait()
 
 
-def _index_all(todo, db: str, settings: Settings, work: str, summary, logger) -> set[str]:
-    """Index documents batch by batch; returns the doc_ids stored. A stop request ends
-    it after the batch being stored."""
+def _advance(bar, tally: Tally) -> None:
+    """The progress bar at the documents read so far."""
+    bar.update(tally.unchanged + len(tally.failures) + len(tally.new) + len(tally.changed)
+               - bar.n)
+
+
+def _index_all(todo, plan: Plan, run: _Run, work: str, tally: Tally) -> set[str]:
+    """Index the documents of TODO (read one at a time) in batches of
+    `pipeline.batch_chars`; returns the doc_ids stored. A stop request ends it after the
+    batch being stored."""
+    settings, logger = run.settings, run.logger
+    pipeline = settings.pipeline
     stored: set[str] = set()
-    size = settings.pipeline.batch_docs
-    batches = [todo[k : k + size] for k in range(0, len(todo), size)]
-    if not batches:
-        return stored
-    logger.info("index: %d documents in %d batches on the %s task runner",
-                len(todo), len(batches), settings.pipeline.task_runner)
+    logger.info("index: reading %d documents, indexing the new and changed ones in "
+                "batches of %d characters on the %s task runner", len(plan.to_read),
+                pipeline.batch_chars, pipeline.task_runner)
     inflight: deque = deque()
-    progress = tqdm(total=len(todo), unit="doc", disable=not settings.pipeline.progress)
-    fp = summary.fingerprint
+    progress = tqdm(total=len(plan.to_read), unit="doc", disable=not pipeline.progress)
     with batch_runner(settings) as runner, progress as bar:
-        for k, batch in enumerate(batches):
+        for k, batch in enumerate(batches(todo, max_chars=pipeline.batch_chars,
+                                          max_docs=pipeline.batch_docs)):
+            _advance(bar, tally)
             if stop_requested():
                 break
             inflight.append(_submit_batch(runner, batch, k, settings, work))
-            if len(inflight) >= settings.pipeline.max_inflight_batches:
-                done = inflight.popleft()
-                bar.update(_store_batch(done, db, settings, fp, summary, stored, logger))
+            if len(inflight) >= pipeline.max_inflight_batches:
+                _store_batch(inflight.popleft(), run, plan, stored)
         while inflight and not stop_requested():
-            done = inflight.popleft()
-            bar.update(_store_batch(done, db, settings, fp, summary, stored, logger))
+            _store_batch(inflight.popleft(), run, plan, stored)
+        _advance(bar, tally)
         if stop_requested():
             logger.warning("%s: stopping after %d stored documents", stop_reason(),
                            len(stored))
@@ -269,23 +314,30 @@ def _index_all(todo, db: str, settings: Settings, work: str, summary, logger) ->
     return stored
 
 
-def _locked_run(corpus: str, db: str, settings: Settings, fp: str, full: bool,
-                allow_mass_delete: bool, logger) -> RunSummary:
+def _migrate(db: str, settings: Settings, logger) -> None:
+    migrated = migrate_database(db, settings)
+    if not migrated:
+        return
+    rewritten = any(v not in ROWS_COMPATIBLE_VERSIONS for v in migrated.values())
+    logger.warning("migrated tables %s of %s to the current schema in place%s",
+                   ", ".join(migrated), db, "; every document is re-indexed" if rewritten
+                   else " (columns added, no row rewritten, nothing re-indexed)")
+
+
+def _locked_run(run: _Run) -> RunSummary:
     """Migrate, record the start, run, record the end: the `runs` row is always completed
     unless the process is killed. A damaged table fails the run here, before it writes
     anything (with --full: moved aside, then rebuilt)."""
-    damaged, notes = _check_tables(db, settings, full, logger)
-    migrated = migrate_database(db, settings)
-    if migrated:
-        logger.warning("migrated tables %s of %s to the current schema in place; every "
-                       "document is re-indexed", ", ".join(migrated), db)
-    summary = RunSummary(corpus=corpus, fingerprint=fp, flow_run_id=flow_run.get_id())
+    db, settings, summary = run.db, run.settings, run.summary
+    notes = _check_tables(db, settings, run.full, run.logger)
+    _migrate(db, settings, run.logger)
     for note in notes:
         summary.note(note)
     start_run(summary.to_row(), db, settings)
     try:
-        record_index_settings(db, settings, fp, summary.run_id)
-        _run(corpus, db, settings, full, allow_mass_delete, summary, logger, damaged)
+        protect_versions(db, settings, summary.run_id)
+        record_index_settings(db, settings, summary.fingerprint, summary.run_id)
+        _run(run)
     except KeyboardInterrupt as exc:  # a second signal
         summary.finish("interrupted", f"stopped at once: {exc}")
         record_run(summary.to_row(), db, settings)
@@ -306,11 +358,13 @@ def index_corpus(
     full: bool = False,
     allow_mass_delete: bool = False,
     settings: Settings | None = None,
+    verify: bool = False,
 ):
     """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally.
 
     SETTINGS (the CLI's, loaded once) or else CONFIG (a YAML file) and the environment
-    (`flows.parameters`).
+    (`flows.parameters`). FULL: read and re-index every document. VERIFY: also hash every
+    stored text and re-index those that do not match (what `sproutrag check` reads).
 
     Returns the run's `runs` row. With failed documents past the tolerated share the
     run ends Failed, when interrupted Cancelled; either state's data is an exception
@@ -326,7 +380,9 @@ def index_corpus(
         logger.info("database on S3: no lock file; the deployment's concurrency limit "
                     "of 1 keeps runs from overlapping")
     with DatabaseLock(db, timeout=settings.pipeline.lock_timeout), stop_on_signals():
-        summary = _locked_run(corpus, db, settings, fp, full, allow_mass_delete, logger)
+        summary = RunSummary(corpus=corpus, fingerprint=fp, flow_run_id=flow_run.get_id())
+        run = _Run(corpus, db, settings, summary, logger, full, verify, allow_mass_delete)
+        summary = _locked_run(run)
     create_markdown_artifact(
         key="index-run", markdown=summary.to_markdown(), description=f"index run of {corpus}"
     )

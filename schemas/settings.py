@@ -91,7 +91,15 @@ class SearchSettings(_Section):
 
 
 class PipelineSettings(_Section):
-    batch_docs: int = Field(8, ge=1, description="Documents per chunk/encode/store batch")
+    batch_chars: int = Field(
+        200_000, ge=1, description="Characters per chunk/encode/store batch: a batch closes "
+        "before the document that would overflow it (a longer document is a batch of its "
+        "own), so small and large documents make batches of about the same work"
+    )
+    batch_docs: int = Field(
+        1000, ge=1, description="Documents per batch at most (batch_chars usually closes a "
+        "batch first)"
+    )
     work_dir: str | None = Field(
         None, description="Base folder (or s3:// prefix) of the runs' Parquet intermediates; "
         "None = <db>/_work. A run creates and removes only its own sproutrag-run-<id> folder"
@@ -104,17 +112,31 @@ class PipelineSettings(_Section):
         0.0, ge=0, description="Seconds to wait for another run's lock (0: refuse at once)"
     )
     keep_versions_days: float = Field(
-        7.0, ge=0, description="When a table is optimized, its LanceDB versions older than "
-        "this are removed (a reader holding an older version must finish within it)"
+        7.0, ge=0, description="An index run keeps the LanceDB version of documents and "
+        "nodes it started from and its final one, and removes every other version it "
+        "wrote; the start versions of earlier runs are kept this many days (a reader may "
+        "still use them; their files cost the rows rewritten since). 0: only the version "
+        "before the run and the final one"
+    )
+    compact_fragments: int = Field(
+        32, ge=2, description="While a run writes, compact documents or nodes (merge small "
+        "fragments, fold new rows into the scalar indexes, remove the run's intermediate "
+        "versions) whenever this many of their fragments are small"
     )
     optimize_fragments: int = Field(
-        8, ge=1, description="Optimize a table after a run (compact its files, update its "
-        "indexes, remove versions older than keep_versions_days) once it holds this many "
+        8, ge=1, description="At the end of a run, compact documents and nodes once they "
+        "hold this many small fragments, and optimize runs once it holds this many "
         "fragments ..."
     )
     prune_versions: int = Field(
         1, ge=1, description="... or this many versions older than keep_versions_days "
         "(besides the latest, which is always kept)"
+    )
+    listing_fast_path: bool = Field(
+        True, description="Decide that a file is unchanged, without reading it, when its "
+        "size and modification time (an S3 object: size and ETag) equal those stored with "
+        "its row, as rsync and make do; the content hash stays the document's identity. "
+        "false: read and hash every document every run (--full also reads everything)"
     )
     max_delete_share: float = Field(
         0.5, ge=0, le=1, description="A run that would delete more than this share of the "

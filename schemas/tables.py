@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "3"  # 2: tree_id (documents, nodes); status, message (runs)
+SCHEMA_VERSION = "4"  # 2: tree_id (documents, nodes); status, message (runs)
 #                       3: flow_run_id (runs, results); results metadata; index_settings
-MIGRATABLE_VERSIONS = ("1", "2")  # an index run migrates these in place (storage/migrate.py)
+#                       4: source_size, modified_at, source_etag (documents)
+MIGRATABLE_VERSIONS = ("1", "2", "3")  # an index run migrates these in place (storage/migrate.py)
+#: Versions whose trees and vectors are those of today: migrating them adds columns and
+#: re-writes schema metadata only, never the rows (no re-index).
+ROWS_COMPATIBLE_VERSIONS = ("3",)
+#: The layout of the stored trees and vectors (`nodes`): the part of the schema that the
+#: index fingerprint names. It changes only when stored trees must be rebuilt.
+TREE_SCHEMA_VERSION = "3"
 
 # --- Parquet intermediates (one file per batch of documents) -----------------------
 
@@ -58,8 +65,32 @@ DOCUMENTS = pa.schema(
         pa.field("index_fingerprint", pa.string(), nullable=False),
         pa.field("indexed_at", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("tree_id", pa.string(), nullable=False),  # the current tree's nodes rows
+        # What the corpus listing said of the document when it was read (the fast path of
+        # an incremental run: a file whose size and modification time, or an S3 object
+        # whose size and ETag, equal these is unchanged without being read). Null: not
+        # known (a JSONL line has no modification time; a file modified within seconds of
+        # being read is re-read by the next run).
+        pa.field("source_size", pa.int64(), nullable=True),  # bytes: file, object or line
+        pa.field("modified_at", pa.timestamp("us", tz="UTC"), nullable=True),
+        pa.field("source_etag", pa.string(), nullable=True),  # S3 objects
     ]
 )
+
+#: The columns of `documents` an index run reads to plan (`Store.stored_state`): no text.
+STATE_COLUMNS = ("doc_id", "content_hash", "index_fingerprint", "tree_id", "n_chunks",
+                 "source_size", "modified_at", "source_etag")
+#: What an unchanged document's listing may update in place (`Store.update_sources`).
+SOURCE_COLUMNS = ("doc_id", "source", "source_size", "modified_at", "source_etag")
+
+
+def state_schema() -> pa.Schema:
+    """The schema of `Store.stored_state` (every column nullable: older tables)."""
+    return pa.schema([DOCUMENTS.field(c).with_nullable(True) for c in STATE_COLUMNS])
+
+
+def sources_schema() -> pa.Schema:
+    """The rows of `Store.update_sources`."""
+    return pa.schema([DOCUMENTS.field(c) for c in SOURCE_COLUMNS])
 
 
 def nodes_schema(dim: int) -> pa.Schema:

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 
 
 @dataclass(frozen=True)
 class SourceDocument:
+    """A document read from the corpus, with what its listing said of it (stored in
+    `documents`: `source_size`, `modified_at`, `source_etag`; None when unknown)."""
+
     doc_id: str
     source: str
     text: str
     content_hash: str
+    size: int | None = None  # bytes of the file, object or JSONL line
+    modified_at: datetime | None = None  # UTC; None: unknown or too recent to trust
+    etag: str | None = None  # an S3 object's ETag
 
 
 @dataclass(frozen=True)

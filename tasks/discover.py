@@ -1,16 +1,30 @@
-"""discover: check and list the corpus, and diff it with the database."""
+"""discover: check and list the corpus, diff the listing with the database, and read the
+documents the run needs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.settings import Settings
 from sproutrag.documents import Failure, SourceDocument
-from sproutrag.ingest.corpus import Discovery, DocLimits, check_corpus, discover
+from sproutrag.ingest.corpus import (
+    CorpusListing,
+    DocLimits,
+    Listed,
+    check_corpus,
+    list_corpus,
+    read_listed,
+)
 from sproutrag.ingest.plan import Plan, plan_changes
-from tasks.database import open_store
 from tasks.retries import IO_RETRIES
+
+
+def _limits(settings: Settings) -> DocLimits:
+    return DocLimits(settings.pipeline.max_doc_bytes, settings.pipeline.max_doc_chars)
 
 
 @task(name="check_corpus", cache_policy=NO_CACHE, **IO_RETRIES)
@@ -21,24 +35,28 @@ def check_corpus_exists(corpus: str, settings: Settings | None = None) -> None:
 
 
 @task(name="discover", cache_policy=NO_CACHE, **IO_RETRIES)
-def discover_corpus(corpus: str, settings: Settings | None = None) -> Discovery:
-    opts = settings.storage.fsspec_options(corpus) if settings is not None else None
-    pipeline = settings.pipeline if settings is not None else None
-    allow = pipeline.allow_external_symlinks if pipeline is not None else False
-    limits = (DocLimits(pipeline.max_doc_bytes, pipeline.max_doc_chars)
-              if pipeline is not None else None)
-    return discover(corpus, storage_options=opts, allow_external_symlinks=allow, limits=limits)
+def discover_corpus(corpus: str, settings: Settings) -> CorpusListing:
+    """The corpus listing: doc ids and what the listing says of each (no text held)."""
+    return list_corpus(corpus, storage_options=settings.storage.fsspec_options(corpus),
+                       allow_external_symlinks=settings.pipeline.allow_external_symlinks,
+                       limits=_limits(settings))
 
 
 @task(name="diff", cache_policy=NO_CACHE)
 def diff_corpus(
-    docs: list[SourceDocument], db: str, settings: Settings, fingerprint: str,
-    full: bool = False, failures: list[Failure] | None = None,
-    damaged: dict[str, str] | None = None,
-) -> tuple[Plan, int]:
-    """The plan, and how many documents the database holds. DAMAGED documents (from
-    the start-of-run check) are re-indexed."""
-    indexed = open_store(db, settings).indexed()
-    plan = plan_changes(docs, indexed, fingerprint, full=full, failures=failures or [],
-                        damaged=damaged)
-    return plan, len(indexed)
+    listing: CorpusListing, stored: pa.Table, settings: Settings, fingerprint: str,
+    full: bool = False, damaged: dict[str, str] | None = None,
+) -> Plan:
+    """The plan: the listing against the stored state; DAMAGED documents are re-indexed."""
+    return plan_changes(listing.items, stored, fingerprint, full=full,
+                        fast_path=settings.pipeline.listing_fast_path,
+                        failures=listing.failures, damaged=damaged)
+
+
+def read_documents(listing: CorpusListing, items: Sequence[Listed], settings: Settings
+                   ) -> Iterator[SourceDocument | Failure]:
+    """The texts of ITEMS, one at a time, in listing order (a generator: not a task; the
+    flow reads while the task runner chunks and encodes)."""
+    return read_listed(listing, items,
+                       storage_options=settings.storage.fsspec_options(listing.corpus),
+                       limits=_limits(settings))

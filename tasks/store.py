@@ -3,24 +3,74 @@ migrate an old database; remove what interrupted runs left; compact and prune.""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
+import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import task_run
 
 from schemas.settings import Settings
+from sproutrag.documents import SourceDocument
 from sproutrag.encoder.factory import shared_encoder
-from sproutrag.storage.check import Health, check_for_run, move_aside
+from sproutrag.storage.check import move_aside
+from sproutrag.storage.garbage import tree_damage
 from sproutrag.storage.index_info import IndexInfo, record_index_info
 from sproutrag.storage.migrate import migrate
+from sproutrag.storage.rows import source_rows
+from sproutrag.storage.run_check import check_files, verify_texts
 from sproutrag.storage.store import IndexedDocument
 from tasks.database import index_fields, open_store
 from tasks.retries import IO_RETRIES
 
 
 @task(name="store", cache_policy=NO_CACHE, **IO_RETRIES)
-def store_batch(items: list[IndexedDocument], db: str, settings: Settings, fingerprint: str) -> int:
-    return open_store(db, settings).write(items, fingerprint)
+def store_batch(items: list[IndexedDocument], db: str, settings: Settings, fingerprint: str,
+                stored: Collection[str], run_id: str) -> int:
+    """Store a batch (STORED: its documents that the database holds, from the plan), then
+    tidy the tables if their small fragments piled up; returns the nodes rows written.
+    A retry looks the stored documents up again (the failed attempt may have stored
+    some of them)."""
+    store = open_store(db, settings)
+    first = (task_run.run_count or 1) <= 1
+    n = store.write(items, fingerprint, stored=stored if first else None)
+    store.tidy(run_id=run_id, keep_versions_days=settings.pipeline.keep_versions_days,
+               min_small=settings.pipeline.compact_fragments)
+    return n
+
+
+@task(name="read_stored_state", cache_policy=NO_CACHE, **IO_RETRIES)
+def read_stored_state(db: str, settings: Settings) -> pa.Table:
+    """The stored documents' small columns (`Store.stored_state`: no text)."""
+    return open_store(db, settings).stored_state()
+
+
+@task(name="inspect_trees", cache_policy=NO_CACHE, **IO_RETRIES)
+def inspect_trees(db: str, settings: Settings, stored: pa.Table, verify: bool = False
+                  ) -> tuple[int, dict[str, str]]:
+    """Remove the trees no document names (an interrupted run left them) and name the
+    damaged documents (tree missing or incomplete; with VERIFY every tree's rows are
+    counted and every stored text hashed): (nodes rows removed, doc_id -> why)."""
+    store = open_store(db, settings)
+    damage = tree_damage(store.table("nodes"), stored, force=verify)
+    damaged = dict(damage.damaged)
+    if verify:
+        damaged.update(verify_texts(store.table("documents")))
+    return store.collect_garbage(damage), damaged
+
+
+@task(name="update_sources", cache_policy=NO_CACHE, **IO_RETRIES)
+def update_sources(docs: Sequence[SourceDocument], db: str, settings: Settings) -> int:
+    """Record what the listing now says of unchanged documents (their rows' listing
+    columns only; the trees stay)."""
+    return open_store(db, settings).update_sources(source_rows(docs))
+
+
+@task(name="protect_versions", cache_policy=NO_CACHE, **IO_RETRIES)
+def protect_versions(db: str, settings: Settings, run_id: str) -> None:
+    """Tag the table versions this run starts from (kept when the run prunes versions)."""
+    open_store(db, settings).protect_versions(run_id)
 
 
 @task(name="delete", cache_policy=NO_CACHE, **IO_RETRIES)
@@ -48,16 +98,17 @@ def record_run(row: dict[str, Any], db: str, settings: Settings) -> None:
 
 
 @task(name="migrate", cache_policy=NO_CACHE)
-def migrate_database(db: str, settings: Settings) -> list[str]:
-    """Bring an older schema version up to date in place; returns the tables migrated."""
+def migrate_database(db: str, settings: Settings) -> dict[str, str]:
+    """Bring an older schema version up to date in place; returns table -> the version
+    it had."""
     return migrate(db, storage_options=settings.storage.lance_options(db))
 
 
 @task(name="check_tables", cache_policy=NO_CACHE)
-def check_tables(db: str, settings: Settings) -> Health:
-    """The start-of-run check: unreadable tables, documents whose tree or text is
-    damaged (no retries: a damaged file stays damaged)."""
-    return check_for_run(db, storage_options=settings.storage.lance_options(db))
+def check_tables(db: str, settings: Settings) -> dict[str, str]:
+    """The start-of-run check: tables whose files are missing or truncated (name -> why),
+    from the manifests (no retries: a damaged file stays damaged)."""
+    return check_files(db, storage_options=settings.storage.lance_options(db))
 
 
 @task(name="move_damaged_tables", cache_policy=NO_CACHE)
@@ -73,11 +124,12 @@ def collect_garbage(db: str, settings: Settings) -> int:
 
 
 @task(name="maintain", cache_policy=NO_CACHE, **IO_RETRIES)
-def maintain_tables(db: str, settings: Settings) -> dict[str, int]:
-    """Compact the tables that need it and drop versions past the retention period."""
+def maintain_tables(db: str, settings: Settings, run_id: str) -> dict[str, int]:
+    """Build the indexes that are missing, compact the tables that need it, fold new rows
+    into the indexes and prune the versions (`Store.maintain`)."""
     pipeline = settings.pipeline
     return open_store(db, settings).maintain(
-        keep_versions_days=pipeline.keep_versions_days,
+        run_id=run_id, keep_versions_days=pipeline.keep_versions_days,
         min_fragments=pipeline.optimize_fragments,
         min_old_versions=pipeline.prune_versions,
     )

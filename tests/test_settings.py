@@ -70,7 +70,7 @@ def test_misspelled_sections_and_broken_yaml_are_refused(tmp_path, monkeypatch):
         load_settings()
     monkeypatch.delenv("SPROUTRAG_PIPELNE__BATCH_DOCS")
     monkeypatch.setenv("SPROUTRAG_CRASH_AT", "")  # a test hook, not a setting
-    assert load_settings().pipeline.batch_docs == 8
+    assert load_settings().pipeline.batch_docs == 1000
     broken = tmp_path / "broken.yaml"
     broken.write_text("pipeline:\n  batch_docs: [1\n  work_dir: x\n", encoding="utf-8")
     with pytest.raises(ConfigFileError, match=r"broken.yaml' is not valid YAML at line 3"):

@@ -11,6 +11,13 @@ failure standing for every doc_id below it (`Failure.folder`): none of them is d
 A doc_id found more than once (a JSONL export with two lines for one document) fails as
 a whole, naming every copy: none is indexed, the indexed version stays.
 
+Discovery is two passes, so that a run never holds the corpus's texts: `list_corpus`
+lists the documents (doc_id, size, modification time, ETag: no file is read; a JSONL
+file is streamed once and each line hashed, `sproutrag.ingest.jsonl`) and `read_listed`
+reads the texts of the documents a run needs, one at a time, in listing order.
+`discover` does both for every document. Memory: the listing (about 250 bytes a
+document), never more than one text.
+
 In a local folder a file symlink is followed only when its target lies inside the corpus
 folder; one pointing outside (say to /etc/passwd) is skipped and reported
 (`Discovery.skipped`) unless `allow_external_symlinks`. Symlinks to folders are never
@@ -21,26 +28,38 @@ is checked before it is read, and the binary check reads only its first 8 KiB.
 
 from __future__ import annotations
 
-import json
 import os
-import stat
-import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO
 
 from sproutrag.documents import Failure, Skipped, SourceDocument, content_hash
 from sproutrag.errors import CorpusNotFoundError, CorpusUnreadableError  # noqa: F401 - also importable from here
+from sproutrag.ingest.jsonl import list_jsonl, read_jsonl
 from sproutrag.ingest.listing import (
     TEXT_SUFFIXES,
     Entry,
-    bounded_lines,
+    fsspec_entry,
     is_local,
     list_fsspec,
     list_local,
 )
+from sproutrag.ingest.sources import (
+    DocLimits,
+    Listed,
+    check_doc_id,
+    check_regular,
+    check_text,
+    decode_text,
+)
 
-__all__ = ["TEXT_SUFFIXES"]  # re-exported: callers import it from here
+# re-exported: callers import them from here
+__all__ = ["TEXT_SUFFIXES", "DocLimits", "Listed", "check_doc_id", "check_text", "decode_text"]
+
+#: A file modified this close to its listing may change again within the same
+#: modification time: its time is not stored, so the next run reads it (git's "racy" rule).
+RACY = timedelta(seconds=2)
 
 
 @dataclass(frozen=True)
@@ -54,37 +73,26 @@ class Discovery:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def decode_text(data: bytes, *, name: str) -> str:
-    """Strict UTF-8 (a BOM is dropped); binary and undecodable data raise ValueError."""
-    if b"\x00" in data[:8192]:
-        raise ValueError(f"{name}: binary file (NUL bytes), not text")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "convert the file to UTF-8"
-        ) from None
-    return check_text(text, name=name)
+@dataclass(frozen=True)
+class CorpusListing:
+    """What `list_corpus` found: the documents (`Listed`, sorted by doc_id; a JSONL file's
+    in file order), failures, the entries skipped on purpose, and how to read them again
+    (`read_listed`). KIND: "folder", "jsonl" or "file"; ROOT: the folder or file as the
+    filesystem names it; LISTED_AT: when the listing started (UTC)."""
 
+    corpus: str
+    kind: str
+    root: str
+    items: list[Listed]
+    failures: list[Failure]
+    skipped: list[Skipped] = field(default_factory=list)
+    listed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
-def check_doc_id(doc_id: str) -> str:
-    """A doc_id must be non-empty text without control characters (NUL, newlines, ...)."""
-    if not doc_id.strip():
-        raise ValueError(f"invalid doc_id {doc_id!r}: empty")
-    for ch in doc_id:
-        if unicodedata.category(ch) in ("Cc", "Cs"):  # controls, lone surrogates
-            raise ValueError(
-                f"invalid doc_id {doc_id!r}: control character U+{ord(ch):04X} "
-                "(doc_ids must be printable text)"
-            )
-    return doc_id
-
-
-def check_text(text: str, *, name: str) -> str:
-    if not text.strip():
-        raise ValueError(f"{name}: empty document (no text to index)")
-    return text
+    def source(self, item: Listed) -> str:
+        """Where ITEM is: the file's path or URL, or "corpus.jsonl:LINE"."""
+        if self.kind == "jsonl":
+            return f"{self.corpus}:{item.line}"
+        return self.corpus if self.kind == "file" else f"{self.corpus.rstrip('/')}/{item.doc_id}"
 
 
 def _filesystem(corpus: str, storage_options: dict[str, Any] | None):
@@ -108,61 +116,83 @@ def check_corpus(corpus: str, *, storage_options: dict[str, Any] | None = None) 
         )
 
 
-@dataclass(frozen=True)
-class DocLimits:
-    """The largest document read: `pipeline.max_doc_bytes` (of a file or JSONL line, checked
-    before reading it) and `pipeline.max_doc_chars` (of its text, in code points)."""
+def list_corpus(
+    corpus: str, *, storage_options: dict[str, Any] | None = None,
+    allow_external_symlinks: bool = False, limits: DocLimits | None = None,
+) -> CorpusListing:
+    """The corpus's documents as its listing sees them (no file is read; a JSONL file is
+    streamed and hashed line by line), with failures and skipped entries."""
+    check_corpus(corpus, storage_options=storage_options)
+    fs, root = _filesystem(str(corpus), storage_options)
+    limits = limits or DocLimits()
+    listed_at, skipped = datetime.now(UTC), []
+    if fs.isdir(root):
+        kind, root = "folder", root.rstrip("/")
+        items = _list_folder_items(fs, root, corpus, skipped, allow_external_symlinks)
+    elif root.endswith(".jsonl"):
+        kind, items = "jsonl", list(list_jsonl(fs, root, str(corpus), limits))
+    else:
+        kind = "file"
+        items = [_file_item(fs, root, root.rsplit("/", 1)[-1])]
+    listed, failures = _without_duplicates(items, corpus)
+    if kind != "jsonl":
+        listed.sort(key=lambda x: x.doc_id)
+    return CorpusListing(str(corpus), kind, root, listed, failures, skipped, listed_at)
 
-    max_bytes: int = 100_000_000
-    max_chars: int = 20_000_000
 
-    def check_bytes(self, n: int, *, name: str) -> None:
-        if n > self.max_bytes:
-            raise ValueError(
-                f"{name}: {n:,} bytes, over the limit of {self.max_bytes:,} bytes "
-                "(pipeline.max_doc_bytes): not read; split the document or raise the limit")
-
-    def check_chars(self, text: str, *, name: str) -> str:
-        if len(text) > self.max_chars:
-            raise ValueError(
-                f"{name}: {len(text):,} characters, over the limit of {self.max_chars:,} "
-                "(pipeline.max_doc_chars); split the document or raise the limit")
-        return text
+def read_listed(
+    listing: CorpusListing, items: Iterable[Listed] | None = None, *,
+    storage_options: dict[str, Any] | None = None, limits: DocLimits | None = None,
+) -> Iterator[SourceDocument | Failure]:
+    """The documents of ITEMS (default: every listed one) read, in the order given; a
+    document that cannot be read is a `Failure`. Each carries what the listing said of
+    it (a modification time within `RACY` of the listing is dropped)."""
+    fs, _ = _filesystem(listing.corpus, storage_options)
+    limits = limits or DocLimits()
+    items = listing.items if items is None else items
+    if listing.kind == "jsonl":
+        yield from read_jsonl(fs, listing.root, listing.corpus, items, limits)
+        return
+    for item in items:
+        path = listing.root if listing.kind == "file" else f"{listing.root}/{item.doc_id}"
+        entry = Entry(path, item.doc_id, item.size, item.modified_at, item.etag)
+        found = _read_file(fs, entry, source=listing.source(item), limits=limits)
+        if isinstance(found, SourceDocument):
+            recent = item.modified_at is not None and item.modified_at >= (
+                listing.listed_at - RACY)
+            found = SourceDocument(found.doc_id, found.source, found.text, found.content_hash,
+                                   item.size, None if recent else item.modified_at, item.etag)
+        yield found
 
 
 def discover(
     corpus: str, *, storage_options: dict[str, Any] | None = None,
     allow_external_symlinks: bool = False, limits: DocLimits | None = None,
 ) -> Discovery:
-    """The corpus's readable documents (sorted by doc_id), failures and skipped entries."""
-    check_corpus(corpus, storage_options=storage_options)
-    fs, root = _filesystem(str(corpus), storage_options)
-    limits = limits or DocLimits()
-    skipped: list[Skipped] = []
-    if fs.isdir(root):
-        items = _from_folder(fs, root, corpus, skipped, allow_external_symlinks, limits)
-    elif root.endswith(".jsonl"):
-        items = _from_jsonl(fs, root, corpus, limits)
-    else:
-        name = root.rsplit("/", 1)[-1]
-        items = iter([_read_file(fs, Entry(root, name), source=str(corpus), limits=limits)])
-    docs, failures = _without_duplicates(list(items))
-    return Discovery(docs, failures, skipped)
+    """The corpus's readable documents (sorted by doc_id), failures and skipped entries:
+    `list_corpus` and `read_listed` of every document, texts held in memory (for small
+    corpora and tests; an index run streams)."""
+    listing = list_corpus(corpus, storage_options=storage_options,
+                          allow_external_symlinks=allow_external_symlinks, limits=limits)
+    docs, failures = [], list(listing.failures)
+    for found in read_listed(listing, storage_options=storage_options, limits=limits):
+        (docs if isinstance(found, SourceDocument) else failures).append(found)
+    return Discovery(sorted(docs, key=lambda d: d.doc_id), failures, listing.skipped)
 
 
 def _without_duplicates(
-    items: list[SourceDocument | Failure],
-) -> tuple[list[SourceDocument], list[Failure]]:
-    """Documents sorted by doc_id and failures; a doc_id found more than once (as a
-    document or a failure) becomes one failure naming every copy."""
+    items: list[Listed | Failure], corpus: str,
+) -> tuple[list[Listed], list[Failure]]:
+    """Listed documents and failures; a doc_id found more than once (as a document or a
+    failure) becomes one failure naming every copy."""
     copies: dict[str, list[str]] = {}
     for item in items:
-        if isinstance(item, SourceDocument):
-            copies.setdefault(item.doc_id, []).append(item.source)
+        if isinstance(item, Listed):
+            copies.setdefault(item.doc_id, []).append(
+                f"{corpus}:{item.line}" if item.line else item.doc_id)
         elif item.doc_id_known:
             copies.setdefault(item.doc_id, []).append(f"failed: {item.reason}")
-    docs = {d.doc_id: d for d in items if isinstance(d, SourceDocument)
-            and len(copies[d.doc_id]) == 1}
+    listed = [d for d in items if isinstance(d, Listed) and len(copies[d.doc_id]) == 1]
     failures = [f for f in items if isinstance(f, Failure)
                 and not (f.doc_id_known and len(copies[f.doc_id]) > 1)]
     for doc_id, where in copies.items():
@@ -170,30 +200,18 @@ def _without_duplicates(
             failures.append(Failure(doc_id, (
                 f"duplicate doc_id: {len(where)} entries ({'; '.join(where)}); none of them "
                 "is indexed (an indexed version stays): give each document its own doc_id")))
-    return [docs[k] for k in sorted(docs)], failures
-
-
-_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISDIR, "a folder"))
-
-
-def _check_regular(mode: int, *, name: str) -> None:
-    if not stat.S_ISREG(mode):
-        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
-        raise ValueError(f"{name}: {kind}, not a regular file: not read "
-                         "(only regular files are indexed)")
+    return listed, failures
 
 
 def _open_local(path: str, *, name: str, limits: DocLimits) -> BinaryIO:
     """PATH opened for reading once it is known to be a regular file of at most
     `limits.max_bytes` (a named pipe is never opened: that would block)."""
     st = os.stat(path)  # follows symlinks
-    _check_regular(st.st_mode, name=name)
+    check_regular(st.st_mode, name=name)
     limits.check_bytes(st.st_size, name=name)
     fh = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")  # noqa: SIM115 - returned
     try:  # replaced between the stat and the open?
-        _check_regular(os.fstat(fh.fileno()).st_mode, name=name)
+        check_regular(os.fstat(fh.fileno()).st_mode, name=name)
     except ValueError:
         fh.close()
         raise
@@ -229,6 +247,21 @@ def _read_file(fs, entry: Entry, *, source: str, limits: DocLimits) -> SourceDoc
     return SourceDocument(doc_id, source, text, content_hash(text))
 
 
+def _file_item(fs, path: str, name: str) -> Listed:
+    """The one document of a single-file corpus, as its listing (a stat) sees it."""
+    try:
+        entry = (_stat_local(path, name) if is_local(fs) else
+                 fsspec_entry(path, name, fs.info(path)))
+    except OSError:  # reading it reports why
+        return Listed(name)
+    return Listed(name, entry.size, entry.modified_at, entry.etag)
+
+
+def _stat_local(path: str, name: str) -> Entry:
+    st = os.stat(path)
+    return Entry(path, name, st.st_size, datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC))
+
+
 def _external_target(root: str, path: str) -> str | None:
     """The target of PATH when it is a local symlink pointing outside ROOT, else None."""
     if not os.path.islink(path):
@@ -256,18 +289,16 @@ def _list_folder(fs, root: str, corpus: str, skipped: list[Skipped]):
     return listing.entries, unlisted
 
 
-def _from_folder(
+def _list_folder_items(
     fs, root: str, corpus: str, skipped: list[Skipped], allow_external: bool,
-    limits: DocLimits,
-) -> Iterator[SourceDocument | Failure]:
-    """The folder's .txt/.md files; symlinks out of the folder are reported in SKIPPED
-    instead of being read, unless ALLOW_EXTERNAL."""
-    root = root.rstrip("/")
+) -> list[Listed | Failure]:
+    """The folder's .txt/.md files as `Listed` (doc_id: the path below the folder) and a
+    failure per subfolder that could not be listed; symlinks out of the folder are
+    reported in SKIPPED instead, unless ALLOW_EXTERNAL; an invalid doc_id fails."""
     entries, unlisted = _list_folder(fs, root, corpus, skipped)
-    yield from unlisted
     if not entries and not unlisted:
         raise CorpusNotFoundError(f"corpus folder {corpus!r} holds no .txt or .md files")
-    prefix = corpus.rstrip("/")
+    items: list[Listed | Failure] = list(unlisted)
     for entry in entries:
         target = None if allow_external or not is_local(fs) else _external_target(
             root, entry.path)
@@ -275,50 +306,10 @@ def _from_folder(
             skipped.append(Skipped(entry.rel, f"symlink to {target}, outside the corpus "
                                               "folder: skipped (pipeline.allow_external_symlinks)"))
             continue
-        yield _read_file(fs, entry, source=f"{prefix}/{entry.rel}", limits=limits)
-
-
-def _from_jsonl(
-    fs, path: str, corpus: str, limits: DocLimits
-) -> Iterator[SourceDocument | Failure]:
-    if is_local(fs):
         try:
-            _check_regular(os.stat(path).st_mode, name=corpus)
+            check_doc_id(entry.rel)
         except ValueError as exc:
-            raise CorpusUnreadableError(str(exc)) from None
-    with fs.open(path, "rb") as fh:
-        for lineno, raw in enumerate(bounded_lines(fh, limits.max_bytes), start=1):
-            where, line = f"{corpus}:{lineno}", f"line {lineno}"
-            if raw is None:
-                yield Failure(line, f"{where}: line longer than {limits.max_bytes:,} bytes "
-                                    "(pipeline.max_doc_bytes): not read", doc_id_known=False)
-            elif raw.strip():
-                yield _jsonl_line(raw, where=where, line=line, limits=limits)
-
-
-def _jsonl_line(
-    raw: bytes, *, where: str, line: str, limits: DocLimits
-) -> SourceDocument | Failure:
-    """One JSONL line; a failure names the doc_id whenever the line has a usable one."""
-    try:
-        row = json.loads(raw)
-    except ValueError as exc:  # not JSON, or not UTF-8
-        return Failure(line, f"{where}: not a JSON line ({exc})", doc_id_known=False)
-    if not isinstance(row, dict) or "doc_id" not in row:
-        return Failure(line, f"{where}: missing field 'doc_id'", doc_id_known=False)
-    doc_id = row["doc_id"]
-    if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
-        return Failure(line, f"{where}: doc_id must be a string, got {doc_id!r}",
-                       doc_id_known=False)
-    doc_id = str(doc_id)
-    try:
-        check_doc_id(doc_id)
-        if "text" not in row:
-            raise ValueError("missing field 'text'")
-        if not isinstance(row["text"], str):
-            raise ValueError("text must be a string")
-        text = limits.check_chars(check_text(row["text"], name=doc_id), name=doc_id)
-        digest = content_hash(text)  # UnicodeEncodeError (a ValueError): lone surrogates
-    except ValueError as exc:
-        return Failure(doc_id, f"{where}: {exc}")
-    return SourceDocument(doc_id, where, text, digest)
+            items.append(Failure(entry.rel, str(exc)))
+            continue
+        items.append(Listed(entry.rel, entry.size, entry.modified_at, entry.etag))
+    return items

@@ -6,10 +6,12 @@ trees: the encoder (its id and content hash, its window and chunk settings, its
 embedding mode, its precision when not float32), the fingerprint of its weights' alpha
 (`TrainedWeights.tree_fingerprint`:
 the query-time search parameters never re-index a corpus), the chunking, the tree
-settings and the tables' schema version. Storage and pipeline settings (paths,
-credentials, batch sizes) never enter it. `index_fingerprint` is the one function that
-computes it (the index flow calls it through `tasks.database`); `index_fields` is what
-it hashes, recorded as `index_settings.settings_json`.
+settings and the stored trees' schema version (`schemas.tables.TREE_SCHEMA_VERSION`;
+columns added to `documents` change the tables' schema version, not the fingerprint).
+Storage and pipeline settings (paths, credentials, batch sizes) never enter it.
+`index_fingerprint` is the one function that computes it (the index flow calls it
+through `tasks.database`); `index_fields` is what it hashes, recorded as
+`index_settings.settings_json`.
 
 The evaluation's feature cache (`sproutrag.learn.features`) keys its files with
 `encoder_fields` too, but not with the rest: features hold every attention head (so
@@ -24,7 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from schemas.tables import SCHEMA_VERSION
+from schemas.tables import TREE_SCHEMA_VERSION
 
 
 def encoder_fields(encoder: Any) -> dict[str, Any]:
@@ -59,7 +61,7 @@ def _plain(section: Any) -> dict[str, Any]:
 def index_fields(encoder: Any, *, chunking: Any, tree: Any) -> dict[str, Any]:
     """Everything that changes the stored trees and vectors: ENCODER (with its weights'
     alpha), CHUNKING and TREE (`Settings.chunking` / `Settings.tree`, or their dicts) and
-    the schema version."""
+    the stored trees' schema version."""
     chunking = _plain(chunking)
     for key, old in _CHUNKING_ADDED.items():  # at the behaviour before the option existed:
         if chunking.get(key) == old:  # left out, so every older fingerprint stays the same
@@ -67,7 +69,7 @@ def index_fields(encoder: Any, *, chunking: Any, tree: Any) -> dict[str, Any]:
     return {
         **encoder_fields(encoder),
         "weights": encoder.weights.tree_fingerprint(),
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": TREE_SCHEMA_VERSION,
         "chunking": chunking,
         "tree": _plain(tree),
     }

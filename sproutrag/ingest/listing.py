@@ -16,19 +16,32 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from datetime import UTC, datetime
+from typing import Any, BinaryIO
 
 TEXT_SUFFIXES = (".txt", ".md")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
-    """A corpus file to read: its path, its doc_id (path below the folder) and its size
-    in bytes when the listing gave one."""
+    """A corpus file to read: its path, its doc_id (path below the folder), and what the
+    listing said of it when it gave it: size in bytes, modification time (UTC), ETag."""
 
     path: str
     rel: str
     size: int | None = None
+    modified_at: datetime | None = None
+    etag: str | None = None
+
+
+def _local_entry(entry: os.DirEntry, rel: str) -> Entry:
+    """ENTRY with its size and modification time (of the file a symlink points to);
+    without them when it cannot be stat'ed (reading it then reports why)."""
+    try:
+        st = entry.stat(follow_symlinks=True)
+    except OSError:
+        return Entry(entry.path, rel)
+    return Entry(entry.path, rel, st.st_size, datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC))
 
 
 @dataclass
@@ -70,7 +83,7 @@ def list_local(root: str) -> Listing:
             elif entry.is_symlink() and _is_dir(entry, follow=True):
                 out.folder_links.append((rel + "/", os.path.realpath(entry.path)))
             elif entry.name.lower().endswith(TEXT_SUFFIXES):
-                out.entries.append(Entry(entry.path, rel))
+                out.entries.append(_local_entry(entry, rel))
     out.entries.sort(key=lambda e: e.rel)
     out.unlisted.sort()
     out.folder_links.sort()
@@ -87,33 +100,51 @@ def _generic_find(fs) -> bool:
     return type(fs).find is AbstractFileSystem.find
 
 
+def fsspec_entry(name: str, rel: str, info: dict[str, Any]) -> Entry:
+    """An object store's listing INFO of NAME as an Entry: size, last modification
+    (s3fs: LastModified) and ETag (quotes stripped)."""
+    when = info.get("LastModified") or info.get("mtime")
+    if isinstance(when, int | float):
+        when = datetime.fromtimestamp(when, UTC)
+    elif isinstance(when, datetime) and when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    etag = info.get("ETag") or info.get("etag")
+    return Entry(name, rel, info.get("size"), when if isinstance(when, datetime) else None,
+                 str(etag).strip('"') if etag else None)
+
+
 def list_fsspec(fs, root: str) -> Listing:
-    """The .txt/.md objects below ROOT with their sizes; a listing error raises."""
+    """The .txt/.md objects below ROOT with their sizes, times and ETags; a listing error
+    raises."""
     kwargs = {"on_error": "raise"} if _generic_find(fs) else {}
     found = fs.find(root, detail=True, **kwargs)
     entries = [
-        Entry(name, name[len(root) + 1 :], info.get("size"))
+        fsspec_entry(name, name[len(root) + 1 :], info)
         for name, info in found.items()
         if info.get("type") != "directory" and name.lower().endswith(TEXT_SUFFIXES)
     ]
     return Listing(sorted(entries, key=lambda e: e.rel))
 
 
-def bounded_lines(fh: BinaryIO, limit: int, block: int = 1 << 20) -> Iterator[bytes | None]:
-    """FH's lines (newline stripped); None for a line longer than LIMIT bytes, whose bytes
-    are skipped, never held in memory."""
+def bounded_lines(fh: BinaryIO, limit: int, block: int = 1 << 20
+                  ) -> Iterator[tuple[int, bytes | None]]:
+    """FH's lines (newline stripped), each with the byte offset it starts at; None for a
+    line longer than LIMIT bytes, whose bytes are skipped, never held in memory."""
     buf, over, scan = bytearray(), False, 0
+    base = line_start = 0  # base: the offset of buf[0] in FH
     while True:
         chunk = fh.read(block)
         buf += chunk
         while (i := buf.find(b"\n", scan)) >= 0:
-            yield None if over or i > limit else bytes(buf[:i])
+            yield line_start, None if over or i > limit else bytes(buf[:i])
+            base += i + 1
             del buf[: i + 1]
-            over, scan = False, 0
+            line_start, over, scan = base, False, 0
         if not chunk:
             if buf or over:
-                yield None if over or len(buf) > limit else bytes(buf)
+                yield line_start, None if over or len(buf) > limit else bytes(buf)
             return
         scan = len(buf)
         if len(buf) > limit:  # the line is too long: drop what was read of it
+            base += len(buf)
             over, buf, scan = True, bytearray(), 0

@@ -1,75 +1,175 @@
-"""What an index run has to do: the corpus diffed with the database.
+"""What an index run has to do: the corpus listing diffed with the stored documents.
 
-`plan_changes` sorts the corpus's documents into new / changed / unchanged and the
-indexed ones into deleted / kept (failed to read: their version stays) / held (gone, but
-their deletion held back this run); `check_deletions` refuses a mass deletion.
+`plan_changes` compares the listing (`ingest.corpus.list_corpus`: no text read, JSONL
+lines hashed) with the stored state (`Store.stored_state`: the small columns of
+`documents`, never the texts) in one vectorised join, and sorts:
+
+* **unchanged without reading**: stored with the run's fingerprint and either the same
+  content hash (a JSONL line) or, on the listing's fast path, the same size and
+  modification time (a file) or the same size and ETag (an S3 object) as stored;
+* **to read** (`Plan.to_read`): everything else. Once read, a document is new, changed,
+  or unchanged after all (its hash is the stored one: only its listing facts are
+  updated, `Plan.restat`): `Plan.verdict`;
+* **deleted**: stored but not listed; **kept**: stored, listed as a failure (its
+  indexed version stays); **held**: gone, but their deletion is held back this run (a
+  JSONL line without a doc_id could be any of them; a folder that could not be listed
+  holds back the documents below it).
+
+`check_deletions` refuses a mass deletion. A DAMAGED document (doc_id -> why: its stored
+tree is missing or incomplete, its stored text does not hash to its content hash) is
+read and re-indexed whatever its listing says; `full` re-reads and re-indexes
+everything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from sproutrag.documents import Failure, SourceDocument
 from sproutrag.errors import MassDeleteError  # noqa: F401 - also importable from here
+from sproutrag.ingest.sources import Listed
+
+Verdict = Literal["new", "changed", "unchanged"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDoc:
+    """What `documents` holds of a document the run reads (for `Plan.verdict`)."""
+
+    content_hash: str
+    fingerprint: str
+    size: int | None
+    modified_at: datetime | None
+    etag: str | None
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What an index run has to do, from comparing the corpus with the database."""
+    """What an index run has to do (see the module docstring)."""
 
-    new: list[SourceDocument] = field(default_factory=list)
-    changed: list[SourceDocument] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
+    fingerprint: str
+    to_read: list[Listed] = field(default_factory=list)
+    stored: dict[str, StoredDoc] = field(default_factory=dict)  # of the docs to read
+    n_unchanged: int = 0  # unchanged, decided without reading
     deleted: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)  # indexed, failed to read: version stays
+    kept: list[str] = field(default_factory=list)  # stored, failed to list: version stays
     held: list[str] = field(default_factory=list)  # gone, but deletion held back this run
     held_reason: str = ""
-    repaired: dict[str, str] = field(default_factory=dict)  # re-indexed: stored copy damaged
+    damaged: dict[str, str] = field(default_factory=dict)  # re-indexed: stored copy damaged
+    full: bool = False
+    n_listed: int = 0
+    n_indexed: int = 0
 
-    @property
-    def to_index(self) -> list[SourceDocument]:
-        return self.new + self.changed
+    def verdict(self, doc: SourceDocument) -> Verdict:
+        """DOC (read) is new, changed (its text, the fingerprint, damage or a full run),
+        or unchanged after all."""
+        stored = self.stored.get(doc.doc_id)
+        if stored is None:
+            return "new"
+        if (self.full or doc.doc_id in self.damaged or stored.fingerprint != self.fingerprint
+                or stored.content_hash != doc.content_hash):
+            return "changed"
+        return "unchanged"
+
+    def restat(self, doc: SourceDocument) -> bool:
+        """Whether an unchanged DOC's listing facts differ from the stored ones (so the
+        run updates them, and the next run's fast path holds)."""
+        s = self.stored[doc.doc_id]
+        return (doc.size, doc.modified_at, doc.etag) != (s.size, s.modified_at, s.etag)
+
+
+def _listing_table(items: Sequence[Listed]) -> pa.Table:
+    return pa.table({
+        "doc_id": pa.array([i.doc_id for i in items], pa.string()),
+        "pos": pa.array(range(len(items)), pa.int64()),
+        "size": pa.array([i.size for i in items], pa.int64()),
+        "modified_at": pa.array([i.modified_at for i in items], pa.timestamp("us", "UTC")),
+        "etag": pa.array([i.etag for i in items], pa.string()),
+        "content_hash": pa.array([i.content_hash for i in items], pa.string()),
+    })
+
+
+def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Element-wise equality, null (unknown) counting as different."""
+    return pc.fill_null(pc.equal(a, b), False)
+
+
+def _unchanged(j: pa.Table, fingerprint: str, *, fast_path: bool) -> pa.ChunkedArray:
+    """Rows of the joined listing that need no reading (see the module docstring)."""
+    same_fp = _same(j["index_fingerprint"], pa.scalar(fingerprint))
+    same_hash = _same(j["content_hash"], j["content_hash_stored"])
+    if not fast_path:
+        return pc.and_(same_fp, same_hash)
+    same_size = _same(j["size"], j["source_size"])
+    same_time = pc.or_(_same(j["modified_at"], j["modified_at_stored"]),
+                       _same(j["etag"], j["source_etag"]))
+    listing_says = pc.and_(pc.is_null(j["content_hash"]), pc.and_(same_size, same_time))
+    return pc.and_(same_fp, pc.or_(same_hash, listing_says))
+
+
+def _stored_docs(j: pa.Table) -> dict[str, StoredDoc]:
+    """doc_id -> StoredDoc of the joined rows that are stored."""
+    rows = j.filter(pc.is_valid(j["index_fingerprint"])).select(
+        ["doc_id", "content_hash_stored", "index_fingerprint", "source_size",
+         "modified_at_stored", "source_etag"]).to_pydict()
+    return {d: StoredDoc(*rest) for d, *rest in zip(*rows.values())}
 
 
 def plan_changes(
-    docs: Sequence[SourceDocument],
-    indexed: dict[str, tuple[str, str]],
+    items: Sequence[Listed],
+    stored: pa.Table,
     fingerprint: str,
     *,
     full: bool = False,
+    fast_path: bool = True,
     failures: Sequence[Failure] = (),
     damaged: Mapping[str, str] | None = None,
 ) -> Plan:
-    """Diff by content hash and index fingerprint; `full` re-indexes everything.
+    """Diff the listed ITEMS with STORED (`Store.stored_state`); see the module docstring.
+    FAST_PATH: trust the listing's size and modification time / ETag."""
+    damaged = dict(damaged or {})
+    listing = _listing_table(items)
+    j = listing.join(stored, keys="doc_id", join_type="left outer",
+                     right_suffix="_stored").sort_by("pos")
+    if full:
+        keep = pa.array([False] * j.num_rows, pa.bool_())
+    else:
+        keep = _unchanged(j, fingerprint, fast_path=fast_path)
+        if damaged:
+            keep = pc.and_(keep, pc.invert(pc.is_in(j["doc_id"],
+                                                    value_set=pa.array(list(damaged)))))
+    read = j.filter(pc.invert(keep))
+    to_read = [items[p] for p in read["pos"].to_pylist()]
+    listed_ids = listing["doc_id"].combine_chunks()
+    gone = stored.filter(pc.invert(pc.is_in(stored["doc_id"], value_set=listed_ids)))
+    deleted, kept, held, reason = _deletions(sorted(gone["doc_id"].to_pylist()), failures)
+    return Plan(fingerprint, to_read, _stored_docs(read), j.num_rows - read.num_rows,
+                deleted, kept, held, reason, damaged, full, len(items), stored.num_rows)
 
-    Only a document really gone from the corpus is deleted: an indexed document that
-    failed to read this time keeps its stored version (`kept`). A failure without a
-    doc_id (a broken JSONL line) could be any indexed document, so then no document is
-    deleted this run (`held`); a folder that could not be listed (`Failure.folder`)
-    holds back the deletion of the documents below it. A DAMAGED document (doc_id ->
-    why: its stored tree is missing, its stored text does not hash to its content hash)
-    is re-indexed as changed even when its corpus copy is unchanged (`repaired`).
-    """
-    damaged = damaged or {}
-    new, changed, unchanged = [], [], []
-    for doc in docs:
-        stored = indexed.get(doc.doc_id)
-        if stored is None:
-            new.append(doc)
-        elif full or stored != (doc.content_hash, fingerprint) or doc.doc_id in damaged:
-            changed.append(doc)
-        else:
-            unchanged.append(doc.doc_id)
-    repaired = {d.doc_id: damaged[d.doc_id] for d in changed if d.doc_id in damaged}
+
+def _deletions(missing: list[str], failures: Sequence[Failure]
+               ) -> tuple[list[str], list[str], list[str], str]:
+    """(deleted, kept, held, why held) of the stored documents MISSING from the listing.
+
+    Only a document really gone from the corpus is deleted: a stored document that failed
+    to list this time keeps its stored version (kept). A failure without a doc_id (a
+    broken JSONL line) could be any stored document, so then none is deleted this run
+    (held); a folder that could not be listed (`Failure.folder`) holds back the deletion
+    of the documents below it."""
     failed = {f.doc_id for f in failures if f.doc_id_known}
-    missing = set(indexed) - {d.doc_id for d in docs}
-    gone, kept = sorted(missing - failed), sorted(missing & failed)
+    gone = [d for d in missing if d not in failed]
+    kept = [d for d in missing if d in failed]
     anonymous = [f for f in failures if not f.doc_id_known and f.folder is None]
     folders = tuple(f.folder for f in failures if f.folder is not None)
     held = gone if anonymous else [d for d in gone if folders and d.startswith(folders)]
     if not held:
-        return Plan(new, changed, unchanged, gone, kept, repaired=repaired)
+        return gone, kept, [], ""
     if anonymous:
         reason = (
             f"deletions held back: {len(anonymous)} corpus entries failed before their "
@@ -82,8 +182,7 @@ def plan_changes(
             f"not be listed ({', '.join(folders[:5])}) are kept this run"
         )
     held_set = set(held)
-    deleted = [d for d in gone if d not in held_set]
-    return Plan(new, changed, unchanged, deleted, kept, held, reason, repaired)
+    return [d for d in gone if d not in held_set], kept, held, reason
 
 
 def check_deletions(
@@ -94,7 +193,7 @@ def check_deletions(
     n = len(plan.deleted)
     if allow or n == 0:
         return
-    empty = not (plan.new or plan.changed or plan.unchanged or plan.kept)
+    empty = not (plan.n_listed or plan.kept)
     if not empty and n <= max_share * n_indexed:
         return
     why = (f"the corpus {corpus!r} holds no documents" if empty else

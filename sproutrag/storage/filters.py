@@ -21,6 +21,14 @@ def doc_filter(doc_ids: Iterable[str]) -> str:
     return in_filter("doc_id", doc_ids)
 
 
+def replaced_trees(doc_ids: Iterable[str], tree_ids: dict[str, str]) -> str:
+    """The `nodes` rows of DOC_IDS other than their new trees (TREE_IDS: doc_id -> new
+    tree id): what storing a batch removes. Both columns have BTREE indexes."""
+    doc_ids = list(doc_ids)
+    return (f"{doc_filter(doc_ids)} AND "
+            f"{in_filter('tree_id', [tree_ids[d] for d in doc_ids], negate=True)}")
+
+
 def parts(values: Sequence[str], size: int = 500) -> list[Sequence[str]]:
     """Filters stay a few hundred literals long."""
     return [values[k : k + size] for k in range(0, len(values), size)]

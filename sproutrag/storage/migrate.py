@@ -1,4 +1,4 @@
-"""In-place migration of a database of an older schema version (1 or 2) to the current one.
+"""In-place migration of a database of an older schema version (1, 2 or 3) to the current one.
 
 Version 2 added `tree_id` to `documents` and `nodes` (readers join the two on
 (doc_id, tree_id)) and `status` / `message` to `runs`, whose `finished_at` became
@@ -14,6 +14,12 @@ anything else.
 The schema version is part of the index fingerprint, so the run that migrates then
 re-indexes every document: this also repairs any document that version 1's two-commit
 write left with nodes of one version and the text of another.
+
+Version 4 adds the listing's facts to `documents` (`source_size`, `modified_at`,
+`source_etag`). A version-3 table is migrated without rewriting a row: the new columns
+are added with nulls and the schema metadata is updated (two small commits per table,
+each idempotent, so a crash in between is finished by the next run); its trees stay
+valid (the fingerprint names the trees' own schema version), so nothing is re-indexed.
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ _FILLERS: dict[tuple[str, str], Callable[[pa.RecordBatch], pa.Array]] = {
     ("runs", "status"): lambda b: pa.array(["completed"] * b.num_rows, pa.string()),
 }
 
-_BASE = {"documents": tables.DOCUMENTS, "runs": tables.RUNS, "results": tables.RESULTS}
+_BASE = {"documents": tables.DOCUMENTS, "runs": tables.RUNS, "results": tables.RESULTS,
+         "index_settings": tables.INDEX_SETTINGS}
 
 
 def _target_schema(name: str, encoder: str, dim: int) -> pa.Schema:
@@ -61,6 +68,18 @@ def _batches(tbl, name: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def _add_in_place(tbl, name: str, encoder: str, dim: int) -> None:
+    """A rows-compatible table: add the missing (nullable) columns with nulls, then write
+    the current schema metadata; no row is rewritten."""
+    have = set(tbl.schema.names)
+    missing = [f for f in _target_schema(name, encoder, dim) if f.name not in have]
+    if missing:
+        tbl.add_columns(missing)
+    meta = tables.table_metadata(encoder_id=encoder, dim=dim)
+    tbl.to_lance().update_schema_metadata({k.decode(): v.decode() for k, v in meta.items()})
+    tbl.checkout_latest()
+
+
 def schema_version(tbl) -> str:
     return (tbl.schema.metadata or {}).get(b"sproutrag.schema_version", b"?").decode()
 
@@ -70,27 +89,35 @@ def _needs_migration(tbl) -> bool:
     return schema_version(tbl) in (*tables.MIGRATABLE_VERSIONS, "?")
 
 
-def migrate(uri: str, *, storage_options: dict[str, str] | None = None) -> list[str]:
-    """Migrate every table of an older schema version in place; returns their names."""
+def migrate(uri: str, *, storage_options: dict[str, str] | None = None) -> dict[str, str]:
+    """Migrate every table of an older schema version in place; returns table -> the
+    version it had ("?": results without metadata). Only versions outside
+    `tables.ROWS_COMPATIBLE_VERSIONS` change the index fingerprint (a re-index)."""
     import lancedb
 
     db = lancedb.connect(str(uri), storage_options=storage_options)
     names = db.list_tables().tables
     if "nodes" not in names:
-        return []
+        return {}
     meta = db.open_table("nodes").schema.metadata or {}
     encoder = meta.get(b"sproutrag.encoder", b"?").decode()
     dim = int(meta.get(b"sproutrag.dim", b"0"))
-    done = []
-    for name in ("nodes", "documents", "runs", "results"):
+    done: dict[str, str] = {}
+    for name in ("nodes", "documents", "runs", "results", "index_settings"):
         if name not in names:
             continue
         tbl = db.open_table(name)
         if not _needs_migration(tbl):
             continue
+        done[name] = schema_version(tbl)
+        if done[name] in tables.ROWS_COMPATIBLE_VERSIONS:
+            _add_in_place(tbl, name, encoder, dim)
+            crash_point(f"migrated-{name}")
+            continue
+        if name == "index_settings":  # created at version 3: never older
+            continue
         schema = _target_schema(name, encoder, dim)
         reader = pa.RecordBatchReader.from_batches(schema, _batches(tbl, name, schema))
         db.create_table(name, data=reader, schema=schema, mode="overwrite")
-        done.append(name)
         crash_point(f"migrated-{name}")
     return done

@@ -84,9 +84,21 @@ def document_rows(
             "index_fingerprint": [fingerprint] * len(items),
             "indexed_at": [now] * len(items),
             "tree_id": [tree_ids[i.doc.doc_id] for i in items],
+            "source_size": [i.doc.size for i in items],
+            "modified_at": [i.doc.modified_at for i in items],
+            "source_etag": [i.doc.etag for i in items],
         },
         schema=tables.DOCUMENTS,
     )
+
+
+def source_rows(docs: Sequence[SourceDocument]) -> pa.Table:
+    """The listing columns of DOCS (`Store.update_sources`)."""
+    return pa.table({
+        "doc_id": [d.doc_id for d in docs], "source": [d.source for d in docs],
+        "source_size": [d.size for d in docs], "modified_at": [d.modified_at for d in docs],
+        "source_etag": [d.etag for d in docs],
+    }, schema=tables.sources_schema())
 
 
 def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int, mode: str,

@@ -2,14 +2,22 @@
 
 LanceDB commits one table at a time, so a document's version is chosen by its
 `documents` row alone: `documents.tree_id` names the `nodes` rows of its current tree,
-and readers join nodes to documents on (doc_id, tree_id). A batch is stored in three
-commits, each atomic:
+and readers join nodes to documents on (doc_id, tree_id). A batch is stored in up to
+three commits, each atomic:
 
 1. append the batch's new trees to `nodes` under fresh tree ids (no reader sees them:
    no documents row names them yet);
-2. one `merge_insert` on `documents` switches each row to its new text and tree: before
-   it a reader sees the old version whole, after it the new one;
-3. delete the batch's old trees from `nodes`.
+2. switch the documents: new documents are appended, and when the batch replaces stored
+   documents one `merge_insert` (through the BTREE index on `documents.doc_id`) switches
+   each row to its new text and tree: before it a reader sees the old version whole,
+   after it the new one;
+3. delete the replaced trees from `nodes` by their tree ids (through the BTREE index on
+   `nodes.tree_id`); a batch of new documents has none to delete.
+
+A batch of new documents therefore reads nothing from the tables, and a batch that
+replaces documents looks their rows up through indexes: the cost of a batch does not
+grow with the tables (`sproutrag.storage.maintenance` keeps fragments, indexes and
+versions bounded while a run writes).
 
 Deleting documents removes their `documents` rows first, then their nodes. A run killed
 between commits leaves only nodes that no documents row names: invisible to readers, and
@@ -23,7 +31,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +40,21 @@ import pyarrow as pa
 from schemas import tables
 from sproutrag.errors import DatabaseNotFoundError, OldSchemaError, StaleIndexError  # noqa: F401 - also importable from here
 from sproutrag.interrupt import crash_point
-from sproutrag.storage.filters import doc_filter, in_filter, parts, sql_quote
+from sproutrag.storage import indexes, maintenance
+from sproutrag.storage.filters import (
+    doc_filter,
+    in_filter,
+    parts,
+    replaced_trees,
+    sql_quote,
+)
+from sproutrag.storage.garbage import TreeDamage, tree_damage
+from sproutrag.storage.indexes import (  # noqa: F401 - also importable from here
+    ANN_MIN_ROWS,
+    TEXT_ANALYZER,
+    TEXT_INDEX,
+    text_analyzer_matches,
+)
 from sproutrag.storage.rows import (
     IndexedDocument,
     StoredTree,
@@ -41,30 +63,6 @@ from sproutrag.storage.rows import (
     node_rows,
     stored_tree,
 )
-
-ANN_MIN_ROWS = 100_000  # nodes; below this an exhaustive vector scan is fast and exact
-
-
-#: The analyzer of the full-text index over `nodes.text` (the first stage's lexical
-#: half): LanceDB's English analyzer with its defaults spelled out, so a LanceDB release
-#: that changed a default would not change an existing database's answers silently.
-TEXT_ANALYZER = {"base_tokenizer": "simple", "language": "English", "lower_case": True,
-                 "stem": True, "remove_stop_words": True, "ascii_folding": True,
-                 "max_token_length": 40, "with_position": False}
-
-
-#: What the index run records of that index in `index_settings.text_index_json`, so a
-#: downstream job can build or query the same index from the tables alone.
-TEXT_INDEX = {"column": "text", "index_type": "FTS", "rows": "leaves (left = -1)",
-              "analyzer": TEXT_ANALYZER}
-
-
-def text_analyzer_matches(details: dict[str, Any] | None,
-                          analyzer: dict[str, Any] | None = None) -> bool:
-    """Do an FTS index's details (`IndexConfig.index_details`) name ANALYZER (default
-    `TEXT_ANALYZER`)?"""
-    wanted = TEXT_ANALYZER if analyzer is None else analyzer
-    return all((details or {}).get(k) == v for k, v in wanted.items())
 
 
 class Store:
@@ -202,41 +200,78 @@ class Store:
 
     def indexed(self) -> dict[str, tuple[str, str]]:
         """doc_id -> (content_hash, index_fingerprint) of every stored document."""
-        rows = self._document_columns(["doc_id", "content_hash", "index_fingerprint"])
-        return {
-            d: (h, f)
-            for d, h, f in zip(rows["doc_id"], rows["content_hash"], rows["index_fingerprint"])
-        }
+        rows = self.stored_state().select(["doc_id", "content_hash", "index_fingerprint"])
+        return dict(zip(rows.column(0).to_pylist(),
+                        zip(rows.column(1).to_pylist(), rows.column(2).to_pylist())))
 
     def current_trees(self) -> dict[str, tuple[str, int]]:
         """doc_id -> (tree_id, n_chunks) of every document's current tree."""
-        rows = self._document_columns(["doc_id", "tree_id", "n_chunks"])
+        rows = self.stored_state().select(["doc_id", "tree_id", "n_chunks"]).to_pydict()
         return {d: (t, n) for d, t, n in zip(rows["doc_id"], rows["tree_id"], rows["n_chunks"])}
 
-    def _document_columns(self, cols: list[str]) -> dict[str, list]:
-        """These columns of every `documents` row (empty lists without the table)."""
+    def stored_state(self) -> pa.Table:
+        """Every stored document's small columns (`tables.STATE_COLUMNS`: no text), one
+        scan of `documents`; columns an older table lacks are nulls. Empty without the
+        table. About 200 bytes a document."""
         tbl = self.table("documents")
+        schema = tables.state_schema()
         if tbl is None:
-            return {c: [] for c in cols}
-        return tbl.search().select(cols).limit(None).to_arrow().to_pydict()
+            return schema.empty_table()
+        have = [c for c in schema.names if c in tbl.schema.names]
+        data = tbl.search().select(have).limit(None).to_arrow()
+        columns = [data.column(f.name).cast(f.type) if f.name in have
+                   else pa.nulls(data.num_rows, f.type) for f in schema]
+        return pa.table(columns, schema=schema)
 
-    def write(self, items: Sequence[IndexedDocument], fingerprint: str) -> int:
-        """Store a batch of documents (new trees, switch, old trees out); returns nodes."""
+    def write(self, items: Sequence[IndexedDocument], fingerprint: str, *,
+              stored: Collection[str] | None = None) -> int:
+        """Store a batch of documents (new trees, switch, replaced trees out); returns the
+        `nodes` rows written.
+
+        STORED: the doc ids of ITEMS that `documents` holds now (what an index run's plan
+        knows, under the run lock); the other documents must not be stored: they are
+        appended without reading anything. None: looked up here (one indexed read of
+        `documents`). A replaced document loses every other tree it has in `nodes` (its
+        previous one, and any an interrupted run left), found through the BTREE indexes
+        on `nodes.doc_id` and `nodes.tree_id`."""
         if not items:
             return 0
-        tree_ids = {i.doc.doc_id: new_tree_id() for i in items}
+        batch = [i.doc.doc_id for i in items]
+        stored = set(self._stored_ids(batch) if stored is None else stored)
+        replaced = [d for d in batch if d in stored]
+        tree_ids = {d: new_tree_id() for d in batch}
         nodes = pa.concat_tables([node_rows(i, tree_ids[i.doc.doc_id]) for i in items])
         self.table("nodes", create=True).add(nodes)
         crash_point("nodes-written")
-        (
-            self.table("documents", create=True).merge_insert("doc_id")
-            .when_matched_update_all().when_not_matched_insert_all()
-            .execute(document_rows(items, fingerprint, tree_ids))
-        )
+        rows = document_rows(items, fingerprint, tree_ids)
+        docs = self.table("documents", create=True)
+        if replaced:
+            (docs.merge_insert("doc_id").when_matched_update_all()
+             .when_not_matched_insert_all().execute(rows))
+        else:
+            docs.add(rows)
         crash_point("documents-written")
-        old = f"{doc_filter(tree_ids)} AND {in_filter('tree_id', tree_ids.values(), negate=True)}"
-        self._delete_where(self.table("nodes"), old)
+        for part in parts(replaced):
+            self._delete_where(self.table("nodes"), replaced_trees(part, tree_ids))
         return nodes.num_rows
+
+    def _stored_ids(self, doc_ids: Sequence[str]) -> list[str]:
+        """Those of DOC_IDS that `documents` holds (an indexed lookup)."""
+        tbl, out = self.table("documents"), []
+        for part in parts(list(doc_ids)) if tbl is not None else ():
+            found = tbl.search().where(doc_filter(part)).select(["doc_id"]).limit(None)
+            out += found.to_arrow().column("doc_id").to_pylist()
+        return out
+
+    def update_sources(self, rows: pa.Table) -> int:
+        """Update the listing columns (`source`, `source_size`, `modified_at`,
+        `source_etag`) of stored documents whose text is unchanged (ROWS: doc_id and those
+        columns), in one commit; the trees and texts stay. Returns rows updated."""
+        tbl = self.table("documents")
+        if tbl is None or rows.num_rows == 0:
+            return 0
+        result = tbl.merge_insert("doc_id").when_matched_update_all().execute(rows)
+        return int(result.num_updated_rows)
 
     @staticmethod
     def _delete_where(tbl, predicate: str) -> int:
@@ -258,110 +293,100 @@ class Store:
             if name == "documents":
                 crash_point("documents-deleted")
 
-    def collect_garbage(self) -> int:
+    def collect_garbage(self, damage: TreeDamage | None = None) -> int:
         """Remove `nodes` rows of trees that no `documents` row names; returns how many.
 
-        Only an interrupted run leaves such rows. When `nodes` holds exactly the rows of
-        the current trees (2n - 1 per document) there is nothing to look for. Never
-        without a `documents` table (an unread view of the documents would make every
-        tree look unnamed), and never the trees of a document whose named tree is
-        missing or incomplete (a restored or rolled-back `nodes`): the index run
-        re-indexes that document, and its write removes them. Decided on the tables'
-        latest versions (`refresh`), whatever this `Store` read before.
+        Only an interrupted run leaves such rows. DAMAGE: `run_check.tree_damage` of the
+        tables now (None: computed here, on the tables' latest versions): it reads the
+        row count of `nodes` only, unless `nodes` holds more or fewer rows than the
+        current trees. Never without a `documents` table (an unread view of the documents
+        would make every tree look unnamed), and never the trees of a document whose
+        named tree is missing or incomplete (a restored or rolled-back `nodes`): the
+        index run re-indexes that document, and its write removes them.
         """
         self.refresh(("documents", "nodes"))
         nodes = self.table("nodes")
         if nodes is None or self.table("documents") is None:
             return 0
-        current = self.current_trees()
-        if nodes.count_rows() == sum(2 * n - 1 for _, n in current.values()):
-            return 0
-        stored = (nodes.search().select(["doc_id", "tree_id"]).limit(None).to_arrow()
-                  .group_by(["doc_id", "tree_id"]).aggregate([([], "count_all")]))
-        sizes = {(d, t): n for d, t, n in zip(*stored.to_pydict().values())}
-        broken = {d for d, (t, n) in current.items() if sizes.get((d, t)) != 2 * n - 1}
-        named = {t for t, _ in current.values()}
-        stale = sorted({t for d, t in sizes if t not in named and d not in broken})
+        if damage is None:
+            damage = tree_damage(nodes, self.stored_state())
         return sum(self._delete_where(nodes, in_filter("tree_id", part))
-                   for part in parts(stale))
+                   for part in parts(damage.stale))
 
-    def ensure_vector_index(self, *, min_rows: int = ANN_MIN_ROWS) -> bool:
-        """Create a cosine IVF_SQ index on `nodes.vector` once the table is large enough.
-
-        Below `min_rows` an exhaustive scan is fast (and exact); above it the index keeps
-        the first stage of a query in milliseconds. New rows are still searched before
-        `optimize()` folds them in. Returns whether an index exists now.
-        """
+    def ensure_vector_index(self, *, min_rows: int = indexes.ANN_MIN_ROWS) -> bool:
+        """`indexes.ensure_vector_index` on `nodes` (False without the table)."""
         tbl = self.table("nodes")
-        if tbl is None:
-            return False
-        if any(i.columns == ["vector"] for i in tbl.list_indices()):
-            return True
-        if tbl.count_rows() < min_rows:
-            return False
-        from lancedb.index import IvfSq
-
-        tbl.create_index("vector", config=IvfSq(distance_type="cosine"))
-        tbl.create_scalar_index("doc_id", replace=True)
-        return True
+        return tbl is not None and indexes.ensure_vector_index(tbl, min_rows=min_rows)
 
     def text_index(self) -> Any | None:
         """The full-text index of `nodes.text` (LanceDB's `IndexConfig`), or None."""
         tbl = self.table("nodes")
-        if tbl is None:
-            return None
-        return next((i for i in tbl.list_indices()
-                     if i.columns == ["text"] and i.index_type == "FTS"), None)
+        return None if tbl is None else indexes.text_index(tbl)
 
     def ensure_text_index(self) -> bool:
-        """Create the full-text index of `nodes.text` with `TEXT_ANALYZER` (LanceDB's
-        native FTS), or build it again when the one there was made with another analyzer
-        (LanceDB records it in the index's details). New rows are searched before
-        `optimize()` folds them in; deleted rows never match. Returns whether one exists."""
+        """`indexes.ensure_text_index` on `nodes` (False without the table)."""
         tbl = self.table("nodes")
-        if tbl is None or tbl.count_rows() == 0:
-            return False
-        found = self.text_index()
-        if found is not None and text_analyzer_matches(found.index_details):
-            return True
-        from lancedb.index import FTS
+        return tbl is not None and indexes.ensure_text_index(tbl)
 
-        tbl.create_index("text", config=FTS(**TEXT_ANALYZER), replace=True)
-        return True
+    def protect_versions(self, run_id: str) -> None:
+        """Tag the versions of `documents` and `nodes` that run RUN_ID starts from: kept
+        by the pruning of this run and of the runs of the next `keep_versions_days`."""
+        for name in ("documents", "nodes"):
+            tbl = self.table(name)
+            if tbl is not None:
+                maintenance.protect_version(tbl, run_id)
+
+    def _written(self) -> dict[str, Any]:
+        """The tables an index run writes, that exist: name -> handle."""
+        found = {name: self.table(name) for name in ("documents", "nodes")}
+        return {name: tbl for name, tbl in found.items() if tbl is not None}
+
+    def tidy(self, *, run_id: str, keep_versions_days: float,
+             min_small: int = maintenance.SMALL_FRAGMENTS) -> dict[str, int]:
+        """Between batches of run RUN_ID: compact a table whose small fragments reached
+        MIN_SMALL, fold its new rows into its scalar indexes and prune its intermediate
+        versions (`maintenance.tidy`); versions removed per table tidied."""
+        return maintenance.tidy(self._written(), run_id=run_id,
+                                keep_days=keep_versions_days, min_small=min_small)
 
     def maintain(
-        self, *, keep_versions_days: float, min_fragments: int, min_old_versions: int
+        self, *, run_id: str, keep_versions_days: float, min_fragments: int,
+        min_old_versions: int,
     ) -> dict[str, int]:
-        """Optimize the tables that need it; returns versions removed per optimized table.
-
-        `optimize()` compacts small files, folds new rows into the indexes and removes
-        the versions older than `keep_versions_days` (never the latest). A call that
-        finds files to compact commits new versions itself, so it runs only on a table
-        that holds at least `min_fragments` fragments, or `min_old_versions` versions it
-        would remove: a run that changed nothing writes nothing here.
-        """
+        """The end of index run RUN_ID: create the indexes that are missing (scalar,
+        vector, full-text), compact `documents` and `nodes` when MIN_FRAGMENTS small
+        fragments piled up, fold new rows into every index, and prune their versions to
+        the version before the run, the final one and the start versions of the runs of
+        the last KEEP_VERSIONS_DAYS (`maintenance.prune_versions`). `runs` is optimized
+        as before: once it holds MIN_FRAGMENTS fragments or MIN_OLD_VERSIONS versions
+        older than the retention. Returns versions removed per table."""
         from datetime import timedelta
 
         crash_point("maintain-start")
+        indexes.ensure_scalar_indexes(self._written())
         self.ensure_vector_index()
         self.ensure_text_index()
         crash_point("maintain-indexed")
-        keep = timedelta(days=keep_versions_days)
         removed = {}
-        for name in ("documents", "nodes", "runs"):
-            tbl = self.table(name)
-            if tbl is None:
-                continue
+        for name, tbl in self._written().items():
+            if maintenance.small_fragments(tbl) >= min_fragments:
+                maintenance.compact(tbl)
+            indexes.fold_new_rows(tbl, scalar_only=False)
+            n = maintenance.prune_versions(tbl, run_id=run_id, keep_days=keep_versions_days)
+            if n:
+                removed[name] = n
+        keep = timedelta(days=keep_versions_days)
+        tbl = self.table("runs")
+        if tbl is not None:
             versions = tbl.list_versions()
             cutoff = datetime.now() - keep  # list_versions gives naive local times
             old = sum(v["timestamp"] < cutoff for v in versions[:-1])  # removable
             fragments = tbl.stats()["fragment_stats"]["num_fragments"]
-            if fragments < min_fragments and old < min_old_versions:
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # retention 0 is allowed
-                tbl.optimize(cleanup_older_than=keep)
-            removed[name] = len(versions) - len(tbl.list_versions())
+            if fragments >= min_fragments or old >= min_old_versions:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)  # retention 0 is allowed
+                    tbl.optimize(cleanup_older_than=keep)
+                removed["runs"] = len(versions) - len(tbl.list_versions())
         return removed
 
     def start_run(self, row: dict[str, Any]) -> None:

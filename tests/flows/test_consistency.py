@@ -1,6 +1,7 @@
 """Index runs on a damaged database: a lost data file fails the run at its start with one
 line of advice, --full moves the damaged table aside and rebuilds, documents whose tree
-is gone (a rolled-back `nodes`) or whose stored text is altered are re-indexed."""
+is gone (a rolled-back `nodes`) are re-indexed, and so are those whose stored text is
+altered once the run is asked to verify the texts (--verify)."""
 
 from __future__ import annotations
 
@@ -20,20 +21,41 @@ TEXTS = {
 }
 
 
+def _rolled_back_after(corpus, db, store: Store, text: str) -> None:
+    """Re-index a.txt as TEXT, then restore `nodes` to its version before that run."""
+    store.refresh()
+    version = store.table("nodes").version
+    (corpus / "a.txt").write_text(text, encoding="utf-8")
+    run_index(corpus, db)
+    nodes = store.table("nodes")
+    nodes.checkout(version)
+    nodes.restore()
+
+
 def test_damaged_documents_are_reindexed(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)
     run_index(corpus, db)
     store = Store.open_existing(str(db))
-    version = store.table("nodes").version
-    (corpus / "a.txt").write_text("The supplier delivers within 10 days.", encoding="utf-8")
-    run_index(corpus, db)
-    nodes = store.table("nodes")
-    nodes.checkout(version)  # a `nodes` restored to its state before that run
-    nodes.restore()
+    # a.txt's tree grows from 1 node to 3, then `nodes` is rolled back: the row count
+    # says so, and a plain run re-indexes it
+    _rolled_back_after(corpus, db, store, "The supplier delivers within 10 days. Payment "
+                       "is due in 30 days. Late fees apply.")
+    assert len(check_database(str(db)).problems) == 1
+    run = run_index(corpus, db)
+    assert (run["n_changed"], run["n_unchanged"]) == (1, 1)
+    assert "1 documents were damaged" in run["message"]
+    assert check_database(str(db)).healthy
+    # a rollback that keeps the row count, and a stored text altered: only the full
+    # check sees them, and a run asked to verify re-indexes both
+    _rolled_back_after(corpus, db, store, "The supplier delivers within 12 days. Payment "
+                       "is due in 20 days. Late fees apply.")
+    store.refresh(["documents"])  # a writer starts from the latest version
     store.table("documents").update(where="doc_id = 'b.txt'", values={"text": "Staff."})
     assert len(check_database(str(db)).problems) == 2
     run = run_index(corpus, db)
+    assert (run["n_changed"], run["n_unchanged"]) == (0, 2)
+    run = run_index(corpus, db, verify=True)
     assert (run["n_changed"], run["n_unchanged"]) == (2, 0)
     assert "2 documents were damaged" in run["message"]
     assert check_database(str(db)).healthy

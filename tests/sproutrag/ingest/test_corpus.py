@@ -247,7 +247,8 @@ def test_size_limits_of_files_and_jsonl_lines(tmp_path):
 @pytest.mark.parametrize("block", [1, 3, 7, 64])
 def test_bounded_lines_match_splitlines_and_drop_long_ones(block):
     data = b"ab\n\nlonger line here\nx\nlast-no-newline-but-long"
-    lines = list(bounded_lines(io.BytesIO(data), 5, block=block))
-    expected = [x if len(x) <= 5 else None for x in data.split(b"\n")]
-    assert lines == expected
-    assert list(bounded_lines(io.BytesIO(b"a\n"), 5, block=block)) == [b"a"]
+    found = list(bounded_lines(io.BytesIO(data), 5, block=block))
+    parts = data.split(b"\n")
+    starts = [sum(len(p) + 1 for p in parts[:k]) for k in range(len(parts))]
+    assert found == [(start, x if len(x) <= 5 else None) for start, x in zip(starts, parts)]
+    assert list(bounded_lines(io.BytesIO(b"a\n"), 5, block=block)) == [(0, b"a")]

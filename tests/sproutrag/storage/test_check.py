@@ -11,6 +11,7 @@ import pytest
 from sproutrag.documents import SourceDocument, content_hash
 from sproutrag.ingest.plan import plan_changes
 from sproutrag.ingest.run_summary import RunSummary
+from sproutrag.ingest.sources import Listed
 from sproutrag.storage.check import (
     DamagedTableError,
     check_database,
@@ -18,6 +19,7 @@ from sproutrag.storage.check import (
     explain_damage,
     move_aside,
 )
+from sproutrag.storage.garbage import tree_damage
 from sproutrag.storage.store import DatabaseNotFoundError, Store
 from tests.helpers import toy_document
 
@@ -60,12 +62,14 @@ def test_rolled_back_nodes_the_document_is_damaged_and_gc_keeps_its_old_tree(sto
     assert store.table("nodes").count_rows() == old
     report = check_database(store.uri)
     assert not report.healthy and report.problems[0].startswith("document 'a': its tree")
-    docs = [SourceDocument(d, d, t, content_hash(t)) for d, t in
-            (("a", "one two three four five"), ("b", "x y"), ("c", "p q r s"))]
-    indexed = store.indexed()
-    plan = plan_changes(docs, indexed, "fp", damaged=health.documents)
-    assert [d.doc_id for d in plan.changed] == ["a"] and plan.unchanged == ["b", "c"]
-    assert plan.repaired == health.documents
+    damage = tree_damage(store.table("nodes"), store.stored_state())
+    assert damage.damaged == health.documents and damage.stale == []
+    texts = {"a": "one two three four five", "b": "x y", "c": "p q r s"}
+    listed = [Listed(d, content_hash=content_hash(t)) for d, t in texts.items()]
+    plan = plan_changes(listed, store.stored_state(), "fp", damaged=damage.damaged)
+    assert [i.doc_id for i in plan.to_read] == ["a"] and plan.n_unchanged == 2
+    assert plan.verdict(SourceDocument("a", "a", texts["a"], content_hash(texts["a"]))) == (
+        "changed")
     # re-indexing `a` leaves exactly the current trees
     store.write([toy_document("a", "one two three four five", seed=1)], "fp")
     assert check_database(store.uri).healthy

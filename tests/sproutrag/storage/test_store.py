@@ -3,9 +3,12 @@ only current trees searched (toy documents, no model)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from schemas import tables
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
 from sproutrag.storage.store import StaleIndexError, Store, sql_quote
@@ -13,7 +16,9 @@ from tests.helpers import (
     TOY_DIM,
     TOY_ENCODER,
     V1_DROPPED,
+    V4_ADDED,
     make_schema_1,
+    make_schema_3,
     toy_document,
     toy_encoder,
     toy_store,
@@ -125,21 +130,23 @@ def test_unchanged_maintenance_writes_nothing(store):
     store.write([toy_document("a", "one two")], "fp")
     store.start_run(_run_row("r1", "running"))
     store.finish_run(_run_row("r1", "completed"))
+    store.maintain(run_id="r1", keep_versions_days=7, min_fragments=8, min_old_versions=1)
+    # the first maintenance builds the scalar and full-text indexes, then prunes the
+    # versions that made them: the version before the run (untagged here) and the latest
+    names = {n: {i.name for i in store.table(n).list_indices()} for n in ("documents", "nodes")}
+    assert names == {"documents": {"doc_id_idx"},
+                     "nodes": {"doc_id_idx", "tree_id_idx", "text_idx"}}
+    assert {n: len(store.table(n).list_versions()) for n in names} == {
+        "documents": 1, "nodes": 1}
     before = {n: store.table(n).version for n in ("documents", "nodes", "runs")}
-    assert store.maintain(keep_versions_days=7, min_fragments=8, min_old_versions=1) == {}
-    # the first maintenance builds the full-text index (one nodes version), nothing else
-    assert {n: store.table(n).version for n in before} == {**before,
-                                                            "nodes": before["nodes"] + 1}
-    assert store.text_index() is not None
-    before = {n: store.table(n).version for n in before}
-    assert store.maintain(keep_versions_days=7, min_fragments=8, min_old_versions=1) == {}
+    assert store.maintain(run_id="r2", keep_versions_days=7, min_fragments=8,
+                          min_old_versions=1) == {}
     assert {n: store.table(n).version for n in before} == before  # a second: nothing
-    removed = store.maintain(keep_versions_days=0, min_fragments=8, min_old_versions=2)
-    assert removed == {"runs": 2, "nodes": 2}  # documents has 1 version to remove: kept
+    removed = store.maintain(run_id="r3", keep_versions_days=0, min_fragments=8,
+                             min_old_versions=2)
+    assert removed == {"runs": 2}
     assert {n: len(store.table(n).list_versions()) for n in before} == {
-        "documents": 2, "nodes": 1, "runs": 1}
-    [row] = store.table("runs").to_arrow().to_pylist()
-    assert (row["run_id"], row["status"]) == ("r1", "completed")
+        "documents": 1, "nodes": 1, "runs": 1}
 
 
 def _run_row(run_id: str, status: str) -> dict:
@@ -163,8 +170,8 @@ def test_schema_1_is_refused_with_the_fix_then_migrated_in_place(store):
     make_schema_1(store.uri)
     with pytest.raises(OldSchemaError, match=r"schema version 1.*sproutrag index CORPUS"):
         Store.open_existing(store.uri)
-    assert migrate(store.uri) == ["nodes", "documents", "runs"]
-    assert migrate(store.uri) == []  # idempotent: a crash between tables is finished later
+    assert migrate(store.uri) == {"nodes": "1", "documents": "1", "runs": "1"}
+    assert migrate(store.uri) == {}  # idempotent: a crash between tables is finished later
     opened = Store.open_existing(store.uri)
     assert opened.current_trees() == {"a": ("legacy:a", 3), "it's": ("legacy:it's", 2)}
     assert opened.load_tree("a").texts == ["one", "two", "three"]
@@ -172,7 +179,8 @@ def test_schema_1_is_refused_with_the_fix_then_migrated_in_place(store):
     [run] = opened.table("runs").to_arrow().to_pylist()
     assert (run["run_id"], run["status"], run["message"]) == ("r1", "completed", None)
     for name in V1_DROPPED:
-        assert opened.table(name).schema.metadata[b"sproutrag.schema_version"] == b"3"
+        meta = opened.table(name).schema.metadata
+        assert meta[b"sproutrag.schema_version"] == tables.SCHEMA_VERSION.encode()
 
 
 def make_schema_2(db: str) -> None:
@@ -187,8 +195,9 @@ def make_schema_2(db: str) -> None:
         conn.drop_table("index_settings")
     for name in ("nodes", "documents", "runs", "results"):
         data = conn.open_table(name).to_arrow()
-        if "flow_run_id" in data.schema.names:
-            data = data.drop_columns(["flow_run_id"])
+        dropped = [c for c in ["flow_run_id", *V4_ADDED.get(name, [])]
+                   if c in data.schema.names]
+        data = data.drop_columns(dropped)
         meta = ({**data.schema.metadata, b"sproutrag.schema_version": b"2"}
                 if name != "results" else None)
         schema = pa.schema(list(data.schema), metadata=meta)
@@ -213,8 +222,8 @@ def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(st
     make_schema_2(store.uri)
     with pytest.raises(OldSchemaError, match=r"schema version 2.*sproutrag index CORPUS"):
         Store.open_existing(store.uri)
-    assert migrate(store.uri) == ["nodes", "documents", "runs", "results"]
-    assert migrate(store.uri) == []
+    assert migrate(store.uri) == {"nodes": "2", "documents": "2", "runs": "2", "results": "?"}
+    assert migrate(store.uri) == {}
     opened = Store.open_existing(store.uri)
     for name in ("nodes", "documents", "runs", "results"):
         meta = opened.table(name).schema.metadata
@@ -224,6 +233,28 @@ def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(st
     [res] = opened.table("results").to_arrow().to_pylist()
     assert run["flow_run_id"] is None and res["flow_run_id"] is None
     assert (res["qid"], res["spans"], run["status"]) == ("q", [[0, 3]], "completed")
+    assert opened.load_tree("a").texts == ["one", "two", "three"]
+
+
+def test_schema_3_gains_the_listing_columns_without_a_row_rewritten(store):
+    """Version 4: `documents` gains source_size, modified_at, source_etag (nulls for
+    stored rows); no data file is rewritten and the index fingerprint stays."""
+    from sproutrag.storage.migrate import migrate
+    from sproutrag.storage.store import OldSchemaError
+
+    store.write([toy_document("a", "one two three")], "fp")
+    store.start_run(_run_row("r1", "completed"))
+    make_schema_3(store.uri)
+    with pytest.raises(OldSchemaError, match=r"schema version 3.*sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    files = {p for p in Path(store.uri).rglob("data/*.lance")}
+    assert migrate(store.uri) == {"nodes": "3", "documents": "3", "runs": "3"}
+    assert migrate(store.uri) == {}
+    assert {p for p in Path(store.uri).rglob("data/*.lance")} == files  # no row rewritten
+    opened = Store.open_existing(store.uri)
+    state = opened.stored_state().to_pylist()
+    assert [(r["doc_id"], r["index_fingerprint"], r["source_size"]) for r in state] == [
+        ("a", "fp", None)]
     assert opened.load_tree("a").texts == ["one", "two", "three"]
 
 

@@ -1,0 +1,67 @@
+"""The documents an index run reads, sorted by the plan and cut into batches sized by work.
+
+`documents_to_index` takes the documents as `read_listed` yields them (one text at a
+time), keeps a `Tally` of what they turned out to be (`Plan.verdict`: new, changed, or
+unchanged after all, whose listing facts to update) and of the failures, and yields
+only those to index. `batches` cuts them into batches of at most `max_chars` characters
+(a longer document is a batch of its own) and `max_docs` documents, so a batch of
+300-character documents and one of a 300,000-character document cost the encoder and
+the store about the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from sproutrag.documents import Failure, SourceDocument
+from sproutrag.ingest.plan import Plan
+
+
+@dataclass
+class Tally:
+    """What the documents read so far turned out to be."""
+
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    restat: list[SourceDocument] = field(default_factory=list)  # texts dropped
+    failures: list[Failure] = field(default_factory=list)
+    repaired: dict[str, str] = field(default_factory=dict)  # damaged, re-indexed now
+
+
+def documents_to_index(found: Iterable[SourceDocument | Failure], plan: Plan, tally: Tally
+                       ) -> Iterator[SourceDocument]:
+    """The new and changed documents of FOUND, in order; the rest is counted in TALLY."""
+    for doc in found:
+        if isinstance(doc, Failure):
+            tally.failures.append(doc)
+            continue
+        verdict = plan.verdict(doc)
+        if verdict == "unchanged":
+            tally.unchanged += 1
+            if plan.restat(doc):
+                tally.restat.append(SourceDocument(doc.doc_id, doc.source, "", "",
+                                                   doc.size, doc.modified_at, doc.etag))
+            continue
+        (tally.new if verdict == "new" else tally.changed).append(doc.doc_id)
+        if doc.doc_id in plan.damaged and verdict == "changed":
+            tally.repaired[doc.doc_id] = plan.damaged[doc.doc_id]
+        yield doc
+
+
+def batches(docs: Iterable[SourceDocument], *, max_chars: int, max_docs: int
+            ) -> Iterator[list[SourceDocument]]:
+    """DOCS in order, cut into batches of at most MAX_DOCS documents and MAX_CHARS
+    characters (a batch closes before the document that would overflow it; a document
+    longer than MAX_CHARS is a batch of its own)."""
+    batch: list[SourceDocument] = []
+    chars = 0
+    for doc in docs:
+        if batch and (chars + len(doc.text) > max_chars or len(batch) >= max_docs):
+            yield batch
+            batch, chars = [], 0
+        batch.append(doc)
+        chars += len(doc.text)
+    if batch:
+        yield batch

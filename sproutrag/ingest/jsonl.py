@@ -1,0 +1,110 @@
+"""A JSONL corpus: one document per line, `{"doc_id": ..., "text": ...}`.
+
+`list_jsonl` streams the file once and hashes each line's text (the text is in hand:
+parsing a line costs about as much as hashing it), keeping only `Listed` entries with
+their byte offsets; `read_jsonl` reads the lines a run needs again by seeking to them,
+so a run holds one text at a time. A line that is not JSON, has no usable doc_id or is
+longer than `pipeline.max_doc_bytes` fails without a doc_id (`doc_id_known=False`); any
+other bad line fails under its doc_id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from sproutrag.documents import Failure, SourceDocument, content_hash
+from sproutrag.errors import CorpusUnreadableError
+from sproutrag.ingest.listing import bounded_lines, is_local
+from sproutrag.ingest.sources import DocLimits, Listed, check_doc_id, check_regular, check_text
+
+
+def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits
+           ) -> tuple[str, str, str] | Failure:
+    """(doc_id, text, content hash) of one JSONL line; a failure names the doc_id whenever
+    the line has a usable one."""
+    try:
+        row = json.loads(raw)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        return Failure(line, f"{where}: not a JSON line ({exc})", doc_id_known=False)
+    if not isinstance(row, dict) or "doc_id" not in row:
+        return Failure(line, f"{where}: missing field 'doc_id'", doc_id_known=False)
+    doc_id = row["doc_id"]
+    if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+        return Failure(line, f"{where}: doc_id must be a string, got {doc_id!r}",
+                       doc_id_known=False)
+    doc_id = str(doc_id)
+    try:
+        check_doc_id(doc_id)
+        if "text" not in row:
+            raise ValueError("missing field 'text'")
+        if not isinstance(row["text"], str):
+            raise ValueError("text must be a string")
+        text = limits.check_chars(check_text(row["text"], name=doc_id), name=doc_id)
+        digest = content_hash(text)  # UnicodeEncodeError (a ValueError): lone surrogates
+    except ValueError as exc:
+        return Failure(doc_id, f"{where}: {exc}")
+    return doc_id, text, digest
+
+
+def _open(fs: Any, path: str, corpus: str):
+    if is_local(fs):
+        try:
+            check_regular(os.stat(path).st_mode, name=corpus)
+        except ValueError as exc:
+            raise CorpusUnreadableError(str(exc)) from None
+    return fs.open(path, "rb")
+
+
+def list_jsonl(fs: Any, path: str, corpus: str, limits: DocLimits
+               ) -> Iterator[Listed | Failure]:
+    """Every non-blank line of the file: a `Listed` (hash, size, offset, line number)
+    or a `Failure`."""
+    with _open(fs, path, corpus) as fh:
+        for lineno, (offset, raw) in enumerate(bounded_lines(fh, limits.max_bytes), start=1):
+            where, line = f"{corpus}:{lineno}", f"line {lineno}"
+            if raw is None:
+                yield Failure(line, f"{where}: line longer than {limits.max_bytes:,} bytes "
+                                    "(pipeline.max_doc_bytes): not read", doc_id_known=False)
+            elif raw.strip():
+                parsed = _parse(raw, where=where, line=line, limits=limits)
+                if isinstance(parsed, Failure):
+                    yield parsed
+                else:
+                    yield Listed(parsed[0], size=len(raw), content_hash=parsed[2],
+                                 offset=offset, line=lineno)
+
+
+def _read_line(fh: Any, offset: int, limit: int) -> bytes | None:
+    """The line at OFFSET (newline stripped), or None when it is longer than LIMIT."""
+    fh.seek(offset)
+    raw = fh.read(limit + 1)
+    end = raw.find(b"\n")
+    if end < 0:
+        return None if len(raw) > limit else raw
+    return raw[:end]
+
+
+def read_jsonl(fs: Any, path: str, corpus: str, items: Iterable[Listed], limits: DocLimits
+               ) -> Iterator[SourceDocument | Failure]:
+    """The documents of ITEMS (listed by `list_jsonl`), read again at their offsets, in
+    the order given. A line that no longer holds its doc_id (the file changed since it
+    was listed) fails: the next run lists it afresh."""
+    with _open(fs, path, corpus) as fh:
+        for item in items:
+            where = f"{corpus}:{item.line}"
+            raw = _read_line(fh, item.offset, limits.max_bytes)
+            parsed = (Failure(item.doc_id, f"{where}: line longer than {limits.max_bytes:,} "
+                              "bytes (pipeline.max_doc_bytes): not read") if raw is None else
+                      _parse(raw, where=where, line=f"line {item.line}", limits=limits))
+            if isinstance(parsed, Failure):
+                yield Failure(item.doc_id, parsed.reason) if not parsed.doc_id_known \
+                    else parsed
+            elif parsed[0] != item.doc_id:
+                yield Failure(item.doc_id, f"{where}: the file changed while the run read it "
+                                           "(the line now holds another document); the next "
+                                           "run reads it again")
+            else:
+                yield SourceDocument(item.doc_id, where, parsed[1], parsed[2], size=len(raw))

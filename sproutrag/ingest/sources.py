@@ -1,0 +1,92 @@
+"""What every corpus kind shares: the checks a doc_id and a text pass, the size limits, and
+`Listed`, a document as the corpus listing saw it (before its text is read)."""
+
+from __future__ import annotations
+
+import stat
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A corpus document as its listing saw it, without its text: the doc_id, what the
+    listing said (size in bytes, modification time in UTC, ETag; None when it said
+    nothing), the content hash when the listing read the text anyway (a JSONL line: it
+    is hashed while listed) and, for a JSONL line, where it is (byte offset, line number)."""
+
+    doc_id: str
+    size: int | None = None
+    modified_at: datetime | None = None
+    etag: str | None = None
+    content_hash: str | None = None
+    offset: int = -1
+    line: int = 0
+
+
+def decode_text(data: bytes, *, name: str) -> str:
+    """Strict UTF-8 (a BOM is dropped); binary and undecodable data raise ValueError."""
+    if b"\x00" in data[:8192]:
+        raise ValueError(f"{name}: binary file (NUL bytes), not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "convert the file to UTF-8"
+        ) from None
+    return check_text(text, name=name)
+
+
+def check_doc_id(doc_id: str) -> str:
+    """A doc_id must be non-empty text without control characters (NUL, newlines, ...)."""
+    if not doc_id.strip():
+        raise ValueError(f"invalid doc_id {doc_id!r}: empty")
+    for ch in doc_id:
+        if unicodedata.category(ch) in ("Cc", "Cs"):  # controls, lone surrogates
+            raise ValueError(
+                f"invalid doc_id {doc_id!r}: control character U+{ord(ch):04X} "
+                "(doc_ids must be printable text)"
+            )
+    return doc_id
+
+
+def check_text(text: str, *, name: str) -> str:
+    if not text.strip():
+        raise ValueError(f"{name}: empty document (no text to index)")
+    return text
+
+
+@dataclass(frozen=True)
+class DocLimits:
+    """The largest document read: `pipeline.max_doc_bytes` (of a file or JSONL line, checked
+    before reading it) and `pipeline.max_doc_chars` (of its text, in code points)."""
+
+    max_bytes: int = 100_000_000
+    max_chars: int = 20_000_000
+
+    def check_bytes(self, n: int, *, name: str) -> None:
+        if n > self.max_bytes:
+            raise ValueError(
+                f"{name}: {n:,} bytes, over the limit of {self.max_bytes:,} bytes "
+                "(pipeline.max_doc_bytes): not read; split the document or raise the limit")
+
+    def check_chars(self, text: str, *, name: str) -> str:
+        if len(text) > self.max_chars:
+            raise ValueError(
+                f"{name}: {len(text):,} characters, over the limit of {self.max_chars:,} "
+                "(pipeline.max_doc_chars); split the document or raise the limit")
+        return text
+
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISDIR, "a folder"))
+
+
+def check_regular(mode: int, *, name: str) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise ValueError(f"{name}: {kind}, not a regular file: not read "
+                         "(only regular files are indexed)")
