@@ -294,6 +294,8 @@ def test_an_unchanged_run_writes_only_its_runs_row(prefect_harness, tmp_path):
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)
+    for path in corpus.rglob("*.*"):  # settled files (see the next test for fresh ones)
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
     run_index(corpus, db)
     conn = lancedb.connect(str(db))
 
@@ -307,6 +309,30 @@ def test_an_unchanged_run_writes_only_its_runs_row(prefect_harness, tmp_path):
     after = versions()
     assert (after["documents"], after["nodes"]) == (before["documents"], before["nodes"])
     assert after["runs"] - before["runs"] <= 3 * 2 + 1  # start + end; a compaction at most
+
+
+def test_files_are_read_again_until_their_times_settle(prefect_harness, tmp_path):
+    """A file modified within seconds of the listing may change again within the same
+    modification time: its time is not stored, so the next run reads it (and, its text
+    unchanged, stores the time); after that the listing alone says it is unchanged."""
+    from sproutrag.storage.store import Store
+
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)  # every file is fresh
+    stored = Store.open_existing(str(db)).stored_state().to_pylist()
+    assert {r["doc_id"]: r["modified_at"] for r in stored} == dict.fromkeys(TEXTS)
+    assert [r["source_size"] for r in stored] == [len(TEXTS[r["doc_id"]].encode())
+                                                  for r in stored]
+    time.sleep(2.1)
+    again = run_index(corpus, db)
+    assert (again["n_unchanged"], again["n_changed"]) == (3, 0)
+    stored = Store.open_existing(str(db)).stored_state().to_pylist()
+    assert all(r["modified_at"] is not None for r in stored)
+    (corpus / "a.txt").write_text(TEXTS["a.txt"] + " Added.", encoding="utf-8")
+    os.utime(corpus / "a.txt", (time.time() - 60, time.time() - 60))
+    last = run_index(corpus, db)  # the listing differs: read, changed
+    assert (last["n_unchanged"], last["n_changed"]) == (2, 1)
 
 
 # -- schema 1 --------------------------------------------------------------------------
