@@ -53,6 +53,11 @@ from sproutrag.storage.store import StaleIndexError
 Mode = Literal["tree", "leaves", "flat"]
 
 
+def files_gone(exc: BaseException) -> bool:
+    """Is EXC a read of a data file that a version cleanup removed (Lance "Not found")?"""
+    return "not found" in str(exc).lower() and "lance" in str(exc).lower()
+
+
 class Current(NamedTuple):
     """What one version of the `documents` table says about the current trees."""
 
@@ -339,10 +344,24 @@ class Retriever:
         doc_ids: Sequence[str] | None = None,
         mode: Mode = "tree",
     ) -> list[Hit]:
-        """`search` with the query already encoded (doc_ids already checked)."""
+        """`search` with the query already encoded (doc_ids already checked).
+
+        An index run removes the table versions it wrote meanwhile: a search that started
+        on one of them may find a file gone; it is run once more on the latest versions."""
         if mode not in MODES:
             raise QueryError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         check_count("k", k)
+        try:
+            return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode)
+        except (RuntimeError, OSError) as exc:
+            if not files_gone(exc):
+                raise
+            self.reader.refresh()
+            self._doc_trees, self._pin = None, None
+            return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode)
+
+    def _search_vector(self, query: str, qvec: np.ndarray, *, k: int,
+                       doc_ids: Sequence[str] | None, mode: Mode) -> list[Hit]:
         with self._one_view():  # one refresh, one `documents` read for this query
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
             if mode == "flat":

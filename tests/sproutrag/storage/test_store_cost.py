@@ -110,3 +110,27 @@ def test_maintain_keeps_earlier_start_versions_for_the_retention(store, keep_day
     want = {"sproutrag-before-r2"} | ({"sproutrag-before-r1"} if keep_days else set())
     assert set(tags) == want
     assert len(store.table("documents").list_versions()) == len(want) + 1
+
+
+def test_a_search_on_a_version_a_run_removed_runs_again_on_the_latest(store):
+    import numpy as np
+
+    from sproutrag.encoder.weights import TrainedWeights
+    from sproutrag.params import SearchParams
+    from sproutrag.search.retriever import Retriever
+    from tests.helpers import toy_encoder, toy_store
+
+    for k in range(6):
+        store.write(_docs(f"d{k}-", 3, seed=10 * k), "fp", stored=[])
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    reader = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=0)
+    qvec = store.load_tree("d2-0001").tree.vectors[0]
+    with reader._one_view():
+        reader._current()  # the search's view: the tables as they are now
+        run = toy_store(store.uri)  # an index run in another process
+        run.write([toy_document("d1-0001", "five six", seed=3)], "fp", stored=["d1-0001"])
+        assert run.tidy(run_id="r", keep_versions_days=7, min_small=2)
+        hits = reader.search_vector("q", qvec, k=3)
+    fresh = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=0)
+    assert [h.node_id for h in hits] == [h.node_id for h in fresh.search_vector("q", qvec, k=3)]
+    assert hits[0].doc_id == "d2-0001"
