@@ -216,10 +216,18 @@ def worker(args: argparse.Namespace) -> None:
     print("RESULT " + json.dumps(out))
 
 
-def run_phase(phase: str, corpus: Path, db: Path, **extra) -> dict:
+#: The settings of each task runner compared (`--runners`): the default thread runner, and
+#: a local Dask cluster of 2 worker processes, one torch thread each.
+RUNNERS = {"threads": {},
+           "dask": {"SPROUTRAG_PIPELINE__TASK_RUNNER": "dask",
+                    "SPROUTRAG_PIPELINE__DASK_WORKERS": "2",
+                    "SPROUTRAG_ENCODING__THREADS": "1"}}
+
+
+def run_phase(phase: str, corpus: Path, db: Path, runner: str = "threads", **extra) -> dict:
     cmd = [sys.executable, __file__, "--worker", phase, "--corpus", str(corpus),
            "--db", str(db)] + [x for k, v in extra.items() for x in (f"--{k}", str(v))]
-    env = {**os.environ, **ENV, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **ENV, "PYTHONPATH": str(ROOT), **RUNNERS[runner]}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
@@ -264,6 +272,30 @@ def rerun(label: str, corpus: Path, db: Path) -> None:
           f"{row['n_new']} new, {row['n_changed']} changed, {row['n_unchanged']} unchanged")
 
 
+def per_batch(row: dict, n_batches: int) -> str:
+    """Mean seconds per batch of each stage (from the run's timings) and how many
+    encoding workers one writer can feed (encode / store per batch)."""
+    t = json.loads(row["timings_json"])
+    enc, store = t.get("encode", 0) / n_batches, t.get("store", 0) / n_batches
+    return (f"per batch: chunk {t.get('chunk', 0) / n_batches:.2f} s, encode {enc:.2f} s, "
+            f"build_trees {t.get('build_trees', 0) / n_batches:.2f} s, store {store:.3f} s: "
+            f"one writer feeds about {enc / max(store, 1e-9):.0f} encoding workers")
+
+
+def compare_runners(corpus: Path, work: Path, runners: list[str], n_chars: int) -> None:
+    """The index phase on each task runner, each into its own new database."""
+    walls = {}
+    for runner in runners:
+        r = run_phase("index", corpus, work / f"db-{runner}", runner)
+        walls[runner] = r["wall_s"]
+        print(f"{runner} runner: {r['wall_s']:.1f} s, {n_chars / r['wall_s']:,.0f} chars/s, "
+              f"peak RSS (flow process) {r['peak_rss_mb']:.0f} MB; "
+              + per_batch(r["row"], len(r["store_batch_s"])), flush=True)
+    if "threads" in walls:
+        for runner, wall in walls.items():
+            print(f"  {runner}: {walls['threads'] / wall:.2f}x the threads runner")
+
+
 def main_docs(n: int, work: Path) -> None:
     corpus = work / "corpus.jsonl"
     docs = make_docs(n)
@@ -282,6 +314,7 @@ def main_docs(n: int, work: Path) -> None:
           f"{row['n_chunks']:,} chunks, {row['n_nodes']:,} nodes; peak RSS "
           f"{idx['peak_rss_mb']:.0f} MB; stages {row['timings_json']}", flush=True)
     print(store_growth(idx["store_batch_s"]))
+    print(per_batch(row, len(idx["store_batch_s"])))
     report_db(db)
     rerun("unchanged re-run", corpus, db)
     changed = change_some(corpus, 0.01)
@@ -313,6 +346,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, help="N documents through the whole pipeline")
     ap.add_argument("--store-only", type=int, default=0, help="N documents, the store alone")
     ap.add_argument("--work", help="work folder (default: a temporary one, removed)")
+    ap.add_argument("--runners", help="only compare the index phase on these task runners "
+                    "(comma-separated: threads,dask) over --docs N documents")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
@@ -322,7 +357,12 @@ def main() -> None:
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        if args.store_only:
+        if args.runners:
+            docs = make_docs(args.docs or 10_000)
+            write_jsonl(docs, work / "corpus.jsonl")
+            compare_runners(work / "corpus.jsonl", work, args.runners.split(","),
+                            sum(len(d["text"]) for d in docs))
+        elif args.store_only:
             main_store(args.store_only, work)
         else:
             main_docs(args.docs or 10_000, work)
