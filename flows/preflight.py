@@ -57,6 +57,17 @@ def _existing_file(flag: str, path: str | None) -> None:
         raise UsageError(f"{flag} {path}: no such file")
 
 
+def _check_question(question: str) -> None:
+    """A command-line QUESTION is text to search for (UsageError: exit 2, before a model
+    loads)."""
+    from sproutrag.search.hits import QueryError, check_query_text
+
+    try:
+        check_query_text(question)
+    except QueryError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def check_encoding(settings: Settings, *, model: bool = True) -> None:
     """The model folder and weights file the settings name can be read (SettingsError
     naming the setting otherwise)."""
@@ -103,6 +114,8 @@ def preflight(args: argparse.Namespace) -> Settings:
             raise UsageError("give either a QUESTION or --queries FILE (and --out FILE)")
         if args.queries and not args.out:
             raise UsageError("--queries needs --out FILE for the results")
+        if args.question is not None:
+            _check_question(args.question)
         _existing_file("--queries", args.queries)
     if command in ("train", "evaluate"):
         for flag in ("docs", "queries"):

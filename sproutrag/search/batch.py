@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sproutrag.params import MODES, check_count
+from sproutrag.search.hits import check_query_text
 from sproutrag.search.retriever import Mode, QueryError, Retriever
 
 
@@ -93,7 +94,16 @@ def _doc_ids(value: Any) -> list[str] | None:
     if bad:
         raise QueryError(f"doc_ids must hold strings, got {value[bad[0]]!r} at position "
                          f"{bad[0]}")
+    bad = [i for i, d in enumerate(ids) if _surrogate(d)]
+    if bad:
+        raise QueryError(f"doc_ids[{bad[0]}] is not valid text (a lone surrogate: bytes "
+                         "that are not UTF-8?)")
     return ids
+
+
+def _surrogate(text: str) -> bool:
+    """TEXT holds a lone surrogate (it cannot be written as UTF-8)."""
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
 def _check(entry: Entry, seen: dict[str, int]) -> Query:
@@ -108,14 +118,15 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
     if qid is None:
         return Query(fallback, error=f"line {entry.line}: qid must be a string or an "
                      f"integer, got {type(row['qid']).__name__}")
+    if _surrogate(qid):
+        return Query(fallback, error=f"line {entry.line}: qid is not valid text (a lone "
+                     "surrogate: bytes that are not UTF-8?)")
     if qid in seen:
         return Query(qid, error=f"duplicate qid {qid!r} (first on line {seen[qid]}): qids "
                      "must be unique in a batch")
     seen[qid] = entry.line
-    query = row.get("query", "")
-    if not isinstance(query, str):
-        return Query(qid, error=f"query must be a string, got {type(query).__name__}")
     try:
+        query = check_query_text(row.get("query", ""))
         return Query(qid, query, _doc_ids(row.get("doc_ids")))
     except QueryError as exc:
         return Query(qid, error=str(exc))

@@ -1,5 +1,5 @@
-"""What a search returns (`Hit`), what refuses a query (`QueryError`), and how a
-selected node of a stored tree becomes a hit. (The checks of k and the search
+"""What a search returns (`Hit`), what refuses a query (`QueryError`, `check_query_text`),
+and how a selected node of a stored tree becomes a hit. (The checks of k and the search
 parameters are in `sproutrag.params`.)"""
 
 from __future__ import annotations
@@ -12,6 +12,23 @@ import numpy as np
 from sproutrag.errors import QueryError  # noqa: F401 - also importable from here
 from sproutrag.search.tree_search import Selected
 from sproutrag.storage.rows import StoredTree
+
+
+def check_query_text(query: object) -> str:
+    """QUERY when it is text to search for: a string holding something besides whitespace
+    and NUL characters, without a lone surrogate (what a byte that is not UTF-8 becomes
+    in a command-line argument, or a JSON "\\ud800"); `QueryError` naming the problem
+    otherwise."""
+    if not isinstance(query, str):
+        raise QueryError(f"query must be a string, got {type(query).__name__}")
+    if not query.replace("\x00", "").strip():
+        raise QueryError("query is empty: give a question or statement to search for")
+    bad = next((i for i, ch in enumerate(query) if "\ud800" <= ch <= "\udfff"), None)
+    if bad is not None:
+        raise QueryError(f"query is not valid text: a lone surrogate U+{ord(query[bad]):04X} "
+                         f"at character {bad} (bytes that are not UTF-8?): give the question "
+                         "as UTF-8 text")
+    return query
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ import numpy as np
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
-from sproutrag.search.hits import Hit, QueryError, hit_of, node_text
+from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.tree_search import (
     Reranker,
@@ -322,8 +322,7 @@ class Retriever:
         mode: Mode = "tree",
     ) -> list[Hit]:
         """Rank evidence for `query`; at most k evidence units over all hits."""
-        if not isinstance(query, str) or not query.strip():
-            raise QueryError("query is empty: give a question or statement to search for")
+        check_query_text(query)
         check_count("k", k)
         with self._one_view():
             if doc_ids is not None:

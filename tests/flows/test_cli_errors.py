@@ -17,6 +17,18 @@ from sproutrag.storage.store import IndexedDocument, Store
 from sproutrag.trees.tree import build_tree
 
 
+@pytest.mark.parametrize("question, why", [
+    ("", "query is empty"), ("   ", "query is empty"),
+    (os.fsdecode(b"bad \xff utf8"), "not valid text: a lone surrogate U+DCFF"),
+])
+def test_a_question_that_is_not_text_exits_2_before_any_work(tmp_path, capsys, question, why):
+    db = tmp_path / "db"
+    code = main(["query", "--db", str(db), question])
+    err = capsys.readouterr().err
+    assert code == 2 and why in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1 and not db.exists()
+
+
 @pytest.mark.parametrize("argv, flag, limit", [
     (["query", "q", "--k", "5000000000", "--mode", "flat"], "--k", "between 1 and 2147483647"),
     (["query", "q", "--beam", "99999999999"], "--beam", "between 1 and 2147483647"),

@@ -23,6 +23,7 @@ LINES = [
     '{"qid": "broken", "query": ',
     json.dumps({"qid": 1, "query": "a duplicate of the first"}),
     json.dumps({"qid": "ok", "query": "stipend", "doc_ids": ["policies/remote_work_faq.md"]}),
+    '{"qid": "surrogate", "query": "abc \\ud800 def"}',  # JSON can hold what UTF-8 cannot
 ]
 
 
@@ -50,24 +51,27 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
     with pytest.raises(QueriesFailedError) as failed:  # the flow goes on to the end
         query_corpus(queries=str(queries), db=db, out=str(flow_out))
     summary = failed.value.row
-    assert (summary["n_queries"], summary["n_failed"]) == (7, 5)
+    assert (summary["n_queries"], summary["n_failed"]) == (8, 6)
     cli = [json.loads(x) for x in cli_out.read_text().splitlines()]
     flow = [json.loads(x) for x in flow_out.read_text().splitlines()]
     assert _strip_scores(cli) == _strip_scores(flow)
-    assert [r["qid"] for r in cli] == ["1", "ints", "nulls", "bare", "line-5", "1", "ok"]
+    assert [r["qid"] for r in cli] == ["1", "ints", "nulls", "bare", "line-5", "1", "ok",
+                                       "surrogate"]
     errors = {n: r.get("error", "") for n, r in enumerate(cli)}
     assert cli[0]["results"] and cli[6]["results"] and not errors[0] and not errors[6]
     assert "none of the doc_ids ['1', '2']" in errors[1]
     assert "doc_ids must hold strings" in errors[2]
     assert "got the string" in errors[3] and "not a JSON object" in errors[4]
     assert "duplicate qid '1'" in errors[5]
+    assert "not valid text: a lone surrogate U+D800" in errors[7]
 
     table = lancedb.connect(db).open_table("results")
     meta = table.schema.metadata
     assert meta[b"sproutrag.schema_version"] == b"4" and meta[b"sproutrag.dim"] == b"384"
     rows = table.to_arrow().to_pylist()
     mine = [r for r in rows if r["run_id"] == summary["run_id"]]
-    assert {r["qid"] for r in mine} == {"1", "ints", "nulls", "bare", "line-5", "ok"}
+    assert {r["qid"] for r in mine} == {"1", "ints", "nulls", "bare", "line-5", "ok",
+                                        "surrogate"}
     assert {r["flow_run_id"] for r in mine} == {summary["flow_run_id"]} != {None}
 
 

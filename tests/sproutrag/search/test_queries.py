@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+
+import pytest
 
 from sproutrag.search.batch import Entry, check_batch, parse_lines, run_queries
+from sproutrag.search.hits import QueryError, check_query_text
 
 
 def test_each_bad_entry_gets_its_own_error_and_the_rest_runs():
@@ -35,6 +39,30 @@ def test_each_bad_entry_gets_its_own_error_and_the_rest_runs():
     assert "a query must be a JSON object" in checked[7].error
     assert "query must be a string, got int" in checked[8].error
     assert "doc_ids is empty" in checked[9].error
+
+
+@pytest.mark.parametrize("query, why", [
+    ("", "query is empty"), ("  \n\t", "query is empty"), ("\x00\x00", "query is empty"),
+    (" \x00 ", "query is empty"), ("abc \ud800 def", "lone surrogate U+D800 at character 4"),
+    ("bad \udcff utf8", "lone surrogate U+DCFF at character 4"),
+])
+def test_queries_that_are_not_text_are_refused(query, why):
+    with pytest.raises(QueryError, match=re.escape(why)):
+        check_query_text(query)
+    [checked] = check_batch([{"qid": "q", "query": query}])
+    assert why in checked.error
+    assert check_query_text("a \x00 question?") == "a \x00 question?"
+
+
+def test_surrogates_in_qids_and_doc_ids_fail_their_line_only():
+    lines = ['{"qid": "a\\ud800", "query": "fine"}',
+             '{"qid": "b", "query": "fine", "doc_ids": ["x\\udc80"]}',
+             '{"qid": "c", "query": "abc \\ud800 def"}', '{"qid": "d", "query": "fine"}']
+    checked = check_batch(parse_lines(line + "\n" for line in lines))
+    assert [q.qid for q in checked] == ["line-1", "b", "c", "d"]
+    assert "qid is not valid text" in checked[0].error
+    assert "doc_ids[0] is not valid text" in checked[1].error
+    assert "lone surrogate U+D800" in checked[2].error and checked[3].error is None
 
 
 def test_run_queries_reports_per_entry_and_searches_the_good_ones():
