@@ -60,6 +60,17 @@ ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.E
                                 errno.EPERM})
 
 
+_RUST_FRAME = re.compile(r",\s*/\S+\.rs:\d+:\d+")
+
+
+def short_error(exc: BaseException) -> str:
+    """A Lance error as one short line (no Rust source locations)."""
+    text = _RUST_FRAME.sub("", str(exc)).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    line = line.removeprefix("lance error: ")
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
 def is_environment_error(exc: BaseException) -> bool:
     """A full disk, a read-only or forbidden database or work dir: retrying the next
     document cannot help, the run stops (and the next run goes on from there)."""

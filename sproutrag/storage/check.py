@@ -1,30 +1,25 @@
-"""Is the database whole? The start-of-run check of an index run and `sproutrag check`.
+"""Is the database whole? `sproutrag check`, and what names a damaged table.
 
 LanceDB keeps each table as data files under DB/<table>.lance/data/; a file lost,
 truncated or damaged (a failed restore, a disk error) makes every read of the rows it
 holds fail, and a document whose `tree_id` names no `nodes` rows (a `nodes` table rolled
-back to an older version) is skipped by every query. Two checks find these:
+back to an older version) is skipped by every query.
 
-* `check_for_run` (every index run, before it writes): scans the small columns of every
-  table (`doc_id` / `tree_id` of `nodes`, the key of `runs`, `index_settings`,
-  `results`) and every column of `documents`, hashing each stored text. A table that
-  cannot be read fails the run with `DamagedTableError` (one line: the table and what to
-  do), unless the run is `--full`, which moves it aside (`move_aside`) and rebuilds.
-  Documents whose tree is missing or incomplete, or whose stored text does not hash to
-  its `content_hash`, are re-indexed by the run (the plan counts them as changed). It
-  reads `documents` whole: about as much as the run's discovery reads of the corpus,
-  and never the vectors.
 * `check_database` (`sproutrag check`): every column of every table read once, every
   stored tree validated (2n - 1 nodes for the document's n chunks, `validate_tree`'s
-  checks for all trees at once: `sproutrag.storage.tree_check`) and its leaf texts
-  compared with the document's text; never more than a batch of vectors in memory
-  (bench/check.py: a million documents, 5 million `nodes` rows, in 15-25 s, 1.8 GB).
+  checks for all trees at once: `sproutrag.storage.tree_check`), its leaf texts compared
+  with the document's text and every stored text hashed; never more than a batch of
+  vectors in memory (bench/check.py: a million documents, 5 million `nodes` rows, in
+  15-25 s, 1.8 GB). A table that cannot be read is reported from reads of every column
+  (`_check_tables`).
+* `explain_damage`: a Lance read error becomes one line naming the damaged table (the
+  start-of-run check's `sproutrag.storage.run_check.check_files`).
+* `move_aside`: what a `--full` index run does with an unreadable table.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,7 +30,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sproutrag.documents import content_hash
-from sproutrag.errors import DamagedTableError  # noqa: F401 - also importable from here
+from sproutrag.errors import (
+    DamagedTableError,  # noqa: F401 - also importable from here
+    short_error,  # noqa: F401 - also importable from here
+)
+from sproutrag.storage.run_check import check_files
 from sproutrag.storage.tree_check import (
     TEXT_CHANGED,
     TreeFindings,
@@ -51,26 +50,14 @@ Progress = Callable[[int, int], None]
 BATCH_ROWS = 8192
 IO_BUFFER_BYTES = 32 << 20
 
-#: The column the start-of-run check scans of the tables an index run only appends to.
-_KEY = {"runs": "run_id", "index_settings": "index_fingerprint", "results": "run_id"}
-_RUST_FRAME = re.compile(r",\s*/\S+\.rs:\d+:\d+")
-
-
-def short_error(exc: BaseException) -> str:
-    """A Lance error as one short line (no Rust source locations)."""
-    text = _RUST_FRAME.sub("", str(exc)).strip().splitlines()
-    line = text[0] if text else type(exc).__name__
-    line = line.removeprefix("lance error: ")
-    return line if len(line) <= 200 else line[:197] + "..."
-
 
 @dataclass
 class Health:
     """What a check found: unreadable tables and damaged documents (id -> why).
 
-    ``trees`` and ``named`` are filled by `check_for_run`; `check_database` keeps them
+    ``trees`` and ``named`` are filled by `_check_tables`; `check_database` keeps them
     as arrays (`TreeTable`) and leaves them empty, unless it falls back to
-    `check_for_run`'s reads (a table that cannot be read, an older schema).
+    `_check_tables`'s reads (a table that cannot be read, an older schema).
     """
 
     unreadable: dict[str, str] = field(default_factory=dict)
@@ -138,38 +125,28 @@ def _check_documents(tbl, health: Health, columns: list[str] | None) -> None:
                 health.documents[doc_id] = size_problem(rows["tree_id"][i], got, want)
 
 
-def _check_tables(uri: str, storage_options, *, every_column: bool) -> Health:
+def _check_tables(uri: str, storage_options) -> Health:
+    """Every column of every table read (a table whose read fails is unreadable), every
+    stored text hashed, each document's tree counted: the reads `check_database` falls
+    back to when its own cannot be made."""
     db, names = _connect(uri, storage_options)
     health = Health()
     if "nodes" in names:
         _guard(health, "nodes", lambda: _tree_sizes(db.open_table("nodes"), health))
-        if every_column and "nodes" not in health.unreadable:
+        if "nodes" not in health.unreadable:
             _guard(health, "nodes", lambda: _drain(db.open_table("nodes"), None))
     if "documents" in names:
-        cols = None if every_column else [
-            "doc_id", "tree_id", "n_chunks", "content_hash", "text"]
         _guard(health, "documents",
-               lambda: _check_documents(db.open_table("documents"), health, cols))
+               lambda: _check_documents(db.open_table("documents"), health, None))
     for name in ("runs", "index_settings", "results"):
         if name in names:
-            cols = None if every_column else [_KEY[name]]
-            _guard(health, name, lambda n=name, c=cols: _drain(db.open_table(n), c))
+            _guard(health, name, lambda n=name: _drain(db.open_table(n), None))
     return health
 
 
 def _drain(tbl, columns: list[str] | None) -> None:
     for _ in _scan(tbl, columns):
         pass
-
-
-def check_for_run(uri: str, *, storage_options: dict[str, str] | None = None) -> Health:
-    """The start-of-run check (see the module docstring)."""
-    return _check_tables(uri, storage_options, every_column=False)
-
-
-def raise_if_unreadable(health: Health, uri: str) -> None:
-    if health.unreadable:
-        raise DamagedTableError(uri, health.unreadable)
 
 
 def move_aside(uri: str, names: list[str]) -> dict[str, str]:
@@ -194,17 +171,19 @@ def move_aside(uri: str, names: list[str]) -> dict[str, str]:
 @contextmanager
 def explain_damage(uri: str, *, storage_options: dict[str, str] | None = None):
     """Turn a Lance read error raised inside into `DamagedTableError` naming the table
-    (found by the start-of-run check); other errors pass unchanged."""
+    whose files are missing or truncated (`run_check.check_files`, the start-of-run
+    check); other errors pass unchanged."""
     try:
         yield
     except (RuntimeError, ValueError, OSError) as exc:
         if isinstance(exc, DamagedTableError) or "lance" not in str(exc).lower():
             raise
         try:
-            health = check_for_run(uri, storage_options=storage_options)
+            unreadable = check_files(uri, storage_options=storage_options)
         except Exception:  # noqa: BLE001 - the original error says more
             raise exc from None
-        raise_if_unreadable(health, uri)
+        if unreadable:
+            raise DamagedTableError(uri, unreadable) from None
         raise
 
 
@@ -230,7 +209,7 @@ class Report:
             return [*self.notes, head + "healthy"]
         advice = (f"`sproutrag index CORPUS --db {self.uri} --full` rebuilds the database "
                   "from the corpus (moving the damaged tables aside)" if h.unreadable else
-                  f"the next `sproutrag index CORPUS --db {self.uri}` re-indexes the "
+                  f"`sproutrag index CORPUS --db {self.uri} --verify` re-indexes the "
                   "damaged documents")
         n = len(self.problems)
         return [*self.problems, *self.notes,
@@ -247,7 +226,7 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
     all) after each batch. Raises `DatabaseNotFoundError` when URI holds no SproutRAG
     database. Cost: one read of each table in batches of `BATCH_ROWS` rows (`documents`'
     doc_id and tree_id twice); memory at most about 300 bytes per `nodes` row. A
-    table that cannot be read, or an older schema, is checked by `check_for_run`'s reads
+    table that cannot be read, or an older schema, is checked by `_check_tables`'s reads
     instead (the trees of a damaged database are not validated).
     """
     from sproutrag.storage.store import Store
@@ -261,7 +240,7 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
         except _ReadError as err:
             health = _after_read_error(uri, storage_options, err)
     else:
-        health = _check_tables(uri, storage_options, every_column=True)
+        health = _check_tables(uri, storage_options)
     report = Report(uri, health)
     report.problems += [f"table {n!r} cannot be read: {why}"
                         for n, why in health.unreadable.items()]
@@ -374,8 +353,8 @@ def _document_keys(docs) -> pa.Table:
 
 
 def _after_read_error(uri: str, storage_options, err: _ReadError) -> Health:
-    """A table could not be read: `check_for_run`'s reads of every column say what."""
-    health = _check_tables(uri, storage_options, every_column=True)
+    """A table could not be read: `_check_tables`'s reads of every column say what."""
+    health = _check_tables(uri, storage_options)
     if not {"documents", "nodes"} & set(health.unreadable):  # it could be read again
         health.unreadable[err.table] = short_error(err.error)
     return health

@@ -26,7 +26,7 @@ import os
 from typing import Any
 
 from sproutrag.documents import content_hash
-from sproutrag.storage.check import short_error
+from sproutrag.errors import short_error
 
 #: The tables an index run reads or writes, in the order they are checked.
 TABLES = ("nodes", "documents", "runs", "index_settings", "results")

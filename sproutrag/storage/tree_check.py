@@ -356,7 +356,7 @@ class TreeFindings:
     def add(self, batch: pa.RecordBatch, damaged: dict[str, str]) -> None:
         """The next batch of `documents`: a stored text that does not hash to its content
         hash or a tree of the wrong size goes to DAMAGED (doc_id -> why, as
-        `check_for_run` says it); a tree that is invalid or whose leaf texts differ is
+        `_check_tables` says it); a tree that is invalid or whose leaf texts differ is
         flagged."""
         rows = {c: batch.column(c).to_pylist() for c in ("doc_id", "tree_id", "content_hash",
                                                         "text")}
@@ -408,7 +408,7 @@ class TreeFindings:
 
     def stale(self) -> tuple[int, int]:
         """(trees, rows) of `nodes` that no documents row names (a doc_id's last row
-        names its tree, as in `check_for_run`'s ``named``)."""
+        names its tree, as in `_check_tables`'s ``named``)."""
         named = np.zeros(len(self.table.counts), dtype=bool)
         present = np.flatnonzero(self.doc_codes >= 0)[::-1]
         _, first = np.unique(self.doc_codes[present], return_index=True)

@@ -15,11 +15,11 @@ from sproutrag.ingest.sources import Listed
 from sproutrag.storage.check import (
     DamagedTableError,
     check_database,
-    check_for_run,
     explain_damage,
     move_aside,
 )
 from sproutrag.storage.garbage import tree_damage
+from sproutrag.storage.run_check import check_files, verify_texts
 from sproutrag.storage.store import DatabaseNotFoundError, Store
 from tests.helpers import toy_document
 
@@ -50,20 +50,19 @@ def test_a_healthy_database_checks_healthy(store):
     report = check_database(store.uri)
     assert report.healthy and report.problems == []
     assert report.lines()[-1].endswith("3 documents, 15 nodes rows checked: healthy")
-    assert check_for_run(store.uri).unreadable == {}
+    assert check_files(store.uri) == {}
 
 
 def test_rolled_back_nodes_the_document_is_damaged_and_gc_keeps_its_old_tree(store):
     _rolled_back(store)
     old = store.table("nodes").count_rows()
-    health = check_for_run(store.uri)
-    assert list(health.documents) == ["a"] and "has no nodes" in health.documents["a"]
+    damage = tree_damage(store.table("nodes"), store.stored_state())
+    assert list(damage.damaged) == ["a"] and "has no nodes" in damage.damaged["a"]
     assert store.collect_garbage() == 0  # the only tree `a` has stays
     assert store.table("nodes").count_rows() == old
     report = check_database(store.uri)
     assert not report.healthy and report.problems[0].startswith("document 'a': its tree")
-    damage = tree_damage(store.table("nodes"), store.stored_state())
-    assert damage.damaged == health.documents and damage.stale == []
+    assert damage.stale == []  # its older tree is kept (the document is damaged)
     texts = {"a": "one two three four five", "b": "x y", "c": "p q r s"}
     listed = [Listed(d, content_hash=content_hash(t)) for d, t in texts.items()]
     plan = plan_changes(listed, store.stored_state(), "fp", damaged=damage.damaged)
@@ -88,11 +87,11 @@ def test_a_stored_text_that_does_not_match_its_hash_is_found(store):
     # What nine changed bytes in a data file can do without any read error (the text
     # is compressed in the file, so the test changes it through LanceDB).
     store.table("documents").update(where="doc_id = 'b'", values={"text": "x z"})
-    health = check_for_run(store.uri)
-    assert health.documents == {"b": "its stored text does not match its content hash"}
+    assert verify_texts(store.table("documents")) == {
+        "b": "its stored text does not match its content hash"}
     report = check_database(store.uri)
     assert report.problems == ["document 'b': its stored text does not match its content hash"]
-    assert "re-indexes the damaged documents" in report.lines()[-1]
+    assert "--verify` re-indexes the damaged documents" in report.lines()[-1]
 
 
 @pytest.mark.parametrize("damage", ["delete", "truncate"])
@@ -104,8 +103,7 @@ def test_a_lost_or_truncated_data_file_is_found_at_the_start(store, table, damag
         path.unlink()
     else:
         os.truncate(path, path.stat().st_size // 2)
-    health = check_for_run(store.uri)
-    assert list(health.unreadable) == [table]
+    assert list(check_files(store.uri)) == [table]
     with pytest.raises(DamagedTableError, match=f"table '{table}' of .*sproutrag check --db"):
         with explain_damage(store.uri):
             store.table(table).to_arrow()  # what a query's read does
@@ -120,7 +118,7 @@ def test_move_aside_keeps_the_damaged_table_out_of_sight(store):
     assert Path(moved["nodes"]).is_dir() and ".lance.damaged-" in moved["nodes"]
     store.refresh()  # a Store sees what other connections did once it refreshes
     assert store.table("nodes") is None
-    assert check_for_run(store.uri).unreadable == {}
+    assert check_files(store.uri) == {}
 
 
 def test_check_of_a_missing_database_creates_nothing(tmp_path):
