@@ -48,8 +48,12 @@ def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
     from flows.index_corpus import index_corpus
     from flows.server import temporary_server
     from sproutrag.ingest.run_summary import RunInterruptedError, RunOutcome
+    from sproutrag.storage.locking import DatabaseLock
 
-    with temporary_server(), quiet_expected_tracebacks():
+    # The run lock before the server starts: a busy database is refused in a second; the
+    # flow takes the same lock again (re-entrant within this process).
+    lock = DatabaseLock(db, timeout=settings.pipeline.lock_timeout)
+    with lock, temporary_server(), quiet_expected_tracebacks():
         state = index_corpus(
             corpus=corpus, db=db, settings=settings, full=full, verify=verify,
             allow_mass_delete=allow_mass_delete, return_state=True,

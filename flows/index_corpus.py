@@ -59,6 +59,7 @@ from tasks.store import (
     delete_documents,
     inspect_trees,
     maintain_tables,
+    mark_killed_runs,
     migrate_database,
     move_damaged_tables,
     protect_versions,
@@ -333,6 +334,8 @@ def _locked_run(run: _Run) -> RunSummary:
     _migrate(db, settings, run.logger)
     for note in notes:
         summary.note(note)
+    if mark_killed_runs(db, settings, summary.run_id):
+        run.logger.warning("runs left 'running' by killed runs are marked 'killed'")
     start_run(summary.to_row(), db, settings)
     try:
         protect_versions(db, settings, summary.run_id)

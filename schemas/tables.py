@@ -140,8 +140,10 @@ RUNS = pa.schema(
     ]
 )
 
-#: `runs.status`: written as "running" when a run starts, then completed by the run.
-RUN_STATUSES = ("running", "completed", "failed", "interrupted")
+#: `runs.status`: written as "running" when a run starts, then completed by the run; a
+#: row still "running" when the next run takes the lock belongs to a run that was killed,
+#: and that run marks it "killed".
+RUN_STATUSES = ("running", "completed", "failed", "interrupted", "killed")
 
 
 def table_metadata(*, encoder_id: str, dim: int) -> dict[bytes, bytes]:

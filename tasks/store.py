@@ -83,6 +83,13 @@ def start_run(row: dict[str, Any], db: str, settings: Settings) -> None:
     open_store(db, settings).start_run(row)
 
 
+@task(name="mark_killed_runs", cache_policy=NO_CACHE, **IO_RETRIES)
+def mark_killed_runs(db: str, settings: Settings, run_id: str) -> int:
+    """Mark the `runs` rows of runs that were killed (still "running" while this run
+    holds the lock) as "killed"; returns how many."""
+    return open_store(db, settings).mark_killed(run_id)
+
+
 @task(name="record_index_settings", cache_policy=NO_CACHE, **IO_RETRIES)
 def record_index_settings(db: str, settings: Settings, fingerprint: str, run_id: str) -> bool:
     """Record how this run indexes (encoder, alpha, query-time defaults) in

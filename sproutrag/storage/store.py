@@ -393,6 +393,18 @@ class Store:
         """The `runs` row of a run that starts (status "running", no finished_at)."""
         self.table("runs", create=True).add(pa.Table.from_pylist([row], schema=tables.RUNS))
 
+    def mark_killed(self, by_run: str) -> int:
+        """Mark the `runs` rows still "running" as "killed" (call it holding the run lock:
+        their runs ended without completing them); returns how many."""
+        tbl = self.table("runs")
+        if tbl is None or not tbl.count_rows("status = 'running'"):
+            return 0
+        why = (f"the run's process ended before it completed this row (killed); found by "
+               f"run {by_run}")
+        result = tbl.update(where="status = 'running'",
+                            values={"status": "killed", "message": why})
+        return int(getattr(result, "rows_updated", 0) or 0)
+
     def finish_run(self, row: dict[str, Any]) -> None:
         """Replace the run's row with its final counts and status (one commit)."""
         (

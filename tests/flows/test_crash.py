@@ -97,6 +97,10 @@ def test_kill_at_each_commit_boundary(prefect_harness, tmp_path, point):
     assert run["status"] == "completed" and run["n_failed"] == 0
     final = {**TEXTS, **CHANGED, **NEW}
     del final["sub/c.txt"]
+    runs = Store.open_existing(str(db)).table("runs").to_arrow().to_pylist()
+    was = next(r for r in runs if r["run_id"] == killed["run_id"])
+    assert was["status"] == "killed" and "killed" in was["message"]  # marked by the next run
+    assert not [r for r in runs if r["status"] == "running"]
     state = index_state(db)  # node ids unique, no nodes outside the current trees
     assert {k: h for k, (h, _) in state.items()} == {k: content_hash(v)
                                                      for k, v in final.items()}

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -11,7 +14,7 @@ import pytest
 from sproutrag.documents import content_hash
 from sproutrag.storage.locking import DatabaseBusyError, DatabaseLock
 from sproutrag.storage.store import Store
-from tests.helpers import TEXTS, index_state, run_index, start_index_cli, write_files
+from tests.helpers import ROOT, TEXTS, index_state, run_index, start_index_cli, write_files
 
 pytestmark = pytest.mark.model
 
@@ -90,12 +93,44 @@ def test_bad_input_is_reported_and_the_rest_indexed(prefect_harness, tmp_path):
     assert set(state) == {"y"} and state["y"][1] >= 3
 
 
+def _hold_lock(db) -> subprocess.Popen:
+    """Another process holding DB's index lock until it is killed."""
+    code = ("import sys, time\nfrom sproutrag.storage.locking import DatabaseLock\n"
+            "with DatabaseLock(sys.argv[1]):\n    print('held', flush=True)\n"
+            "    time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(db)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
 def test_second_run_refuses_while_one_holds_the_database(prefect_harness, corpus, tmp_path):
     db = tmp_path / "db"
-    with DatabaseLock(str(db)):
+    holder = _hold_lock(db)
+    try:
         with pytest.raises(DatabaseBusyError, match="another index run"):
             run_index(corpus, db)
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        t0 = time.monotonic()  # a user's command: it would start its own Prefect server
+        cli = subprocess.run([sys.executable, "-m", "flows.cli", "index", str(corpus),
+                              "--db", str(db)], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=120)
+        refused_in = time.monotonic() - t0
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli.returncode == 1 and "another index run is writing" in cli.stderr, cli.stderr
+    assert refused_in < 15, refused_in  # the process start and imports; no server
+    assert "Traceback" not in cli.stderr
     assert run_index(corpus, db)["n_new"] == 3
+
+
+def test_the_lock_is_re_entrant_within_a_process(tmp_path):
+    db = str(tmp_path / "db")
+    with DatabaseLock(db), DatabaseLock(db):  # the command, then its flow
+        pass
+    with DatabaseLock(db):  # released: taken again at once
+        pass
 
 
 def test_kill_during_encoding_then_rerun_completes(prefect_harness, corpus, tmp_path):
