@@ -15,7 +15,7 @@ flow's process the object keeps them. Give credentials through the environment, 
 
 from __future__ import annotations
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings, SettingsError, load_settings
 
 
 class SettingsParameterError(ValueError):
@@ -23,11 +23,17 @@ class SettingsParameterError(ValueError):
 
 
 def flow_settings(settings: Settings | None, config: str | None) -> Settings:
-    """SETTINGS as given, or loaded from CONFIG and the environment when None."""
+    """SETTINGS as given, or loaded from CONFIG and the environment when None; a device
+    this machine cannot use is refused here, before the run touches anything."""
+    from sproutrag.encoder.loading import device_problem
+
     if settings is None:
-        return load_settings(config)
-    if config is not None:
+        settings = load_settings(config)
+    elif config is not None:
         raise SettingsParameterError(
             f"give the flow either settings or config, not both (config {config!r}): the "
             "settings object already holds what the config file says")
+    problem = device_problem(settings.encoding.device)
+    if problem:
+        raise SettingsError(f"invalid settings: encoding.device {problem}")
     return settings

@@ -73,9 +73,13 @@ def check_encoding(settings: Settings, *, model: bool = True) -> None:
     naming the setting otherwise)."""
     from schemas.settings import SettingsError
     from sproutrag.encoder.identity import model_sha256
+    from sproutrag.encoder.loading import device_problem
     from sproutrag.encoder.weights import WeightsFileError, load_default_weights
 
     enc = settings.encoding
+    problem = device_problem(enc.device)
+    if problem:
+        raise SettingsError(f"invalid settings: encoding.device {problem}")
     if model and enc.model is not None:
         try:
             model_sha256(enc.model)

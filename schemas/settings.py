@@ -9,10 +9,11 @@ defaults below.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -50,7 +51,10 @@ class ChunkingSettings(_Section):
 
 class EncodingSettings(_Section):
     model: str | None = Field(None, description="Model path or name; None = packaged MiniLM-L6")
-    device: str | None = Field(None, description="cuda / cpu; None = cuda when present")
+    device: str | None = Field(
+        None, description="cpu, cuda, cuda:N, mps or auto; None / auto = cuda when present. A "
+        "device this machine cannot use is refused before a run starts",
+    )
     tokens_per_batch: int | None = Field(
         None, ge=512, description="Padded tokens per forward batch; None = 16384 on cuda, "
         "2048 on CPU (bigger CPU batches only stream bigger tensors through memory)",
@@ -70,6 +74,14 @@ class EncodingSettings(_Section):
     weights: str | None = Field(
         None, description="Aggregation weights file; None = the packaged default (or uniform)"
     )
+
+
+    @field_validator("device")
+    @classmethod
+    def _device_named(cls, value: str | None) -> str | None:
+        if value is None or re.fullmatch(r"auto|cpu|cuda|cuda:\d+|mps", value):
+            return value
+        raise ValueError("not a device: use cpu, cuda, cuda:N (N a number), mps or auto")
 
 
 class TreeSettings(_Section):

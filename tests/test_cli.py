@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from flows.cli import build_parser
+import pytest
+
+from flows.cli import build_parser, main
 
 
 def test_query_doc_ids_take_several_values_or_repeat():
@@ -105,3 +107,33 @@ def test_check_exit_codes(tmp_path):
     missing = check(tmp_path / "none")
     assert missing.returncode == 2 and "no SproutRAG database" in missing.stderr
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("device, why", [
+    ("tpu", "not a device: use cpu, cuda, cuda:N"),
+    ("cuda:99", "encoding.device cuda:99"),
+    ("mps", "encoding.device mps"),
+])
+def test_a_device_this_machine_cannot_use_is_refused_before_anything_is_written(
+        tmp_path, capsys, monkeypatch, device, why):
+    import torch
+
+    if device == "cuda:99" and torch.cuda.device_count() > 99:
+        pytest.skip("a machine with 100 CUDA devices")
+    mps = getattr(torch.backends, "mps", None)
+    if device == "mps" and mps is not None and mps.is_available():
+        pytest.skip("this machine has an Apple GPU")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.txt").write_text("One sentence. Two.", encoding="utf-8")
+    monkeypatch.setenv("SPROUTRAG_ENCODING__DEVICE", device)
+    db = tmp_path / "db"
+    assert main(["index", str(tmp_path / "c"), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert why in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not db.exists()
+    from flows.parameters import flow_settings  # a deployment run: refused the same way
+    from schemas.settings import SettingsError
+
+    if device != "tpu":
+        with pytest.raises(SettingsError, match=why):
+            flow_settings(None, None)

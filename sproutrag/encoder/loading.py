@@ -42,6 +42,27 @@ def resolve_device(device: str | None = None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def device_problem(device: str | None) -> str | None:
+    """Why this machine cannot run on DEVICE (cpu, cuda, cuda:N, mps, auto), or None."""
+    if device in (None, "", "auto", "cpu"):
+        return None
+    import torch
+
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            return f"{device}: torch sees no CUDA device here (use cpu or auto)"
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        if index >= torch.cuda.device_count():
+            return (f"{device}: this machine has {torch.cuda.device_count()} CUDA devices "
+                    f"(cuda:0 to cuda:{torch.cuda.device_count() - 1})")
+        return None
+    if device == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        return None if mps is not None and mps.is_available() else (
+            "mps: torch sees no Apple GPU here (use cpu or auto)")
+    return f"{device}: not a device (cpu, cuda, cuda:N, mps or auto)"
+
+
 def resolve_model(model: str | None) -> tuple[str, str]:
     """(what to load, stable model id)."""
     packaged = _packaged_model_path()
