@@ -28,14 +28,84 @@ def retriever(tmp_path) -> Retriever:
     return Retriever(store.uri, encoder=encoder)
 
 
+def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: SearchParams,
+               bm25: dict[str, np.ndarray] | None) -> list[tuple[str, int]]:
+    """Leaves mode by brute force, written apart from the library: every leaf's cosine,
+    with BM25S each document's leaf BM25 scores; z-scores over all the leaves, fused as
+    z(cos) + w z(BM25); leaves below the threshold (or the margin) dropped; ranked best
+    first, ties to the smaller (doc_id, leaf)."""
+    rows: list[list] = []
+    for d, vecs in vectors.items():
+        for u, v in enumerate(vecs):
+            cos = float(np.dot(v, q) / (np.linalg.norm(v) * np.linalg.norm(q)))
+            rows.append([d, u, cos, float(bm25[d][u]) if bm25 else 0.0])
+
+    def z(col: int) -> list[float]:
+        xs = np.array([r[col] for r in rows], dtype=np.float64)
+        sd = xs.std() if xs.std() > 1e-9 else 1.0
+        return list((xs - xs.mean()) / sd)
+    w = params.lexical_weight
+    scores = ([a + w * b for a, b in zip(z(2), z(3))] if bm25 and w > 0
+              else [r[2] for r in rows])
+    kept = [(-s, r[0], r[1], r[2]) for s, r in zip(scores, rows) if r[2] >= params.threshold]
+    if params.margin is not None and kept:
+        best = max(c for *_, c in kept)
+        kept = [x for x in kept if x[3] >= best - params.margin]
+    return [(d, u) for _, d, u, _ in sorted(kept)[:k]]
+
+
 def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
-    """leaves_mode over the documents tree mode would search, computed by hand."""
+    """The reference over the documents tree mode would search."""
+    from sproutrag.search.lexical import bm25_leaves
+
     docs = r.choose_documents(q, doc_ids, k=k)
     trees = {d: r.tree(d, t) for d, t in r._tree_ids(docs).items()}
-    lexical = {d: r.leaf_terms(d, t) for d, t in r._tree_ids(docs).items()}
-    ranked = leaves_mode({d: st.tree.vectors[: st.tree.n] for d, st in trees.items()}, q,
-                         k=k, params=r.params, query=query, lexical=lexical)
-    return [(d, f"{d}:{u}", [tuple(trees[d].spans[u])]) for d, u, _ in ranked]
+    terms = [r.leaf_terms(d, t) for d, t in r._tree_ids(docs).items()]
+    bm25 = dict(zip(trees, bm25_leaves(query, terms)))
+    vectors = {d: st.tree.vectors[: st.tree.n] for d, st in trees.items()}
+    ranked = _reference(vectors, q, k, r.params, bm25)
+    return [(d, f"{d}:{u}", [tuple(trees[d].spans[u])]) for d, u in ranked]
+
+
+def test_a_hand_worked_case():
+    """Two documents of 2-d leaves, query (1, 0): cosines d1 [1, 0], d2 [0.6, -0.6]."""
+    vectors = {"d1": np.array([[2, 0], [0, 3]], np.float32),
+               "d2": np.array([[0.6, 0.8], [-0.6, 0.8]], np.float32)}
+    q = np.array([1, 0], np.float32)
+
+    def ranked(**kw):
+        params = SearchParams(lexical_weight=0.0, **kw)
+        return [(d, u) for d, u, _ in leaves_mode(vectors, q, k=4, params=params)]
+
+    assert ranked(threshold=-1.0) == [("d1", 0), ("d2", 0), ("d1", 1), ("d2", 1)]
+    assert ranked(threshold=0.5) == [("d1", 0), ("d2", 0)]
+    assert ranked(threshold=-1.0, margin=0.5) == [("d1", 0), ("d2", 0)]
+    assert ranked(threshold=-1.0, margin=0.3) == [("d1", 0)]
+    top = leaves_mode(vectors, q, k=2, params=SearchParams(threshold=-1.0, lexical_weight=0.0))
+    assert [(d, u, round(s, 6)) for d, u, s in top] == [("d1", 0, 1.0), ("d2", 0, 0.6)]
+    for case in ({"threshold": -1.0}, {"threshold": 0.5}, {"threshold": -1.0, "margin": 0.3}):
+        params = SearchParams(lexical_weight=0.0, **case)
+        assert ranked(**case) == _reference(vectors, q, 4, params, None)
+
+
+def test_the_reference_with_words_matches_on_random_documents():
+    from sproutrag.search.lexical import LeafTerms, bm25_leaves
+
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        texts = {f"d{i}": [" ".join(rng.choice(WORDS, rng.integers(1, 6)))
+                           for _ in range(rng.integers(1, 6))] for i in range(4)}
+        vectors = {d: rng.normal(size=(len(t), DIM)).astype(np.float32)
+                   for d, t in texts.items()}
+        terms = {d: LeafTerms.of(t) for d, t in texts.items()}
+        q = rng.normal(size=DIM).astype(np.float32)
+        query = " ".join(rng.choice(WORDS, 2))
+        params = SearchParams(threshold=float(rng.uniform(-1, 0.2)), lexical_weight=0.75,
+                              margin=None if trial % 2 else 0.6)
+        bm25 = dict(zip(texts, bm25_leaves(query, [terms[d] for d in texts])))
+        got = [(d, u) for d, u, _ in leaves_mode(vectors, q, k=5, params=params,
+                                                 query=query, lexical=terms)]
+        assert got == _reference(vectors, q, 5, params, bm25), trial
 
 
 @pytest.mark.parametrize("doc_ids", [None, ["d03", "d07", "d11"]])
