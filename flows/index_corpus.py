@@ -234,7 +234,7 @@ def _run(run: _Run) -> None:
             update_sources(tally.restat[k : k + SOURCES_PER_COMMIT], run.db, settings)
     summary.n_deleted = len(plan.deleted)
     with _stage(summary, "maintain"):
-        maintain_tables(run.db, settings, summary.run_id)
+        maintain_tables(run.db, settings, summary.run_id, summary.fingerprint)
     summary.finish(max_failed_share=settings.pipeline.max_failed_share)
 
 

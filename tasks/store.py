@@ -16,7 +16,12 @@ from sproutrag.documents import SourceDocument
 from sproutrag.encoder.factory import shared_encoder
 from sproutrag.storage.check import move_aside
 from sproutrag.storage.garbage import tree_damage
-from sproutrag.storage.index_info import IndexInfo, record_index_info
+from sproutrag.storage.index_info import (
+    IndexInfo,
+    built_text_index,
+    record_index_info,
+    update_text_index,
+)
 from sproutrag.storage.migrate import migrate
 from sproutrag.storage.rows import source_rows
 from sproutrag.storage.run_check import check_files, verify_texts
@@ -94,9 +99,11 @@ def mark_killed_runs(db: str, settings: Settings, run_id: str) -> int:
 def record_index_settings(db: str, settings: Settings, fingerprint: str, run_id: str) -> bool:
     """Record how this run indexes (encoder, alpha, query-time defaults) in
     `index_settings`, before any document is written; returns whether a row changed."""
+    store = open_store(db, settings)
     info = IndexInfo.build(fingerprint=fingerprint, encoder=shared_encoder(settings),
-                           fields=index_fields(settings), run_id=run_id)
-    return record_index_info(open_store(db, settings), info)
+                           fields=index_fields(settings), run_id=run_id,
+                           text_index=built_text_index(store))
+    return record_index_info(store, info)
 
 
 @task(name="record_run", cache_policy=NO_CACHE, **IO_RETRIES)
@@ -131,12 +138,17 @@ def collect_garbage(db: str, settings: Settings) -> int:
 
 
 @task(name="maintain", cache_policy=NO_CACHE, **IO_RETRIES)
-def maintain_tables(db: str, settings: Settings, run_id: str) -> dict[str, int]:
+def maintain_tables(db: str, settings: Settings, run_id: str, fingerprint: str
+                    ) -> dict[str, int]:
     """Build the indexes that are missing, compact the tables that need it, fold new rows
-    into the indexes and prune the versions (`Store.maintain`)."""
+    into the indexes and prune the versions (`Store.maintain`); then record the
+    full-text index that exists in the run's `index_settings` row."""
     pipeline = settings.pipeline
-    return open_store(db, settings).maintain(
+    store = open_store(db, settings)
+    removed = store.maintain(
         run_id=run_id, keep_versions_days=pipeline.keep_versions_days,
         min_fragments=pipeline.optimize_fragments,
         min_old_versions=pipeline.prune_versions,
     )
+    update_text_index(store, fingerprint)
+    return removed

@@ -28,7 +28,7 @@ import pyarrow as pa
 from schemas import tables
 from sproutrag.params import SearchParams
 from sproutrag.storage.filters import in_filter
-from sproutrag.storage.store import TEXT_INDEX, StaleIndexError, Store
+from sproutrag.storage.store import TEXT_INDEX, StaleIndexError, Store, text_analyzer_matches
 
 TABLE = "index_settings"
 
@@ -69,16 +69,17 @@ class IndexInfo:
 
     @classmethod
     def build(cls, *, fingerprint: str, encoder: Any, fields: dict[str, Any],
-              run_id: str) -> IndexInfo:
+              run_id: str, text_index: dict[str, Any] | None = None) -> IndexInfo:
         """The row of an index run: FIELDS are what its fingerprint hashes (no secrets);
-        the full-text index its maintenance keeps (`TEXT_INDEX`) is recorded beside them
-        (not fingerprinted: another analyzer rebuilds that index, not the documents)."""
+        TEXT_INDEX, the full-text index the table has (`built_text_index`; None: none), is
+        recorded beside them (not fingerprinted: another analyzer rebuilds that index,
+        not the documents)."""
         w = encoder.weights
         return cls(
             fingerprint, encoder.model_id, encoder.model_sha256, int(encoder.dim),
             w.tree_fingerprint(), w.fingerprint(), str(w.source), w.search,
             json.dumps(fields, sort_keys=True, default=str), run_id, datetime.now(UTC),
-            json.dumps(TEXT_INDEX, sort_keys=True),
+            None if text_index is None else json.dumps(text_index, sort_keys=True),
         )
 
     @classmethod
@@ -150,6 +151,32 @@ def record_index_info(store: Store, info: IndexInfo) -> bool:
         store.table(TABLE).delete(in_filter("index_fingerprint", unused))
         wrote = True
     return wrote
+
+
+def built_text_index(store: Store) -> dict[str, Any] | None:
+    """`TEXT_INDEX` when `nodes` has its full-text index with that analyzer, else None:
+    what `index_settings.text_index_json` records (what is, not what was meant)."""
+    found = store.text_index()
+    return TEXT_INDEX if found is not None and text_analyzer_matches(
+        found.index_details) else None
+
+
+def update_text_index(store: Store, fingerprint: str) -> bool:
+    """Record the full-text index `nodes` has now in the row of FINGERPRINT (after an
+    index run's maintenance built it); returns whether the row changed."""
+    tbl = store.table(TABLE)
+    if tbl is None:
+        return False
+    built = built_text_index(store)
+    value = None if built is None else json.dumps(built, sort_keys=True)
+    current = read_index_infos(store, [fingerprint]).get(fingerprint)
+    if current is None or current.text_index_json == value:
+        return False
+    row = pa.table({"index_fingerprint": [fingerprint], "text_index_json": [value]},
+                   schema=pa.schema([tables.INDEX_SETTINGS.field("index_fingerprint"),
+                                     tables.INDEX_SETTINGS.field("text_index_json")]))
+    tbl.merge_insert("index_fingerprint").when_matched_update_all().execute(row)
+    return True
 
 
 def _add_new_columns(tbl) -> None:

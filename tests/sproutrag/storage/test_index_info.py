@@ -180,13 +180,14 @@ def test_one_query_setup_reads_index_settings_once(store, monkeypatch):
 
 def test_the_full_text_index_is_recorded_and_added_to_an_older_table(store):
     """A table written before `text_index_json` existed gains the column in place (its
-    schema metadata kept: no migration, no re-index) and the next run's row records the
-    full-text index's analyzer."""
+    schema metadata kept: no migration, no re-index); a row records the full-text index
+    that exists (none before the first maintenance), updated once the index is built."""
     import json
 
     import pyarrow as pa
 
     from schemas import tables
+    from sproutrag.storage.index_info import built_text_index, update_text_index
     from sproutrag.storage.store import TEXT_ANALYZER, TEXT_INDEX
 
     older = pa.schema([f for f in tables.INDEX_SETTINGS if f.name != "text_index_json"])
@@ -198,12 +199,22 @@ def test_the_full_text_index_is_recorded_and_added_to_an_older_table(store):
     store._db.create_table("index_settings", data=pa.Table.from_pylist([old_row], meta))
     [before] = read_index_infos(store).values()
     assert before.text_index() is None  # read as "not recorded"
-    assert record_index_info(store, _info("fp", _weights(0.3)))  # the record is new
+    store.write([toy_document("a", "one two three")], "fp")
+    assert built_text_index(store) is None  # no full-text index yet: none recorded
+    info = IndexInfo.build(fingerprint="fp", encoder=_encoder(_weights(0.3), "sha"),
+                           fields={"x": 1}, run_id="r1", text_index=built_text_index(store))
+    record_index_info(store, info)
     store.refresh()
     tbl = store.table("index_settings")
     assert tbl.schema.metadata == meta.metadata  # still this schema version
-    [after] = read_index_infos(store).values()
+    assert read_index_infos(store)["fp"].text_index() is None
+    assert not update_text_index(store, "fp")  # nothing built: nothing to record
+    assert store.ensure_text_index()  # what a run's maintenance does, then records
+    assert update_text_index(store, "fp")
+    after = read_index_infos(store)["fp"]
     assert after.text_index() == TEXT_INDEX
     assert after.text_index()["analyzer"] == TEXT_ANALYZER
-    assert json.loads(tbl.to_arrow()["text_index_json"][0].as_py())["column"] == "text"
-    assert not record_index_info(store, _info("fp", _weights(0.3)))  # then unchanged
+    store.refresh()
+    column = store.table("index_settings").to_arrow()["text_index_json"][0].as_py()
+    assert json.loads(column)["column"] == "text"
+    assert not update_text_index(store, "fp")  # then unchanged
