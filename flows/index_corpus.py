@@ -141,6 +141,8 @@ def _store_batch(submitted, run: _Run, plan: Plan, stored: set[str]) -> None:
                               known, summary.run_id)
     summary.n_nodes += n_nodes
     stored.update(i.doc.doc_id for i in built.items)
+    summary.n_changed += len(known)  # what was committed, also if the run stops next
+    summary.n_new += len(built.items) - len(known)
     summary.n_chunks += sum(i.tree.n for i in built.items)
     summary.n_chars += sum(len(i.doc.text) for i in built.items)
     crash_point("batch-stored")
@@ -221,8 +223,6 @@ def _run(run: _Run) -> None:
     finally:
         close_work_dir(work, run.db, settings)
     summary.failures += tally.failures
-    summary.n_new = sum(d in stored for d in tally.new)
-    summary.n_changed = sum(d in stored for d in tally.changed)
     summary.n_unchanged += tally.unchanged
     _report_damaged(plan, damaged, tally, summary, run.logger)
     if stop_requested():
@@ -297,16 +297,20 @@ def _index_all(todo, plan: Plan, run: _Run, work: str, tally: Tally) -> set[str]
     inflight: deque = deque()
     progress = tqdm(total=len(plan.to_read), unit="doc", disable=not pipeline.progress)
     with batch_runner(settings) as runner, progress as bar:
-        for k, batch in enumerate(batches(todo, max_chars=pipeline.batch_chars,
-                                          max_docs=pipeline.batch_docs)):
-            _advance(bar, tally)
-            if stop_requested():
-                break
-            inflight.append(_submit_batch(runner, batch, k, settings, work))
-            if len(inflight) >= pipeline.max_inflight_batches:
+        try:
+            for k, batch in enumerate(batches(todo, max_chars=pipeline.batch_chars,
+                                              max_docs=pipeline.batch_docs)):
+                _advance(bar, tally)
+                if stop_requested():
+                    break
+                inflight.append(_submit_batch(runner, batch, k, settings, work))
+                if len(inflight) >= pipeline.max_inflight_batches:
+                    _store_batch(inflight.popleft(), run, plan, stored)
+            while inflight and not stop_requested():
                 _store_batch(inflight.popleft(), run, plan, stored)
-        while inflight and not stop_requested():
-            _store_batch(inflight.popleft(), run, plan, stored)
+        except Exception:  # a full disk: no task may write into the work folder after
+            _wait_all(inflight)  # the run removes it
+            raise
         _advance(bar, tally)
         if stop_requested():
             logger.warning("%s: stopping after %d stored documents", stop_reason(),

@@ -9,6 +9,7 @@ context manager does nothing and signals keep their usual effect.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import threading
@@ -67,10 +68,13 @@ def stop_on_signals() -> Iterator[None]:
 
 def crash_point(name: str) -> None:
     """Test hook: SPROUTRAG_CRASH_AT=<name> kills the process here with SIGKILL;
-    SPROUTRAG_CRASH_AT=<name>:<SIGNAL> sends it that signal instead (once per run)."""
+    SPROUTRAG_CRASH_AT=<name>:<SIGNAL> sends it that signal instead, and
+    SPROUTRAG_CRASH_AT=<name>:ENOSPC raises the error of a full disk (once per run)."""
     wanted = os.environ.get("SPROUTRAG_CRASH_AT", "")
     point, _, sig = wanted.partition(":")
     if point != name or wanted in _fired:
         return
     _fired.add(wanted)
+    if sig == "ENOSPC":
+        raise OSError(errno.ENOSPC, "No space left on device (SPROUTRAG_CRASH_AT)")
     os.kill(os.getpid(), getattr(signal, sig) if sig else signal.SIGKILL)

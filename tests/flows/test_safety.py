@@ -286,6 +286,27 @@ def test_ctrl_c_stops_a_query_batch_without_traceback(prefect_harness, tmp_path)
     assert "Traceback" not in done.stderr and not out.exists()
 
 
+def test_a_full_disk_ends_the_run_in_one_line_counting_what_was_stored(
+        prefect_harness, tmp_path):
+    """A full disk (the test hook raises ENOSPC once the first batch is stored, as a real
+    one would at the next write): one line and exit 1, no traceback (the temporary server
+    stops quietly), the batch in flight ends before the run's work folder is removed (no
+    folder left), and the `runs` row counts the documents committed, not planned."""
+    corpus, db = _corpus_of(6, tmp_path / "corpus"), tmp_path / "db"
+    env = {"PREFECT_HOME": str(tmp_path / "prefect"), "SPROUTRAG_PIPELINE__BATCH_DOCS": "1",
+           "SPROUTRAG_CRASH_AT": "batch-stored:ENOSPC"}
+    proc = start_index_cli(corpus, db, env, own_server=True)
+    output = proc.communicate(timeout=300)[0].decode()
+    assert proc.returncode == 1, output
+    assert "No space left on device" in output and "Traceback" not in output, output
+    [run] = runs(db)
+    assert run["status"] == "failed" and "No space left" in run["message"]
+    assert run["n_new"] == len(index_state(db)) == 1
+    time.sleep(1)  # a task still running would write its batch folder now
+    assert not list((db / "_work").iterdir())
+    assert run_index(corpus, db)["n_new"] == 5
+
+
 # -- 7. bounded growth -----------------------------------------------------------------
 
 
