@@ -57,6 +57,7 @@ from tasks.encode import encode_batch
 from tasks.store import (
     check_tables,
     delete_documents,
+    drop_damaged_indexes,
     inspect_trees,
     maintain_tables,
     mark_killed_runs,
@@ -336,6 +337,11 @@ def _locked_run(run: _Run) -> RunSummary:
     db, settings, summary = run.db, run.settings, run.summary
     notes = _check_tables(db, settings, run.full, run.logger)
     _migrate(db, settings, run.logger)
+    damaged = drop_damaged_indexes(db, settings)
+    if damaged:
+        notes.append("damaged indexes dropped, built again by this run's maintenance: "
+                     + "; ".join(f"{name} ({why})" for name, why in damaged.items()))
+        run.logger.warning(notes[-1])
     for note in notes:
         summary.note(note)
     if mark_killed_runs(db, settings, summary.run_id):

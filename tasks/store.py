@@ -22,6 +22,7 @@ from sproutrag.storage.index_info import (
     record_index_info,
     update_text_index,
 )
+from sproutrag.storage.indexes import drop_damaged
 from sproutrag.storage.migrate import migrate
 from sproutrag.storage.rows import source_rows
 from sproutrag.storage.run_check import check_files, verify_texts
@@ -86,6 +87,15 @@ def delete_documents(doc_ids: list[str], db: str, settings: Settings) -> None:
 @task(name="start_run", cache_policy=NO_CACHE, **IO_RETRIES)
 def start_run(row: dict[str, Any], db: str, settings: Settings) -> None:
     open_store(db, settings).start_run(row)
+
+
+@task(name="drop_damaged_indexes", cache_policy=NO_CACHE)
+def drop_damaged_indexes(db: str, settings: Settings) -> dict[str, str]:
+    """Drop the indexes of `documents` and `nodes` that cannot be read ("table.index" ->
+    why); the run's maintenance builds them again (indexes are derived data)."""
+    store = open_store(db, settings)
+    return {f"{name}.{index}": why for name, tbl in store.written_tables().items()
+            for index, why in drop_damaged(tbl).items()}
 
 
 @task(name="mark_killed_runs", cache_policy=NO_CACHE, **IO_RETRIES)

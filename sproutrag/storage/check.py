@@ -62,6 +62,7 @@ class Health:
 
     unreadable: dict[str, str] = field(default_factory=dict)
     documents: dict[str, str] = field(default_factory=dict)
+    indexes: dict[str, str] = field(default_factory=dict)  # "table.index" -> why
     n_documents: int = 0
     n_nodes: int = 0
     trees: dict[str, dict[str, int]] = field(default_factory=dict)  # doc -> tree -> rows
@@ -207,10 +208,15 @@ class Report:
         head = (f"{self.uri}: {h.n_documents} documents, {h.n_nodes} nodes rows checked: ")
         if self.healthy:
             return [*self.notes, head + "healthy"]
-        advice = (f"`sproutrag index CORPUS --db {self.uri} --full` rebuilds the database "
-                  "from the corpus (moving the damaged tables aside)" if h.unreadable else
-                  f"`sproutrag index CORPUS --db {self.uri} --verify` re-indexes the "
-                  "damaged documents")
+        if h.unreadable:
+            advice = (f"`sproutrag index CORPUS --db {self.uri} --full` rebuilds the "
+                      "database from the corpus (moving the damaged tables aside)")
+        elif h.documents or len(self.problems) > len(h.indexes):
+            advice = (f"`sproutrag index CORPUS --db {self.uri} --verify` re-indexes the "
+                      "damaged documents")
+        else:
+            advice = (f"the next `sproutrag index CORPUS --db {self.uri}` rebuilds the "
+                      "damaged indexes (derived data: nothing is lost)")
         n = len(self.problems)
         return [*self.problems, *self.notes,
                 head + f"{n} problem{'s' if n > 1 else ''} found: {advice}"]
@@ -241,9 +247,12 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
             health = _after_read_error(uri, storage_options, err)
     else:
         health = _check_tables(uri, storage_options)
+    health.indexes = _damaged_indexes(db, names - set(health.unreadable))
     report = Report(uri, health)
     report.problems += [f"table {n!r} cannot be read: {why}"
                         for n, why in health.unreadable.items()]
+    report.problems += [f"index {i.split('.', 1)[1]!r} of table {i.split('.', 1)[0]!r} "
+                        f"cannot be read: {why}" for i, why in health.indexes.items()]
     report.problems += [f"document {d!r}: {why}" for d, why in sorted(health.documents.items())]
     if not {"documents", "nodes"} & set(health.unreadable) and "nodes" in names:
         if found is None:  # an older schema (one line), or what opening the store raised
@@ -254,6 +263,15 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
             report.unconfirmed = found.unconfirmed
     _note_debris(report, "documents" in names, None if found is None else found.stale())
     return report
+
+
+def _damaged_indexes(db: Any, names: set[str]) -> dict[str, str]:
+    """"table.index" -> why, of the indexes of the tables NAMES that cannot be read (a
+    probe query through each: `indexes.probe`)."""
+    from sproutrag.storage.indexes import damaged_indexes
+
+    return {f"{name}.{index}": why for name in sorted(names)
+            for index, why in damaged_indexes(db.open_table(name)).items()}
 
 
 def _existing(uri: str, storage_options) -> tuple[Any, set[str]]:

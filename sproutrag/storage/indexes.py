@@ -4,7 +4,9 @@ so rebuilding one loses nothing).
 * BTREE scalar indexes on `documents.doc_id`, `nodes.tree_id` and `nodes.doc_id`: the
   store finds a replaced document's row and trees through them (`ensure_scalar_indexes`).
 * A cosine IVF_SQ vector index on `nodes.vector` once `nodes` holds `ANN_MIN_ROWS` rows:
-  below that an exhaustive scan is fast and exact (`ensure_vector_index`).
+  below that an exhaustive scan is fast and exact. About sqrt(rows) partitions; trained
+  again once the table grew `RETRAIN_GROWTH` times past the rows it was trained on
+  (`ensure_vector_index`; the rows and partitions are recorded in the dataset's config).
 * A full-text index on `nodes.text` with `TEXT_ANALYZER` (`ensure_text_index`).
 
 Rows appended after an index was built are still found (LanceDB scans them) until
@@ -13,10 +15,19 @@ Rows appended after an index was built are still found (LanceDB scans them) unti
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
 ANN_MIN_ROWS = 100_000  # nodes; below this an exhaustive vector scan is fast and exact
+#: The vector index is trained again once its table holds this many times the rows it was
+#: trained on (twice the partitions then suit it: `vector_partitions`).
+RETRAIN_GROWTH = 4
+#: The key of the `nodes` Lance dataset's config under which `build_vector_index`
+#: records its index: JSON {"rows": rows trained on, "partitions": IVF partitions,
+#: "index": the index's name}.
+VECTOR_INDEX_CONFIG = "sproutrag.vector_index"
 
 #: The analyzer of the full-text index over `nodes.text` (the first stage's lexical
 #: half): LanceDB's English analyzer with its defaults spelled out, so a LanceDB release
@@ -74,19 +85,104 @@ def fold_new_rows(tbl: Any, *, scalar_only: bool = True) -> bool:
     return bool(names)
 
 
-def ensure_vector_index(tbl: Any, *, min_rows: int = ANN_MIN_ROWS) -> bool:
-    """Create a cosine IVF_SQ index on TBL's `vector` once it holds MIN_ROWS rows.
+def vector_partitions(rows: int) -> int:
+    """The IVF partitions of a vector index trained on ROWS rows: about sqrt(ROWS)
+    (LanceDB's guidance; its own default is about ROWS / 8192), at least 1."""
+    return max(1, round(math.sqrt(max(rows, 0))))
 
-    Below MIN_ROWS an exhaustive scan is fast (and exact); above it the index keeps the
-    first stage of a query in milliseconds. Returns whether an index exists now.
+
+def vector_index_record(tbl: Any) -> dict[str, int] | None:
+    """The record of the vector index on TBL's `vector` that `build_vector_index` keeps in
+    the Lance dataset's config (`VECTOR_INDEX_CONFIG`): {"rows": the rows it was trained
+    on, "partitions": its IVF partitions}. None without an index, or for an index built
+    before the record existed (with LanceDB's default partitions, about rows / 8192)."""
+    found = next((i for i in tbl.list_indices() if i.columns == ["vector"]), None)
+    raw = None if found is None else tbl.to_lance().config().get(VECTOR_INDEX_CONFIG)
+    record = json.loads(raw) if raw else {}
+    if found is None or record.get("index") != found.name or not record.get("partitions"):
+        return None
+    return {"rows": int(record["rows"]), "partitions": int(record["partitions"])}
+
+
+def build_vector_index(tbl: Any) -> dict[str, Any]:
+    """(Re)build the cosine IVF_SQ index on TBL's `vector` with `vector_partitions` of
+    the rows it holds now, then record them in the dataset's config
+    (`VECTOR_INDEX_CONFIG`); returns the record ({"rows", "partitions"}).
+
+    The index replaces the one there in one commit: a reader searches the old index (or
+    the new one) throughout. Costs one k-means training over a sample of the rows (256
+    per partition) and one pass assigning every row to a partition.
     """
-    if any(i.columns == ["vector"] for i in tbl.list_indices()):
-        return True
-    if tbl.count_rows() < min_rows:
-        return False
     from lancedb.index import IvfSq
 
-    tbl.create_index("vector", config=IvfSq(distance_type="cosine"))
+    rows = tbl.count_rows()
+    record = {"rows": rows, "partitions": vector_partitions(rows)}
+    tbl.create_index("vector", config=IvfSq(distance_type="cosine",
+                                              num_partitions=record["partitions"]),
+                     replace=True)
+    name = next(i.name for i in tbl.list_indices() if i.columns == ["vector"])
+    tbl.checkout_latest()
+    tbl.to_lance().update_config({VECTOR_INDEX_CONFIG: json.dumps({**record, "index": name})})
+    tbl.checkout_latest()
+    return record
+
+
+def probe(tbl: Any, index: Any) -> str | None:
+    """Why INDEX (an `IndexConfig` of TBL) cannot be used, or None: one tiny query that
+    reads it (a lost or damaged index file fails every query that uses the index)."""
+    from sproutrag.errors import short_error
+    from sproutrag.storage.filters import sql_quote
+
+    column = index.columns[0]
+    try:
+        if index.index_type == "FTS":
+            query = tbl.search("probe", query_type="fts", fts_columns=column)
+        elif index.index_type in ("BTree", "Bitmap", "LabelList"):
+            first = tbl.search().select([column]).limit(1).to_list()  # a value it holds:
+            value = first[0][column] if first else ""  # its lookup opens the index's data
+            query = tbl.search().where(f"{column} = {sql_quote(str(value))}")
+        else:  # a vector index
+            dim = tbl.schema.field(column).type.list_size
+            query = tbl.search([0.0] * dim, vector_column_name=column)
+        query.limit(1).to_list()
+    except Exception as exc:  # noqa: BLE001 - whatever the read raises is the damage
+        return short_error(exc)
+    return None
+
+
+def damaged_indexes(tbl: Any) -> dict[str, str]:
+    """The indexes of TBL that cannot be used: index name -> why (`probe`)."""
+    found = {i.name: probe(tbl, i) for i in tbl.list_indices()}
+    return {name: why for name, why in found.items() if why}
+
+
+def drop_damaged(tbl: Any) -> dict[str, str]:
+    """Drop TBL's damaged indexes (derived data: an index run builds them again, and
+    until then reads scan instead of failing); returns index name -> why."""
+    damaged = damaged_indexes(tbl)
+    for name in damaged:
+        tbl.drop_index(name)
+    return damaged
+
+
+def ensure_vector_index(tbl: Any, *, min_rows: int = ANN_MIN_ROWS,
+                        growth: float = RETRAIN_GROWTH) -> bool:
+    """Keep a cosine IVF_SQ index on TBL's `vector` that suits its size.
+
+    Created once TBL holds MIN_ROWS rows (below that an exhaustive scan is fast, and
+    exact); built again (`build_vector_index`, partitions for the new size) once TBL
+    holds more than GROWTH times the rows the index was trained on, and once for an
+    index without a record (`vector_index_record`). Between two builds new rows join the
+    partitions the index was trained with (`fold_new_rows`), which grow with them, and
+    so does the share of the rows a query scans. Returns whether an index exists now.
+    """
+    rows = tbl.count_rows()
+    record = vector_index_record(tbl)
+    exists = record is not None or any(i.columns == ["vector"] for i in tbl.list_indices())
+    if rows == 0 or (not exists and rows < min_rows):
+        return exists
+    if record is None or rows > growth * record["rows"]:
+        build_vector_index(tbl)
     return True
 
 

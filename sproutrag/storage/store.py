@@ -336,7 +336,7 @@ class Store:
             if tbl is not None:
                 maintenance.protect_version(tbl, run_id)
 
-    def _written(self) -> dict[str, Any]:
+    def written_tables(self) -> dict[str, Any]:
         """The tables an index run writes, that exist: name -> handle."""
         found = {name: self.table(name) for name in ("documents", "nodes")}
         return {name: tbl for name, tbl in found.items() if tbl is not None}
@@ -346,7 +346,7 @@ class Store:
         """Between batches of run RUN_ID: compact a table whose small fragments reached
         MIN_SMALL, fold its new rows into its scalar indexes and prune its intermediate
         versions (`maintenance.tidy`); versions removed per table tidied."""
-        return maintenance.tidy(self._written(), run_id=run_id,
+        return maintenance.tidy(self.written_tables(), run_id=run_id,
                                 keep_days=keep_versions_days, min_small=min_small)
 
     def maintain(
@@ -363,12 +363,12 @@ class Store:
         from datetime import timedelta
 
         crash_point("maintain-start")
-        indexes.ensure_scalar_indexes(self._written())
+        indexes.ensure_scalar_indexes(self.written_tables())
         self.ensure_vector_index()
         self.ensure_text_index()
         crash_point("maintain-indexed")
         removed = {}
-        for name, tbl in self._written().items():
+        for name, tbl in self.written_tables().items():
             if maintenance.small_fragments(tbl) >= min_fragments:
                 maintenance.compact(tbl)
             indexes.fold_new_rows(tbl, scalar_only=False)

@@ -82,3 +82,23 @@ def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_p
     assert len(kept) == 1 and str(kept[0]) in run["message"]
     assert set(index_state(db)) == {"a.txt", "b.txt"}
     assert run_cli("check", "--db", str(db)).returncode == 0
+
+
+@pytest.mark.parametrize("index", ["text_idx", "tree_id_idx"])
+def test_a_damaged_index_is_rebuilt_by_the_next_run(prefect_harness, tmp_path, index):
+    """An index file lost (indexes are derived data): `sproutrag check` names it (exit 1),
+    and the next run, even with nothing to index, drops and rebuilds it."""
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
+    store = Store.open_existing(str(db))
+    [found] = [i for i in store.table("nodes").list_indices() if i.name == index]
+    for path in (db / "nodes.lance" / "_indices" / found.index_uuid).iterdir():
+        path.unlink()
+    check = run_cli("check", "--db", str(db))
+    assert check.returncode == 1 and f"index '{index}' of table 'nodes'" in check.stdout
+    run = run_index(corpus, db)
+    assert run["n_unchanged"] == 2 and f"nodes.{index}" in run["message"]
+    assert check_database(str(db)).healthy
+    query = run_cli("query", "--db", str(db), "When is payment due?")
+    assert query.returncode == 0 and "Traceback" not in query.stderr

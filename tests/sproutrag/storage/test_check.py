@@ -125,3 +125,29 @@ def test_check_of_a_missing_database_creates_nothing(tmp_path):
     with pytest.raises(DatabaseNotFoundError, match="no such folder"):
         check_database(str(tmp_path / "none"))
     assert not (tmp_path / "none").exists()
+
+
+def _index_files(store: Store, table: str, index: str) -> list[Path]:
+    [found] = [i for i in store.table(table).list_indices() if i.name == index]
+    return sorted((Path(store.uri) / f"{table}.lance" / "_indices" / found.index_uuid).iterdir())
+
+
+@pytest.mark.parametrize("index", ["text_idx", "tree_id_idx"])
+def test_a_damaged_index_is_reported_and_dropped_for_the_run_to_rebuild(store, index):
+    from sproutrag.storage.indexes import damaged_indexes, drop_damaged, ensure_scalar_indexes
+
+    store.ensure_text_index()
+    ensure_scalar_indexes(store.written_tables())
+    assert check_database(store.uri).healthy
+    victim = next(p for p in _index_files(store, "nodes", index) if "docs" in p.name
+                  or index != "text_idx")
+    victim.unlink()
+    report = check_database(store.uri)
+    assert report.problems[0].startswith(f"index '{index}' of table 'nodes' cannot be read")
+    assert "rebuilds the damaged indexes" in report.lines()[-1]
+    assert list(damaged_indexes(store.table("nodes"))) == [index]
+    assert list(drop_damaged(store.table("nodes"))) == [index]  # what a run does first
+    assert store.load_tree("b").texts == ["x", "y"]  # reads scan meanwhile
+    store.maintain(run_id="r", keep_versions_days=0, min_fragments=8, min_old_versions=1)
+    assert index in {i.name for i in store.table("nodes").list_indices()}  # built again
+    assert check_database(store.uri).healthy

@@ -50,7 +50,7 @@ def test_a_batch_of_new_documents_reads_nothing(store):
 
 def test_a_replaced_document_is_found_through_the_indexes(store):
     store.write(_docs("d", 300), "fp")
-    indexes.ensure_scalar_indexes(store._written())
+    indexes.ensure_scalar_indexes(store.written_tables())
     calls = _recorded(store)
     replacement = toy_document("d0007", "five six seven", seed=99)
     store.write([replacement], "fp", stored=["d0007"])
