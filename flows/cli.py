@@ -117,16 +117,18 @@ def _add_query(sub) -> None:
     p.add_argument("--beam", type=count_type("beam_width"), default=5,
                    help="beam width b (default 5)")
     p.add_argument("--threshold", type=number_type("threshold"), metavar="DELTA",
-                   help="keep only units whose cosine reaches DELTA, -1 to 1 (tree mode "
-                   "default: the delta the database was indexed with; flat mode default: none)")
+                   help="keep only units whose cosine reaches DELTA, -1 to 1: fewer than k "
+                   "come back when fewer reach it (default: none; tree and leaves modes then "
+                   "rank by the database's delta and still fill k)")
     p.add_argument("--lexical-weight", type=number_type("lexical_weight"), metavar="W",
                    help="tree mode: rank nodes by z(cosine) + W z(BM25), 0 to 1e6 (default: "
                    "the database's; 0 = cosine only)")
     p.add_argument("--margin", metavar="M", type=number_type("margin", none="none"),
                    default=DEFAULT,
                    help="relative cutoff for tree mode: keep nodes whose score and leaves' "
-                   "scores are within M (0 to 2) of the best leaf (default: the database's "
-                   "margin; 'none' fills the budget of k units)")
+                   "scores are within M (0 to 2) of the best leaf, fewer than k when fewer "
+                   "are (default: the database's margin, which orders and still fills k; "
+                   "'none': no margin)")
     p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
                    help="restrict to these documents (--doc-id A B, or --doc-id repeated)")
     p.add_argument("--config", metavar="FILE",
@@ -236,9 +238,7 @@ def _add_check(sub) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     from flows.preflight import UsageError, preflight
     from schemas.settings import SettingsError
-    from sproutrag.errors import describe_os_error
-    from sproutrag.ingest.run_summary import RunOutcome
-    from sproutrag.storage.locking import DatabaseBusyError
+    from sproutrag.errors import SproutragError, describe_os_error
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -249,20 +249,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, SettingsError) as exc:  # nothing ran
         print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (FileNotFoundError, ValueError, KeyError, DatabaseBusyError, RunOutcome) as exc:
+    except SproutragError as exc:  # the project's own: bad input, a refused run, damage
         print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (OSError, RuntimeError) as exc:  # a read-only database, a full disk
         ours = isinstance(exc, OSError) and exc.errno is None  # raised with a message
         line = str(exc) if ours else describe_os_error(exc)
         if line is None:
-            raise
+            return _bug(args.command)
         print(f"sproutrag {args.command}: error: {line}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt as exc:  # Ctrl-C outside an index run's batches, a 2nd signal
         why = str(exc) or "SIGINT"
         print(f"sproutrag {args.command}: interrupted ({why}); stopped", file=sys.stderr)
         return EXIT_ERROR
+    except Exception:  # noqa: BLE001 - not ours: a bug, shown whole
+        return _bug(args.command)
+
+
+def _bug(command: str) -> int:
+    """An exception the project does not raise on purpose: its traceback, then one line
+    saying so (exit 1)."""
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+    print(f"sproutrag {command}: internal error (a bug, not your input: the traceback is "
+          "above; please report it)", file=sys.stderr)
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -128,7 +128,12 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from sproutrag.search.batch import parse_lines, run_queries, write_jsonl
+    from sproutrag.search.batch import (
+        has_internal_errors,
+        parse_lines,
+        run_queries,
+        write_jsonl,
+    )
     from sproutrag.search.reader_settings import reader_settings, reader_weights
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.reader import Reader
@@ -162,6 +167,8 @@ def _query(args: argparse.Namespace) -> int:
         _print_hint(args, retriever, rows[0])
     for r in failed:
         print(f"query {r['qid']} failed: {r['error']}", file=sys.stderr)
+    if has_internal_errors(rows):  # a bug: its traceback was logged above
+        return EXIT_ERROR
     return EXIT_DOCS_FAILED if failed else EXIT_OK
 
 
@@ -191,9 +198,9 @@ def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
         elif cut is None:
             print("no evidence found")
         else:
-            print(f"no evidence has cosine >= {cut:g} (the threshold); --threshold 0 "
-                  "shows the best matches anyway")
-    elif args.mode != "flat" and retriever.margin is not None:
+            print(f"no evidence has cosine >= {cut:g} (the threshold); without "
+                  "--threshold the best matches come back anyway")
+    elif args.mode != "flat" and retriever.margin is not None and not retriever.fills_k:
         n = sum(len(h["spans"]) for h in row["results"])
         if n < args.k:
             print(f"({n} of at most {args.k} units: the others scored more than margin "

@@ -184,6 +184,14 @@ class Retriever:
         return self.params.lexical_weight
 
     @property
+    def fills_k(self) -> bool:
+        """Whether tree and leaves modes return k units whenever the searched documents
+        hold k: yes with the database's threshold and margin (they order the evidence:
+        what passes them comes first), no with a threshold or a margin given explicitly
+        (then a cutoff, as flat mode's threshold; an explicit margin of None is none)."""
+        return "threshold" not in self._overrides and self._overrides.get("margin") is None
+
+    @property
     def flat_threshold(self) -> float | None:
         """Flat mode cuts only at an explicit threshold."""
         return self._overrides.get("threshold")
@@ -402,7 +410,7 @@ class Retriever:
         chosen = search_trees(
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
             lexical=lexical, reranker=self.reranker,
-            node_text=lambda d, n: node_text(stored[d], n),
+            node_text=lambda d, n: node_text(stored[d], n), fill=self.fills_k,
         )
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
@@ -412,7 +420,8 @@ class Retriever:
         fused score and cutoffs (`tree_search.leaves_mode`), no tree."""
         stored, lexical = self._loaded(docs, params)
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
-        ranked = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical)
+        ranked = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical,
+                             fill=self.fills_k)
         return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in ranked]
 
 

@@ -240,6 +240,22 @@ def select_evidence(
     return out
 
 
+def fill_to_k(trees: dict[str, Tree], scores: dict[str, NodeScores],
+              chosen: list[Selected], *, k: int) -> list[Selected]:
+    """CHOSEN, then the best leaves it does not hold, by rank score (ties to the smaller
+    (doc_id, leaf)), until k units or every leaf is taken: the threshold and the margin
+    order the evidence (what passes them comes first), they never leave k unfilled."""
+    used = sum(len(s.leaves) for s in chosen)
+    if used >= k:
+        return chosen
+    taken = {(s.doc_id, int(u)) for s in chosen for u in s.leaves}
+    rest = [(-float(scores[d].rank[u]), d, u) for d, t in trees.items() for u in range(t.n)
+            if (d, u) not in taken]
+    rest.sort()
+    extra = [Selected(d, u, -r, np.array([u], dtype=np.int64)) for r, d, u in rest[:k - used]]
+    return chosen + extra
+
+
 def search_trees(
     trees: dict[str, Tree],
     query_vec: np.ndarray,
@@ -251,13 +267,15 @@ def search_trees(
     reranker: Reranker | None = None,
     node_text: Callable[[str, int], str] | None = None,
     scores: dict[str, NodeScores] | None = None,
+    fill: bool = True,
 ) -> list[Selected]:
     """Tree mode, whole: score nodes, beam search (plus seeds), rerank, spend k units.
 
     The one composition that `Retriever` (tree mode), the evaluation and training all
     call. `reranker` (default: keep the rank scores) gets each candidate's text from
     `node_text(doc_id, node)`. `scores` may hold this query's `node_scores` (computed
-    with the same lexical weight) to share them between budgets.
+    with the same lexical weight) to share them between budgets. FILL: when the
+    candidates hold fewer than k units, the best other leaves follow (`fill_to_k`).
     """
     if scores is None:
         scores = node_scores(trees, query_vec, query=query, lexical=lexical,
@@ -269,7 +287,8 @@ def search_trees(
         ranked = reranker(query, [node_text(d, n) for d, n, _ in found],
                           np.asarray([x for _, _, x in found], np.float32))
         found = [(d, n, float(x)) for (d, n, _), x in zip(found, ranked)]
-    return select_evidence(trees, found, k=k)
+    chosen = select_evidence(trees, found, k=k)
+    return fill_to_k(trees, scores, chosen, k=k) if fill else chosen
 
 
 def search_leaves(
@@ -282,13 +301,14 @@ def search_leaves(
     query: str = "",
     lexical: dict[str, LeafTerms] | None = None,
     lexical_weight: float = 0.0,
+    fill: bool = False,
 ) -> list[tuple[str, int, float]]:
     """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
 
     Only leaves whose cosine reaches `threshold`, and with a `margin` only those within
     margin of the best such leaf; with `lexical_weight` w > 0 (and each document's
     `LeafTerms`) leaves are ranked by z(cosine) + w z(BM25). Ties go to the smaller
-    (doc_id, leaf).
+    (doc_id, leaf). FILL: the leaves the cutoffs drop follow, in the same order, up to k.
     """
     ids = list(leaf_vectors)
     cos = {d: cosine_scores(leaf_vectors[d], query_vec) for d in ids}
@@ -299,12 +319,14 @@ def search_leaves(
         lex = bm25_leaves(query, [lexical[d] for d in ids])
         rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
                                   lexical_weight)))
-    rows = [(-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d]))
-            if threshold is None or cos[d][u] >= threshold]
-    rows.sort()
+    every = sorted((-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d])))
+    rows = [r for r in every if threshold is None or cos[r[1]][r[2]] >= threshold]
     if margin is not None and rows:
         best = max(float(cos[d][u]) for _, d, u in rows)
         rows = [r for r in rows if cos[r[1]][r[2]] >= best - margin]
+    if fill and len(rows) < k:
+        kept = set(rows)
+        rows += [r for r in every if r not in kept][: k - len(rows)]
     return [(d, u, -score) for score, d, u in rows[:k]]
 
 
@@ -316,15 +338,17 @@ def leaves_mode(
     params: SearchParams,
     query: str = "",
     lexical: dict[str, LeafTerms] | None = None,
+    fill: bool = True,
 ) -> list[tuple[str, int, float]]:
     """Leaves mode: the k best leaves by tree mode's own score, no tree.
 
     The leaves of the documents tree mode searches, ranked by the same fused score
     (``z(cosine) + w z(BM25)``, w = ``params.lexical_weight``) with the same cutoffs
-    (cosine >= ``params.threshold``, ``params.margin``); beam width, size penalty and
-    seeds have nothing to act on. Tree mode minus leaves mode is the tree's own
-    contribution. Returns (doc_id, leaf, rank score), best first.
+    (cosine >= ``params.threshold``, ``params.margin``), filled to k as tree mode is
+    (FILL); beam width, size penalty and seeds have nothing to act on. Tree mode minus
+    leaves mode is the tree's own contribution. Returns (doc_id, leaf, rank score), best
+    first.
     """
     return search_leaves(leaf_vectors, query_vec, k=k, threshold=params.threshold,
                          margin=params.margin, query=query, lexical=lexical,
-                         lexical_weight=params.lexical_weight)
+                         lexical_weight=params.lexical_weight, fill=fill)

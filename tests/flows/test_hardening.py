@@ -84,10 +84,10 @@ def test_index_settings_are_stored_and_readers_default_to_them(built, capsys):
     assert (retriever.threshold, retriever.lexical_weight) == (0.95, 0.5)
     capsys.readouterr()
     assert main(["query", "--db", db, QUESTION]) == 0  # no --config: the database's delta
+    assert "a.txt:" in capsys.readouterr().out  # orders the evidence: k is still filled
+    assert main(["query", "--db", db, QUESTION, "--threshold", "0.95"]) == 0  # a cutoff
     out = capsys.readouterr().out
     assert "no evidence has cosine >= 0.95 (the threshold)" in out
-    assert main(["query", "--db", db, QUESTION, "--threshold", "0"]) == 0  # a flag wins
-    assert "a.txt:" in capsys.readouterr().out
 
     # Settings naming a weights file: its alpha must be the database's ...
     other = _weights_file(root / "other.json", alpha_shift=0.5)

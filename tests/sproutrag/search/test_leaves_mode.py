@@ -29,11 +29,12 @@ def retriever(tmp_path) -> Retriever:
 
 
 def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: SearchParams,
-               bm25: dict[str, np.ndarray] | None) -> list[tuple[str, int]]:
+               bm25: dict[str, np.ndarray] | None, fill: bool = True
+               ) -> list[tuple[str, int]]:
     """Leaves mode by brute force, written apart from the library: every leaf's cosine,
     with BM25S each document's leaf BM25 scores; z-scores over all the leaves, fused as
-    z(cos) + w z(BM25); leaves below the threshold (or the margin) dropped; ranked best
-    first, ties to the smaller (doc_id, leaf)."""
+    z(cos) + w z(BM25); leaves below the threshold (or the margin) after the others (with
+    FILL) or dropped; ranked best first, ties to the smaller (doc_id, leaf)."""
     rows: list[list] = []
     for d, vecs in vectors.items():
         for u, v in enumerate(vecs):
@@ -47,11 +48,13 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
     w = params.lexical_weight
     scores = ([a + w * b for a, b in zip(z(2), z(3))] if bm25 and w > 0
               else [r[2] for r in rows])
-    kept = [(-s, r[0], r[1], r[2]) for s, r in zip(scores, rows) if r[2] >= params.threshold]
+    every = [(-s, r[0], r[1], r[2]) for s, r in zip(scores, rows)]
+    kept = [x for x in every if x[3] >= params.threshold]
     if params.margin is not None and kept:
         best = max(c for *_, c in kept)
         kept = [x for x in kept if x[3] >= best - params.margin]
-    return [(d, u) for _, d, u, _ in sorted(kept)[:k]]
+    ranked = sorted(kept) + (sorted(set(every) - set(kept)) if fill else [])
+    return [(d, u) for _, d, u, _ in ranked[:k]]
 
 
 def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
@@ -73,19 +76,24 @@ def test_a_hand_worked_case():
                "d2": np.array([[0.6, 0.8], [-0.6, 0.8]], np.float32)}
     q = np.array([1, 0], np.float32)
 
-    def ranked(**kw):
+    def ranked(fill=False, **kw):
         params = SearchParams(lexical_weight=0.0, **kw)
-        return [(d, u) for d, u, _ in leaves_mode(vectors, q, k=4, params=params)]
+        return [(d, u) for d, u, _ in leaves_mode(vectors, q, k=4, params=params, fill=fill)]
 
     assert ranked(threshold=-1.0) == [("d1", 0), ("d2", 0), ("d1", 1), ("d2", 1)]
     assert ranked(threshold=0.5) == [("d1", 0), ("d2", 0)]
     assert ranked(threshold=-1.0, margin=0.5) == [("d1", 0), ("d2", 0)]
     assert ranked(threshold=-1.0, margin=0.3) == [("d1", 0)]
+    # filled: what the cutoffs drop follows, in the same order, up to k
+    assert ranked(True, threshold=-1.0, margin=0.3) == [("d1", 0), ("d2", 0), ("d1", 1),
+                                                        ("d2", 1)]
+    assert ranked(True, threshold=0.9) == ranked(threshold=-1.0)
     top = leaves_mode(vectors, q, k=2, params=SearchParams(threshold=-1.0, lexical_weight=0.0))
     assert [(d, u, round(s, 6)) for d, u, s in top] == [("d1", 0, 1.0), ("d2", 0, 0.6)]
     for case in ({"threshold": -1.0}, {"threshold": 0.5}, {"threshold": -1.0, "margin": 0.3}):
         params = SearchParams(lexical_weight=0.0, **case)
-        assert ranked(**case) == _reference(vectors, q, 4, params, None)
+        assert ranked(**case) == _reference(vectors, q, 4, params, None, fill=False)
+        assert ranked(True, **case) == _reference(vectors, q, 4, params, None)
 
 
 def test_the_reference_with_words_matches_on_random_documents():
@@ -103,9 +111,10 @@ def test_the_reference_with_words_matches_on_random_documents():
         params = SearchParams(threshold=float(rng.uniform(-1, 0.2)), lexical_weight=0.75,
                               margin=None if trial % 2 else 0.6)
         bm25 = dict(zip(texts, bm25_leaves(query, [terms[d] for d in texts])))
-        got = [(d, u) for d, u, _ in leaves_mode(vectors, q, k=5, params=params,
-                                                 query=query, lexical=terms)]
-        assert got == _reference(vectors, q, 5, params, bm25), trial
+        for fill in (False, True):
+            got = [(d, u) for d, u, _ in leaves_mode(vectors, q, k=5, params=params,
+                                                     query=query, lexical=terms, fill=fill)]
+            assert got == _reference(vectors, q, 5, params, bm25, fill), (trial, fill)
 
 
 @pytest.mark.parametrize("doc_ids", [None, ["d03", "d07", "d11"]])
@@ -140,3 +149,30 @@ def test_leaves_mode_with_internal_nodes_priced_out_equals_tree_mode(retriever):
 def test_unknown_mode_names_the_modes(retriever):
     with pytest.raises(QueryError, match="tree, leaves, flat"):
         retriever.search_vector("q", np.ones(DIM, np.float32), k=3, mode="nodes")
+
+
+def test_k_is_filled_when_no_leaf_passes_the_threshold(tmp_path):
+    """30 one-unit documents, a query every leaf points away from (cosine < 0, below the
+    learned threshold): tree and leaves modes return the 30 units flat mode returns, in
+    order; an explicit threshold is a cutoff (none passes it)."""
+    store = toy_store(tmp_path / "db")
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=DIM).astype(np.float32)
+    docs = []
+    for i in range(30):
+        doc = toy_document(f"fruit{i:02d}", "apples", seed=i)
+        v = doc.tree.vectors
+        v[:] = -np.abs(rng.normal(size=v.shape)) * np.sign(q)  # every cosine negative
+        docs.append(doc)
+    store.write(docs, "fp")
+    learned = SearchParams(threshold=0.0, margin=0.25)
+    encoder = toy_encoder(TrainedWeights(np.zeros((1, 1), np.float32), learned))
+    r = Retriever(store.uri, encoder=encoder)
+    flat = r.search_vector("quantum chromodynamics", q, k=50, mode="flat")
+    assert len(flat) == 30
+    for mode in ("tree", "leaves"):
+        hits = r.search_vector("quantum chromodynamics", q, k=50, mode=mode)
+        assert sum(len(h.spans) for h in hits) == 30, mode
+        assert [h.doc_id for h in hits] == [h.doc_id for h in flat]  # same order: cosine
+    strict = Retriever(store.uri, encoder=encoder, threshold=0.0)
+    assert not strict.fills_k and strict.search_vector("q", q, k=50, mode="leaves") == []

@@ -206,7 +206,13 @@ def test_leaves_mode_keeps_tree_modes_cutoffs():
 
     vecs = np.eye(3, dtype=np.float32)
     q = np.array([1.0, 0.5, -1.0], dtype=np.float32)  # cosines 0.67, 0.33, -0.67
-    ranked = leaves_mode({"d": vecs}, q, k=3, params=SearchParams())  # delta 0
+    ranked = leaves_mode({"d": vecs}, q, k=3, params=SearchParams(), fill=False)  # delta 0
     assert [u for _, u, _ in ranked] == [0, 1]  # the negative cosine is cut, as in tree mode
-    ranked = leaves_mode({"d": vecs}, q, k=3, params=SearchParams(threshold=-1.0, margin=0.4))
+    ranked = leaves_mode({"d": vecs}, q, k=3, params=SearchParams(threshold=-1.0, margin=0.4),
+                         fill=False)
     assert [u for _, u, _ in ranked] == [0, 1]  # within 0.4 of the best leaf
+    # filled (the default): the cutoffs order, what they drop follows up to k
+    assert [u for _, u, _ in leaves_mode({"d": vecs}, q, k=3, params=SearchParams())] == [
+        0, 1, 2]
+    assert [u for _, u, _ in leaves_mode({"d": vecs}, q, k=2, params=SearchParams())] == [
+        0, 1]
