@@ -93,19 +93,25 @@ def is_expected(exc: BaseException) -> bool:
 # --- the project's exception classes (each module raising one re-exports it) ---------
 
 
-class InvalidTreeError(ValueError):
+class SproutragError(Exception):
+    """An error of the project's own: its message says all a user needs (bad input or
+    settings, a refused run, damaged data), so the command line prints it as one line.
+    Any other exception reaching the command line is a bug: it prints its traceback."""
+
+
+class InvalidTreeError(SproutragError, ValueError):
     """A tree's arrays are inconsistent (raised by `validate_tree`)."""
 
 
-class ModelNotFoundError(FileNotFoundError):
+class ModelNotFoundError(SproutragError, FileNotFoundError):
     """`encoding.model` names no model folder (and no cached hub model)."""
 
 
-class WeightsFileError(ValueError):
+class WeightsFileError(SproutragError, ValueError):
     """A weights file cannot be read: names the file and the problem."""
 
 
-class QueryError(ValueError):
+class QueryError(SproutragError, ValueError):
     """A query that cannot run (empty text, bad k, only unknown doc_ids)."""
 
 
@@ -114,11 +120,11 @@ class SearchParamsError(QueryError):
     unknown: names it and its range."""
 
 
-class DatabaseBusyError(RuntimeError):
+class DatabaseBusyError(SproutragError, RuntimeError):
     """Another index run holds the database."""
 
 
-class DamagedTableError(OSError):
+class DamagedTableError(SproutragError, OSError):
     """Tables of the database cannot be read (a data file lost, truncated or damaged)."""
 
     def __init__(self, uri: str, problems: dict[str, str]) -> None:
@@ -134,7 +140,7 @@ class DamagedTableError(OSError):
         self.uri, self.tables = uri, dict(problems)
 
 
-class StaleIndexError(ValueError):
+class StaleIndexError(SproutragError, ValueError):
     """The database was built with another encoder or schema version."""
 
 
@@ -142,15 +148,15 @@ class OldSchemaError(StaleIndexError):
     """The database has an older schema version that an index run migrates in place."""
 
 
-class DatabaseNotFoundError(FileNotFoundError):
+class DatabaseNotFoundError(SproutragError, FileNotFoundError):
     """No SproutRAG database at the given location."""
 
 
-class MassDeleteError(ValueError):
+class MassDeleteError(SproutragError, ValueError):
     """The run would delete more of the index than the settings allow."""
 
 
-class RunOutcome(Exception):  # noqa: N818 - an outcome carrying the run's summary row
+class RunOutcome(SproutragError):  # noqa: N818 - an outcome carrying the run's summary row
     """A run that did all the work it could but did not succeed; `.row` is its summary."""
 
     def __init__(self, message: str, row: dict[str, Any]) -> None:
@@ -173,7 +179,7 @@ class RunInterruptedError(RunOutcome):
     """The run stopped early on SIGTERM / SIGINT; what it stored stays."""
 
 
-class CorpusNotFoundError(FileNotFoundError):
+class CorpusNotFoundError(SproutragError, FileNotFoundError):
     """The corpus path does not exist or holds nothing to index."""
 
 

@@ -8,7 +8,8 @@ Prefect tasks in tasks/ read and write the Parquet intermediates around these ca
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -16,6 +17,7 @@ import pyarrow as pa
 
 from schemas import tables
 from sproutrag.documents import Failure, SourceDocument
+from sproutrag.errors import SproutragError
 from sproutrag.ingest.chunking import chunk_text
 from sproutrag.storage.store import IndexedDocument
 from sproutrag.trees.tree import build_tree
@@ -30,14 +32,66 @@ T = TypeVar("T")
 def _isolate(
     items: Sequence[T], fn: Callable[[T], object], name: Callable[[T], str], stage: str
 ) -> tuple[list[tuple[T, object]], list[Failure]]:
+    """FN of every item; an item whose call raises is a `Failure` (the run goes on). An
+    exception the project does not raise on purpose is logged with its traceback: a
+    document that fails on a bug is reported, the bug is not hidden."""
     done, failures = [], []
     for item in items:
         try:
             done.append((item, fn(item)))
         except Exception as exc:  # noqa: BLE001 - a bad document is reported, not fatal
-            log.warning("%s failed for %s: %s", stage, name(item), exc)
+            log.warning("%s failed for %s: %s", stage, name(item), exc,
+                        exc_info=not isinstance(exc, SproutragError))
             failures.append(Failure(name(item), f"{stage}: {type(exc).__name__}: {exc}"))
     return done, failures
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A device or host out of memory (torch's CUDA / CPU allocators, Python)."""
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or "out of memory" in text or (
+        "can't allocate memory" in text)
+
+
+@contextmanager
+def _fewer_tokens(encoder: Encoder) -> Iterator[bool]:
+    """The encoder's forward batches halved for the block (False: already at the floor,
+    512 tokens); the device's cached memory released first."""
+    before = encoder.tokens_per_batch
+    smaller = encoder.batch_tokens // 2
+    if smaller < 512:
+        yield False
+        return
+    if str(encoder.device).startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+    encoder.tokens_per_batch = smaller
+    try:
+        yield True
+    finally:
+        encoder.tokens_per_batch = before
+
+
+def _encode(encoder: Encoder, pairs: list, docs: list[SourceDocument]) -> list:
+    """`encode_documents` of PAIRS; out of memory, in halves of the batch, and for one
+    document with forward batches half as large, down to 512 tokens."""
+    try:
+        return encoder.encode_documents(pairs)
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+        if len(pairs) > 1:
+            half = len(pairs) // 2
+            log.warning("out of memory encoding %d documents: in two halves", len(pairs))
+            return (_encode(encoder, pairs[:half], docs[:half])
+                    + _encode(encoder, pairs[half:], docs[half:]))
+        with _fewer_tokens(encoder) as smaller:
+            if not smaller:
+                raise
+            log.warning("out of memory encoding %s: forward batches of %d tokens",
+                        docs[0].doc_id, encoder.tokens_per_batch)
+            return _encode(encoder, pairs, docs)
 
 
 def chunk_documents(
@@ -86,16 +140,14 @@ def encode_chunks(
     todo = [d for d in docs if d.doc_id in spans]
     pairs = [(d.text, [tuple(x) for x in spans[d.doc_id].tolist()]) for d in todo]
     try:
-        results = list(zip(todo, encoder.encode_documents(pairs)))
+        results = list(zip(todo, _encode(encoder, pairs, todo)))
         failures: list[Failure] = []
     except Exception:  # noqa: BLE001 - retry one by one to find the bad document
         log.warning("batch encoding failed; encoding documents one at a time")
         results, failures = _isolate(
-            todo,
-            lambda d: encoder.encode_document(d.text, [tuple(x) for x in spans[d.doc_id]]),
-            lambda d: d.doc_id,
-            "encode",
-        )
+            list(zip(todo, pairs)), lambda x: _encode(encoder, [x[1]], [x[0]])[0],
+            lambda x: x[0].doc_id, "encode")
+        results = [(doc, enc) for (doc, _), enc in results]
     emb = {"doc_id": [], "idx": [], "vector": []}
     rel = {"doc_id": [], "i": [], "j": [], "m": []}
     for doc, enc in results:

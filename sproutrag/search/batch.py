@@ -15,15 +15,28 @@ discovery takes integer JSONL doc_ids).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sproutrag.errors import SproutragError
 from sproutrag.params import MODES, check_count
 from sproutrag.search.hits import check_query_text
 from sproutrag.search.retriever import Mode, QueryError, Retriever
+
+log = logging.getLogger(__name__)
+
+#: How the error of a query that hit a bug begins (its traceback is logged): a caller
+#: tells such a query from one that could not run as given.
+INTERNAL = "internal error: a bug, not the query (traceback in the log)"
+
+
+def has_internal_errors(rows: Iterable[dict[str, Any]]) -> bool:
+    """Whether any output row is a query that hit a bug."""
+    return any(str(r.get("error", "")).startswith(INTERNAL) for r in rows)
 
 
 @dataclass(frozen=True)
@@ -157,8 +170,12 @@ def run_queries(
         try:
             hits = retriever.search(q.query, k=k, doc_ids=q.doc_ids, mode=mode)
             out.append({"qid": q.qid, "results": [h.to_dict() for h in hits]})
-        except (QueryError, ValueError, KeyError) as exc:
+        except SproutragError as exc:  # the query cannot run as given
             out.append({"qid": q.qid, "results": [], "error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - a bug: its traceback logged, the rest runs
+            log.exception("query %s: internal error", q.qid)
+            out.append({"qid": q.qid, "results": [],
+                        "error": f"{INTERNAL} ({type(exc).__name__}: {exc})"})
         crash_point("query-answered")
     return out
 
