@@ -137,3 +137,31 @@ def test_a_device_this_machine_cannot_use_is_refused_before_anything_is_written(
     if device != "tpu":
         with pytest.raises(SettingsError, match=why):
             flow_settings(None, None)
+
+
+@pytest.mark.parametrize("raised", [
+    TypeError("unsupported operand"), KeyError("x"), ValueError("a bug's value error"),
+])
+def test_an_error_that_is_not_the_projects_shows_its_traceback(
+        tmp_path, capsys, monkeypatch, raised):
+    """Only the project's own errors (bad input, a refused run) are one line: anything
+    else is a bug, printed with its traceback (exit 1)."""
+    import flows.cli
+    from sproutrag.errors import DatabaseNotFoundError
+
+    def boom(args):
+        raise raised
+
+    monkeypatch.setattr(flows.cli, "cmd_check", boom)
+    assert main(["check", "--db", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "internal error (a bug" in err
+    assert type(raised).__name__ in err
+
+    def ours(args):
+        raise DatabaseNotFoundError("no SproutRAG database here")
+
+    monkeypatch.setattr(flows.cli, "cmd_check", ours)
+    assert main(["check", "--db", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "sproutrag check: error: no SproutRAG database here"
