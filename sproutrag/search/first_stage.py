@@ -10,10 +10,13 @@ trees (a run writing, or killed) are fetched in excess and dropped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from sproutrag.storage.indexes import vector_index_record
 
 if TYPE_CHECKING:
     from sproutrag.search.retriever import Current
@@ -24,6 +27,25 @@ FIRST_STAGES = ("hybrid", "vector")
 
 #: Reciprocal rank fusion's constant (Cormack et al. 2009; LanceDB's RRFReranker default).
 RRF_K = 60
+
+#: The ANN search of `FirstStage.nearest_nodes` probes PROBE_SHARE of the vector index's
+#: IVF partitions (about sqrt(rows) of them: `storage.indexes.vector_partitions`), and at
+#: least MIN_PROBES (small indexes); REFINE_FACTOR times the rows asked for are re-ranked
+#: by their full vectors. An index without a record (LanceDB's default partitions, about
+#: rows / 8192) is probed UNRECORDED_PROBES times. Recall@10 against exact search
+#: (`bench/query.py --scale`, on-topic queries): 50 of 1,000 partitions (1M rows) 0.96,
+#: 95 of 3,162 (10M rows) 0.996.
+PROBE_SHARE = 0.03
+MIN_PROBES = 50
+REFINE_FACTOR = 2
+UNRECORDED_PROBES = 32
+
+
+def ann_probes(partitions: int | None) -> int:
+    """The IVF partitions a query probes in an index of PARTITIONS (None: not recorded)."""
+    if partitions is None:
+        return UNRECORDED_PROBES
+    return min(partitions, max(MIN_PROBES, math.ceil(PROBE_SHARE * partitions)))
 
 
 def fuse_rankings(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
@@ -49,6 +71,7 @@ class FirstStage:
         self.n_docs, self.kind, self.memory_rows = n_docs, kind, memory_rows
         self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
         self._rows: tuple[int, int] | None = None  # (nodes version, rows)
+        self._probes: tuple[int, int] | None = None  # (nodes version, ANN probes)
         # (table versions, doc id per row, unit row vectors), or (versions, None, None)
         self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
 
@@ -86,12 +109,23 @@ class FirstStage:
                 self._matrix = (versions, docs, vecs)
         return self._matrix[1], self._matrix[2]
 
+    def probes(self, nodes: Any) -> int:
+        """`ann_probes` of the vector index of `nodes` (read once per table version)."""
+        if self._probes is None or self._probes[0] != nodes.version:
+            record = vector_index_record(nodes)
+            self._probes = (nodes.version, ann_probes(record and record["partitions"]))
+        return self._probes[1]
+
     def nearest_nodes(self, qvec: np.ndarray, limit: int, where: str | None
                       ) -> list[dict[str, Any]]:
-        """The LIMIT nearest rows of the current trees (matching WHERE), by LanceDB."""
+        """The LIMIT nearest rows of the current trees (matching WHERE), by LanceDB: exact
+        below the vector index's size, else its ANN search (`ann_probes`, `REFINE_FACTOR`).
+        With WHERE, partitions past the probes are searched while too few rows match."""
         nodes = self.store.table("nodes")
         q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
-        q = q.nprobes(32).refine_factor(4)  # used only once an ANN index exists
+        probes = self.probes(nodes)  # used only once an ANN index exists
+        q = q.minimum_nprobes(probes).maximum_nprobes(0 if where else probes)
+        q = q.refine_factor(REFINE_FACTOR)
         if where:
             q = q.where(where, prefilter=True)
         cols = ["doc_id", "tree_id", "idx", "start", "end", "text", "_distance"]
@@ -147,13 +181,17 @@ class FirstStage:
     def ranked_by_text(self, query: str, limit: int) -> list[str]:
         """The documents of the LIMIT best leaves of the current trees by LanceDB's
         full-text index (its BM25 over `nodes.text`), best first; [] without the index
-        (a database no index run has maintained since it was built)."""
+        (a database no index run has maintained since it was built).
+
+        Only leaves have a text (an internal node's is null), so the search is not
+        filtered: a filter on `left` would be read for every row of `nodes` per query
+        (0.3 s at 10M rows); rows that are not leaves are dropped from its answer."""
         if not self.has_text_index():
             return []
         nodes = self.store.table("nodes")
-        q = nodes.search(query, query_type="fts").where("left = -1", prefilter=True)
-        rows = (q.select(["doc_id", "tree_id", "_score"])
+        q = nodes.search(query, query_type="fts")
+        rows = (q.select(["doc_id", "tree_id", "left", "_score"])
                 .limit(limit + self.stale_rows(nodes)).to_list())
         current = self.current().trees
-        return list(dict.fromkeys(r["doc_id"] for r in rows
-                                  if current.get(r["doc_id"]) == r["tree_id"]))
+        return list(dict.fromkeys(r["doc_id"] for r in rows if r["left"] == -1
+                                  and current.get(r["doc_id"]) == r["tree_id"]))
