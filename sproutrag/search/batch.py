@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sproutrag.errors import SproutragError
+from sproutrag.errors import SproutragError, os_errno
 from sproutrag.params import MODES, check_count
 from sproutrag.search.hits import check_query_text
 from sproutrag.search.retriever import Mode, QueryError, Retriever
@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 #: How the error of a query that hit a bug begins (its traceback is logged): a caller
 #: tells such a query from one that could not run as given.
 INTERNAL = "internal error: a bug, not the query (traceback in the log)"
+
+
+def _storage_error(exc: BaseException) -> bool:
+    """A read of the database failed (a lost file, a full or read-only disk)."""
+    return isinstance(exc, OSError | RuntimeError) and (
+        "lance" in str(exc).lower() or os_errno(exc) is not None)
 
 
 def has_internal_errors(rows: Iterable[dict[str, Any]]) -> bool:
@@ -173,6 +179,8 @@ def run_queries(
         except SproutragError as exc:  # the query cannot run as given
             out.append({"qid": q.qid, "results": [], "error": str(exc)})
         except Exception as exc:  # noqa: BLE001 - a bug: its traceback logged, the rest runs
+            if _storage_error(exc):  # the database's, not the query's: the caller says
+                raise  # which table is damaged (`storage.check.explain_damage`)
             log.exception("query %s: internal error", q.qid)
             out.append({"qid": q.qid, "results": [],
                         "error": f"{INTERNAL} ({type(exc).__name__}: {exc})"})
