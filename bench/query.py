@@ -239,7 +239,7 @@ def ann_recall(r: Retriever, qvecs: np.ndarray, exact: list[set[tuple[str, int]]
     hits, times = [], []
     for v, want in zip(qvecs, exact):
         t = time.perf_counter()
-        rows = r.first.nearest_nodes(v, k, None)
+        rows = r.first.nearest_nodes(v, k, None, columns=("idx", "_distance"))
         times.append(time.perf_counter() - t)
         hits.append(len({(x["doc_id"], x["idx"]) for x in rows} & want) / max(len(want), 1))
     return float(np.mean(hits)), float(np.percentile(times, 50) * 1000)

@@ -40,6 +40,9 @@ MIN_PROBES = 50
 REFINE_FACTOR = 2
 UNRECORDED_PROBES = 32
 
+#: The columns of each row `FirstStage.nearest_nodes` returns unless told otherwise.
+NODE_COLUMNS = ("doc_id", "tree_id", "idx", "start", "end", "text", "_distance")
+
 
 def ann_probes(partitions: int | None) -> int:
     """The IVF partitions a query probes in an index of PARTITIONS (None: not recorded)."""
@@ -116,11 +119,13 @@ class FirstStage:
             self._probes = (nodes.version, ann_probes(record and record["partitions"]))
         return self._probes[1]
 
-    def nearest_nodes(self, qvec: np.ndarray, limit: int, where: str | None
-                      ) -> list[dict[str, Any]]:
+    def nearest_nodes(self, qvec: np.ndarray, limit: int, where: str | None,
+                      columns: Sequence[str] = NODE_COLUMNS) -> list[dict[str, Any]]:
         """The LIMIT nearest rows of the current trees (matching WHERE), by LanceDB: exact
         below the vector index's size, else its ANN search (`ann_probes`, `REFINE_FACTOR`).
-        With WHERE, partitions past the probes are searched while too few rows match."""
+        With WHERE, partitions past the probes are searched while too few rows match.
+        COLUMNS: those of each row (`doc_id` and `tree_id` always; each one more is read
+        row by row from the data files)."""
         nodes = self.store.table("nodes")
         q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
         probes = self.probes(nodes)  # used only once an ANN index exists
@@ -128,7 +133,7 @@ class FirstStage:
         q = q.refine_factor(REFINE_FACTOR)
         if where:
             q = q.where(where, prefilter=True)
-        cols = ["doc_id", "tree_id", "idx", "start", "end", "text", "_distance"]
+        cols = list(dict.fromkeys(["doc_id", "tree_id", *columns]))
         rows = q.select(cols).limit(limit + self.stale_rows(nodes)).to_list()
         current = self.current().trees
         return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
@@ -162,7 +167,8 @@ class FirstStage:
         """The documents of the LIMIT nearest nodes of the current trees, best first."""
         docs, vecs = self.node_matrix()
         if vecs is None:  # a large table: LanceDB's (ANN-indexed) search
-            ranked = [r["doc_id"] for r in self.nearest_nodes(qvec, limit, None)]
+            rows = self.nearest_nodes(qvec, limit, None, columns=("_distance",))
+            ranked = [r["doc_id"] for r in rows]
         elif len(vecs):  # the same exact cosine ranking, from memory
             s = vecs @ (qvec / max(float(np.linalg.norm(qvec)), 1e-12)).astype(np.float32)
             top = np.argpartition(-s, min(limit, len(s)) - 1)[:limit]

@@ -65,6 +65,8 @@ def test_a_narrow_filter_is_searched_past_the_probed_partitions(two_clusters):
     rows = stage.nearest_nodes(q, 5, "doc_id = 'b'")
     assert len(rows) == 5 and {r["doc_id"] for r in rows} == {"b"}
     assert {r["doc_id"] for r in stage.nearest_nodes(q, 5, None)} == {"a"}
+    few = stage.nearest_nodes(q, 5, None, columns=("_distance",))
+    assert [set(r) for r in few] == [{"doc_id", "tree_id", "_distance"}] * 5
 
 
 def test_the_text_search_finds_leaves_of_current_trees(two_clusters):
