@@ -52,6 +52,8 @@ _LINE = re.compile(r"[^\n]*\n")
 _ENUM = r"(?:\(\w{1,6}\)|\w{1,6}\)|\d{1,3}(?:\.\d{1,3})+\.?|\d{1,3}\.|[A-Za-z]\.|[ivxIVX]{1,6}\.)"
 _ENUM_LINE = re.compile(_ENUM + r"(?=\s)")
 _ENUM_ONLY = re.compile(_ENUM + r"$")
+_BULLET_LINE = re.compile(r"[-*\u2022\u2023\u25e6\u25aa\u2013\u2043]\s")  # - * • ‣ ◦ ▪ – ⁃
+_CR = re.compile(r"\r\n?")
 _SENTENCE_START = re.compile(r"[\W_]*[A-Z0-9]")
 _LAST_SPACE = re.compile(r".+\s", re.DOTALL)  # up to the last whitespace
 
@@ -85,12 +87,13 @@ def _trim(text: str, start: int, end: int) -> Span | None:
     return (start, end) if start < end else None
 
 
-def _heading_like(line: str, next_line: str) -> bool:
-    """Does a single newline after `line` (followed by `next_line`) end a sentence?"""
+def _heading_like(line: str, next_line: str, lists: bool = False) -> bool:
+    """Does a single newline after `line` (followed by `next_line`) end a sentence? With
+    LISTS a bulleted line ("- ", "* ", "• ") starts an item, as an enumerated one does."""
     line, next_line = line.strip(), next_line.strip()
     if not line or not next_line or line.endswith(":"):
         return True
-    if _ENUM_LINE.match(next_line + " "):
+    if _ENUM_LINE.match(next_line + " ") or (lists and _BULLET_LINE.match(next_line + " ")):
         return True
     if not any(c.islower() for c in line):  # upper case, or no letters; CJK lines excluded
         if any(c.isupper() for c in line) or not any(c.isalpha() for c in line):
@@ -108,15 +111,22 @@ def _paragraphs(text: str) -> Iterator[Span]:
     yield pos, len(text)
 
 
-def _blocks(text: str) -> Iterator[Span]:
-    """Trimmed spans between hard boundaries (blank lines, heading-like line ends)."""
+def line_ends(text: str) -> str:
+    """TEXT with every line end a "\\n" and the same length (so its offsets are TEXT's):
+    "\\r\\n" becomes " \\n", a lone "\\r" (old Mac files) "\\n"."""
+    return _CR.sub(lambda m: " \n" if len(m.group()) == 2 else "\n", text)
+
+
+def _blocks(text: str, lists: bool = False) -> Iterator[Span]:
+    """Trimmed spans between hard boundaries (blank lines, heading-like line ends; with
+    LISTS, bulleted lines too)."""
     for start, end in _paragraphs(text):
         line_start = start
         newline = text.find("\n", start, end)
         while newline != -1:
             after = text.find("\n", newline + 1, end)
             next_end = end if after == -1 else after
-            if _heading_like(text[line_start:newline], text[newline + 1 : next_end]):
+            if _heading_like(text[line_start:newline], text[newline + 1 : next_end], lists):
                 if span := _trim(text, start, newline):
                     yield span
                 start = newline + 1
@@ -162,16 +172,19 @@ def _spacy_sentences(text: str, spans: list[Span]) -> Iterator[Span]:
             yield pending
 
 
-def split_sentences(text: str) -> list[Span]:
+def split_sentences(text: str, *, lists: bool = False) -> list[Span]:
     """Sentence character spans of `text` (end exclusive, trimmed, ordered, covering).
 
     Works offline and on any length: the text is split at hard boundaries (blank
-    lines, heading-like line ends) and pieces of at most 100,000 characters before
-    spaCy sees it, so offsets stay exact and spaCy's max_length is never reached.
+    lines, heading-like line ends; with LISTS bulleted lines, and line ends of any
+    convention: `line_ends`) and pieces of at most 100,000 characters before spaCy sees
+    it, so offsets stay exact and spaCy's max_length is never reached.
     """
+    if lists:
+        text = line_ends(text)
     spans = [
         piece
-        for block in _blocks(text)
+        for block in _blocks(text, lists)
         for piece in _pieces(text, block[0], block[1], _PIECE_CHARS)
     ]
     return list(_spacy_sentences(text, spans))
@@ -194,11 +207,12 @@ def _group(sentences: list[Span], sentences_per_chunk: int, max_chunk_chars: int
     return chunks
 
 
-def _structure(text: str, sentences: list[Span]) -> tuple[list[bool], list[bool]]:
+def _structure(text: str, sentences: list[Span], lists: bool = False
+               ) -> tuple[list[bool], list[bool]]:
     """Per sentence: does it start a block (blank line, heading-like line end, list item:
     see `_blocks`), and is it a heading (a block of one short line: no sentence end
     punctuation, or title-like words, or ending with ":")?"""
-    blocks = list(_blocks(text))
+    blocks = list(_blocks(line_ends(text) if lists else text, lists))
     starts, ends = {s for s, _ in blocks}, {e for _, e in blocks}
     first = [s in starts for s, _ in sentences]
     heading = [f and e in ends and _heading_text(text[s:e])
@@ -220,27 +234,38 @@ def _heading_text(line: str) -> bool:
     return bool(words) and len(words) <= 8 and all(w[0].isupper() for w in words)
 
 
+#: With `lists`, a run of this many heading-like lines is a list (or a table of
+#: contents), not a stack of headings: it is a unit of its own.
+LIST_LINES = 3
+
+
 def _group_structured(sentences: list[Span], first: list[bool], heading: list[bool],
                       sentences_per_chunk: int, max_chunk_chars: int,
-                      join_cap: int) -> list[Span]:
+                      join_cap: int, lists: bool = False) -> list[Span]:
     """`_group`, where a unit also ends before a sentence that starts a block (a section,
     paragraph, list item or line that ends a block), unless the unit so far holds only
     headings: a heading starts a unit and never ends one (it does not count as a
     sentence). Sentences join while the unit stays within `join_cap` characters; a
-    heading joins its sentence within `max_chunk_chars`."""
+    heading joins its sentence within `max_chunk_chars`. With LISTS, headings join each
+    other only within `join_cap`, and a run of `LIST_LINES` of them does not join the
+    sentence after it."""
     chunks: list[Span] = []
-    start, end, count, only_headings = -1, -1, 0, True
+    start, end, count, only_headings, heads = -1, -1, 0, True, 0
     for (s, e), new_block, head in zip(sentences, first, heading, strict=True):
+        cap = join_cap if lists and head else max_chunk_chars
+        listed = lists and not head and heads >= LIST_LINES
         joins = start >= 0 and (
-            (only_headings and e - start <= max_chunk_chars)
+            (only_headings and not listed and e - start <= cap)
             or (not new_block and count < sentences_per_chunk and e - start <= join_cap))
         if joins:
             end = e
         else:
             if start >= 0:
                 chunks.append((start, end))
-            start, end, count, only_headings = s, e, 0, True
-        if not head:
+            start, end, count, only_headings, heads = s, e, 0, True, 0
+        if head:
+            heads += 1
+        else:
             count, only_headings = count + 1, False
     if start >= 0:
         chunks.append((start, end))
@@ -250,7 +275,7 @@ def _group_structured(sentences: list[Span], first: list[bool], heading: list[bo
 def chunk_text(
     text: str, *, sentences_per_chunk: int = 2, max_chunk_chars: int = 1000,
     within_paragraphs: bool = False, respect_structure: bool = False,
-    join_max_chars: int | None = None,
+    join_max_chars: int | None = None, lists: bool = False,
 ) -> list[Span]:
     """Chunk character spans of `text`: consecutive sentences, at most
     `sentences_per_chunk` per chunk and `max_chunk_chars` characters per chunk.
@@ -264,7 +289,10 @@ def chunk_text(
     section is not glued to the title of the next). With `respect_structure`, a unit
     also ends where a block ends (a blank line, a list item, a heading-like line end) and
     a heading starts a unit and never ends one (`_group_structured`): no unit carries the
-    next section's heading. Empty or whitespace-only text gives [].
+    next section's heading. With `lists` (and `respect_structure`) bulleted lines are
+    list items, runs of heading-like lines obey `join_max_chars` and a list of them does
+    not join the sentence after it, and lone "\\r" line ends count as line ends. Empty
+    or whitespace-only text gives [].
     """
     if isinstance(sentences_per_chunk, bool) or not isinstance(sentences_per_chunk, int):
         raise TypeError(f"sentences_per_chunk must be an int, got {sentences_per_chunk!r}")
@@ -281,7 +309,8 @@ def chunk_text(
     join_cap = max_chunk_chars if join_max_chars is None else min(join_max_chars,
                                                                   max_chunk_chars)
     if respect_structure:
-        return _chunk_structured(text, sentences_per_chunk, max_chunk_chars, join_cap)
+        return _chunk_structured(text, sentences_per_chunk, max_chunk_chars, join_cap,
+                                 lists)
     units: list[Span] = []
     chunks: list[Span] = []
     for s, e in split_sentences(text):
@@ -298,18 +327,18 @@ def chunk_text(
 
 
 def _chunk_structured(text: str, sentences_per_chunk: int, max_chunk_chars: int,
-                      join_cap: int) -> list[Span]:
+                      join_cap: int, lists: bool = False) -> list[Span]:
     """`chunk_text` with `respect_structure`: sentences longer than the cap are cut into
     pieces (each a unit); runs between them are grouped by `_group_structured`."""
-    sentences = split_sentences(text)
-    first, heading = _structure(text, sentences)
+    sentences = split_sentences(text, lists=lists)
+    first, heading = _structure(text, sentences, lists)
     chunks: list[Span] = []
     run: list[int] = []
 
     def flush() -> None:
         chunks.extend(_group_structured([sentences[i] for i in run], [first[i] for i in run],
                                         [heading[i] for i in run], sentences_per_chunk,
-                                        max_chunk_chars, join_cap))
+                                        max_chunk_chars, join_cap, lists))
         run.clear()
 
     for i, (s, e) in enumerate(sentences):

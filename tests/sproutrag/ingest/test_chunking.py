@@ -10,7 +10,8 @@ from sproutrag.ingest.chunking import chunk_text, split_sentences
 
 WORDS = ["Sec.", "U.S.", "Inc.", "No.", "e.g.", "the", "Party", "shall", "1.", "(a)", "AGREEMENT"]
 WORDS += ["你好", "合同", "Ünïcödé", "x" * 40, "...", "!", "?", "。", "！", "？", "“quoted”"]
-SEPS = [" ", "  ", "\n", "\n\n", "\t", " \n \n ", "\u3000", "\u00a0", "\r\n", ". ", "; "]
+SEPS = [" ", "  ", "\n", "\n\n", "\t", " \n \n ", "\u3000", "\u00a0", "\r\n", ". ", "; ",
+        "\r", "\n- ", "\n* ", "\n\u2022 "]
 
 texts = st.one_of(
     st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(SEPS)), max_size=80).map("".join),
@@ -277,3 +278,56 @@ def test_the_sample_answer_carries_no_trailing_heading() -> None:
     old = [text[s:e] for s, e in chunk_text(text)]  # the units of before stop 19
     assert any(u.endswith("\n\n9.8 Incident Costs.") or u.endswith("\n9.8 Incident Costs.")
                for u in old)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts, per_chunk=st.integers(1, 4), join=st.integers(16, 80))
+def test_list_units_are_exact_and_heading_runs_obey_the_join_cap(
+    text: str, per_chunk: int, join: int
+) -> None:
+    """lists: exact covering spans within max_chunk_chars; a unit of two or more
+    headings (a list) fits in the join cap; no unit joins a sentence to a run of
+    LIST_LINES headings before it."""
+    from sproutrag.ingest.chunking import LIST_LINES, _structure
+
+    chunks = chunk_text(text, sentences_per_chunk=per_chunk, max_chunk_chars=120,
+                        join_max_chars=join, respect_structure=True, lists=True)
+    check_spans(text, chunks)
+    sentences = split_sentences(text, lists=True)
+    _, heading = _structure(text, sentences, lists=True)
+    for start, end in chunks:
+        assert end - start <= 120
+        inside = [k for k, (s, e) in enumerate(sentences) if start <= s and e <= end]
+        heads = [k for k in inside if heading[k]]
+        if len(heads) >= 2:
+            assert sentences[heads[-1]][1] - sentences[heads[0]][0] <= join
+        if len(heads) >= LIST_LINES:
+            assert all(heading[k] for k in inside)
+
+
+def test_bullets_are_items_and_lists_stand_apart() -> None:
+    kw = {"sentences_per_chunk": 2, "max_chunk_chars": 1000, "respect_structure": True,
+          "join_max_chars": 600, "lists": True}
+    text = ("Intro sentence here.\n- first bullet point is long enough to matter.\n"
+            "\u2022 second bullet point is also here.\n* third one.\nAfter text. More.")
+    assert [text[s:e] for s, e in chunk_text(text, **kw)] == [
+        "Intro sentence here.", "- first bullet point is long enough to matter.",
+        "\u2022 second bullet point is also here.", "* third one.", "After text. More."]
+    toc = "\n".join(f"Section {i} Title Words" for i in range(60)) + "\nThe body. It ends."
+    units = chunk_text(toc, **kw)
+    assert max(e - s for s, e in units[:-1]) <= 600  # before: one 978-character unit
+    assert toc[slice(*units[-1])] == "The body. It ends."  # the list does not join it
+    fruit = "Apples\nPears\nPlums\nThe fruit is fresh today. It was picked this morning."
+    assert [fruit[s:e] for s, e in chunk_text(fruit, **kw)] == [
+        "Apples\nPears\nPlums", "The fruit is fresh today. It was picked this morning."]
+    heading = "Notice Period\nEither party may end this agreement. It takes 30 days."
+    assert len(chunk_text(heading, **kw)) == 1  # one heading still joins its sentence
+
+
+def test_lone_carriage_returns_are_line_ends() -> None:
+    kw = {"sentences_per_chunk": 2, "max_chunk_chars": 1000, "respect_structure": True,
+          "join_max_chars": 600}
+    unix = "TERMS\n- Pay on time and keep the receipt.\n- Return the goods within ten days."
+    mac = unix.replace("\n", "\r")
+    assert chunk_text(mac, lists=True, **kw) == chunk_text(unix, lists=True, **kw)
+    assert len(chunk_text(mac, lists=True, **kw)) == 2

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.model  # reads the packaged model (config, content hash
 #: (chunking.respect_structure false, join_max_chars null): both are added to every row
 #: below.
 OLD_WEIGHTS = str(PACKAGED_WEIGHTS.with_name("weights-6-layers.json"))
-OLD_UNITS = {"respect_structure": False, "join_max_chars": None}
+OLD_UNITS = {"respect_structure": False, "join_max_chars": None, "lists": False}
 PINNED = [
     ({}, "be3aa5efbbbcfd0e"),
     ({"chunking": {"sentences_per_chunk": 3}, "tree": {"parent_embedding": "mean_of_children"}},
@@ -146,14 +146,16 @@ def test_structured_units_change_the_fingerprint_and_the_old_behaviour_keeps_it(
 
 
 def test_the_default_fingerprints_are_pinned():
-    """Stop 20's defaults (structured units, sentences joined within 600 characters):
-    one re-index of an existing database, then this identity. Stop 19's (join cap off)
-    and the layer-1 weights with the units of before keep theirs."""
-    assert Settings().chunking.join_max_chars == 600
+    """Today's defaults (structured units, sentences joined within 600 characters, lists
+    not told apart); `lists` on is another identity; stop 19's (join cap off) and the
+    layer-1 weights with the units of before keep theirs."""
+    assert Settings().chunking.join_max_chars == 600 and not Settings().chunking.lists
     assert task_index_fingerprint(Settings()) == "c88cdd4f40df0c5e"
-    stop19 = Settings(chunking={"join_max_chars": None})
+    assert task_index_fingerprint(Settings(chunking={"lists": True})) == "4bfa11727bed2e25"
+    stop19 = Settings(chunking={"join_max_chars": None, "lists": False})
     assert task_index_fingerprint(stop19) == "4972dfe7916fe0c2"
-    old_units = Settings(chunking={"respect_structure": False, "join_max_chars": None})
+    old_units = Settings(chunking={"respect_structure": False, "join_max_chars": None,
+                                   "lists": False})
     assert task_index_fingerprint(old_units) == "c1faec46309c5d2b"
     fields = index_fields(shared_encoder(stop19), chunking=stop19.chunking, tree=stop19.tree)
     assert "join_max_chars" not in fields["chunking"]
