@@ -48,7 +48,7 @@ def diff_corpus(
     full: bool = False, damaged: dict[str, str] | None = None,
 ) -> Plan:
     """The plan: the listing against the stored state; DAMAGED documents are re-indexed."""
-    return plan_changes(listing.items, stored, fingerprint, full=full,
+    return plan_changes(listing.table, stored, fingerprint, full=full,
                         fast_path=settings.pipeline.listing_fast_path,
                         failures=listing.failures, damaged=damaged)
 

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sproutrag.documents import Failure, SourceDocument
 from sproutrag.errors import MassDeleteError  # noqa: F401 - also importable from here
-from sproutrag.ingest.sources import Listed
+from sproutrag.ingest.sources import Listed, listed_rows, listed_table
 
 Verdict = Literal["new", "changed", "unchanged"]
 
@@ -84,45 +85,33 @@ class Plan:
         return (doc.size, doc.modified_at, doc.etag) != (s.size, s.modified_at, s.etag)
 
 
-def _listing_table(items: Sequence[Listed]) -> pa.Table:
-    return pa.table({
-        "doc_id": pa.array([i.doc_id for i in items], pa.string()),
-        "pos": pa.array(range(len(items)), pa.int64()),
-        "size": pa.array([i.size for i in items], pa.int64()),
-        "modified_at": pa.array([i.modified_at for i in items], pa.timestamp("us", "UTC")),
-        "etag": pa.array([i.etag for i in items], pa.string()),
-        "content_hash": pa.array([i.content_hash for i in items], pa.string()),
-    })
-
-
-def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> pa.ChunkedArray:
+def _same(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.Array:
     """Element-wise equality, null (unknown) counting as different."""
     return pc.fill_null(pc.equal(a, b), False)
 
 
-def _unchanged(j: pa.Table, fingerprint: str, *, fast_path: bool) -> pa.ChunkedArray:
-    """Rows of the joined listing that need no reading (see the module docstring)."""
-    same_fp = _same(j["index_fingerprint"], pa.scalar(fingerprint))
-    same_hash = _same(j["content_hash"], j["content_hash_stored"])
+def _unchanged(listed: pa.Table, mine: pa.Table, fingerprint: str, *, fast_path: bool
+               ) -> pa.Array:
+    """Rows of LISTED that need no reading (see the module docstring); MINE: the stored
+    row of each (`StoredDoc` columns, nulls where not stored)."""
+    same_fp = _same(mine["index_fingerprint"], pa.scalar(fingerprint))
+    same_hash = _same(listed["content_hash"], mine["content_hash"])
     if not fast_path:
         return pc.and_(same_fp, same_hash)
-    same_size = _same(j["size"], j["source_size"])
-    same_time = pc.or_(_same(j["modified_at"], j["modified_at_stored"]),
-                       _same(j["etag"], j["source_etag"]))
-    listing_says = pc.and_(pc.is_null(j["content_hash"]), pc.and_(same_size, same_time))
+    same_size = _same(listed["size"], mine["source_size"])
+    same_time = pc.or_(_same(listed["modified_at"], mine["modified_at"]),
+                       _same(listed["etag"], mine["source_etag"]))
+    listing_says = pc.and_(pc.is_null(listed["content_hash"]),
+                           pc.and_(same_size, same_time))
     return pc.and_(same_fp, pc.or_(same_hash, listing_says))
 
 
-def _stored_docs(j: pa.Table) -> dict[str, StoredDoc]:
-    """doc_id -> StoredDoc of the joined rows that are stored."""
-    rows = j.filter(pc.is_valid(j["index_fingerprint"])).select(
-        ["doc_id", "content_hash_stored", "index_fingerprint", "source_size",
-         "modified_at_stored", "source_etag"]).to_pydict()
-    return {d: StoredDoc(*rest) for d, *rest in zip(*rows.values())}
+#: The stored columns a `StoredDoc` holds, in its fields' order.
+_STORED = ["content_hash", "index_fingerprint", "source_size", "modified_at", "source_etag"]
 
 
 def plan_changes(
-    items: Sequence[Listed],
+    listed: pa.Table | Sequence[Listed],
     stored: pa.Table,
     fingerprint: str,
     *,
@@ -131,26 +120,35 @@ def plan_changes(
     failures: Sequence[Failure] = (),
     damaged: Mapping[str, str] | None = None,
 ) -> Plan:
-    """Diff the listed ITEMS with STORED (`Store.stored_state`); see the module docstring.
-    FAST_PATH: trust the listing's size and modification time / ETag."""
+    """Diff the listed documents (a `sources.LISTED_SCHEMA` table, or `Listed` items) with
+    STORED (`Store.stored_state`); see the module docstring. FAST_PATH: trust the
+    listing's size and modification time / ETag. Vectorised: each listed doc_id is looked
+    up in the stored ones (a hash lookup, no join); Python objects are made only for the
+    documents to read."""
     damaged = dict(damaged or {})
-    listing = _listing_table(items)
-    j = listing.join(stored, keys="doc_id", join_type="left outer",
-                     right_suffix="_stored").sort_by("pos")
+    if not isinstance(listed, pa.Table):
+        listed = listed_table(listed)
+    stored_ids = stored["doc_id"].combine_chunks()
+    at = pc.index_in(listed["doc_id"], value_set=stored_ids)  # null: not stored
+    mine = stored.select(_STORED).take(at)
     if full:
-        keep = pa.array([False] * j.num_rows, pa.bool_())
+        keep = pa.array(np.zeros(listed.num_rows, dtype=bool))
     else:
-        keep = _unchanged(j, fingerprint, fast_path=fast_path)
+        keep = _unchanged(listed, mine, fingerprint, fast_path=fast_path)
         if damaged:
-            keep = pc.and_(keep, pc.invert(pc.is_in(j["doc_id"],
-                                                    value_set=pa.array(list(damaged)))))
-    read = j.filter(pc.invert(keep))
-    to_read = [items[p] for p in read["pos"].to_pylist()]
-    listed_ids = listing["doc_id"].combine_chunks()
-    gone = stored.filter(pc.invert(pc.is_in(stored["doc_id"], value_set=listed_ids)))
-    deleted, kept, held, reason = _deletions(sorted(gone["doc_id"].to_pylist()), failures)
-    return Plan(fingerprint, to_read, _stored_docs(read), j.num_rows - read.num_rows,
-                deleted, kept, held, reason, damaged, full, len(items), stored.num_rows)
+            keep = pc.and_(keep, pc.invert(pc.is_in(
+                listed["doc_id"], value_set=pa.array(list(damaged), pa.string()))))
+    rows = pc.indices_nonzero(pc.invert(keep)).to_pylist()
+    to_read = listed_rows(listed, rows)
+    known = mine.take(pa.array(rows, pa.int64())).to_pydict()
+    stored_docs = {item.doc_id: StoredDoc(*values) for item, values in
+                   zip(to_read, zip(*(known[c] for c in _STORED)))
+                   if values[1] is not None}
+    listed_ids = listed["doc_id"].combine_chunks()
+    gone = pc.filter(stored_ids, pc.invert(pc.is_in(stored_ids, value_set=listed_ids)))
+    deleted, kept, held, reason = _deletions(sorted(gone.to_pylist()), failures)
+    return Plan(fingerprint, to_read, stored_docs, listed.num_rows - len(rows), deleted, kept,
+                held, reason, damaged, full, listed.num_rows, stored.num_rows)
 
 
 def _deletions(missing: list[str], failures: Sequence[Failure]
