@@ -64,8 +64,9 @@ def test_tree_retrieval_expands_internal_nodes_and_respects_the_budget():
     assert units == [("d", 0, 10), ("d", 10, 20)]  # node {0,1} expanded
     one = retrieve_tree(trees, feats, q, ["d"], k=1, params=p)
     assert one == [("d", 0, 10)]  # the node does not fit k = 1: its best leaf does
-    high = SearchParams(beam_width=5, threshold=0.9995)
-    assert retrieve_tree(trees, feats, q, ["d"], k=5, params=high) == []
+    high = SearchParams(beam_width=5, threshold=0.9995)  # no node passes: the threshold
+    assert retrieve_tree(trees, feats, q, ["d"], k=5, params=high) == [  # orders, k is
+        ("d", 0, 10), ("d", 10, 20), ("d", 20, 30), ("d", 30, 40)]  # filled by leaf score
     # a size penalty makes the node lose to its own best leaf, then the next leaf
     calibrated = SearchParams(beam_width=5, size_penalty=0.3)  # node 0.999 - 0.3 < leaf 0.743
     units = retrieve_tree(trees, feats, q, ["d"], k=2, params=calibrated)
