@@ -37,15 +37,15 @@ class ChunkingSettings(_Section):
     respect_structure: bool = Field(
         True, description="A unit ends where a block ends (blank line, list item, "
         "heading-like line end) and a heading starts a unit, never ends one: no unit "
-        "carries the next section's heading (docs/results.md, evidence units; false: "
-        "the units of before stop 19)",
+        "carries the next section's heading (docs/results.md, evidence units; false: a "
+        "unit may run past a block end)",
     )
     join_max_chars: int | None = Field(
         600, ge=16, description="Sentences join into one unit only while it stays within "
         "this many characters (a longer sentence is a unit of its own, whole; cut only "
         "above max_chunk_chars): shorter units where sentences are long, for char "
-        "precision (docs/results.md, unit shapes); null: max_chunk_chars, the units of "
-        "stop 19",
+        "precision (docs/results.md, unit shapes); null: sentences join up to "
+        "max_chunk_chars",
     )
 
 
@@ -107,7 +107,7 @@ class SearchSettings(_Section):
     first_stage: Literal["hybrid", "vector"] = Field(
         "hybrid", description="How a query without doc_ids picks its documents: hybrid = "
         "nearest nodes and LanceDB's full-text index over the leaves, fused by reciprocal "
-        "rank; vector = nearest nodes only (before stop 19)",
+        "rank; vector = nearest nodes only",
     )
 
 

@@ -21,7 +21,7 @@ Secondary figures, kept for comparison with earlier reports:
 * ``precision_returned = relevant units / units returned`` (0 when nothing is
   returned) and ``unit_recall = gold units retrieved / gold units``, where the gold
   units are the document's chunks that overlap a gold span; ``ie_returned`` is their
-  per-query product (the project's IE before stop 8, which rewards short answers);
+  per-query product (it rewards short answers: not the paper's IE);
 * character precision / recall (LegalBench-RAG): with Ret the union of the retrieved
   units' characters and Gold the union of the gold spans' characters (per document),
   ``cP = |Ret & Gold| / |Ret|``, ``cR = |Ret & Gold| / |Gold|``, ``char_ie = cR x cP``.
