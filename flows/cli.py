@@ -47,6 +47,16 @@ def _offline_env() -> None:
         os.environ.setdefault(key, value)
 
 
+def _version() -> str:
+    """The installed package's version (CHANGELOG.md says what each one changed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sproutrag")
+    except PackageNotFoundError:  # run from a checkout that was not installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sproutrag",
@@ -58,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(YAML), SPROUTRAG_* environment variables (e.g. SPROUTRAG_ENCODING__DEVICE=cpu) "
         "and flags, flags winning.",
     )
+    parser.add_argument("--version", action="version", version=f"sproutrag {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_index(sub)
     _add_query(sub)

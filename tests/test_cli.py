@@ -165,3 +165,16 @@ def test_an_error_that_is_not_the_projects_shows_its_traceback(
     assert main(["check", "--db", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.strip() == "sproutrag check: error: no SproutRAG database here"
+
+
+def test_version_names_the_changelog_s_newest_entry(capsys):
+    from pathlib import Path
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    printed = capsys.readouterr().out.strip()
+    changelog = (Path(__file__).parents[1] / "CHANGELOG.md").read_text(encoding="utf-8")
+    newest = next(line[3:].strip() for line in changelog.splitlines()
+                  if line.startswith("## "))
+    assert printed == f"sproutrag {newest}"
