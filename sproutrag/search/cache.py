@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
@@ -13,7 +14,8 @@ class LRUCache:
     """Keeps the most recently used entries whose sizes sum to at most `max_bytes`.
 
     An entry larger than the whole budget is still returned to its caller but not kept
-    past the next `put`; `max_bytes=0` keeps nothing."""
+    past the next `put`; `max_bytes=0` keeps nothing. Safe to share between threads (one
+    lock around each call)."""
 
     def __init__(self, max_bytes: int) -> None:
         if max_bytes < 0:
@@ -21,22 +23,25 @@ class LRUCache:
         self.max_bytes = max_bytes
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self.nbytes = 0
+        self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> Any | None:
-        found = self._items.get(key)
-        if found is None:
-            return None
-        self._items.move_to_end(key)
-        return found[0]
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
 
     def put(self, key: Hashable, value: Any, size: int) -> None:
-        if key in self._items:
-            self.nbytes -= self._items.pop(key)[1]
-        self._items[key] = (value, size)
-        self.nbytes += size
-        while self._items and self.nbytes > self.max_bytes:
-            _, (_, dropped) = self._items.popitem(last=False)
-            self.nbytes -= dropped
+        with self._lock:
+            if key in self._items:
+                self.nbytes -= self._items.pop(key)[1]
+            self._items[key] = (value, size)
+            self.nbytes += size
+            while self._items and self.nbytes > self.max_bytes:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self.nbytes -= dropped
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._items
@@ -46,7 +51,8 @@ class LRUCache:
 
     def keys(self) -> list[Hashable]:
         """Keys, least recently used first."""
-        return list(self._items)
+        with self._lock:
+            return list(self._items)
 
 
 def arrays_nbytes(obj: Any) -> int:

@@ -25,6 +25,7 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -51,6 +52,13 @@ from sproutrag.storage.rows import StoredTree
 from sproutrag.storage.store import StaleIndexError
 
 Mode = Literal["tree", "leaves", "flat"]
+
+
+class _View(threading.local):
+    """One thread's view of the tables during a search (`Retriever._one_view`)."""
+
+    pinning: bool = False
+    pin: Current | None = None
 
 
 def files_gone(exc: BaseException) -> bool:
@@ -131,7 +139,8 @@ class Retriever:
                                 memory_rows=memory_rows)
         self._doc_trees: Current | None = None
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
-        self._pinning, self._pin = False, None  # during a search: one `documents` read
+        self._view = _View()  # per thread: during a search, one `documents` read
+        self._lock = threading.RLock()  # refreshing the tables, reading `documents`
         self._resolve()  # refuses a mismatched encoder or weights file now
 
     def _database_encoder(self) -> Any:
@@ -214,38 +223,50 @@ class Retriever:
     @contextmanager
     def _one_view(self) -> Iterator[None]:
         """Within the block every read sees the tables as the first `_current()` found
-        them: one refresh and one `documents` read per search (nested blocks share it)."""
-        if self._pinning:
+        them: one refresh and one `documents` read per search (nested blocks share it).
+        The view is the calling thread's own: threads searching at once each have one."""
+        view = self._view
+        if view.pinning:
             yield
             return
-        self._pinning, self._pin = True, None
+        view.pinning, view.pin = True, None
         try:
             yield
         finally:
-            self._pinning, self._pin = False, None
+            view.pinning, view.pin = False, None
 
     def _current(self) -> Current:
         """The current trees, read once per version of the `documents` table. Each call
         outside a search first refreshes the reader (a version check per table, no read
         when nothing changed), so a long-lived Retriever follows index runs; a search
-        refreshes once (`_one_view`)."""
-        if self._pin is not None:
-            return self._pin
-        self.reader.refresh()
-        tbl = self.store.table("documents")
-        if tbl is None:  # the first run was killed before its first documents commit
-            return Current(-1, {}, 0, frozenset(), {})
-        version = tbl.version
-        if self._doc_trees is None or self._doc_trees[0] != version:
-            cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
-            data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
-            rows = sum(2 * n - 1 for n in data["n_chunks"])
-            self._doc_trees = Current(version, dict(zip(data["doc_id"], data["tree_id"])),
-                                      rows, frozenset(data["index_fingerprint"]),
-                                      dict(zip(data["doc_id"], data["n_chunks"])))
-        if self._pinning:
-            self._pin = self._doc_trees
-        return self._doc_trees
+        refreshes once (`_one_view`). Safe to call from several threads."""
+        view = self._view
+        if view.pin is not None:
+            return view.pin
+        with self._lock:
+            self.reader.refresh()
+            tbl = self.store.table("documents")
+            if tbl is None:  # the first run was killed before its first documents commit
+                return Current(-1, {}, 0, frozenset(), {})
+            version = tbl.version
+            if self._doc_trees is None or self._doc_trees[0] != version:
+                cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
+                data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
+                rows = sum(2 * n - 1 for n in data["n_chunks"])
+                self._doc_trees = Current(
+                    version, dict(zip(data["doc_id"], data["tree_id"])), rows,
+                    frozenset(data["index_fingerprint"]),
+                    dict(zip(data["doc_id"], data["n_chunks"])))
+            current = self._doc_trees
+        if view.pinning:
+            view.pin = current
+        return current
+
+    def _forget_view(self) -> None:
+        """Read `documents` again at the next `_current()` (an index run changed it)."""
+        with self._lock:
+            self._doc_trees = None
+        self._view.pin = None
 
     def n_documents(self) -> int:
         """The documents the database holds now (0: none indexed, or all deleted)."""
@@ -272,7 +293,7 @@ class Retriever:
         try:
             return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
         except KeyError:
-            self._doc_trees, self._pin = None, None
+            self._forget_view()
             return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
 
     def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
@@ -342,6 +363,43 @@ class Retriever:
             return self.search_vector(query, self.encoder.encode_texts([query])[0], k=k,
                                       doc_ids=doc_ids, mode=mode)
 
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        k: int = 5,
+        doc_ids: Sequence[Sequence[str] | None] | None = None,
+        mode: Mode = "tree",
+        batch_size: int = 32,
+    ) -> list[list[Hit]]:
+        """`search` for many questions (DOC_IDS: one list, or None, per question): every
+        question is checked first (`QueryError` naming the first bad one), then they are
+        encoded BATCH_SIZE at a time (one forward pass a batch, where `search` runs one a
+        question) and searched one by one, each on one view of the tables."""
+        queries = list(queries)
+        for n, query in enumerate(queries):
+            try:
+                check_query_text(query)
+            except QueryError as exc:
+                raise QueryError(f"query {n}: {exc}") from None
+        check_count("k", k)
+        scopes = list(doc_ids) if doc_ids is not None else [None] * len(queries)
+        if len(scopes) != len(queries):
+            raise QueryError(f"doc_ids: {len(scopes)} lists for {len(queries)} queries")
+        out = []
+        for at in range(0, len(queries), batch_size):
+            part = queries[at : at + batch_size]
+            vectors = self.encoder.encode_texts(part)
+            for query, qvec, scope in zip(part, vectors, scopes[at : at + batch_size]):
+                with self._one_view():
+                    known = None if scope is None else self.known_doc_ids(list(scope))
+                    if scope is not None and not known:
+                        raise QueryError(f"none of the doc_ids {list(scope)!r} is in the "
+                                         "database")
+                    out.append(self.search_vector(query, qvec, k=k, doc_ids=known,
+                                                  mode=mode))
+        return out
+
     def search_vector(
         self,
         query: str,
@@ -363,8 +421,9 @@ class Retriever:
         except (RuntimeError, OSError) as exc:
             if not files_gone(exc):
                 raise
-            self.reader.refresh()
-            self._doc_trees, self._pin = None, None
+            with self._lock:
+                self.reader.refresh()
+            self._forget_view()
             return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode)
 
     def _search_vector(self, query: str, qvec: np.ndarray, *, k: int,
@@ -378,15 +437,24 @@ class Retriever:
                 return self._leaves(query, qvec, k, docs, params)
             return self._tree(query, qvec, k, docs, params)
 
-    def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None) -> list[Hit]:
+    def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None,
+              again: bool = True) -> list[Hit]:
+        """Cosine top-k over the current trees' leaves. An index run may have replaced the
+        trees this search's view names since it read them (their rows gone): then the
+        search runs once more on a fresh view (AGAIN)."""
         where = "left = -1"
         if doc_ids:
             trees = self._tree_ids(doc_ids)
             if not trees:
                 return []
             where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
-        units = self._current().units  # no more rows to ask LanceDB for
+            units = sum(self._current().leaves[d] for d in trees)
+        else:
+            units = self._current().units  # no more rows to ask LanceDB for
         rows = self.first.nearest_nodes(qvec, min(k, units), where) if units else []
+        if again and len(rows) < min(k, units):  # trees replaced under this view
+            self._forget_view()
+            return self._flat(qvec, k, doc_ids, again=False)
         hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
                 [(int(r["start"]), int(r["end"]))], r["text"])
