@@ -95,7 +95,10 @@ def vector_index_record(tbl: Any) -> dict[str, int] | None:
     """The record of the vector index on TBL's `vector` that `build_vector_index` keeps in
     the Lance dataset's config (`VECTOR_INDEX_CONFIG`): {"rows": the rows it was trained
     on, "partitions": its IVF partitions}. None without an index, or for an index built
-    before the record existed (with LanceDB's default partitions, about rows / 8192)."""
+    before the record existed (with LanceDB's default partitions, about rows / 8192).
+    The record names the index it describes: one built again under that name by other
+    means than `build_vector_index` (the project builds none so) keeps a stale record;
+    dropping the index (or the config key) has the next index run build it again."""
     found = next((i for i in tbl.list_indices() if i.columns == ["vector"]), None)
     raw = None if found is None else tbl.to_lance().config().get(VECTOR_INDEX_CONFIG)
     record = json.loads(raw) if raw else {}
