@@ -11,7 +11,8 @@ import pyarrow as pa
 
 SCHEMA_VERSION = "4"  # 2: tree_id (documents, nodes); status, message (runs)
 #                       3: flow_run_id (runs, results); results metadata; index_settings
-#                       4: source_size, modified_at, source_etag (documents)
+#                       4: source_size, modified_at, source_etag, title, metadata_json,
+#                          metadata_hash (documents)
 MIGRATABLE_VERSIONS = ("1", "2", "3")  # an index run migrates these in place (storage/migrate.py)
 #: Versions whose trees and vectors are those of today: migrating them adds columns and
 #: re-writes schema metadata only, never the rows (no re-index).
@@ -73,14 +74,22 @@ DOCUMENTS = pa.schema(
         pa.field("source_size", pa.int64(), nullable=True),  # bytes: file, object or line
         pa.field("modified_at", pa.timestamp("us", tz="UTC"), nullable=True),
         pa.field("source_etag", pa.string(), nullable=True),  # S3 objects
+        # What the source says of the document besides its text: a JSONL line's fields
+        # other than doc_id and text, as a JSON object (sorted keys); its "title" field
+        # (a string) also fills `title`. Not part of the content hash: a change of
+        # metadata alone updates these columns in place, nothing is re-indexed.
+        pa.field("title", pa.string(), nullable=True),
+        pa.field("metadata_json", pa.string(), nullable=True),
+        pa.field("metadata_hash", pa.string(), nullable=True),  # of metadata_json
     ]
 )
 
 #: The columns of `documents` an index run reads to plan (`Store.stored_state`): no text.
 STATE_COLUMNS = ("doc_id", "content_hash", "index_fingerprint", "tree_id", "n_chunks",
-                 "source_size", "modified_at", "source_etag")
+                 "source_size", "modified_at", "source_etag", "metadata_hash")
 #: What an unchanged document's listing may update in place (`Store.update_sources`).
-SOURCE_COLUMNS = ("doc_id", "source", "source_size", "modified_at", "source_etag")
+SOURCE_COLUMNS = ("doc_id", "source", "source_size", "modified_at", "source_etag", "title",
+                  "metadata_json", "metadata_hash")
 
 
 def state_schema() -> pa.Schema:

@@ -21,6 +21,13 @@ class SourceDocument:
     size: int | None = None  # bytes of the file, object or JSONL line
     modified_at: datetime | None = None  # UTC; None: unknown or too recent to trust
     etag: str | None = None  # an S3 object's ETag
+    title: str | None = None  # a JSONL line's "title" field
+    metadata: str | None = None  # a JSONL line's other fields, a JSON object
+
+    @property
+    def metadata_hash(self) -> str | None:
+        """The hash of `metadata` (`documents.metadata_hash`), None without metadata."""
+        return None if self.metadata is None else metadata_hash(self.metadata)
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,11 @@ class Skipped:
     @property
     def shown(self) -> str:
         return self.doc_id if self.doc_id.isprintable() else repr(self.doc_id)
+
+
+def metadata_hash(metadata_json: str) -> str:
+    """sha256 of a document's metadata JSON, 16 hex digits: what a run compares."""
+    return hashlib.sha256(metadata_json.encode("utf-8")).hexdigest()[:16]
 
 
 def content_hash(text: str) -> str:

@@ -214,7 +214,8 @@ def toy_encoder(weights, **extra):
 # -- old database schemas ------------------------------------------------------------------
 
 #: The columns schema version 4 added (the listing's facts of a document).
-V4_ADDED = {"documents": ["source_size", "modified_at", "source_etag"]}
+V4_ADDED = {"documents": ["source_size", "modified_at", "source_etag", "title", "metadata_json",
+                          "metadata_hash"]}
 #: The columns schema version 1 did not have, per table.
 V1_DROPPED = {"documents": ["tree_id", *V4_ADDED["documents"]], "nodes": ["tree_id"],
               "runs": ["status", "message", "flow_run_id"]}

@@ -42,7 +42,8 @@ def documents_to_index(found: Iterable[SourceDocument | Failure], plan: Plan, ta
             tally.unchanged += 1
             if plan.restat(doc):
                 tally.restat.append(SourceDocument(doc.doc_id, doc.source, "", "",
-                                                   doc.size, doc.modified_at, doc.etag))
+                                                   doc.size, doc.modified_at, doc.etag,
+                                                   doc.title, doc.metadata))
             continue
         (tally.new if verdict == "new" else tally.changed).append(doc.doc_id)
         if doc.doc_id in plan.damaged and verdict == "changed":

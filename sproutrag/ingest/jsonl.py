@@ -1,4 +1,6 @@
-"""A JSONL corpus: one document per line, `{"doc_id": ..., "text": ...}`.
+"""A JSONL corpus: one document per line, `{"doc_id": ..., "text": ...}`; any other field
+is the document's metadata (`documents.metadata_json`; "title" also fills
+`documents.title`), not part of its content hash.
 
 `list_jsonl` streams the file once and hashes each line's text (the text is in hand:
 parsing a line costs about as much as hashing it), keeping only `Listed` entries with
@@ -13,18 +15,38 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
-from sproutrag.documents import Failure, SourceDocument, content_hash
+from sproutrag.documents import Failure, SourceDocument, content_hash, metadata_hash
 from sproutrag.errors import CorpusUnreadableError
 from sproutrag.ingest.listing import bounded_lines, is_local
 from sproutrag.ingest.sources import DocLimits, Listed, check_doc_id, check_regular, check_text
 
+#: The fields of a JSONL line that are not its metadata.
+RESERVED = ("doc_id", "text")
 
-def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits
-           ) -> tuple[str, str, str] | Failure:
-    """(doc_id, text, content hash) of one JSONL line; a failure names the doc_id whenever
-    the line has a usable one."""
+
+class Parsed(NamedTuple):
+    """One JSONL line: doc_id, text, content hash, "title" (a string field) and the other
+    fields as a JSON object (sorted keys; None when there are none)."""
+
+    doc_id: str
+    text: str
+    digest: str
+    title: str | None
+    metadata: str | None
+
+
+def _metadata(row: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(title, metadata JSON) of a parsed line: every field but `RESERVED`."""
+    rest = {k: v for k, v in row.items() if k not in RESERVED}
+    title = rest.get("title") if isinstance(rest.get("title"), str) else None
+    return title, (json.dumps(rest, sort_keys=True, ensure_ascii=False) if rest else None)
+
+
+def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | Failure:
+    """One JSONL line (`Parsed`); a failure names the doc_id whenever the line has a
+    usable one. A line's metadata must be text too (no lone surrogates)."""
     try:
         row = json.loads(raw)
     except ValueError as exc:  # not JSON, or not UTF-8
@@ -44,9 +66,12 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits
             raise ValueError("text must be a string")
         text = limits.check_chars(check_text(row["text"], name=doc_id), name=doc_id)
         digest = content_hash(text)  # UnicodeEncodeError (a ValueError): lone surrogates
+        title, metadata = _metadata(row)
+        if metadata is not None:
+            metadata.encode("utf-8")  # lone surrogates in a field
     except ValueError as exc:
         return Failure(doc_id, f"{where}: {exc}")
-    return doc_id, text, digest
+    return Parsed(doc_id, text, digest, title, metadata)
 
 
 def _open(fs: Any, path: str, corpus: str):
@@ -73,8 +98,9 @@ def list_jsonl(fs: Any, path: str, corpus: str, limits: DocLimits
                 if isinstance(parsed, Failure):
                     yield parsed
                 else:
-                    yield Listed(parsed[0], size=len(raw), content_hash=parsed[2],
-                                 offset=offset, line=lineno)
+                    meta = None if parsed.metadata is None else metadata_hash(parsed.metadata)
+                    yield Listed(parsed.doc_id, size=len(raw), content_hash=parsed.digest,
+                                 offset=offset, line=lineno, meta_hash=meta)
 
 
 def _read_line(fh: Any, offset: int, limit: int) -> bytes | None:
@@ -102,9 +128,11 @@ def read_jsonl(fs: Any, path: str, corpus: str, items: Iterable[Listed], limits:
             if isinstance(parsed, Failure):
                 yield Failure(item.doc_id, parsed.reason) if not parsed.doc_id_known \
                     else parsed
-            elif parsed[0] != item.doc_id:
+            elif parsed.doc_id != item.doc_id:
                 yield Failure(item.doc_id, f"{where}: the file changed while the run read it "
                                            "(the line now holds another document); the next "
                                            "run reads it again")
             else:
-                yield SourceDocument(item.doc_id, where, parsed[1], parsed[2], size=len(raw))
+                yield SourceDocument(item.doc_id, where, parsed.text, parsed.digest,
+                                     size=len(raw), title=parsed.title,
+                                     metadata=parsed.metadata)

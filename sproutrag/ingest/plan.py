@@ -5,11 +5,12 @@ lines hashed) with the stored state (`Store.stored_state`: the small columns of
 `documents`, never the texts) in one vectorised join, and sorts:
 
 * **unchanged without reading**: stored with the run's fingerprint and either the same
-  content hash (a JSONL line) or, on the listing's fast path, the same size and
-  modification time (a file) or the same size and ETag (an S3 object) as stored;
+  content and metadata hashes (a JSONL line) or, on the listing's fast path, the same
+  size and modification time (a file) or the same size and ETag (an S3 object) as
+  stored;
 * **to read** (`Plan.to_read`): everything else. Once read, a document is new, changed,
-  or unchanged after all (its hash is the stored one: only its listing facts are
-  updated, `Plan.restat`): `Plan.verdict`;
+  or unchanged after all (its hash is the stored one: only its listing facts and
+  metadata are updated, `Plan.restat`): `Plan.verdict`;
 * **deleted**: stored but not listed; **kept**: stored, listed as a failure (its
   indexed version stays); **held**: gone, but their deletion is held back this run (a
   JSONL line without a doc_id could be any of them; a folder that could not be listed
@@ -48,6 +49,7 @@ class StoredDoc:
     size: int | None
     modified_at: datetime | None
     etag: str | None
+    metadata_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,8 @@ class Plan:
         """Whether an unchanged DOC's listing facts differ from the stored ones (so the
         run updates them, and the next run's fast path holds)."""
         s = self.stored[doc.doc_id]
-        return (doc.size, doc.modified_at, doc.etag) != (s.size, s.modified_at, s.etag)
+        return ((doc.size, doc.modified_at, doc.etag, doc.metadata_hash)
+                != (s.size, s.modified_at, s.etag, s.metadata_hash))
 
 
 def _same(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -95,7 +98,10 @@ def _unchanged(listed: pa.Table, mine: pa.Table, fingerprint: str, *, fast_path:
     """Rows of LISTED that need no reading (see the module docstring); MINE: the stored
     row of each (`StoredDoc` columns, nulls where not stored)."""
     same_fp = _same(mine["index_fingerprint"], pa.scalar(fingerprint))
-    same_hash = _same(listed["content_hash"], mine["content_hash"])
+    same_meta = pc.or_(_same(listed["meta_hash"], mine["metadata_hash"]),
+                       pc.and_(pc.is_null(listed["meta_hash"]),
+                               pc.is_null(mine["metadata_hash"])))
+    same_hash = pc.and_(_same(listed["content_hash"], mine["content_hash"]), same_meta)
     if not fast_path:
         return pc.and_(same_fp, same_hash)
     same_size = _same(listed["size"], mine["source_size"])
@@ -107,7 +113,8 @@ def _unchanged(listed: pa.Table, mine: pa.Table, fingerprint: str, *, fast_path:
 
 
 #: The stored columns a `StoredDoc` holds, in its fields' order.
-_STORED = ["content_hash", "index_fingerprint", "source_size", "modified_at", "source_etag"]
+_STORED = ["content_hash", "index_fingerprint", "source_size", "modified_at", "source_etag",
+           "metadata_hash"]
 
 
 def plan_changes(

@@ -17,7 +17,8 @@ class Listed:
     """A corpus document as its listing saw it, without its text: the doc_id, what the
     listing said (size in bytes, modification time in UTC, ETag; None when it said
     nothing), the content hash when the listing read the text anyway (a JSONL line: it
-    is hashed while listed) and, for a JSONL line, where it is (byte offset, line number)."""
+    is hashed while listed) and, for a JSONL line, where it is (byte offset, line number)
+    and the hash of its metadata (its other fields)."""
 
     doc_id: str
     size: int | None = None
@@ -26,6 +27,7 @@ class Listed:
     content_hash: str | None = None
     offset: int = -1
     line: int = 0
+    meta_hash: str | None = None  # a JSONL line's metadata (`documents.metadata_hash`)
 
 
 #: A corpus listing as columns (`listed_table`): about 120 bytes a document, where the
@@ -34,7 +36,7 @@ LISTED_SCHEMA = pa.schema([
     pa.field("doc_id", pa.string()), pa.field("size", pa.int64()),
     pa.field("modified_at", pa.timestamp("us", tz="UTC")), pa.field("etag", pa.string()),
     pa.field("content_hash", pa.string()), pa.field("offset", pa.int64()),
-    pa.field("line", pa.int64()),
+    pa.field("line", pa.int64()), pa.field("meta_hash", pa.string()),
 ])
 _COLUMNS = LISTED_SCHEMA.names
 

@@ -87,6 +87,9 @@ def document_rows(
             "source_size": [i.doc.size for i in items],
             "modified_at": [i.doc.modified_at for i in items],
             "source_etag": [i.doc.etag for i in items],
+            "title": [i.doc.title for i in items],
+            "metadata_json": [i.doc.metadata for i in items],
+            "metadata_hash": [i.doc.metadata_hash for i in items],
         },
         schema=tables.DOCUMENTS,
     )
@@ -97,7 +100,9 @@ def source_rows(docs: Sequence[SourceDocument]) -> pa.Table:
     return pa.table({
         "doc_id": [d.doc_id for d in docs], "source": [d.source for d in docs],
         "source_size": [d.size for d in docs], "modified_at": [d.modified_at for d in docs],
-        "source_etag": [d.etag for d in docs],
+        "source_etag": [d.etag for d in docs], "title": [d.title for d in docs],
+        "metadata_json": [d.metadata for d in docs],
+        "metadata_hash": [d.metadata_hash for d in docs],
     }, schema=tables.sources_schema())
 
 

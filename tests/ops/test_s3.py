@@ -117,6 +117,10 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
     documents = store.table("documents").to_arrow().to_pylist()
     assert sorted(d["doc_id"] for d in documents) == sorted(SMALL_DOCS)
     assert all(d["source"] == f"{corpus}/{d['doc_id']}" for d in documents)
+    for d in documents:  # the object's key, size and ETag (the fast path's identity)
+        head = s3.head_object(Bucket="corpus", Key=f"docs/{d['doc_id']}")
+        assert d["source_etag"] == head["ETag"].strip('"')
+        assert d["source_size"] == head["ContentLength"]
     assert store.table("nodes").count_rows() == first["n_nodes"] == sum(
         2 * d["n_chunks"] - 1 for d in documents
     )
@@ -136,6 +140,7 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
     s3.put_object(Bucket="corpus", Key=f"docs/{SMALL_DOCS[0]}", Body=changed.encode())
     again = index_corpus(corpus=corpus, db=db, config=str(config))
     assert (again["n_changed"], again["n_unchanged"], again["n_new"]) == (1, 2, 0)
+    assert again["n_nodes"] > 0  # only the changed object was read and indexed
     assert again["n_deleted"] == again["n_failed"] == 0
     runs = Store.open_existing(db, storage_options=options).table("runs").to_arrow()
     assert runs.num_rows == 2 and SECRET not in json.dumps(runs.to_pylist(), default=str)

@@ -1,0 +1,66 @@
+"""A document's metadata: a JSONL line's other fields, a file's path, size and time, stored
+in `documents` beside its text; a change of metadata alone updates the row in place and
+re-encodes nothing (no `nodes` row written)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from sproutrag.storage.store import Store
+from tests.helpers import TEXTS, run_index, write_files, write_jsonl
+
+pytestmark = pytest.mark.model
+
+LINES = [
+    {"doc_id": "a", "text": "The supplier delivers within 30 days. Payment is due in 45 days.",
+     "title": "Supply terms", "source": "crm", "year": 2025, "tags": ["supply", "terms"]},
+    {"doc_id": "b", "text": "Staff may work remotely three days a week. Managers approve it."},
+]
+
+
+def _rows(db) -> dict[str, dict]:
+    docs = Store.open_existing(str(db)).table("documents").to_arrow().to_pylist()
+    return {r["doc_id"]: r for r in docs}
+
+
+def test_jsonl_fields_are_metadata_and_a_metadata_change_re_encodes_nothing(
+        prefect_harness, tmp_path):
+    corpus, db = tmp_path / "c.jsonl", tmp_path / "db"
+    write_jsonl(corpus, LINES)
+    run_index(corpus, db)
+    rows = _rows(db)
+    assert rows["a"]["title"] == "Supply terms"
+    assert json.loads(rows["a"]["metadata_json"]) == {
+        "source": "crm", "tags": ["supply", "terms"], "title": "Supply terms", "year": 2025}
+    assert rows["b"]["title"] is None and rows["b"]["metadata_json"] is None
+    nodes = Store.open_existing(str(db)).table("nodes")
+    before = (nodes.version, nodes.count_rows(), rows["a"]["tree_id"])
+
+    write_jsonl(corpus, [{**LINES[0], "year": 2026, "title": "Supply terms (2026)"},
+                         LINES[1]])
+    run = run_index(corpus, db)
+    assert (run["n_changed"], run["n_unchanged"], run["n_nodes"]) == (0, 2, 0)
+    rows = _rows(db)
+    assert rows["a"]["title"] == "Supply terms (2026)"
+    assert json.loads(rows["a"]["metadata_json"])["year"] == 2026
+    nodes = Store.open_existing(str(db)).table("nodes")
+    assert (nodes.version, nodes.count_rows(), rows["a"]["tree_id"]) == before
+
+
+def test_a_file_s_path_size_and_time_are_stored(prefect_harness, tmp_path):
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, TEXTS)
+    when = time.time() - 3600
+    for path in corpus.rglob("*.*"):
+        os.utime(path, (when, when))
+    run_index(corpus, db)
+    for doc_id, row in _rows(db).items():
+        path = corpus / doc_id
+        assert row["source"] == f"{corpus}/{doc_id}"
+        assert row["source_size"] == path.stat().st_size
+        assert abs(row["modified_at"].timestamp() - path.stat().st_mtime) < 1e-3
+        assert row["metadata_json"] is None and row["source_etag"] is None
