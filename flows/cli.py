@@ -140,6 +140,11 @@ def _add_query(sub) -> None:
                    "scores are within M (0 to 2) of the best leaf, fewer than k when fewer "
                    "are (default: the database's margin, which orders and still fills k; "
                    "'none': no margin)")
+    p.add_argument("--where", metavar="SQL",
+                   help="search only the documents whose `documents` columns match this "
+                   "LanceDB SQL filter, e.g. \"title LIKE 'Q3%%'\" or \"modified_at > "
+                   "'2025-01-01'\" (a prefilter: k is still filled from the matching "
+                   "documents; a batch line may carry its own \"where\")")
     p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
                    help="restrict to these documents (--doc-id A B, or --doc-id repeated)")
     p.add_argument("--config", metavar="FILE",

@@ -142,6 +142,15 @@ def _query(args: argparse.Namespace) -> int:
     if args.out is not None:  # before the model loads or any query runs
         _check_out(args.out, args.queries)
     reader = Reader.open(args.db, storage_options=settings.storage.lance_options(args.db))
+    if args.where is not None:  # a bad filter: exit 2, before the model loads
+        from flows.preflight import UsageError
+        from sproutrag.search.hits import QueryError
+        from sproutrag.search.view import TablesView
+
+        try:
+            TablesView(reader).matching(args.where)
+        except QueryError as exc:
+            raise UsageError(f"--where: {exc}") from None
     encoding = reader_settings(reader, settings).encoding  # the database's unless named
     retriever = Retriever(
         reader, encoder=encoder_from_settings(encoding), weights=reader_weights(settings),
@@ -151,7 +160,8 @@ def _query(args: argparse.Namespace) -> int:
         first_stage=settings.search.first_stage,
     )
     if args.question is not None:
-        queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None}]
+        queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None,
+                    "where": args.where}]
     else:
         with open(args.queries, "rb") as fh:
             queries = parse_lines(fh)

@@ -120,6 +120,9 @@ def preflight(args: argparse.Namespace) -> Settings:
             raise UsageError("--queries needs --out FILE for the results")
         if args.question is not None:
             _check_question(args.question)
+        if args.where is not None and args.queries:
+            raise UsageError("--where filters a QUESTION; in a --queries file give each "
+                             "line its own \"where\"")
         _existing_file("--queries", args.queries)
     if command in ("train", "evaluate"):
         for flag in ("docs", "queries"):

@@ -1,6 +1,6 @@
 """Batches of queries, shared by `sproutrag query --queries` and the `query-corpus` flow.
 
-A batch is a JSONL file of `{"qid", "query", "doc_ids"?}` lines (or the rows of a
+A batch is a JSONL file of `{"qid", "query", "doc_ids"?, "where"?}` lines (or the rows of a
 Parquet file); its results are a JSONL file of `{"qid", "results"[, "error"]}` lines,
 written by `write_jsonl` (the one JSONL writer: `sproutrag query`, the flow's
 `write_results` task and `sproutrag.learn.devsets`). Every entry is checked before any
@@ -62,6 +62,7 @@ class Query:
     query: str = ""
     doc_ids: list[str] | None = None
     error: str | None = None
+    where: str | None = None  # a SQL filter over `documents` columns
 
 
 def check_query_parameters(*, k: int, beam: int, mode: str) -> None:
@@ -144,9 +145,13 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
         return Query(qid, error=f"duplicate qid {qid!r} (first on line {seen[qid]}): qids "
                      "must be unique in a batch")
     seen[qid] = entry.line
+    where = row.get("where")
+    if where is not None and (not isinstance(where, str) or not where.strip()):
+        return Query(qid, error="where must be a non-empty string: a SQL filter over the "
+                     "documents table's columns")
     try:
         query = check_query_text(row.get("query", ""))
-        return Query(qid, query, _doc_ids(row.get("doc_ids")))
+        return Query(qid, query, _doc_ids(row.get("doc_ids")), where=where)
     except QueryError as exc:
         return Query(qid, error=str(exc))
 
@@ -174,7 +179,7 @@ def run_queries(
             out.append({"qid": q.qid, "results": [], "error": q.error})
             continue
         try:
-            hits = retriever.search(q.query, k=k, doc_ids=q.doc_ids, mode=mode)
+            hits = retriever.search(q.query, k=k, doc_ids=q.doc_ids, mode=mode, where=q.where)
             out.append({"qid": q.qid, "results": [h.to_dict() for h in hits]})
         except SproutragError as exc:  # the query cannot run as given
             out.append({"qid": q.qid, "results": [], "error": str(exc)})

@@ -11,7 +11,7 @@ trees (a run writing, or killed) are fetched in excess and dropped.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from sproutrag.storage.indexes import vector_index_record
 
 if TYPE_CHECKING:
-    from sproutrag.search.retriever import Current
+    from sproutrag.search.view import Current
     from sproutrag.storage.store import Store
 
 #: How a query without doc_ids picks its documents (`FirstStage.choose`).
@@ -138,14 +138,15 @@ class FirstStage:
         current = self.current().trees
         return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
 
-    def choose(self, qvec: np.ndarray, *, k: int = 0, query: str | None = None
-               ) -> list[str]:
+    def choose(self, qvec: np.ndarray, *, k: int = 0, query: str | None = None,
+               allowed: Collection[str] | None = None) -> list[str]:
         """`n_docs` documents, best first, and more while their evidence units number
         fewer than K (up to every document), so that an answer can be filled to k.
         Documents are ranked by their nearest nodes (`ranked_by_vector`); with QUERY and
         the hybrid first stage, that ranking and the one of the documents of the best
         leaves by the full-text index (`ranked_by_text`) are fused by reciprocal rank, so
-        a document that only the words match is looked at too."""
+        a document that only the words match is looked at too. ALLOWED: only these
+        documents (a filter): the ranking widens until it holds enough of them."""
         current = self.current()
         limit = max(50, 10 * self.n_docs)
         hybrid = query is not None and self.kind == "hybrid"
@@ -154,6 +155,8 @@ class FirstStage:
             ranked = self.ranked_by_vector(qvec, limit)
             if hybrid:
                 ranked = fuse_rankings([ranked, self.ranked_by_text(query, limit)])
+            if allowed is not None:
+                ranked = [d for d in ranked if d in allowed]
             for doc in ranked:
                 if len(chosen) >= self.n_docs and units >= k:
                     break

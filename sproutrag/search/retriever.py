@@ -25,11 +25,9 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 
@@ -45,6 +43,7 @@ from sproutrag.search.tree_search import (
     leaves_mode,
     search_trees,
 )
+from sproutrag.search.view import Current, TablesView, files_gone
 from sproutrag.storage.filters import doc_filter, in_filter, sql_quote
 from sproutrag.storage.index_info import search_defaults
 from sproutrag.storage.reader import Reader
@@ -54,32 +53,9 @@ from sproutrag.storage.store import StaleIndexError
 Mode = Literal["tree", "leaves", "flat"]
 
 
-class _View(threading.local):
-    """One thread's view of the tables during a search (`Retriever._one_view`)."""
-
-    pinning: bool = False
-    pin: Current | None = None
-
-
-def files_gone(exc: BaseException) -> bool:
-    """Is EXC a read of a data file that a version cleanup removed (Lance "Not found")?"""
-    return "not found" in str(exc).lower() and "lance" in str(exc).lower()
-
-
-class Current(NamedTuple):
-    """What one version of the `documents` table says about the current trees."""
-
-    version: int
-    trees: dict[str, str]  # doc_id -> current tree_id
-    rows: int  # node rows of the current trees
-    fingerprints: frozenset[str]
-    leaves: dict[str, int]  # doc_id -> evidence units (leaves) of its current tree
-
-    @property
-    def units(self) -> int:
-        """Evidence units of all current trees (a tree of n leaves has 2n - 1 rows)."""
-        return (self.rows + len(self.trees)) // 2
-
+#: A filter matching at most this many documents searches them all (as doc_ids do); past
+#: it the first stage ranks the documents among those it matches.
+FILTER_DIRECT = 64
 
 #: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
 CACHE_BYTES = 512 * 2**20
@@ -135,12 +111,10 @@ class Retriever:
         self._cache = LRUCache(cache_bytes)  # ("tree" | "terms", doc_id, tree_id) -> value
         # The documents of a query without doc_ids; vectors from memory while `nodes`
         # has at most `memory_rows` rows (about 1.5 KB each), LanceDB beyond.
-        self.first = FirstStage(self.store, self._current, n_docs=n_docs, kind=first_stage,
-                                memory_rows=memory_rows)
-        self._doc_trees: Current | None = None
+        self.view = TablesView(self.reader)  # per thread: one `documents` read a search
+        self.first = FirstStage(self.store, self.view.current, n_docs=n_docs,
+                                kind=first_stage, memory_rows=memory_rows)
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
-        self._view = _View()  # per thread: during a search, one `documents` read
-        self._lock = threading.RLock()  # refreshing the tables, reading `documents`
         self._resolve()  # refuses a mismatched encoder or weights file now
 
     def _database_encoder(self) -> Any:
@@ -220,53 +194,16 @@ class Retriever:
         known = self._current().trees
         return [d for d in dict.fromkeys(doc_ids) if d in known]
 
-    @contextmanager
-    def _one_view(self) -> Iterator[None]:
-        """Within the block every read sees the tables as the first `_current()` found
-        them: one refresh and one `documents` read per search (nested blocks share it).
-        The view is the calling thread's own: threads searching at once each have one."""
-        view = self._view
-        if view.pinning:
-            yield
-            return
-        view.pinning, view.pin = True, None
-        try:
-            yield
-        finally:
-            view.pinning, view.pin = False, None
+    def _one_view(self):
+        """One view of the tables for a search (`TablesView.one_view`)."""
+        return self.view.one_view()
 
     def _current(self) -> Current:
-        """The current trees, read once per version of the `documents` table. Each call
-        outside a search first refreshes the reader (a version check per table, no read
-        when nothing changed), so a long-lived Retriever follows index runs; a search
-        refreshes once (`_one_view`). Safe to call from several threads."""
-        view = self._view
-        if view.pin is not None:
-            return view.pin
-        with self._lock:
-            self.reader.refresh()
-            tbl = self.store.table("documents")
-            if tbl is None:  # the first run was killed before its first documents commit
-                return Current(-1, {}, 0, frozenset(), {})
-            version = tbl.version
-            if self._doc_trees is None or self._doc_trees[0] != version:
-                cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
-                data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
-                rows = sum(2 * n - 1 for n in data["n_chunks"])
-                self._doc_trees = Current(
-                    version, dict(zip(data["doc_id"], data["tree_id"])), rows,
-                    frozenset(data["index_fingerprint"]),
-                    dict(zip(data["doc_id"], data["n_chunks"])))
-            current = self._doc_trees
-        if view.pinning:
-            view.pin = current
-        return current
+        """The current trees (`TablesView.current`)."""
+        return self.view.current()
 
     def _forget_view(self) -> None:
-        """Read `documents` again at the next `_current()` (an index run changed it)."""
-        with self._lock:
-            self._doc_trees = None
-        self._view.pin = None
+        self.view.forget()
 
     def n_documents(self) -> int:
         """The documents the database holds now (0: none indexed, or all deleted)."""
@@ -327,14 +264,40 @@ class Retriever:
 
     def choose_documents(
         self, qvec: np.ndarray, doc_ids: Sequence[str] | None, *, k: int = 0,
-        query: str | None = None,
+        query: str | None = None, allowed: Collection[str] | None = None,
     ) -> list[str]:
         """The documents a search looks at: DOC_IDS when given, else the first stage's
         (`FirstStage.choose`: `n_docs` and more until they hold K units; fused with the
-        full-text index's when QUERY is given and the first stage is hybrid)."""
+        full-text index's when QUERY is given and the first stage is hybrid), among
+        ALLOWED when given (a filter's documents)."""
         if doc_ids:
             return list(doc_ids)
-        return self.first.choose(qvec, k=k, query=query)
+        return self.first.choose(qvec, k=k, query=query, allowed=allowed)
+
+    def scope(self, doc_ids: Sequence[str] | None, where: str | None
+              ) -> tuple[list[str] | None, set[str] | None]:
+        """(doc_ids to search, documents the first stage may choose) of a search given
+        DOC_IDS and a filter WHERE on `documents` columns: the known doc_ids (QueryError
+        when none is); with WHERE only the matching ones, searched all when at most
+        `FILTER_DIRECT` match, else ranked by the first stage among them (a prefilter: k
+        is filled from the matching documents). QueryError when no document matches."""
+        known = None
+        if doc_ids is not None:
+            known = self.known_doc_ids(list(doc_ids))
+            if not known:
+                raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
+        if where is None:
+            return known, None
+        matching = self.view.matching(where)
+        if known is not None:
+            wanted = set(matching)
+            matching = [d for d in known if d in wanted]
+        if not matching:
+            raise QueryError(f"no document matches the filter {where!r}"
+                             + (" among the doc_ids" if known is not None else ""))
+        if len(matching) <= FILTER_DIRECT:
+            return matching, None
+        return None, set(matching)
 
     def has_text_index(self) -> bool:
         """Whether `nodes` has its full-text index (the hybrid first stage's words)."""
@@ -349,19 +312,16 @@ class Retriever:
         k: int = 5,
         doc_ids: Sequence[str] | None = None,
         mode: Mode = "tree",
+        where: str | None = None,
     ) -> list[Hit]:
-        """Rank evidence for `query`; at most k evidence units over all hits."""
+        """Rank evidence for `query`; at most k evidence units over all hits. DOC_IDS and
+        WHERE (a SQL filter over `documents` columns) restrict the documents searched."""
         check_query_text(query)
         check_count("k", k)
         with self._one_view():
-            if doc_ids is not None:
-                known = self.known_doc_ids(list(doc_ids))
-                if not known:
-                    raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the "
-                                     "database")
-                doc_ids = known
+            doc_ids, allowed = self.scope(doc_ids, where)
             return self.search_vector(query, self.encoder.encode_texts([query])[0], k=k,
-                                      doc_ids=doc_ids, mode=mode)
+                                      doc_ids=doc_ids, mode=mode, allowed=allowed)
 
     def search_many(
         self,
@@ -371,6 +331,7 @@ class Retriever:
         doc_ids: Sequence[Sequence[str] | None] | None = None,
         mode: Mode = "tree",
         batch_size: int = 32,
+        where: str | None = None,
     ) -> list[list[Hit]]:
         """`search` for many questions (DOC_IDS: one list, or None, per question): every
         question is checked first (`QueryError` naming the first bad one), then they are
@@ -392,12 +353,9 @@ class Retriever:
             vectors = self.encoder.encode_texts(part)
             for query, qvec, scope in zip(part, vectors, scopes[at : at + batch_size]):
                 with self._one_view():
-                    known = None if scope is None else self.known_doc_ids(list(scope))
-                    if scope is not None and not known:
-                        raise QueryError(f"none of the doc_ids {list(scope)!r} is in the "
-                                         "database")
+                    known, allowed = self.scope(scope, where)
                     out.append(self.search_vector(query, qvec, k=k, doc_ids=known,
-                                                  mode=mode))
+                                                  mode=mode, allowed=allowed))
         return out
 
     def search_vector(
@@ -408,8 +366,10 @@ class Retriever:
         k: int = 5,
         doc_ids: Sequence[str] | None = None,
         mode: Mode = "tree",
+        allowed: Collection[str] | None = None,
     ) -> list[Hit]:
-        """`search` with the query already encoded (doc_ids already checked).
+        """`search` with the query already encoded (doc_ids already checked; ALLOWED: the
+        documents a filter matched, `scope`).
 
         An index run removes the table versions it wrote meanwhile: a search that started
         on one of them may find a file gone; it is run once more on the latest versions."""
@@ -417,44 +377,50 @@ class Retriever:
             raise QueryError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         check_count("k", k)
         try:
-            return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode)
+            return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode,
+                                       allowed=allowed)
         except (RuntimeError, OSError) as exc:
             if not files_gone(exc):
                 raise
-            with self._lock:
-                self.reader.refresh()
+            self.view.refresh()
             self._forget_view()
-            return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode)
+            return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode,
+                                       allowed=allowed)
 
     def _search_vector(self, query: str, qvec: np.ndarray, *, k: int,
-                       doc_ids: Sequence[str] | None, mode: Mode) -> list[Hit]:
+                       doc_ids: Sequence[str] | None, mode: Mode,
+                       allowed: Collection[str] | None = None) -> list[Hit]:
         with self._one_view():  # one refresh, one `documents` read for this query
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
             if mode == "flat":
-                return self._flat(qvec, k, doc_ids)
-            docs = self.choose_documents(qvec, doc_ids, k=k, query=query)
+                return self._flat(qvec, k, doc_ids, allowed=allowed)
+            docs = self.choose_documents(qvec, doc_ids, k=k, query=query, allowed=allowed)
             if mode == "leaves":
                 return self._leaves(query, qvec, k, docs, params)
             return self._tree(query, qvec, k, docs, params)
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None,
-              again: bool = True) -> list[Hit]:
-        """Cosine top-k over the current trees' leaves. An index run may have replaced the
-        trees this search's view names since it read them (their rows gone): then the
-        search runs once more on a fresh view (AGAIN)."""
+              allowed: Collection[str] | None = None, again: bool = True) -> list[Hit]:
+        """Cosine top-k over the current trees' leaves (of DOC_IDS, or among ALLOWED). An
+        index run may have replaced the trees this search's view names since it read
+        them (their rows gone): then the search runs once more on a fresh view (AGAIN)."""
         where = "left = -1"
+        current = self._current()
         if doc_ids:
             trees = self._tree_ids(doc_ids)
             if not trees:
                 return []
             where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
-            units = sum(self._current().leaves[d] for d in trees)
+            units = sum(current.leaves[d] for d in trees)
+        elif allowed is not None:
+            units = sum(current.leaves.get(d, 0) for d in allowed)
         else:
-            units = self._current().units  # no more rows to ask LanceDB for
-        rows = self.first.nearest_nodes(qvec, min(k, units), where) if units else []
-        if again and len(rows) < min(k, units):  # trees replaced under this view
+            units = current.units  # no more rows to ask LanceDB for
+        want = min(k, units)
+        rows = self._nearest_leaves(qvec, want, where, allowed) if units else []
+        if again and len(rows) < want:  # trees replaced under this view
             self._forget_view()
-            return self._flat(qvec, k, doc_ids, again=False)
+            return self._flat(qvec, k, doc_ids, allowed, again=False)
         hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
                 [(int(r["start"]), int(r["end"]))], r["text"])
@@ -463,6 +429,20 @@ class Retriever:
         if self.flat_threshold is not None:
             hits = [h for h in hits if h.score >= self.flat_threshold]
         return hits
+
+    def _nearest_leaves(self, qvec: np.ndarray, k: int, where: str,
+                        allowed: Collection[str] | None) -> list[dict[str, Any]]:
+        """The K nearest leaves matching WHERE (and of the ALLOWED documents: asked for
+        four times as many until K of them are found, or every row was)."""
+        if allowed is None:
+            return self.first.nearest_nodes(qvec, k, where)
+        limit, units = 4 * k, self._current().units
+        while True:
+            rows = [r for r in self.first.nearest_nodes(qvec, limit, where)
+                    if r["doc_id"] in allowed]
+            if len(rows) >= k or limit >= units:
+                return rows[:k]
+            limit = min(4 * limit, units)
 
     def _loaded(self, docs: Sequence[str], params: SearchParams):
         """(doc_id -> stored tree, doc_id -> leaf terms or None) of DOCS' current trees."""
@@ -493,4 +473,4 @@ class Retriever:
         return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in ranked]
 
 
-__all__ = ["FIRST_STAGES", "MODES", "Hit", "QueryError", "Retriever", "sql_quote"]
+__all__ = ["FIRST_STAGES", "MODES", "Current", "Hit", "QueryError", "Retriever", "sql_quote"]

@@ -64,3 +64,30 @@ def test_a_file_s_path_size_and_time_are_stored(prefect_harness, tmp_path):
         assert row["source_size"] == path.stat().st_size
         assert abs(row["modified_at"].timestamp() - path.stat().st_mtime) < 1e-3
         assert row["metadata_json"] is None and row["source_etag"] is None
+
+
+def test_queries_filter_on_documents_columns(prefect_harness, tmp_path):
+    from tests.helpers import run_cli
+
+    corpus, db = tmp_path / "c.jsonl", tmp_path / "db"
+    write_jsonl(corpus, LINES)
+    run_index(corpus, db)
+    ok = run_cli("query", "--db", str(db), "--where", "title = 'Supply terms'",
+                 "--k", "3", "When is payment due?")
+    assert ok.returncode == 0, ok.stderr
+    assert "a:" in ok.stdout and "b:" not in ok.stdout
+    bad = run_cli("query", "--db", str(db), "--where", "colour = 'red'", "payment")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and "colour" in bad.stderr
+    queries, out = tmp_path / "q.jsonl", tmp_path / "r.jsonl"
+    write_jsonl(queries, [
+        {"qid": "1", "query": "remote work", "where": "metadata_json IS NULL"},
+        {"qid": "2", "query": "remote work", "where": "title = 'Supply terms'"},
+        {"qid": "3", "query": "remote work", "where": "title = 'none such'"},
+    ])
+    batch = run_cli("query", "--db", str(db), "--queries", str(queries), "--out", str(out))
+    assert batch.returncode == 3, batch.stderr
+    rows = {r["qid"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert {h["doc_id"] for h in rows["1"]["results"]} == {"b"}
+    assert {h["doc_id"] for h in rows["2"]["results"]} == {"a"}
+    assert "no document matches the filter" in rows["3"]["error"]

@@ -137,3 +137,4 @@ def test_the_readme_downstream_recipe_runs_on_the_tables_alone(sample_index, cap
         tree_id = store.current_trees()[doc_id][0]
         assert store.document_text(doc_id, tree_id)[int(start):int(end)][:80] == text
     assert any("9.7 Security Incidents. Provider shall notify" in line for line in lines)
+    assert not any(line.split(" ", 1)[0].endswith(".md") for line in lines)  # the filter

@@ -1,0 +1,123 @@
+"""What a search sees of the tables: the current trees (`Current`, read once per version
+of `documents`), each thread's view during a search (`TablesView.one_view`), and the
+documents a filter on `documents` columns matches (`TablesView.matching`).
+
+The `Retriever` and its first stage share one `TablesView`: the table handles move to
+the latest versions at most once per search, a thread's search keeps one `documents`
+version from start to end, and threads searching at once each have their own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+from sproutrag.errors import QueryError, short_error
+
+
+def files_gone(exc: BaseException) -> bool:
+    """Is EXC a read of a data file that a version cleanup removed (Lance "Not found")?"""
+    return "not found" in str(exc).lower() and "lance" in str(exc).lower()
+
+
+class Current(NamedTuple):
+    """What one version of the `documents` table says about the current trees."""
+
+    version: int
+    trees: dict[str, str]  # doc_id -> current tree_id
+    rows: int  # node rows of the current trees
+    fingerprints: frozenset[str]
+    leaves: dict[str, int]  # doc_id -> evidence units (leaves) of its current tree
+
+    @property
+    def units(self) -> int:
+        """Evidence units of all current trees (a tree of n leaves has 2n - 1 rows)."""
+        return (self.rows + len(self.trees)) // 2
+
+
+class _Pin(threading.local):
+    """One thread's view of the tables during a search."""
+
+    pinning: bool = False
+    pin: Current | None = None
+
+
+class TablesView:
+    """The current trees of a `Reader`'s database, per thread and search."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader, self.store = reader, reader.store
+        self._doc_trees: Current | None = None
+        self._pin = _Pin()
+        self._lock = threading.RLock()  # refreshing the tables, reading `documents`
+
+    @contextmanager
+    def one_view(self) -> Iterator[None]:
+        """Within the block every read sees the tables as the first `current()` found
+        them: one refresh and one `documents` read per search (nested blocks share it).
+        The view is the calling thread's own."""
+        pin = self._pin
+        if pin.pinning:
+            yield
+            return
+        pin.pinning, pin.pin = True, None
+        try:
+            yield
+        finally:
+            pin.pinning, pin.pin = False, None
+
+    def current(self) -> Current:
+        """The current trees, read once per version of the `documents` table. Outside a
+        search each call first refreshes the reader (a version check per table, no read
+        when nothing changed), so a long-lived view follows index runs; a search
+        refreshes once (`one_view`). Safe to call from several threads."""
+        pin = self._pin
+        if pin.pin is not None:
+            return pin.pin
+        with self._lock:
+            self.reader.refresh()
+            tbl = self.store.table("documents")
+            if tbl is None:  # the first run was killed before its first documents commit
+                return Current(-1, {}, 0, frozenset(), {})
+            if self._doc_trees is None or self._doc_trees.version != tbl.version:
+                cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
+                data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
+                rows = sum(2 * n - 1 for n in data["n_chunks"])
+                self._doc_trees = Current(
+                    tbl.version, dict(zip(data["doc_id"], data["tree_id"])), rows,
+                    frozenset(data["index_fingerprint"]),
+                    dict(zip(data["doc_id"], data["n_chunks"])))
+            current = self._doc_trees
+        if pin.pinning:
+            pin.pin = current
+        return current
+
+    def forget(self) -> None:
+        """Read `documents` again at the next `current()` (an index run changed it)."""
+        with self._lock:
+            self._doc_trees = None
+        self._pin.pin = None
+
+    def refresh(self) -> None:
+        """Move the table handles to the tables' latest versions."""
+        with self._lock:
+            self.reader.refresh()
+
+    def matching(self, where: str) -> list[str]:
+        """The current documents whose `documents` columns match WHERE (LanceDB's SQL
+        filter, e.g. `title = 'Q3 report' AND modified_at > '2025-01-01'`), in table
+        order; `QueryError` naming the filter when it is not valid SQL or names an
+        unknown column."""
+        current = self.current().trees
+        tbl = self.store.table("documents")
+        if tbl is None:
+            return []
+        try:
+            found = (tbl.search().where(where).select(["doc_id", "tree_id"]).limit(None)
+                     .to_arrow().to_pydict())
+        except (ValueError, RuntimeError) as exc:
+            raise QueryError(f"where {where!r}: {short_error(exc)} (a SQL filter over the "
+                             "documents table's columns)") from None
+        return [d for d, t in zip(found["doc_id"], found["tree_id"]) if current.get(d) == t]

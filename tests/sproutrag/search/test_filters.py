@@ -1,0 +1,64 @@
+"""Queries restricted by a filter on `documents` columns (LanceDB SQL): a prefilter, so k
+is filled from the matching documents, in every mode, whether a few documents match
+(searched all) or many (ranked by the first stage among them) (toy documents)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sproutrag.documents import SourceDocument
+from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.params import SearchParams
+from sproutrag.search.hits import QueryError
+from sproutrag.search.retriever import FILTER_DIRECT, Retriever
+from sproutrag.storage.rows import IndexedDocument
+from tests.helpers import TOY_DIM, toy_document, toy_encoder, toy_store
+
+
+def _with_metadata(item: IndexedDocument, year: int, kind: str) -> IndexedDocument:
+    doc = item.doc
+    meta = json.dumps({"kind": kind, "year": year}, sort_keys=True)
+    return IndexedDocument(SourceDocument(doc.doc_id, doc.source, doc.text, doc.content_hash,
+                                          title=f"{kind} {year}", metadata=meta),
+                           item.spans, item.tree)
+
+
+@pytest.fixture
+def retriever(tmp_path) -> Retriever:
+    store = toy_store(tmp_path / "db")
+    docs = [_with_metadata(toy_document(f"d{i:03d}", "alpha beta gamma delta", seed=i),
+                           2020 + i % 6, "contract" if i % 4 else "ticket")
+            for i in range(160)]
+    store.write(docs, "fp")
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    return Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=0)
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves", "flat"])
+@pytest.mark.parametrize("where, n_match", [
+    ("title = 'ticket 2020'", 14),  # few: searched all
+    ("title LIKE 'contract%'", 120),  # many: ranked among them by the first stage
+])
+def test_a_filter_restricts_every_stage_and_fills_k(retriever, mode, where, n_match):
+    matching = set(retriever.view.matching(where))
+    assert len(matching) == n_match and (n_match <= FILTER_DIRECT) == (n_match == 14)
+    q = np.random.default_rng(1).normal(size=TOY_DIM).astype(np.float32)
+    with retriever._one_view():
+        doc_ids, allowed = retriever.scope(None, where)
+        hits = retriever.search_vector("q", q, k=12, mode=mode, doc_ids=doc_ids,
+                                       allowed=allowed)
+    assert hits and {h.doc_id for h in hits} <= matching
+    assert sum(len(h.spans) for h in hits) == 12  # k filled from the matching documents
+
+
+def test_a_filter_with_doc_ids_and_its_errors(retriever):
+    with retriever._one_view():
+        ids, allowed = retriever.scope(["d000", "d001", "d004"], "title LIKE 'ticket%'")
+    assert (ids, allowed) == (["d000", "d004"], None)
+    for bad, why in (("title = ", "where 'title = '"), ("colour = 'red'", "colour"),
+                     ("title = 'nothing'", "no document matches the filter")):
+        with pytest.raises(QueryError, match=why):
+            retriever.scope(None, bad)
