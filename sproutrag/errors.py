@@ -140,6 +140,20 @@ class DamagedTableError(SproutragError, OSError):
         self.uri, self.tables = uri, dict(problems)
 
 
+class DamagedIndexError(SproutragError, OSError):
+    """An index of the database cannot be read (derived data: an index run rebuilds it)."""
+
+    def __init__(self, uri: str, problems: dict[str, str]) -> None:
+        first, why = next(iter(problems.items()))
+        table, index = first.split(".", 1)
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(
+            f"index {index!r} of table {table!r} in {uri!r} cannot be read ({why}){more}: "
+            f"the next `sproutrag index CORPUS --db {uri}` rebuilds it (indexes are derived "
+            "from the rows: nothing is lost)")
+        self.uri, self.indexes = uri, dict(problems)
+
+
 class StaleIndexError(SproutragError, ValueError):
     """The database was built with another encoder or schema version."""
 

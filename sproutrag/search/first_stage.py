@@ -10,12 +10,14 @@ trees (a run writing, or killed) are fetched in excess and dropped.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sproutrag.errors import short_error
 from sproutrag.storage.indexes import vector_index_record
 
 if TYPE_CHECKING:
@@ -42,6 +44,23 @@ UNRECORDED_PROBES = 32
 
 #: The columns of each row `FirstStage.nearest_nodes` returns unless told otherwise.
 NODE_COLUMNS = ("doc_id", "tree_id", "idx", "start", "end", "text", "_distance")
+
+
+log = logging.getLogger(__name__)
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str) -> None:
+    """Log MESSAGE as a warning the first time KEY is warned about in this process."""
+    if key not in _warned:
+        _warned.add(key)
+        log.warning("%s", message)
+
+
+def index_damaged(exc: BaseException) -> bool:
+    """Is EXC a read of an index's files that failed (a lost or damaged index)?"""
+    text = str(exc)
+    return "_indices" in text or ("lance" in text.lower() and "index" in text.lower())
 
 
 def ann_probes(partitions: int | None) -> int:
@@ -127,14 +146,29 @@ class FirstStage:
         COLUMNS: those of each row (`doc_id` and `tree_id` always; each one more is read
         row by row from the data files)."""
         nodes = self.store.table("nodes")
-        q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
-        probes = self.probes(nodes)  # used only once an ANN index exists
-        q = q.minimum_nprobes(probes).maximum_nprobes(0 if where else probes)
-        q = q.refine_factor(REFINE_FACTOR)
-        if where:
-            q = q.where(where, prefilter=True)
         cols = list(dict.fromkeys(["doc_id", "tree_id", *columns]))
-        rows = q.select(cols).limit(limit + self.stale_rows(nodes)).to_list()
+
+        def query(bypass: bool) -> list[dict[str, Any]]:
+            q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
+            if bypass:  # exact: the ANN index is damaged
+                q = q.bypass_vector_index()
+            else:
+                probes = self.probes(nodes)  # used only once an ANN index exists
+                q = q.minimum_nprobes(probes).maximum_nprobes(0 if where else probes)
+                q = q.refine_factor(REFINE_FACTOR)
+            if where:
+                q = q.where(where, prefilter=True)
+            return q.select(cols).limit(limit + self.stale_rows(nodes)).to_list()
+
+        try:
+            rows = query(bypass=False)
+        except (RuntimeError, OSError) as exc:
+            if not index_damaged(exc):
+                raise
+            warn_once("vector", f"the vector index of nodes cannot be read "
+                      f"({short_error(exc)}): searching the vectors exactly (slower) until "
+                      "an index run builds it again")
+            rows = query(bypass=True)
         current = self.current().trees
         return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
 
@@ -196,11 +230,21 @@ class FirstStage:
         filtered: a filter on `left` would be read for every row of `nodes` per query
         (0.3 s at 10M rows); rows that are not leaves are dropped from its answer."""
         if not self.has_text_index():
+            warn_once("text", "nodes has no full-text index: corpus-wide queries rank "
+                      "documents by their vectors alone until an index run builds it")
             return []
         nodes = self.store.table("nodes")
         q = nodes.search(query, query_type="fts")
-        rows = (q.select(["doc_id", "tree_id", "left", "_score"])
-                .limit(limit + self.stale_rows(nodes)).to_list())
+        try:
+            rows = (q.select(["doc_id", "tree_id", "left", "_score"])
+                    .limit(limit + self.stale_rows(nodes)).to_list())
+        except (RuntimeError, OSError) as exc:
+            if not index_damaged(exc):
+                raise
+            warn_once("text", f"the full-text index of nodes cannot be read "
+                      f"({short_error(exc)}): corpus-wide queries rank documents by their "
+                      "vectors alone until an index run builds it again")
+            return []
         current = self.current().trees
         return list(dict.fromkeys(r["doc_id"] for r in rows if r["left"] == -1
                                   and current.get(r["doc_id"]) == r["tree_id"]))

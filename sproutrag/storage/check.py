@@ -30,9 +30,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sproutrag.documents import content_hash
-from sproutrag.errors import (
-    DamagedTableError,  # noqa: F401 - also importable from here
-    short_error,  # noqa: F401 - also importable from here
+from sproutrag.errors import (  # also importable from here
+    DamagedIndexError,
+    DamagedTableError,
+    short_error,  # noqa: F401
 )
 from sproutrag.storage.run_check import check_files
 from sproutrag.storage.tree_check import (
@@ -181,10 +182,14 @@ def explain_damage(uri: str, *, storage_options: dict[str, str] | None = None):
             raise
         try:
             unreadable = check_files(uri, storage_options=storage_options)
+            indexes = {} if unreadable else _damaged_indexes(
+                _connect(uri, storage_options)[0], {"nodes", "documents"})
         except Exception:  # noqa: BLE001 - the original error says more
             raise exc from None
         if unreadable:
             raise DamagedTableError(uri, unreadable) from None
+        if indexes:
+            raise DamagedIndexError(uri, indexes) from None
         raise
 
 
@@ -270,7 +275,8 @@ def _damaged_indexes(db: Any, names: set[str]) -> dict[str, str]:
     probe query through each: `indexes.probe`)."""
     from sproutrag.storage.indexes import damaged_indexes
 
-    return {f"{name}.{index}": why for name in sorted(names)
+    have = set(db.list_tables().tables)
+    return {f"{name}.{index}": why for name in sorted(names & have)
             for index, why in damaged_indexes(db.open_table(name)).items()}
 
 

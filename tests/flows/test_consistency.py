@@ -97,6 +97,13 @@ def test_a_damaged_index_is_rebuilt_by_the_next_run(prefect_harness, tmp_path, i
         path.unlink()
     check = run_cli("check", "--db", str(db))
     assert check.returncode == 1 and f"index '{index}' of table 'nodes'" in check.stdout
+    query = run_cli("query", "--db", str(db), "When is payment due?")
+    assert "Traceback" not in query.stderr
+    if index == "text_idx":  # answered from the vectors, with one warning
+        assert query.returncode == 0 and "a.txt:" in query.stdout
+        assert query.stderr.count("full-text index of nodes cannot be read") == 1
+    else:  # a scalar index cannot be bypassed: one line says the next run rebuilds it
+        assert query.returncode == 1 and "rebuilds it" in query.stderr
     run = run_index(corpus, db)
     assert run["n_unchanged"] == 2 and f"nodes.{index}" in run["message"]
     assert check_database(str(db)).healthy
