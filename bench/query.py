@@ -131,6 +131,36 @@ def latency(encoder: Encoder, n_queries: int) -> None:
               f" tree p50 {t * 1000:.1f} ms (target < 50 ms)")
 
 
+def throughput(encoder: Encoder, n_queries: int = 96) -> None:
+    """Queries per second on the 500-document database: 32 questions one `search` call at
+    a time against one `search_many` (their encoding batched), and N_QUERIES single
+    searches from a thread pool of 1, 4 and 8 threads sharing one Retriever."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sizes = [int(s) for s in np.random.default_rng(1).integers(40, 81, size=500)]
+    qs = [QUESTIONS[i % len(QUESTIONS)] + f" (variant {i})" for i in range(n_queries)]
+    with tempfile.TemporaryDirectory() as tmp:
+        _build_db(f"{tmp}/db", encoder, sizes)
+        r = Retriever(f"{tmp}/db", encoder=encoder)
+        r.search_many(qs[:32], k=5)  # warm: trees and term counts in the cache
+        t0 = time.perf_counter()
+        for q in qs[:32]:
+            r.search(q, k=5)
+        single = 32 / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        r.search_many(qs[:32], k=5)
+        batched = 32 / (time.perf_counter() - t0)
+        print(f"\nthroughput, 500 documents, tree mode k=5: 32 single calls {single:.1f} "
+              f"queries/s, one batch of 32 {batched:.1f} queries/s ({batched / single:.2f}x; "
+              "target >= 3x)")
+        for threads in (1, 4, 8):
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                t0 = time.perf_counter()
+                list(pool.map(lambda q: r.search(q, k=5), qs))
+                rate = len(qs) / (time.perf_counter() - t0)
+            print(f"  {threads} thread(s) sharing one Retriever: {rate:.1f} queries/s")
+
+
 def selection_recall(db: str, queries_path: Path, encoder: Encoder) -> None:
     """First-stage document selection on the dev queries, run corpus-wide.
 
@@ -311,6 +341,9 @@ def main() -> None:
                     help="only the scale figures, at N nodes rows each (e.g. 1000000)")
     ap.add_argument("--scale-db", help="build (or reuse) the scale database here")
     ap.add_argument("--scale-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--throughput", action="store_true",
+                    help="only queries per second: single calls vs a batch of 32, and "
+                    "1/4/8 threads sharing one Retriever")
     ap.add_argument("--dev-db", help="database of the ContractNLI dev documents")
     ap.add_argument("--dev-queries", default=str(
         ROOT.parent / "shared" / "data" / "contractnli" / "dev.queries.jsonl"))
@@ -318,6 +351,8 @@ def main() -> None:
     if args.scale_worker:
         return scale_worker(args.scale_worker, args.queries)
     encoder = Encoder()
+    if args.throughput:
+        return throughput(encoder)
     if args.scale:
         for n in args.scale:
             scale(n, encoder, args.queries, args.scale_db)
