@@ -92,7 +92,7 @@ class Store:
         """Open a database that must already hold SproutRAG tables; reads encoder and dim.
 
         A database of an older schema version is refused with the command that
-        migrates it (`OldSchemaError`).
+        migrates it (`OldSchemaError`). `session`: a `lancedb.Session` (its cache bounds).
         """
         import lancedb
 
@@ -101,7 +101,9 @@ class Store:
             raise DatabaseNotFoundError(
                 f"database {uri} does not exist; run `sproutrag index CORPUS --db {uri}` first"
             )
-        db = lancedb.connect(str(uri), storage_options=kwargs.get("storage_options"))
+        session = kwargs.pop("session", None)
+        db = lancedb.connect(str(uri), storage_options=kwargs.get("storage_options"),
+                             session=session)
         try:
             nodes = db.open_table("nodes")
         except ValueError as exc:
