@@ -324,7 +324,12 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     """The stored path: index DOCS into --db (incremental) as `sproutrag index` does, with
     the weights being evaluated, then query it with `Retriever`."""
     from sproutrag.learn.datasets import read_jsonl, usable_queries
-    from sproutrag.learn.evaluation import result_row, retriever_runs
+    from sproutrag.learn.evaluation import (
+        corpus_wide_loss,
+        describe_loss,
+        result_row,
+        retriever_runs,
+    )
     from sproutrag.learn.features import load_features
     from sproutrag.search.retriever import Retriever
 
@@ -338,13 +343,17 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     rows = []
     for mode in ("tree", "leaves", "flat"):
         runs = retriever_runs(retriever, queries, args.k, mode)
-        rows.append(result_row(f"{mode} [database {args.db}]", runs, feats, queries, mode=mode,
-                               notes="stored path", stats={}))
+        within = result_row(f"{mode} [database {args.db}]", runs, feats, queries, mode=mode,
+                            notes="stored path", stats={})
+        rows.append(within)
         if args.corpus_wide:
             runs = retriever_runs(retriever, queries, args.k, mode, corpus_wide=True)
-            rows.append(result_row(f"{mode} corpus-wide [database {args.db}]", runs, feats,
-                                   queries, mode=mode, notes="stored path, no doc_ids",
-                                   stats={}))
+            row = result_row(f"{mode} corpus-wide [database {args.db}]", runs, feats,
+                             queries, mode=mode, notes="stored path, no doc_ids", stats={})
+            loss = corpus_wide_loss(retriever, queries, runs, within, row)
+            row["corpus_wide"] = loss
+            row["notes"] += "; " + describe_loss(loss, retriever.n_docs)
+            rows.append(row)
     return rows
 
 

@@ -185,6 +185,44 @@ def evaluate_corpus(
     return rows, meta
 
 
+def corpus_wide_loss(
+    retriever: Any, queries: Sequence[dict[str, Any]], runs: dict[int, list[list[tuple]]],
+    within: dict[str, Any], corpus: dict[str, Any],
+) -> dict[str, float]:
+    """Where corpus-wide search loses against search within each query's documents
+    (`sproutrag evaluate --corpus-wide`): the share of gold documents the first stage
+    chose (`Retriever.choose_documents`, at the largest k), the share of queries with
+    every gold document chosen, the share of the units at the largest k that come from
+    documents without gold, and the ratios of unit IE and char-IE (corpus-wide /
+    within) of the result rows WITHIN and CORPUS."""
+    k = max(runs)
+    found = every = other = units = 0.0
+    for q, ranked in zip(queries, runs[k], strict=True):
+        gold = set(q["doc_ids"])
+        qvec = retriever.encoder.encode_texts([q["query"]])[0]
+        with retriever._one_view():
+            chosen = set(retriever.choose_documents(qvec, None, k=k, query=q["query"]))
+        found += len(gold & chosen) / max(len(gold), 1)
+        every += gold <= chosen
+        other += sum(d not in gold for d, _, _ in ranked)
+        units += len(ranked)
+    n = max(len(queries), 1)
+    ratio = {m: corpus["avg"][m] / within["avg"][m] if within["avg"][m] else 0.0
+             for m in ("ie", "char_ie")}
+    return {"gold_docs_chosen": found / n, "all_gold_chosen": every / n,
+            "non_gold_units": other / max(units, 1), "ie_ratio": ratio["ie"],
+            "char_ie_ratio": ratio["char_ie"]}
+
+
+def describe_loss(loss: dict[str, float], n_docs: int) -> str:
+    """`corpus_wide_loss` as the note of a report row."""
+    return (f"first stage (n_docs {n_docs}) chose {loss['gold_docs_chosen']:.0%} of the gold "
+            f"documents (all of a query's for {loss['all_gold_chosen']:.0%}); "
+            f"{loss['non_gold_units']:.0%} of the units from other documents; "
+            f"{loss['ie_ratio']:.2f}x unit IE, {loss['char_ie_ratio']:.2f}x char-IE of "
+            "within")
+
+
 def retriever_runs(
     retriever: Any, queries: Sequence[dict[str, Any]], ks: Sequence[int], mode: str, *,
     corpus_wide: bool = False,

@@ -171,6 +171,11 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
         assert stored["avg"] == pytest.approx(rows[name]["avg"], abs=1e-9), mode
         wide = rows[f"{mode} corpus-wide [database {tmp_path / 'db'}]"]
         assert wide["per_query"]["qid"] == ["q1", "q2"] and wide["avg"]["recall"] > 0
+        loss = wide["corpus_wide"]  # where corpus-wide search loses against within
+        assert 0 < loss["gold_docs_chosen"] <= 1 and 0 <= loss["all_gold_chosen"] <= 1
+        assert 0 <= loss["non_gold_units"] <= 1
+        assert loss["ie_ratio"] == pytest.approx(wide["avg"]["ie"] / stored["avg"]["ie"])
+        assert "of the gold documents" in wide["notes"]
 
 
 def test_corpus_wide_runs_search_without_doc_ids():
