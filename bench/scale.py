@@ -238,12 +238,27 @@ def run_phase(phase: str, corpus: Path, db: Path, runner: str = "threads", **ext
 # -- reports ---------------------------------------------------------------------------
 
 
-def store_growth(seconds: list[float]) -> str:
+def store_growth(seconds: list[float], save: Path | None = None) -> str:
+    """Store seconds per batch, first 10% of the batches against the last 10%: means, and
+    medians (the steady cost of a write: the run's tidy step compacts every
+    `pipeline.compact_fragments` batches, a spike that lands in one window or the other
+    when batches are few), and the spikes (batches over 3x the median: the tidy steps).
+    SAVE: the seconds as JSON."""
+    import statistics
+
+    if save is not None:
+        save.write_text(json.dumps(seconds), encoding="utf-8")
     k = max(1, len(seconds) // 10)
     first, last = sum(seconds[:k]) / k, sum(seconds[-k:]) / k
+    mfirst, mlast = statistics.median(seconds[:k]), statistics.median(seconds[-k:])
+    median = statistics.median(seconds)
+    spikes = [x for x in seconds if x > 3 * median]
     return (f"store per batch: {len(seconds)} batches, first 10% {first * 1000:.1f} ms, last "
             f"10% {last * 1000:.1f} ms, ratio {last / max(first, 1e-9):.2f} (target <= 1.3); "
-            f"max {max(seconds) * 1000:.0f} ms")
+            f"medians {mfirst * 1000:.1f} -> {mlast * 1000:.1f} ms, ratio "
+            f"{mlast / max(mfirst, 1e-9):.2f}; max {max(seconds) * 1000:.0f} ms; "
+            f"{len(spikes)} batches over 3x the median (tidy), mean "
+            f"{(sum(spikes) / max(len(spikes), 1)) * 1000:.0f} ms")
 
 
 def report_db(db: Path) -> None:
@@ -291,6 +306,8 @@ def compare_runners(corpus: Path, work: Path, runners: list[str], n_chars: int) 
         print(f"{runner} runner: {r['wall_s']:.1f} s, {n_chars / r['wall_s']:,.0f} chars/s, "
               f"peak RSS (flow process) {r['peak_rss_mb']:.0f} MB; "
               + per_batch(r["row"], len(r["store_batch_s"])), flush=True)
+        print("  " + store_growth(r["store_batch_s"], work / f"store-{runner}.json"),
+              flush=True)
     if "threads" in walls:
         for runner, wall in walls.items():
             print(f"  {runner}: {walls['threads'] / wall:.2f}x the threads runner")
@@ -313,7 +330,7 @@ def main_docs(n: int, work: Path) -> None:
           f"({plain['wall_s'] / idx['wall_s']:.2f}x the plain index, target >= 0.9); "
           f"{row['n_chunks']:,} chunks, {row['n_nodes']:,} nodes; peak RSS "
           f"{idx['peak_rss_mb']:.0f} MB; stages {row['timings_json']}", flush=True)
-    print(store_growth(idx["store_batch_s"]))
+    print(store_growth(idx["store_batch_s"], work / "store-batches.json"))
     print(per_batch(row, len(idx["store_batch_s"])))
     report_db(db)
     rerun("unchanged re-run", corpus, db)
@@ -333,7 +350,7 @@ def main_store(n: int, work: Path) -> None:
     st = run_phase("store", corpus, db, **{"store-only": n})
     print(f"store only: {st['wall_s']:.1f} s for {n:,} documents ({st['n_nodes']:,} nodes), "
           f"peak RSS {st['peak_rss_mb']:.0f} MB", flush=True)
-    print(store_growth(st["store_batch_s"]), flush=True)
+    print(store_growth(st["store_batch_s"], work / "store-batches.json"), flush=True)
     report_db(db)
     rerun("unchanged re-run (JSONL: every line hashed)", corpus, db)
     chk = run_phase("check", corpus, db)

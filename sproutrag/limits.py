@@ -9,10 +9,12 @@ MAX_COUNT = 2**31 - 1
 
 #: (lowest, highest) value of each search setting: a threshold is a cosine and a margin a
 #: difference of cosines; a lexical weight stops at 1e6, far past any useful value (the
-#: training grid stops at 2) and far below where the fused scores would overflow; a size
-#: penalty has no upper bound (a large one only prices internal nodes out).
+#: training grid stops at 2) and far below where the fused scores would overflow, and so do
+#: the document, ancestor and diversity weights (the same z scale); a size penalty has no
+#: upper bound (a large one only prices internal nodes out).
 LIMITS: dict[str, tuple[float, float]] = {
     "k": (1, MAX_COUNT), "beam_width": (1, MAX_COUNT), "threshold": (-1.0, 1.0),
     "margin": (0.0, 2.0), "lexical_weight": (0.0, 1e6), "size_penalty": (0.0, float("inf")),
+    "doc_weight": (0.0, 1e6), "ancestor_weight": (0.0, 1e6), "doc_diversity": (0.0, 1e6),
 }
 

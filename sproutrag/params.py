@@ -121,7 +121,17 @@ class SearchParams:
     * ``size_penalty`` (g): an internal node of m leaves competes at
       ``score - g * log2(m)``, a calibration that decides when a node beats its leaves;
     * ``seed_leaves``: the k best leaves are candidates even when the beam never reaches
-      them, so the search cannot miss the best leaf of a deep tree.
+      them, so the search cannot miss the best leaf of a deep tree;
+    * ``doc_weight`` (w_d): every node of a document also scores ``w_d * D(d)``, D the
+      document's own match among the searched documents (`tree_search.document_scores`:
+      its leaves' mean vector and its whole text's BM25, no tree), so a document that
+      matches as a whole lends its units weight against look-alike units elsewhere;
+    * ``ancestor_weight`` (w_a, tree and search over trees only): a node also scores
+      ``w_a`` times the mean rank score of its ancestors below the root (the sections
+      that hold it; `tree_search.hierarchical_scores`);
+    * ``doc_diversity`` (lambda): a unit competes at its score less ``lambda`` times the
+      units already taken from its document, so a document holding the best units does
+      not take all k and a question's second document keeps room (`select_evidence`).
 
     Every value is checked against its range (`sproutrag.limits.LIMITS`) on creation, by
     `replace` too: SearchParamsError (a QueryError) names the parameter.
@@ -133,6 +143,9 @@ class SearchParams:
     lexical_weight: float = _param(0.0, "number", "lexical_weight")
     size_penalty: float = _param(0.0, "number", "size_penalty")
     seed_leaves: bool = _param(False, "flag", "seed_leaves")
+    doc_weight: float = _param(0.0, "number", "doc_weight")
+    ancestor_weight: float = _param(0.0, "number", "ancestor_weight")
+    doc_diversity: float = _param(0.0, "number", "doc_diversity")
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -42,6 +42,8 @@ FORMAT = "sproutrag-weights/1"
 #: files written before it keep their fingerprints.
 _FINGERPRINT_V1 = ("lexical_weight", "size_penalty", "seed_leaves")
 _UNTRAINED = SearchParams().learned()
+#: The search parameters every weights file holds (the later ones: when not the default).
+_FILE_V1 = ("delta", "margin", *_FINGERPRINT_V1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,6 +135,13 @@ class TrainedWeights:
     def __hash__(self) -> int:
         return hash(self.fingerprint())
 
+    def _written_search(self) -> dict[str, Any]:
+        """The search parameters the file holds: those of the first format always, a
+        parameter added later only when it is not its default (files written before it
+        existed stay byte for byte what they were)."""
+        return {k: v for k, v in self.search.learned().items()
+                if k in _FILE_V1 or v != _UNTRAINED[k]}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
@@ -140,7 +149,7 @@ class TrainedWeights:
             "n_heads": self.n_heads,
             "alpha": [[float(x) for x in row] for row in self.alpha],
             **({"layers": self.layers} if self.layers is not None else {}),
-            **self.search.learned(),
+            **self._written_search(),
             "encoder": self.encoder,
             "trained_on": self.trained_on,
             "fingerprint": self.fingerprint(),

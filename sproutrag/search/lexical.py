@@ -171,6 +171,26 @@ def bm25_nodes(query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree]) -> 
     return _bm25(query, docs, trees, tokenize, K1, B)
 
 
+def bm25_documents(query: str, docs: Sequence[LeafTerms]) -> np.ndarray:
+    """BM25 of `query` against each of DOCS as a whole (float64 (len(docs),)): the
+    documents are the collection (document frequencies, the average length), each one
+    the text of all its leaves (term counts and lengths summed)."""
+    out = np.zeros(len(docs), dtype=np.float64)
+    terms = sorted(set(tokenize(query)))
+    if not terms or not docs:
+        return out
+    lengths = np.asarray([float(d.lengths.sum()) for d in docs])
+    avg = max(float(lengths.mean()), 1e-9)
+    for term in terms:
+        tf = np.asarray([float(d.postings[term][1].sum()) if term in d.postings else 0.0
+                         for d in docs])
+        df = int((tf > 0).sum())
+        if df:
+            out += _idf(df, len(docs)) * tf * (K1 + 1) / (
+                tf + K1 * (1 - B + B * lengths / avg))
+    return out
+
+
 def _bm25(
     query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree] | None,
     analyzer: Analyzer, k1: float, b: float,

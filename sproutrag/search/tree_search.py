@@ -13,14 +13,15 @@ leaves).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from sproutrag.params import SearchParams
-from sproutrag.search.lexical import LeafTerms, bm25_leaves, bm25_nodes
+from sproutrag.search.lexical import LeafTerms, bm25_documents, bm25_leaves, bm25_nodes
 from sproutrag.trees.tree import Tree
 
 
@@ -122,6 +123,73 @@ def fuse(
     return [a + weight * b for a, b in zip(zc, zl)]
 
 
+def _z(values: np.ndarray) -> np.ndarray:
+    """(x - mean) / sd (sd 0 -> 1)."""
+    sd = float(values.std()) if values.size else 0.0
+    return (values - (values.mean() if values.size else 0.0)) / (sd if sd > 1e-9 else 1.0)
+
+
+def document_scores(
+    leaf_vectors: dict[str, np.ndarray], query_vec: np.ndarray, *, query: str = "",
+    lexical: dict[str, LeafTerms] | None = None, lexical_weight: float = 0.0,
+) -> dict[str, float]:
+    """D(d): how well each searched document matches the query as a whole, with no tree:
+    ``z(cosine of the mean of its leaf vectors) + w * z(BM25 of its whole text)``, both
+    standardised over the searched documents (the documents are BM25's collection). 0
+    for every document when only one is searched: the prior only ranks documents against
+    each other."""
+    ids = list(leaf_vectors)
+    if len(ids) < 2:
+        return {d: 0.0 for d in ids}
+    means = np.stack([np.asarray(leaf_vectors[d], np.float32).mean(axis=0) for d in ids])
+    score = _z(cosine_scores(means, query_vec).astype(np.float64))
+    if lexical_weight > 0:
+        if lexical is None or any(d not in lexical for d in ids):
+            raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched document")
+        score = score + lexical_weight * _z(bm25_documents(query, [lexical[d] for d in ids]))
+    return dict(zip(ids, score.tolist()))
+
+
+def ancestor_means(tree: Tree, rank: np.ndarray) -> np.ndarray:
+    """Each node's mean RANK over its ancestors below the root (the sections that hold
+    it; 0 for the root and its children). float64 (2n-1,)."""
+    total = np.zeros(len(rank), dtype=np.float64)
+    count = np.zeros(len(rank), dtype=np.float64)
+    root, n = tree.root, tree.n
+    left, right = tree.left.tolist(), tree.right.tolist()
+    values = rank.tolist()
+    for p in range(root, n - 1, -1):  # parents have larger ids than their children
+        t, c = total[p], count[p]
+        if p != root:
+            t, c = t + values[p], c + 1
+        for child in (left[p], right[p]):
+            total[child], count[child] = t, c
+    return np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+
+
+def hierarchical_scores(
+    trees: dict[str, Tree], scores: dict[str, NodeScores], params: SearchParams,
+    query_vec: np.ndarray, *, query: str = "", lexical: dict[str, LeafTerms] | None = None,
+) -> dict[str, NodeScores]:
+    """SCORES with each node's rank score raised by its document's and its sections'
+    evidence: ``rank + w_d * D(d) + w_a * ancestor_means`` (``params.doc_weight``,
+    ``params.ancestor_weight``; `document_scores`, `ancestor_means`). Cosines are kept
+    (the threshold and the margin cut on them). SCORES itself when both weights are 0."""
+    if params.doc_weight <= 0 and params.ancestor_weight <= 0:
+        return scores
+    prior = (document_scores({d: t.vectors[: t.n] for d, t in trees.items()}, query_vec,
+                             query=query, lexical=lexical,
+                             lexical_weight=params.lexical_weight)
+             if params.doc_weight > 0 else {})
+    out = {}
+    for d, tree in trees.items():
+        rank = scores[d].rank + params.doc_weight * prior.get(d, 0.0)
+        if params.ancestor_weight > 0:
+            rank = rank + params.ancestor_weight * ancestor_means(tree, scores[d].rank)
+        out[d] = NodeScores(scores[d].cosine, rank)
+    return out
+
+
 def tree_candidates(
     trees: dict[str, Tree],
     query_vec: np.ndarray,
@@ -210,22 +278,46 @@ class Selected:
     leaves: np.ndarray  # leaf ids in document order
 
 
+def best_first(
+    candidates: Iterable[tuple[str, int, float]], diversity: float, taken: dict[str, int]
+) -> Iterator[tuple[str, int, float]]:
+    """CANDIDATES (doc_id, node, score) best first by ``score - diversity * taken[doc_id]``,
+    TAKEN being the units the caller has taken from each document so far (it updates
+    TAKEN between items; lazily re-ranked). Ties go to the smaller (doc_id, node).
+    Diversity 0: plain order by score."""
+    if diversity <= 0:
+        yield from sorted(candidates, key=lambda c: (-c[2], c[0], c[1]))
+        return
+    heap = [(-score, d, node, 0, score) for d, node, score in candidates]
+    heapq.heapify(heap)
+    while heap:
+        key, d, node, seen, score = heapq.heappop(heap)
+        now = taken.get(d, 0)
+        if now != seen:  # the document gave units since: it competes lower now
+            heapq.heappush(heap, (-(score - diversity * now), d, node, now, score))
+            continue
+        yield d, node, score
+
+
 def select_evidence(
-    trees: dict[str, Tree], candidates: Sequence[tuple[str, int, float]], *, k: int
+    trees: dict[str, Tree], candidates: Sequence[tuple[str, int, float]], *, k: int,
+    diversity: float = 0.0,
 ) -> list[Selected]:
     """Spend a budget of k evidence units on (doc_id, node, score) candidates, best first.
 
     An internal node is expanded into its leaves; every leaf counts toward k. A candidate
     that shares a leaf with one already taken adds nothing and is skipped; one that does
-    not fit the remaining budget is passed over for the next. Ties go to the smaller
-    (doc_id, node).
+    not fit the remaining budget is passed over for the next. With DIVERSITY (lambda) a
+    candidate competes at its score less lambda times the units already taken from its
+    document (`best_first`). Ties go to the smaller (doc_id, node).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     taken = {doc_id: np.zeros(tree.n, dtype=bool) for doc_id, tree in trees.items()}
+    units: dict[str, int] = {}
     out: list[Selected] = []
     budget = k
-    for doc_id, node, score in sorted(candidates, key=lambda c: (-c[2], c[0], c[1])):
+    for doc_id, node, score in best_first(candidates, diversity, units):
         tree = trees[doc_id]
         if int(tree.n_leaves[node]) > budget:
             continue
@@ -233,6 +325,7 @@ def select_evidence(
         if taken[doc_id][leaves].any():
             continue
         taken[doc_id][leaves] = True
+        units[doc_id] = units.get(doc_id, 0) + len(leaves)
         out.append(Selected(doc_id, int(node), float(score), np.sort(leaves)))
         budget -= len(leaves)
         if budget == 0:
@@ -269,7 +362,8 @@ def search_trees(
     scores: dict[str, NodeScores] | None = None,
     fill: bool = True,
 ) -> list[Selected]:
-    """Tree mode, whole: score nodes, beam search (plus seeds), rerank, spend k units.
+    """Tree mode, whole: score nodes (with the document's and the sections' evidence,
+    `hierarchical_scores`), beam search (plus seeds), rerank, spend k units.
 
     The one composition that `Retriever` (tree mode), the evaluation and training all
     call. `reranker` (default: keep the rank scores) gets each candidate's text from
@@ -280,6 +374,8 @@ def search_trees(
     if scores is None:
         scores = node_scores(trees, query_vec, query=query, lexical=lexical,
                              lexical_weight=params.lexical_weight)
+    scores = hierarchical_scores(trees, scores, params, query_vec, query=query,
+                                 lexical=lexical)
     found = tree_candidates(trees, query_vec, params=params, scores=scores, k=k)
     if reranker is not None and reranker is not cosine_rerank and found:
         if node_text is None:
@@ -287,7 +383,7 @@ def search_trees(
         ranked = reranker(query, [node_text(d, n) for d, n, _ in found],
                           np.asarray([x for _, _, x in found], np.float32))
         found = [(d, n, float(x)) for (d, n, _), x in zip(found, ranked)]
-    chosen = select_evidence(trees, found, k=k)
+    chosen = select_evidence(trees, found, k=k, diversity=params.doc_diversity)
     return fill_to_k(trees, scores, chosen, k=k) if fill else chosen
 
 
@@ -302,13 +398,17 @@ def search_leaves(
     lexical: dict[str, LeafTerms] | None = None,
     lexical_weight: float = 0.0,
     fill: bool = False,
+    doc_prior: dict[str, float] | None = None,
+    diversity: float = 0.0,
 ) -> list[tuple[str, int, float]]:
     """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
 
     Only leaves whose cosine reaches `threshold`, and with a `margin` only those within
     margin of the best such leaf; with `lexical_weight` w > 0 (and each document's
-    `LeafTerms`) leaves are ranked by z(cosine) + w z(BM25). Ties go to the smaller
-    (doc_id, leaf). FILL: the leaves the cutoffs drop follow, in the same order, up to k.
+    `LeafTerms`) leaves are ranked by z(cosine) + w z(BM25). DOC_PRIOR adds a score per
+    document to its leaves; DIVERSITY takes lambda per unit already taken from a leaf's
+    document (`best_first`). Ties go to the smaller (doc_id, leaf). FILL: the leaves the
+    cutoffs drop follow, in the same order, up to k.
     """
     ids = list(leaf_vectors)
     cos = {d: cosine_scores(leaf_vectors[d], query_vec) for d in ids}
@@ -319,15 +419,32 @@ def search_leaves(
         lex = bm25_leaves(query, [lexical[d] for d in ids])
         rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
                                   lexical_weight)))
+    if doc_prior:
+        rank = {d: rank[d] + doc_prior.get(d, 0.0) for d in ids}
     every = sorted((-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d])))
     rows = [r for r in every if threshold is None or cos[r[1]][r[2]] >= threshold]
     if margin is not None and rows:
         best = max(float(cos[d][u]) for _, d, u in rows)
         rows = [r for r in rows if cos[r[1]][r[2]] >= best - margin]
+    if diversity > 0:
+        rows = _diverse(rows, k, diversity)
     if fill and len(rows) < k:
         kept = set(rows)
         rows += [r for r in every if r not in kept][: k - len(rows)]
     return [(d, u, -score) for score, d, u in rows[:k]]
+
+
+def _diverse(rows: list[tuple[float, str, int]], k: int, diversity: float
+             ) -> list[tuple[float, str, int]]:
+    """The first K of ROWS (-score, doc_id, leaf) in `best_first` order."""
+    taken: dict[str, int] = {}
+    out = []
+    for d, u, score in best_first([(d, u, -r) for r, d, u in rows], diversity, taken):
+        out.append((-score, d, u))
+        taken[d] = taken.get(d, 0) + 1
+        if len(out) == k:
+            break
+    return out
 
 
 def leaves_mode(
@@ -344,11 +461,19 @@ def leaves_mode(
 
     The leaves of the documents tree mode searches, ranked by the same fused score
     (``z(cosine) + w z(BM25)``, w = ``params.lexical_weight``) with the same cutoffs
-    (cosine >= ``params.threshold``, ``params.margin``), filled to k as tree mode is
-    (FILL); beam width, size penalty and seeds have nothing to act on. Tree mode minus
+    (cosine >= ``params.threshold``, ``params.margin``), the same document prior and
+    diversity (``params.doc_weight``, ``params.doc_diversity``), filled to k as tree mode
+    is (FILL); beam width, size penalty, seeds and the ancestors' weight have nothing to
+    act on. Tree mode minus
     leaves mode is the tree's own contribution. Returns (doc_id, leaf, rank score), best
     first.
     """
+    prior = None
+    if params.doc_weight > 0:
+        found = document_scores(leaf_vectors, query_vec, query=query, lexical=lexical,
+                                lexical_weight=params.lexical_weight)
+        prior = {d: params.doc_weight * v for d, v in found.items()}
     return search_leaves(leaf_vectors, query_vec, k=k, threshold=params.threshold,
                          margin=params.margin, query=query, lexical=lexical,
-                         lexical_weight=params.lexical_weight, fill=fill)
+                         lexical_weight=params.lexical_weight, fill=fill, doc_prior=prior,
+                         diversity=params.doc_diversity)

@@ -47,6 +47,8 @@ class SearchDefaults:
 
 #: The columns of `index_settings` that `IndexInfo` holds as one `SearchParams`.
 _SEARCH_COLUMNS = frozenset(SearchParams().learned())
+#: Search columns `index_settings` gained after tables were first written (nullable).
+ADDED_SEARCH_COLUMNS = frozenset({"doc_weight", "ancestor_weight", "doc_diversity"})
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,12 @@ class IndexInfo:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> IndexInfo:
+        """ROW as read; a search column added in place after the row was written
+        (`ADDED_SEARCH_COLUMNS`) reads null there: the parameter's default (off)."""
         rest = {k: v for k, v in row.items() if k not in _SEARCH_COLUMNS}
-        return cls(search=SearchParams.from_learned(row), **rest)
+        learned = {k: v for k, v in row.items()
+                   if k in _SEARCH_COLUMNS and not (v is None and k in ADDED_SEARCH_COLUMNS)}
+        return cls(search=SearchParams.from_learned(learned), **rest)
 
     def same_settings(self, other: IndexInfo) -> bool:
         """Equal in everything but the run that wrote it and when."""

@@ -23,6 +23,7 @@ def test_defaults_are_the_papers_search():
     p = SearchParams()
     assert (p.beam_width, p.threshold, p.margin, p.lexical_weight, p.size_penalty,
             p.seed_leaves) == (5, 0.0, None, 0.0, 0.0, False)
+    assert (p.doc_weight, p.ancestor_weight, p.doc_diversity) == (0.0, 0.0, 0.0)  # off
 
 
 @pytest.mark.parametrize("name, bad", [
@@ -31,6 +32,8 @@ def test_defaults_are_the_papers_search():
     ("margin", -0.1), ("margin", 3.0), ("margin", float("inf")),
     ("lexical_weight", -1.0), ("lexical_weight", 1e7), ("size_penalty", -0.5),
     ("size_penalty", float("inf")), ("seed_leaves", 1), ("seed_leaves", None),
+    ("doc_weight", -0.1), ("doc_weight", float("nan")), ("ancestor_weight", -1.0),
+    ("ancestor_weight", 1e7), ("doc_diversity", -0.5), ("doc_diversity", "1"),
 ])
 def test_every_field_is_checked_against_its_range(name, bad):
     with pytest.raises(SearchParamsError, match=f"^{name} must be") as err:
@@ -52,17 +55,20 @@ def test_values_are_normalised():
     p = SearchParams(threshold=np.float32(0.5), lexical_weight=1, size_penalty=np.int64(2),
                      beam_width=np.int32(3), margin=0)
     assert [type(getattr(p, f.name)) for f in fields(p)] == [int, float, float, float, float,
-                                                              bool]
+                                                              bool, float, float, float]
 
 
 def test_learned_round_trips_by_stored_name():
     p = SearchParams(beam_width=3, threshold=0.2, margin=0.05, lexical_weight=1.0,
-                     size_penalty=2.0, seed_leaves=True)
+                     size_penalty=2.0, seed_leaves=True, doc_weight=0.5, ancestor_weight=0.25,
+                     doc_diversity=1.0)
     record = p.learned()
     assert record == {"delta": 0.2, "margin": 0.05, "lexical_weight": 1.0,
-                      "size_penalty": 2.0, "seed_leaves": True}  # beam width: not learned
+                      "size_penalty": 2.0, "seed_leaves": True, "doc_weight": 0.5,
+                      "ancestor_weight": 0.25, "doc_diversity": 1.0}  # beam width: not learned
     assert SearchParams.from_learned(record, beam_width=3) == p
     assert SearchParams.from_learned({}) == SearchParams()  # absent keys: defaults
+
     with pytest.raises(SearchParamsError, match="^'delta' must be"):
         SearchParams.from_learned({"delta": 5})
 

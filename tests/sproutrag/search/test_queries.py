@@ -70,15 +70,15 @@ def test_run_queries_reports_per_entry_and_searches_the_good_ones():
         def __init__(self):
             self.calls = []
 
-        def search(self, query, *, k, doc_ids, mode):
-            self.calls.append((query, doc_ids))
+        def search(self, query, *, k, doc_ids, mode, where):
+            self.calls.append((query, doc_ids, where))
             return []
 
     rec = Recorder()
     rows = run_queries(rec, [Entry(1, {"qid": 1, "query": "x", "doc_ids": [3]}),
                              Entry(2, error="line 2 is not a JSON object (x)"),
                              {"qid": 1, "query": "again"}])
-    assert rec.calls == [("x", ["3"])]
+    assert rec.calls == [("x", ["3"], None)]
     assert rows[0] == {"qid": "1", "results": []}
     assert rows[1]["qid"] == "line-2" and "not a JSON object" in rows[1]["error"]
     assert rows[2]["qid"] == "1" and "duplicate qid" in rows[2]["error"]
