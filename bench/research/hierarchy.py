@@ -1,0 +1,319 @@
+"""Document and section evidence in corpus-wide search (issue 29): fit on train, decide on dev.
+
+    PYTHONPATH=. .venv/bin/python bench/research/hierarchy.py [--pools ...] [--splits train dev]
+
+Three pools (each split its own database under out/, indexed by the index flow on first
+use, as `sproutrag evaluate --db` does):
+- paragraphs: ../shared/data/hotpotqa-paragraphs (every HotpotQA paragraph a document, two
+  gold documents per question among their look-alike distractors);
+- hotpot-pooled: HotpotQA's documents with ContractNLI's pooled in (dev: the pool of
+  docs/results.md "Stop 20"; train: HotpotQA train with ContractNLI train);
+- long-pooled: the bundled long sets pooled the same way.
+
+Every query is searched as `Retriever.search` does, through the database's own trees, leaf
+terms and first stage (`Retriever.choose_documents`, per k), with the shipped parameters
+and a grid of `doc_weight` (w_d, the document prior), `ancestor_weight` (w_a, the sections
+above a node, tree mode only) and `doc_diversity` (lambda): within each query's documents
+(doc_ids given) and corpus-wide (none). The first stage does not depend on the grid, so it
+runs once per query and k; node scores once per query.
+
+On train the grid point with the best mean corpus-wide unit IE over the pools (each pool
+counts the same) is found, then the simplest point within one standard error of it (least
+w_a, then w_d, then lambda). On dev: the shipped search, leaves + fitted prior, tree +
+fitted hierarchy, within and corpus-wide, unit IE and char-IE, paired differences with
+standard errors, and where corpus-wide search loses (gold documents chosen, units from
+other documents). docs/results.md, "Whole-corpus search: document and section evidence".
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("SPROUTRAG_PIPELINE__PROGRESS", "false")
+
+SHARED = ROOT.parent / "shared" / "data"
+OUT = ROOT / "out"
+KS = (1, 3, 5)
+DOC_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
+ANCESTOR_GRID = (0.0, 0.25, 0.5, 1.0)
+DIVERSITY_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
+
+
+# -- the pools ---------------------------------------------------------------------------
+
+
+def pool_files(pool: str, split: str) -> tuple[Path, Path]:
+    """(docs, queries) of a pool's split, built under out/data on first use."""
+    from sproutrag.learn.devsets import main as devsets
+
+    if pool == "paragraphs":
+        src = SHARED / "hotpotqa-paragraphs"
+        return src / f"{split}.docs.jsonl", src / f"{split}.queries.jsonl"
+    other = "train" if split == "dev" else "dev"
+    if pool == "hotpot-pooled":
+        src = SHARED / "hotpotqa"
+        pool_in = [f"contractnli-{split}={SHARED / 'contractnli' / f'{split}.docs.jsonl'}"]
+        if split == "dev":  # the pool of docs/results.md, "Stop 20"
+            pool_in += [f"hotpot-{other}={src / f'{other}.docs.jsonl'}",
+                        f"contractnli-{other}={SHARED / 'contractnli' / f'{other}.docs.jsonl'}"]
+    elif pool == "long-pooled":
+        for name, group in (("hotpot-long", 10), ("contractnli-long", 5)):
+            if not (OUT / "data" / name / "dev.docs.jsonl").is_file():
+                devsets(["--src", str(SHARED / name.split("-")[0]), "--group", str(group),
+                         "--out", str(OUT / "data" / name)])
+        src = OUT / "data" / "hotpot-long"
+        long_c = OUT / "data" / "contractnli-long"
+        pool_in = [f"contractnli-long-{split}={long_c / f'{split}.docs.jsonl'}"]
+        if split == "dev":
+            pool_in += [f"hotpot-long-{other}={src / f'{other}.docs.jsonl'}",
+                        f"contractnli-long-{other}={long_c / f'{other}.docs.jsonl'}"]
+    else:
+        raise SystemExit(f"unknown pool {pool!r}")
+    out = OUT / "data" / f"{pool}-{split}"
+    if not (out / f"{split}.queries.jsonl").is_file():
+        devsets(["--src", str(src), "--split", split, "--out", str(out), "--pool", *pool_in])
+    return out / f"{split}.docs.jsonl", out / f"{split}.queries.jsonl"
+
+
+def open_pool(pool: str, split: str, settings: Any, encoder: Any):
+    """(Retriever over the pool's database, its usable queries, their vectors)."""
+    from flows.commands import run_index
+    from sproutrag.learn.datasets import read_jsonl, usable_queries
+    from sproutrag.search.retriever import Retriever
+
+    docs, queries = pool_files(pool, split)
+    db = OUT / f"db-hierarchy-{pool}-{split}"
+    if not (db / ".complete").is_file():
+        run_index(str(docs), str(db), settings, raise_outcome=True)
+        (db / ".complete").write_text("indexed\n")
+    r = Retriever(str(db), encoder=encoder, n_docs=settings.search.n_docs,
+                  first_stage=settings.search.first_stage)
+    with r._one_view():
+        known = set(r._current().trees)
+    qs = usable_queries(read_jsonl(queries), known)
+    return r, qs, encoder.encode_texts([q["query"] for q in qs])
+
+
+# -- searching the grid ------------------------------------------------------------------
+
+
+class Pool:
+    """One pool split's queries with their documents loaded once: per query and k, the
+    documents searched within (doc_ids) and corpus-wide (the first stage's)."""
+
+    def __init__(self, name: str, retriever: Any, queries: list[dict], qvecs: np.ndarray):
+        from sproutrag.search.tree_search import node_scores
+
+        self.name, self.r, self.queries, self.qvecs = name, retriever, queries, qvecs
+        self.base, _ = retriever._resolve()
+        self.docs: dict[str, list[dict[int, list[str]]]] = {"within": [], "wide": []}
+        self.trees, self.terms, self.spans = {}, {}, {}
+        for q, v in zip(queries, qvecs, strict=True):
+            with retriever._one_view():
+                wide = {k: retriever.choose_documents(v, None, k=k, query=q["query"])
+                        for k in KS}
+            self.docs["within"].append({k: list(q["doc_ids"]) for k in KS})
+            self.docs["wide"].append(wide)
+            for d in set(q["doc_ids"]).union(*wide.values()):
+                if d not in self.trees:
+                    tid, st = retriever._load_trees([d])[d]
+                    self.trees[d], self.spans[d] = st.tree, st.spans
+                    self.terms[d] = retriever.leaf_terms(d, tid)
+        # node scores per query and scope, over the union of the k's documents
+        self._scores = {}
+        for scope in ("within", "wide"):
+            for n, (q, v) in enumerate(zip(queries, qvecs, strict=True)):
+                for k in KS:
+                    docs = self.docs[scope][n][k]
+                    self._scores[scope, n, k] = node_scores(
+                        {d: self.trees[d] for d in docs}, v, query=q["query"],
+                        lexical={d: self.terms[d] for d in docs},
+                        lexical_weight=self.base.lexical_weight)
+
+    def runs(self, mode: str, scope: str, params: Any) -> dict[int, list[list[tuple]]]:
+        """Ranked units per k per query, as `Retriever._tree` / `_leaves` rank them."""
+        from sproutrag.search.tree_search import leaves_mode, search_trees
+
+        out: dict[int, list] = {k: [] for k in KS}
+        for n, (q, v) in enumerate(zip(self.queries, self.qvecs, strict=True)):
+            for k in KS:
+                docs = self.docs[scope][n][k]
+                trees = {d: self.trees[d] for d in docs}
+                terms = {d: self.terms[d] for d in docs}
+                if mode == "tree":
+                    chosen = search_trees(trees, v, k=k, params=params, query=q["query"],
+                                          lexical=terms, scores=self._scores[scope, n, k])
+                    units = [(c.doc_id, int(u)) for c in chosen for u in c.leaves]
+                else:
+                    ranked = leaves_mode({d: t.vectors[: t.n] for d, t in trees.items()}, v,
+                                         k=k, params=params, query=q["query"], lexical=terms)
+                    units = [(d, int(u)) for d, u, _ in ranked]
+                out[k].append([(d, *map(int, self.spans[d][u])) for d, u in units])
+        return out
+
+    def row(self, name: str, runs: dict[int, list]) -> dict[str, Any]:
+        from sproutrag.learn.evaluation import result_row
+
+        return result_row(name, runs, {}, self.queries, units=self.spans)
+
+    def loss(self, runs: dict[int, list]) -> dict[str, float]:
+        """Gold documents the first stage chose at k = 5, and the share of units from
+        documents without gold."""
+        found = other = units = 0.0
+        for n, q in enumerate(self.queries):
+            gold = set(q["doc_ids"])
+            found += len(gold & set(self.docs["wide"][n][max(KS)])) / len(gold)
+            other += sum(d not in gold for d, _, _ in runs[max(KS)][n])
+            units += len(runs[max(KS)][n])
+        return {"gold_docs_chosen": found / len(self.queries),
+                "non_gold_units": other / max(units, 1)}
+
+
+# -- fitting and reporting --------------------------------------------------------------
+
+
+def per_query(row: dict[str, Any], key: str = "ie") -> np.ndarray:
+    return np.asarray(row["per_query"][key], np.float64)
+
+
+def grid(mode: str):
+    ancestors = ANCESTOR_GRID if mode == "tree" else (0.0,)
+    return list(itertools.product(DOC_GRID, ancestors, DIVERSITY_GRID))
+
+
+def fit(pools: list[Pool], mode: str) -> tuple[tuple[float, float, float], list[dict]]:
+    """The simplest grid point within one SE of the best mean corpus-wide IE over POOLS."""
+    trials = []
+    for point in grid(mode):
+        ies = []
+        for p in pools:
+            params = replace(p.base, doc_weight=point[0], ancestor_weight=point[1],
+                             doc_diversity=point[2])
+            ies.append(per_query(p.row("", p.runs(mode, "wide", params))))
+        trials.append((point, ies))
+        print(f"  {mode} w_d {point[0]:g} w_a {point[1]:g} lambda {point[2]:g}: "
+              + " ".join(f"{100 * x.mean():5.1f}" for x in ies), flush=True)
+
+    def mean(ies):
+        return float(np.mean([x.mean() for x in ies]))
+
+    best_point, best = max(trials, key=lambda t: mean(t[1]))
+
+    def se(ies):  # SE of the mean paired difference to the best, pools weighted equally
+        d = [b - x for b, x in zip(best, ies)]
+        return float(np.sqrt(sum(v.var(ddof=1) / len(v) for v in d)) / len(d))
+
+    ok = [(pt, ies) for pt, ies in trials if mean(ies) >= mean(best) - se(ies) - 1e-12]
+    point, _ = min(ok, key=lambda t: (t[0][1], t[0][0], t[0][2]))
+    print(f"{mode}: best {best_point} IE {100 * mean(best):.2f}; chosen (1 SE) {point}",
+          flush=True)
+    return point, [{"w_d": pt[0], "w_a": pt[1], "lambda": pt[2], "ie": mean(ies)}
+                   for pt, ies in trials]
+
+
+def paired(a: dict, b: dict, key: str) -> tuple[float, float]:
+    from sproutrag.learn.metrics import paired_difference
+
+    return paired_difference(a["per_query"][key], b["per_query"][key])
+
+
+def evaluate(p: Pool, fitted: dict[str, tuple]) -> dict[str, Any]:
+    """Rows of one dev pool: today's search and the fitted ones, within and corpus-wide."""
+    rows: dict[str, dict] = {}
+    for mode in ("leaves", "tree"):
+        variants = {"today": (0.0, 0.0, 0.0), "prior": fitted["leaves"]}
+        if mode == "tree":
+            variants["hierarchy"] = fitted["tree"]
+        for label, (wd, wa, lam) in variants.items():
+            params = replace(p.base, doc_weight=wd, ancestor_weight=wa, doc_diversity=lam)
+            for scope in ("within", "wide"):
+                runs = p.runs(mode, scope, params)
+                row = p.row(f"{mode} {label} {scope}", runs)
+                if scope == "wide":
+                    row["loss"] = p.loss(runs)
+                rows[f"{mode} {label} {scope}"] = row
+    return rows
+
+
+def show(name: str, rows: dict[str, dict]) -> None:
+    print(f"\n{name}")
+    ref = rows["leaves today wide"]
+    for key, row in rows.items():
+        a = row["avg"]
+        line = f"  {key:28s} IE {100 * a['ie']:5.1f}  cIE {100 * a['char_ie']:5.1f}"
+        if row is not ref and key.endswith("wide"):
+            m, se = paired(row, ref, "ie")
+            c, cse = paired(row, ref, "char_ie")
+            line += f"  vs leaves today: IE {100 * m:+5.1f} +/- {100 * se:4.1f}, cIE " \
+                    f"{100 * c:+5.1f} +/- {100 * cse:4.1f}"
+        if "loss" in row:
+            line += (f"  [gold docs chosen {row['loss']['gold_docs_chosen']:.0%}, units "
+                     f"from other docs {row['loss']['non_gold_units']:.0%}]")
+        print(line, flush=True)
+    for mode in ("leaves", "tree"):
+        for label in ("today", "prior") + (("hierarchy",) if mode == "tree" else ()):
+            w, c = rows[f"{mode} {label} within"]["avg"], rows[f"{mode} {label} wide"]["avg"]
+            print(f"  {mode} {label}: corpus-wide / within: IE {c['ie'] / w['ie']:.3f}, "
+                  f"cIE {c['char_ie'] / w['char_ie']:.3f}")
+    for a, b in (("tree hierarchy", "leaves prior"), ("tree today", "leaves today"),
+                 ("leaves prior", "leaves today"), ("tree hierarchy", "tree today")):
+        for scope in ("wide", "within"):
+            m, se = paired(rows[f"{a} {scope}"], rows[f"{b} {scope}"], "ie")
+            c, cse = paired(rows[f"{a} {scope}"], rows[f"{b} {scope}"], "char_ie")
+            print(f"  {a} - {b} ({scope}): IE {100 * m:+5.2f} +/- {100 * se:4.2f} "
+                  f"({m / se if se else 0:+.1f} SE), cIE {100 * c:+5.2f} +/- {100 * cse:4.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from schemas.settings import load_settings
+    from sproutrag.encoder.factory import encoder_from_settings
+    from sproutrag.encoder.weights import load_default_weights
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
+                                                   "long-pooled"])
+    ap.add_argument("--fitted", help="JSON {leaves: [w_d, w_a, lambda], tree: [...]}: skip "
+                    "the fit on train")
+    ap.add_argument("--out", default=str(OUT / "hierarchy.json"))
+    args = ap.parse_args(argv)
+    settings = load_settings(None)
+    encoder = encoder_from_settings(settings.encoding,
+                                    load_default_weights(settings.encoding.weights))
+    report: dict[str, Any] = {}
+    if args.fitted:
+        fitted = {k: tuple(v) for k, v in json.loads(args.fitted).items()}
+    else:
+        train = [Pool(f"{n}-train", *open_pool(n, "train", settings, encoder))
+                 for n in args.pools]
+        fitted = {}
+        for mode in ("leaves", "tree"):
+            fitted[mode], report[f"grid {mode}"] = fit(train, mode)
+    report["fitted"] = fitted
+    print(f"fitted on train: {fitted}", flush=True)
+    for n in args.pools:
+        p = Pool(f"{n}-dev", *open_pool(n, "dev", settings, encoder))
+        rows = evaluate(p, fitted)
+        show(f"{n} dev ({len(p.queries)} queries)", rows)
+        report[f"{n}-dev"] = {k: {"avg": r["avg"], "per_query": r["per_query"],
+                                  "loss": r.get("loss")} for k, r in rows.items()}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=1, default=float), encoding="utf-8")
+    print(f"-> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
