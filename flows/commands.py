@@ -310,7 +310,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         rows += _db_rows(args, settings, encoder, meta)
     meta["command"] = _evaluate_command(args)
     meta["weights"] = {"source": weights.source, "fingerprint": weights.fingerprint(),
-                       "delta": weights.search.threshold, "margin": weights.search.margin}
+                       "delta": weights.search.threshold, "margin": weights.search.margin,
+                       "search": weights.search.learned()}
     flat = next((v.name for v in variants if v.mode == "flat" and v.search.threshold == 0),
                 None)
     leaves = next((v.name for v in variants if v.mode == "leaves"), None)

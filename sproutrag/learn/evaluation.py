@@ -80,6 +80,8 @@ def evaluate_variants(
         rows.append(result_row(
             v.name, runs, feats, queries, mode=v.mode, beam=v.search.beam_width,
             delta=v.search.threshold, margin=v.search.margin,
+            doc_weight=v.search.doc_weight, ancestor_weight=v.search.ancestor_weight,
+            doc_diversity=v.search.doc_diversity,
             parent_embedding=v.parent_embedding, relation=v.relation,
             band=v.band, notes=v.notes,
             stats=tree_stats(trees, runs, feats, queries, hits) if trees else {},

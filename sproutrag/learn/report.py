@@ -127,6 +127,14 @@ def write_report(
     md = markdown_table(rows, flat_name, leaves_name)
     stats = stats_table(rows)
     text = f"# Evaluation\n\n`{meta.get('command', '')}`\n\n{md}\n"
+    search = (meta.get("weights") or {}).get("search")
+    if search:
+        text += ("Search parameters of the weights (" + str(meta["weights"].get("source"))
+                 + "): " + ", ".join(f"{k} {v}" for k, v in search.items()) + "\n\n")
+    wide = [r for r in rows if r.get("corpus_wide")]
+    if wide:
+        text += "Where corpus-wide search loses against within:\n\n" + "".join(
+            f"- {r['name']}: {r['notes']}\n" for r in wide) + "\n"
     if stats:
         text += f"Tree figures (at the largest k):\n\n{stats}"
     (out / "results.md").write_text(text, encoding="utf-8")

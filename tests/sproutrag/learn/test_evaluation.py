@@ -176,6 +176,10 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
         assert 0 <= loss["non_gold_units"] <= 1
         assert loss["ie_ratio"] == pytest.approx(wide["avg"]["ie"] / stored["avg"]["ie"])
         assert "of the gold documents" in wide["notes"]
+    text = (out / "results.md").read_text()
+    assert "Where corpus-wide search loses against within" in text
+    assert "doc_weight 0.0" in text and "ancestor_weight 0.0" in text  # the search reported
+    assert report["meta"]["weights"]["search"]["doc_diversity"] == 0.0
 
 
 def test_corpus_wide_runs_search_without_doc_ids():
