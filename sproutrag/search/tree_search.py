@@ -1,8 +1,9 @@
 """Hierarchical beam search over one tree, reranking and the evidence budget.
 
 Pure functions over arrays (no model, no database): `node_scores` scores every node
-(cosine, optionally fused with BM25), `beam_search` finds candidate nodes,
-`tree_candidates` adds the seeds and cutoffs, a `Reranker` orders them and
+(cosine, optionally fused with BM25; `sproutrag.search.node_scores`), raised by the
+document's and the sections' evidence (`sproutrag.search.hierarchy`); `beam_search` finds
+candidate nodes, `tree_candidates` adds the seeds and cutoffs, a `Reranker` orders them and
 `select_evidence` spends the budget of k evidence units. `search_trees` is the whole of
 tree mode, shared by `Retriever`, the evaluation and training; `search_leaves` ranks
 leaves held in memory: leaves mode (`leaves_mode`: tree mode's own fused score and
@@ -13,24 +14,17 @@ leaves).
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from sproutrag.params import SearchParams
-from sproutrag.search.lexical import LeafTerms, bm25_documents, bm25_leaves, bm25_nodes
+from sproutrag.search.hierarchy import best_first, document_scores, hierarchical_scores
+from sproutrag.search.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.node_scores import NodeScores, cosine_scores, fuse, node_scores
 from sproutrag.trees.tree import Tree
-
-
-def cosine_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Cosine similarity of every row of `vectors` with `query` (float32)."""
-    q = np.asarray(query, dtype=np.float32).ravel()
-    q = q / max(float(np.linalg.norm(q)), 1e-12)
-    norms = np.linalg.norm(vectors, axis=1)
-    return (vectors @ q) / np.maximum(norms, 1e-12)
 
 
 @dataclass(frozen=True)
@@ -75,119 +69,6 @@ def beam_search(
     keep = s[nodes] >= threshold
     nodes = nodes[keep]
     return Candidates(nodes.astype(np.int32), s[nodes].astype(np.float32))
-
-
-@dataclass(frozen=True)
-class NodeScores:
-    """Scores of every node of one tree for one query."""
-
-    cosine: np.ndarray  # float32 (2n-1,)
-    rank: np.ndarray  # float64 (2n-1,): the fused score nodes are ranked and searched by
-
-
-def _standardise(values: list[np.ndarray], n_leaves: list[int]) -> list[np.ndarray]:
-    """(x - mean) / sd with mean and sd over the leaves of all trees (sd 0 -> 1)."""
-    leaves = np.concatenate([v[:n] for v, n in zip(values, n_leaves)])
-    mean = float(leaves.mean()) if leaves.size else 0.0
-    sd = float(leaves.std()) if leaves.size else 0.0
-    sd = sd if sd > 1e-9 else 1.0
-    return [(v.astype(np.float64) - mean) / sd for v in values]
-
-
-def node_scores(
-    trees: dict[str, Tree], query_vec: np.ndarray, *, query: str = "",
-    lexical: dict[str, LeafTerms] | None = None, lexical_weight: float = 0.0,
-) -> dict[str, NodeScores]:
-    """Cosine of every node and the score nodes are ranked by.
-
-    With ``lexical_weight`` w > 0 (and each tree's `LeafTerms`), the rank score is
-    ``z(cosine) + w * z(BM25 of the node's text)``; otherwise it is the cosine itself.
-    """
-    ids = list(trees)
-    cos = [cosine_scores(trees[d].vectors, query_vec) for d in ids]
-    if lexical_weight <= 0 or not ids:
-        return {d: NodeScores(c, c.astype(np.float64)) for d, c in zip(ids, cos)}
-    if lexical is None or any(d not in lexical for d in ids):
-        raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched tree")
-    lex = bm25_nodes(query, [lexical[d] for d in ids], [trees[d] for d in ids])
-    fused = fuse(cos, lex, [trees[d].n for d in ids], lexical_weight)
-    return {d: NodeScores(c, f) for d, c, f in zip(ids, cos, fused)}
-
-
-def fuse(
-    cosine: list[np.ndarray], lexical: list[np.ndarray], n_leaves: list[int], weight: float
-) -> list[np.ndarray]:
-    """``z(cosine) + weight * z(lexical)`` per document, each standardised over the leaves
-    (the first n_leaves entries of each array) of all the documents together."""
-    zc, zl = _standardise(cosine, n_leaves), _standardise(lexical, n_leaves)
-    return [a + weight * b for a, b in zip(zc, zl)]
-
-
-def _z(values: np.ndarray) -> np.ndarray:
-    """(x - mean) / sd (sd 0 -> 1)."""
-    sd = float(values.std()) if values.size else 0.0
-    return (values - (values.mean() if values.size else 0.0)) / (sd if sd > 1e-9 else 1.0)
-
-
-def document_scores(
-    leaf_vectors: dict[str, np.ndarray], query_vec: np.ndarray, *, query: str = "",
-    lexical: dict[str, LeafTerms] | None = None, lexical_weight: float = 0.0,
-) -> dict[str, float]:
-    """D(d): how well each searched document matches the query as a whole, with no tree:
-    ``z(cosine of the mean of its leaf vectors) + w * z(BM25 of its whole text)``, both
-    standardised over the searched documents (the documents are BM25's collection). 0
-    for every document when only one is searched: the prior only ranks documents against
-    each other."""
-    ids = list(leaf_vectors)
-    if len(ids) < 2:
-        return {d: 0.0 for d in ids}
-    means = np.stack([np.asarray(leaf_vectors[d], np.float32).mean(axis=0) for d in ids])
-    score = _z(cosine_scores(means, query_vec).astype(np.float64))
-    if lexical_weight > 0:
-        if lexical is None or any(d not in lexical for d in ids):
-            raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched document")
-        score = score + lexical_weight * _z(bm25_documents(query, [lexical[d] for d in ids]))
-    return dict(zip(ids, score.tolist()))
-
-
-def ancestor_means(tree: Tree, rank: np.ndarray) -> np.ndarray:
-    """Each node's mean RANK over its ancestors below the root (the sections that hold
-    it; 0 for the root and its children). float64 (2n-1,)."""
-    total = np.zeros(len(rank), dtype=np.float64)
-    count = np.zeros(len(rank), dtype=np.float64)
-    root, n = tree.root, tree.n
-    left, right = tree.left.tolist(), tree.right.tolist()
-    values = rank.tolist()
-    for p in range(root, n - 1, -1):  # parents have larger ids than their children
-        t, c = total[p], count[p]
-        if p != root:
-            t, c = t + values[p], c + 1
-        for child in (left[p], right[p]):
-            total[child], count[child] = t, c
-    return np.divide(total, count, out=np.zeros_like(total), where=count > 0)
-
-
-def hierarchical_scores(
-    trees: dict[str, Tree], scores: dict[str, NodeScores], params: SearchParams,
-    query_vec: np.ndarray, *, query: str = "", lexical: dict[str, LeafTerms] | None = None,
-) -> dict[str, NodeScores]:
-    """SCORES with each node's rank score raised by its document's and its sections'
-    evidence: ``rank + w_d * D(d) + w_a * ancestor_means`` (``params.doc_weight``,
-    ``params.ancestor_weight``; `document_scores`, `ancestor_means`). Cosines are kept
-    (the threshold and the margin cut on them). SCORES itself when both weights are 0."""
-    if params.doc_weight <= 0 and params.ancestor_weight <= 0:
-        return scores
-    prior = (document_scores({d: t.vectors[: t.n] for d, t in trees.items()}, query_vec,
-                             query=query, lexical=lexical,
-                             lexical_weight=params.lexical_weight)
-             if params.doc_weight > 0 else {})
-    out = {}
-    for d, tree in trees.items():
-        rank = scores[d].rank + params.doc_weight * prior.get(d, 0.0)
-        if params.ancestor_weight > 0:
-            rank = rank + params.ancestor_weight * ancestor_means(tree, scores[d].rank)
-        out[d] = NodeScores(scores[d].cosine, rank)
-    return out
 
 
 def tree_candidates(
@@ -276,27 +157,6 @@ class Selected:
     node: int
     score: float
     leaves: np.ndarray  # leaf ids in document order
-
-
-def best_first(
-    candidates: Iterable[tuple[str, int, float]], diversity: float, taken: dict[str, int]
-) -> Iterator[tuple[str, int, float]]:
-    """CANDIDATES (doc_id, node, score) best first by ``score - diversity * taken[doc_id]``,
-    TAKEN being the units the caller has taken from each document so far (it updates
-    TAKEN between items; lazily re-ranked). Ties go to the smaller (doc_id, node).
-    Diversity 0: plain order by score."""
-    if diversity <= 0:
-        yield from sorted(candidates, key=lambda c: (-c[2], c[0], c[1]))
-        return
-    heap = [(-score, d, node, 0, score) for d, node, score in candidates]
-    heapq.heapify(heap)
-    while heap:
-        key, d, node, seen, score = heapq.heappop(heap)
-        now = taken.get(d, 0)
-        if now != seen:  # the document gave units since: it competes lower now
-            heapq.heappush(heap, (-(score - diversity * now), d, node, now, score))
-            continue
-        yield d, node, score
 
 
 def select_evidence(
@@ -477,3 +337,8 @@ def leaves_mode(
                          margin=params.margin, query=query, lexical=lexical,
                          lexical_weight=params.lexical_weight, fill=fill, doc_prior=prior,
                          diversity=params.doc_diversity)
+
+
+__all__ = ["Candidates", "NodeScores", "Reranker", "Selected", "beam_search", "cosine_rerank",
+           "cosine_scores", "fill_to_k", "fuse", "leaves_mode", "node_scores", "search_leaves",
+           "search_trees", "select_evidence", "tree_candidates"]

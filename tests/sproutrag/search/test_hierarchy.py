@@ -10,16 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sproutrag.params import SearchParams
+from sproutrag.search.hierarchy import ancestor_means, document_scores, hierarchical_scores
 from sproutrag.search.lexical import LeafTerms, bm25_documents
-from sproutrag.search.tree_search import (
-    ancestor_means,
-    document_scores,
-    hierarchical_scores,
-    leaves_mode,
-    node_scores,
-    search_trees,
-    select_evidence,
-)
+from sproutrag.search.node_scores import node_scores
+from sproutrag.search.tree_search import leaves_mode, search_trees, select_evidence
 from sproutrag.trees.tree import build_tree
 
 

@@ -1,0 +1,69 @@
+"""The scores of one query over the nodes of the trees it searches: cosine, and the fused
+rank score ``z(cosine) + w * z(BM25)`` that tree mode ranks and searches by.
+
+Pure functions over arrays (no model, no database), shared by tree mode, leaves mode and
+the hierarchy's document and section evidence (`sproutrag.search.hierarchy`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sproutrag.search.lexical import LeafTerms, bm25_nodes
+from sproutrag.trees.tree import Tree
+
+
+def cosine_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine similarity of every row of `vectors` with `query` (float32)."""
+    q = np.asarray(query, dtype=np.float32).ravel()
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    norms = np.linalg.norm(vectors, axis=1)
+    return (vectors @ q) / np.maximum(norms, 1e-12)
+
+
+@dataclass(frozen=True)
+class NodeScores:
+    """Scores of every node of one tree for one query."""
+
+    cosine: np.ndarray  # float32 (2n-1,)
+    rank: np.ndarray  # float64 (2n-1,): the fused score nodes are ranked and searched by
+
+
+def _standardise(values: list[np.ndarray], n_leaves: list[int]) -> list[np.ndarray]:
+    """(x - mean) / sd with mean and sd over the leaves of all trees (sd 0 -> 1)."""
+    leaves = np.concatenate([v[:n] for v, n in zip(values, n_leaves)])
+    mean = float(leaves.mean()) if leaves.size else 0.0
+    sd = float(leaves.std()) if leaves.size else 0.0
+    sd = sd if sd > 1e-9 else 1.0
+    return [(v.astype(np.float64) - mean) / sd for v in values]
+
+
+def node_scores(
+    trees: dict[str, Tree], query_vec: np.ndarray, *, query: str = "",
+    lexical: dict[str, LeafTerms] | None = None, lexical_weight: float = 0.0,
+) -> dict[str, NodeScores]:
+    """Cosine of every node and the score nodes are ranked by.
+
+    With ``lexical_weight`` w > 0 (and each tree's `LeafTerms`), the rank score is
+    ``z(cosine) + w * z(BM25 of the node's text)``; otherwise it is the cosine itself.
+    """
+    ids = list(trees)
+    cos = [cosine_scores(trees[d].vectors, query_vec) for d in ids]
+    if lexical_weight <= 0 or not ids:
+        return {d: NodeScores(c, c.astype(np.float64)) for d, c in zip(ids, cos)}
+    if lexical is None or any(d not in lexical for d in ids):
+        raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched tree")
+    lex = bm25_nodes(query, [lexical[d] for d in ids], [trees[d] for d in ids])
+    fused = fuse(cos, lex, [trees[d].n for d in ids], lexical_weight)
+    return {d: NodeScores(c, f) for d, c, f in zip(ids, cos, fused)}
+
+
+def fuse(
+    cosine: list[np.ndarray], lexical: list[np.ndarray], n_leaves: list[int], weight: float
+) -> list[np.ndarray]:
+    """``z(cosine) + weight * z(lexical)`` per document, each standardised over the leaves
+    (the first n_leaves entries of each array) of all the documents together."""
+    zc, zl = _standardise(cosine, n_leaves), _standardise(lexical, n_leaves)
+    return [a + weight * b for a, b in zip(zc, zl)]
