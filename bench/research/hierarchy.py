@@ -72,9 +72,10 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
             pool_in += [f"hotpot-{other}={src / f'{other}.docs.jsonl'}",
                         f"contractnli-{other}={SHARED / 'contractnli' / f'{other}.docs.jsonl'}"]
     elif pool == "long-pooled":
-        for name, group in (("hotpot-long", 10), ("contractnli-long", 5)):
+        for name, base, group in (("hotpot-long", "hotpotqa", 10),
+                                  ("contractnli-long", "contractnli", 5)):
             if not (OUT / "data" / name / "dev.docs.jsonl").is_file():
-                devsets(["--src", str(SHARED / name.split("-")[0]), "--group", str(group),
+                devsets(["--src", str(SHARED / base), "--group", str(group),
                          "--out", str(OUT / "data" / name)])
         src = OUT / "data" / "hotpot-long"
         long_c = OUT / "data" / "contractnli-long"

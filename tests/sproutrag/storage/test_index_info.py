@@ -218,3 +218,31 @@ def test_the_full_text_index_is_recorded_and_added_to_an_older_table(store):
     column = store.table("index_settings").to_arrow()["text_index_json"][0].as_py()
     assert json.loads(column)["column"] == "text"
     assert not update_text_index(store, "fp")  # then unchanged
+
+def test_the_hierarchy_columns_are_added_in_place_and_read_null_as_off(store):
+    """A table written before doc_weight, ancestor_weight and doc_diversity existed reads
+    them as 0 (off); recording a row that sets them adds the columns in place (no
+    migration) and the older row still reads 0."""
+    import pyarrow as pa
+
+    from schemas import tables
+
+    added = ("doc_weight", "ancestor_weight", "doc_diversity")
+    older = pa.schema([f for f in tables.INDEX_SETTINGS if f.name not in added])
+    old_row = _info("old", _weights(0.3)).to_row()
+    for name in added:
+        del old_row[name]
+    meta = tables.with_metadata(older, encoder_id=TOY_ENCODER, dim=TOY_DIM)
+    store._db.create_table("index_settings", data=pa.Table.from_pylist([old_row], meta))
+    [before] = read_index_infos(store).values()
+    assert before.search == SearchParams(threshold=0.3)
+    store.write([toy_document("a", "one two three")], "new")
+    store.write([toy_document("b", "four five")], "old")
+    weights = _weights(0.3, doc_weight=0.5, ancestor_weight=0.25, doc_diversity=1.0)
+    assert record_index_info(store, _info("new", weights))
+    store.refresh()
+    assert store.table("index_settings").schema.metadata == meta.metadata
+    infos = read_index_infos(store)
+    assert infos["new"].search == weights.search
+    assert infos["old"].search == SearchParams(threshold=0.3)  # null: the default
+    assert not record_index_info(store, _info("new", weights))  # unchanged: not rewritten
