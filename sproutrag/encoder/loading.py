@@ -92,11 +92,31 @@ def load_model(model: str, device: str, content: str | None = None) -> tuple[Any
     return tokenizer, net.eval().to(device)
 
 
+#: The config fields `load_config` must find in a folder's config.json to skip
+#: transformers (whose import costs a query process about a second).
+_PLAIN_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                 "max_position_embeddings")
+
+
 @functools.lru_cache(maxsize=8)
 def load_config(model: str) -> Any:
+    """The model's config: a local folder's config.json read as plain attributes when it
+    names the fields the encoder asks for (no transformers import), else transformers'
+    `AutoConfig` (a hub name, or a config that names them otherwise)."""
+    path = Path(model)
+    if path.is_dir():
+        import json
+        from types import SimpleNamespace
+
+        try:
+            raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raw = {}
+        if isinstance(raw, dict) and all(isinstance(raw.get(k), int) for k in _PLAIN_FIELDS):
+            return SimpleNamespace(**raw)
     from transformers import AutoConfig
 
-    return AutoConfig.from_pretrained(model, local_files_only=Path(model).is_dir())
+    return AutoConfig.from_pretrained(model, local_files_only=path.is_dir())
 
 
 def precision(device: str) -> str:

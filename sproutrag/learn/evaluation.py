@@ -201,7 +201,7 @@ def corpus_wide_loss(
     found = every = other = units = 0.0
     for q, ranked in zip(queries, runs[k], strict=True):
         gold = set(q["doc_ids"])
-        qvec = retriever.encoder.encode_texts([q["query"]])[0]
+        qvec = retriever._embed([q["query"]])[0]
         with retriever._one_view():
             chosen = set(retriever.choose_documents(qvec, None, k=k, query=q["query"]))
         found += len(gold & chosen) / max(len(gold), 1)

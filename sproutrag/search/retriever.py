@@ -57,6 +57,9 @@ Mode = Literal["tree", "leaves", "flat"]
 #: it the first stage ranks the documents among those it matches.
 FILTER_DIRECT = 64
 
+#: Reads of a search's trees before a tree replaced under it each time is an error.
+LOAD_ATTEMPTS = 5
+
 #: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
 CACHE_BYTES = 512 * 2**20
 
@@ -226,12 +229,16 @@ class Retriever:
     def _load_trees(self, docs: Sequence[str]) -> dict[str, tuple[str, StoredTree]]:
         """doc_id -> (tree_id, current tree) of DOCS. A tree an index run replaced (and
         removed) since `documents` was read is read again from the new `documents`
-        version."""
-        try:
-            return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
-        except KeyError:
-            self._forget_view()
-            return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
+        version, up to `LOAD_ATTEMPTS` times (a run that commits faster than a search
+        reads can replace it again meanwhile)."""
+        for attempt in range(LOAD_ATTEMPTS):
+            try:
+                return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
+            except KeyError:
+                if attempt == LOAD_ATTEMPTS - 1:
+                    raise
+                self._forget_view()
+        raise AssertionError("unreachable")
 
     def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
         """Term counts of a tree's leaves with their section headings (lexical scores),
@@ -320,8 +327,14 @@ class Retriever:
         check_count("k", k)
         with self._one_view():
             doc_ids, allowed = self.scope(doc_ids, where)
-            return self.search_vector(query, self.encoder.encode_texts([query])[0], k=k,
+            return self.search_vector(query, self._embed([query])[0], k=k,
                                       doc_ids=doc_ids, mode=mode, allowed=allowed)
+
+    def _embed(self, queries: Sequence[str]) -> np.ndarray:
+        """The questions' vectors: `Encoder.encode_queries` (a few questions without
+        torch), or `encode_texts` of an encoder without it."""
+        encode = getattr(self.encoder, "encode_queries", None) or self.encoder.encode_texts
+        return encode(list(queries))
 
     def search_many(
         self,
@@ -350,7 +363,7 @@ class Retriever:
         out = []
         for at in range(0, len(queries), batch_size):
             part = queries[at : at + batch_size]
-            vectors = self.encoder.encode_texts(part)
+            vectors = self._embed(part)
             for query, qvec, scope in zip(part, vectors, scopes[at : at + batch_size]):
                 with self._one_view():
                     known, allowed = self.scope(scope, where)
