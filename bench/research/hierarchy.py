@@ -254,6 +254,37 @@ def evaluate(p: Pool, fitted: dict[str, tuple]) -> dict[str, Any]:
     return rows
 
 
+def gold_on_top(p: Pool) -> dict[str, float]:
+    """Share of a query's gold documents among the first |gold| of the documents searched
+    corpus-wide (k = 5), ordered by the first stage, by the document prior D, and by each
+    document's best leaf (its best rank score)."""
+    from sproutrag.search.hierarchy import document_scores
+
+    out: dict[str, list[float]] = {"first stage": [], "prior D": [], "best leaf": []}
+    for n, (q, v) in enumerate(zip(p.queries, p.qvecs, strict=True)):
+        docs, gold = p.docs["wide"][n][max(KS)], set(q["doc_ids"])
+        prior = document_scores({d: p.trees[d].vectors[: p.trees[d].n] for d in docs}, v,
+                                query=q["query"], lexical={d: p.terms[d] for d in docs},
+                                lexical_weight=p.base.lexical_weight)
+        sc = p._scores["wide", n, max(KS)]
+        best = {d: float(sc[d].rank[: p.trees[d].n].max()) for d in docs}
+        for key, order in (("first stage", docs),
+                           ("prior D", sorted(docs, key=lambda d: -prior[d])),
+                           ("best leaf", sorted(docs, key=lambda d: -best[d]))):
+            out[key].append(len(set(order[: len(gold)]) & gold) / len(gold))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def by_type(p: Pool, rows: dict[str, dict]) -> dict[str, tuple[int, float, float]]:
+    """Per question type ("type" of the queries, e.g. bridge / comparison): (queries, tree
+    IE within, corpus-wide)."""
+    types = [str(q.get("type", "-")) for q in p.queries]
+    within = per_query(rows["tree today within"])
+    wide = per_query(rows["tree today wide"])
+    return {t: (types.count(t), float(within[[x == t for x in types]].mean()),
+                float(wide[[x == t for x in types]].mean())) for t in sorted(set(types))}
+
+
 def show(name: str, rows: dict[str, dict]) -> None:
     print(f"\n{name}")
     ref = rows["leaves today wide"]
@@ -313,6 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         p = Pool(f"{n}-dev", *open_pool(n, "dev", settings, encoder))
         rows = evaluate(p, fitted)
         show(f"{n} dev ({len(p.queries)} queries)", rows)
+        top = gold_on_top(p)
+        print("  gold documents among the first |gold| searched: " + ", ".join(
+            f"{k} {v:.0%}" for k, v in top.items()))
+        for t, (count, w, c) in by_type(p, rows).items():
+            print(f"  {t} ({count} queries): tree IE within {100 * w:.1f}, corpus-wide "
+                  f"{100 * c:.1f} ({c / w if w else 0:.2f}x)")
         report[f"{n}-dev"] = {k: {"avg": r["avg"], "per_query": r["per_query"],
                                   "loss": r.get("loss")} for k, r in rows.items()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
