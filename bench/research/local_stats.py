@@ -26,6 +26,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402 - the pools and their databases
 
@@ -37,13 +39,21 @@ VARIANTS = ("global", "bm25-local", "z-local", "local")
 PRIORS = (0.0, 0.25, 0.5, 1.0, 2.0)
 
 
-def scores_of(p: H.Pool, n: int, docs: list[str], variant: str, w_d: float) -> dict:
+def scores_of(p: H.Pool, n: int, docs: list[str], variant: str, w_d: float,
+              floor: int = 0) -> dict:
+    """VARIANT's node scores of query N over DOCS; "floor": documents of at least FLOOR
+    leaves are their own BM25 collection, the others share the searched documents'."""
     q, v, w = p.queries[n], p.qvecs[n], p.base.lexical_weight
     trees = [p.trees[d] for d in docs]
     terms = [p.terms[d] for d in docs]
     cos = [cosine_scores(t.vectors, v) for t in trees]
     if variant in ("global", "z-local"):
         lex = bm25_nodes(q["query"], terms, trees)
+    elif variant == "floor":
+        lex = bm25_nodes(q["query"], terms, trees)
+        for i, (x, t) in enumerate(zip(terms, trees)):
+            if t.n >= floor:
+                lex[i] = bm25_nodes(q["query"], [x], [t])[0]
     else:
         lex = [bm25_nodes(q["query"], [x], [t])[0] for x, t in zip(terms, trees)]
     if variant in ("global", "bm25-local"):
@@ -58,7 +68,7 @@ def scores_of(p: H.Pool, n: int, docs: list[str], variant: str, w_d: float) -> d
     return {d: NodeScores(c, f) for d, c, f in zip(docs, cos, fused)}
 
 
-def runs(p: H.Pool, scope: str, variant: str, w_d: float) -> dict:
+def runs(p: H.Pool, scope: str, variant: str, w_d: float, floor: int = 0) -> dict:
     """Tree mode (the shipped search) over each query's documents with VARIANT's scores."""
     from sproutrag.search.tree_search import search_trees
 
@@ -68,10 +78,41 @@ def runs(p: H.Pool, scope: str, variant: str, w_d: float) -> dict:
             docs = p.docs[scope][n][k]
             chosen = search_trees({d: p.trees[d] for d in docs}, v, k=k, params=p.base,
                                   query=q["query"], lexical={d: p.terms[d] for d in docs},
-                                  scores=scores_of(p, n, docs, variant, w_d))
+                                  scores=scores_of(p, n, docs, variant, w_d, floor))
             out[k].append([(c.doc_id, *map(int, p.spans[c.doc_id][u]))
                            for c in chosen for u in c.leaves])
     return out
+
+
+FLOORS = (64, 32, 16, 8)
+FLOOR_PRIORS = (0.0, 0.5, 1.0, 2.0)
+
+
+def fit_floor(pools: list[H.Pool]) -> tuple[int, float]:
+    """Rule 4's fit: (M, w_d) of the "floor" variant with the best mean corpus-wide IE
+    over POOLS, then the simplest within one SE of it (largest M, then least w_d)."""
+    trials = []
+    for m in FLOORS:
+        for w_d in FLOOR_PRIORS:
+            ies = [H.per_query(p.row("", runs(p, "wide", "floor", w_d, m))) for p in pools]
+            trials.append(((m, w_d), ies))
+            print(f"  floor M {m} w_d {w_d:g}: "
+                  + " ".join(f"{100 * x.mean():5.1f}" for x in ies), flush=True)
+
+    def mean(ies):
+        return float(np.mean([x.mean() for x in ies]))
+
+    best_point, best = max(trials, key=lambda t: mean(t[1]))
+
+    def se(ies):
+        d = [b - x for b, x in zip(best, ies)]
+        return float(np.sqrt(sum(v.var(ddof=1) / len(v) for v in d)) / len(d))
+
+    ok = [pt for pt, ies in trials if mean(ies) >= mean(best) - se(ies) - 1e-12]
+    point = min(ok, key=lambda pt: (-pt[0], pt[1]))
+    print(f"floor: best {best_point} IE {100 * mean(best):.2f}; chosen (1 SE) {point}",
+          flush=True)
+    return point
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,10 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
                                                    "long-pooled"])
     ap.add_argument("--split", default="dev")
+    ap.add_argument("--rule4", action="store_true",
+                    help="fit the floor variant on train, then compare it on dev")
     args = ap.parse_args(argv)
     settings = load_settings(None)
     encoder = encoder_from_settings(settings.encoding,
                                     load_default_weights(settings.encoding.weights))
+    if args.rule4:
+        return rule4(args.pools, settings, encoder)
     for name in args.pools:
         p = H.Pool(name, *H.open_pool(name, args.split, settings, encoder))
         print(f"\n{name} {args.split} ({len(p.queries)} queries)", flush=True)
@@ -104,6 +149,23 @@ def main(argv: list[str] | None = None) -> int:
                       f"{100 * m:+5.2f} +/- {100 * se:4.2f}) cIE "
                       f"{100 * row['avg']['char_ie']:5.1f} ({100 * c:+5.2f} +/- "
                       f"{100 * cse:4.2f})", flush=True)
+    return 0
+
+
+def rule4(names: list[str], settings, encoder) -> int:
+    """Fit (M, w_d) on the train pools, then dev: paired against today's, within too."""
+    train = [H.Pool(n, *H.open_pool(n, "train", settings, encoder)) for n in names]
+    m, w_d = fit_floor(train)
+    for name in names:
+        p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
+        for scope in ("wide", "within"):
+            ref = p.row("today", runs(p, scope, "global", 0.0))
+            row = p.row("floor", runs(p, scope, "floor", w_d, m))
+            a, b = H.paired(row, ref, "ie"), H.paired(row, ref, "char_ie")
+            print(f"{name} dev {scope}: today IE {100 * ref['avg']['ie']:.1f}, floor M {m} "
+                  f"w_d {w_d:g} IE {100 * row['avg']['ie']:.1f}: {100 * a[0]:+.2f} +/- "
+                  f"{100 * a[1]:.2f} ({a[0] / a[1] if a[1] else 0:+.1f} SE); cIE "
+                  f"{100 * b[0]:+.2f} +/- {100 * b[1]:.2f}", flush=True)
     return 0
 
 
