@@ -1,0 +1,234 @@
+"""A context under a budget (`sproutrag.search.context`): never over the budget (in
+characters and in tokens), spans disjoint and merged when adjacent, document order inside
+a document, each span's text the document's own, and the tree's nodes excluding their
+ancestors and descendants."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sproutrag.search.context import (
+    Units,
+    build_context,
+    leaf_pieces,
+    node_chars,
+    node_pieces,
+    ranked_pieces,
+    selection_pieces,
+    window_pieces,
+)
+from sproutrag.trees.tree import build_tree
+
+WORDS = ["alpha", "beta", "gamma", "delta", "notice", "period", "term", "party", "x", "yz"]
+
+
+def _document(rng: np.random.Generator, n: int) -> Units:
+    """N sentences of random words, separated by one to three spaces or a newline."""
+    text, spans = "", []
+    for _ in range(n):
+        words = rng.choice(WORDS, size=int(rng.integers(1, 12)))
+        sentence = " ".join(words) + "."
+        spans.append((len(text), len(text) + len(sentence)))
+        text += sentence + rng.choice([" ", "  ", "\n", "   "])
+    return Units(np.asarray(spans, np.int64).reshape(-1, 2), text)
+
+
+def _tree(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, 5)).astype(np.float32)
+    i = np.arange(max(n - 1, 0), dtype=np.int64)
+    ri = np.concatenate([i, i[:-2]]) if n > 2 else i
+    rj = np.concatenate([i + 1, i[:-2] + 2]) if n > 2 else i + 1
+    return build_tree(vecs, ri, rj, rng.uniform(0.01, 1.0, len(ri)).astype(np.float32))
+
+
+def _tokens(text: str) -> int:
+    """A token counter written apart from any tokenizer: words and punctuation marks."""
+    return len(re.findall(r"\w+|[^\w\s]", text))
+
+
+def _check(ctx, docs, budget_chars=None, budget_tokens=None, k=None):
+    if budget_chars is not None:
+        assert ctx.used_chars <= budget_chars
+    if budget_tokens is not None:
+        assert ctx.used_tokens is not None and ctx.used_tokens <= budget_tokens
+        assert ctx.used_tokens == sum(_tokens(s.text) for s in ctx.spans)
+    assert ctx.used_chars == sum(s.end - s.start for s in ctx.spans)
+    if k is not None:
+        assert ctx.units <= k
+    seen_docs: list[str] = []
+    for s in ctx.spans:
+        assert s.text == docs[s.doc_id].text[s.start : s.end]
+        if not seen_docs or seen_docs[-1] != s.doc_id:
+            assert s.doc_id not in seen_docs, "a document's spans are grouped together"
+            seen_docs.append(s.doc_id)
+    for d in seen_docs:
+        mine = [s for s in ctx.spans if s.doc_id == d]
+        units = docs[d].spans
+        for a, b in zip(mine, mine[1:]):
+            assert a.end < b.start, "spans in document order, never overlapping"
+            # merged when adjacent: a unit ends the first span, the next unit does not
+            # start the second one
+            last = int(np.flatnonzero(units[:, 1] == a.end)[0])
+            first = int(np.flatnonzero(units[:, 0] == b.start)[0])
+            assert first > last + 1, "adjacent units are one span"
+    best = [max(s.score for s in ctx.spans if s.doc_id == d) for d in seen_docs]
+    assert best == sorted(best, reverse=True), "documents in order of relevance"
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 100_000), n_docs=st.integers(1, 4), budget=st.integers(1, 1500),
+       selection=st.sampled_from(["leaves", "window", "tree"]),
+       penalty=st.sampled_from([0.0, 0.5, 2.0]), k=st.one_of(st.none(), st.integers(1, 12)))
+def test_a_context_never_exceeds_its_character_budget(seed, n_docs, budget, selection,
+                                                      penalty, k):
+    rng = np.random.default_rng(seed)
+    docs = {f"d{i}": _document(rng, int(rng.integers(1, 25))) for i in range(n_docs)}
+    trees = {d: _tree(len(u.spans), seed + i) for i, (d, u) in enumerate(docs.items())}
+    scores = {d: rng.normal(size=2 * len(u.spans) - 1) for d, u in docs.items()}
+    pieces, overlap = selection_pieces(selection, scores, docs, trees=trees,
+                                       length_penalty=penalty, window=1)
+    ctx = build_context(pieces, docs, budget_chars=budget, k=k, overlap=overlap)
+    _check(ctx, docs, budget_chars=budget, k=k)
+    # It is full: no single unit that is not taken would still fit (greedy, skip what
+    # does not fit, with leaves competing alone and no unit limit).
+    if selection == "leaves" and k is None:
+        left = budget - ctx.used_chars
+        taken = {(s.doc_id, u) for s in ctx.spans for u in range(len(docs[s.doc_id].spans))
+                 if s.start <= docs[s.doc_id].spans[u, 0] < s.end}
+        for d, u in docs.items():
+            for x in range(len(u.spans)):
+                if (d, x) not in taken:
+                    assert u.spans[x, 1] - u.spans[x, 0] > left
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), budget=st.integers(1, 300), chars=st.integers(1, 3000),
+       selection=st.sampled_from(["leaves", "window", "tree"]))
+def test_a_context_never_exceeds_its_token_budget(seed, budget, chars, selection):
+    rng = np.random.default_rng(seed)
+    docs = {f"d{i}": _document(rng, int(rng.integers(1, 20))) for i in range(3)}
+    trees = {d: _tree(len(u.spans), seed + i) for i, (d, u) in enumerate(docs.items())}
+    scores = {d: rng.normal(size=2 * len(u.spans) - 1) for d, u in docs.items()}
+    pieces, overlap = selection_pieces(selection, scores, docs, trees=trees)
+    ctx = build_context(pieces, docs, budget_tokens=budget, measure=_tokens,
+                        overlap=overlap)
+    _check(ctx, docs, budget_tokens=budget)
+    both = build_context(pieces, docs, budget_tokens=budget, budget_chars=chars,
+                         measure=_tokens, overlap=overlap)
+    _check(both, docs, budget_chars=chars, budget_tokens=budget)
+
+
+def _three_sentences():
+    text = "Notice period is thirty days. Payment is due monthly. Governing law is Ohio."
+    spans = np.array([[0, 29], [30, 53], [54, 76]], np.int64)
+    return {"a": Units(spans, text)}
+
+
+def test_adjacent_leaves_are_one_span_and_the_gap_is_paid():
+    docs = _three_sentences()
+    scores = {"a": np.array([3.0, 1.0, 2.0])}
+    ctx = build_context(leaf_pieces(scores, docs), docs, budget_chars=1000)
+    assert [(s.start, s.end) for s in ctx.spans] == [(0, 76)]
+    assert ctx.used_chars == 76 and ctx.units == 3
+    assert ctx.spans[0].text == docs["a"].text
+    # 29 + 22 characters fit 52 with the best two (0 and 2); the middle one would need
+    # its 23 characters and both gaps.
+    ctx = build_context(leaf_pieces(scores, docs), docs, budget_chars=52)
+    assert [(s.start, s.end) for s in ctx.spans] == [(0, 29), (54, 76)]
+    assert ctx.spans[0].score == 3.0 and ctx.spans[1].score == 2.0
+
+
+def test_a_piece_that_does_not_fit_is_passed_over_for_the_next():
+    docs = _three_sentences()
+    scores = {"a": np.array([1.0, 3.0, 2.0])}
+    ctx = build_context(leaf_pieces(scores, docs), docs, budget_chars=22)
+    assert [(s.start, s.end) for s in ctx.spans] == [(54, 76)]  # 23 does not fit; 22 does
+    ctx = build_context(leaf_pieces(scores, docs), docs, budget_chars=5)
+    assert ctx.spans == [] and ctx.used_chars == 0
+
+
+def test_k_and_the_budget_both_hold():
+    docs = _three_sentences()
+    scores = {"a": np.array([3.0, 1.0, 2.0])}
+    ctx = build_context(leaf_pieces(scores, docs), docs, budget_chars=1000, k=1)
+    assert ctx.units == 1 and [(s.start, s.end) for s in ctx.spans] == [(0, 29)]
+
+
+def test_a_length_penalty_prefers_the_shorter_of_two_close_scores():
+    text = "A short one. " + "A much longer sentence that goes on and on and on for a while."
+    docs = {"a": Units(np.array([[0, 12], [13, len(text)]], np.int64), text)}
+    scores = {"a": np.array([1.0, 1.05])}
+    plain = build_context(leaf_pieces(scores, docs), docs, budget_chars=70)
+    assert [(s.start, s.end) for s in plain.spans] == [(13, len(text))]
+    short = build_context(leaf_pieces(scores, docs, length_penalty=1.0), docs,
+                          budget_chars=70)
+    assert [(s.start, s.end) for s in short.spans] == [(0, 12)]
+    first = leaf_pieces(scores, docs, length_penalty=1.0)[0]
+    assert first.node == 0
+    assert leaf_pieces(scores, docs)[0].node == 1
+
+
+def test_a_window_brings_its_neighbours_and_extends_what_is_taken():
+    docs = _three_sentences()
+    scores = {"a": np.array([0.0, 5.0, 1.0])}
+    pieces = window_pieces(scores, docs, width=1)
+    assert pieces[0].node == 1 and pieces[0].leaves.tolist() == [0, 1, 2]
+    ctx = build_context(pieces, docs, budget_chars=76, overlap="extend")
+    assert [(s.start, s.end) for s in ctx.spans] == [(0, 76)]
+    assert ctx.spans[0].nodes[0] == 1
+
+
+def test_node_chars_sum_their_leaves():
+    rng = np.random.default_rng(3)
+    u = _document(rng, 9)
+    tree = _tree(9, 3)
+    chars = node_chars(tree, u.spans[:, 1] - u.spans[:, 0])
+    for x in range(2 * 9 - 1):
+        leaves = tree.leaves_of(x)
+        assert chars[x] == int((u.spans[leaves, 1] - u.spans[leaves, 0]).sum())
+
+
+def test_a_chosen_node_excludes_its_ancestors_and_descendants():
+    rng = np.random.default_rng(5)
+    docs = {"a": _document(rng, 8)}
+    tree = _tree(8, 5)
+    scores = np.full(15, -1.0)
+    inner = next(x for x in range(8, 15) if tree.n_leaves[x] == 2)
+    scores[inner] = 5.0  # the best: taken first
+    scores[tree.parent[inner]] = 4.0  # its parent: shares its leaves, excluded
+    child = int(tree.left[inner])
+    scores[child] = 4.5  # its child: excluded too
+    pieces = node_pieces({"a": tree}, {"a": scores}, docs)
+    ctx = build_context(pieces, docs, budget_chars=100_000)
+    nodes = [n for s in ctx.spans for n in s.nodes]
+    assert inner in nodes and child not in nodes and int(tree.parent[inner]) not in nodes
+    covered = sum(s.end - s.start for s in ctx.spans)
+    assert covered == ctx.used_chars
+    # every leaf ends up in the context (a big budget), each exactly once
+    assert ctx.units == 8
+
+
+def test_ranked_pieces_keep_the_given_order():
+    docs = _three_sentences()
+    pieces = ranked_pieces([("a", 2, 0.1), ("a", 0, 0.9)])
+    ctx = build_context(pieces, docs, budget_chars=30)
+    assert [(s.start, s.end) for s in ctx.spans] == [(54, 76)]
+
+
+def test_bad_calls_say_what_is_missing():
+    docs = _three_sentences()
+    scores = {"a": np.array([1.0, 2.0, 3.0])}
+    with pytest.raises(ValueError, match="budget_chars or budget_tokens"):
+        build_context(leaf_pieces(scores, docs), docs)
+    with pytest.raises(ValueError, match="token counter"):
+        build_context(leaf_pieces(scores, docs), docs, budget_tokens=10)
+    with pytest.raises(ValueError, match="selection must be one of"):
+        selection_pieces("best", scores, docs)
+    with pytest.raises(ValueError, match="needs the trees"):
+        selection_pieces("tree", scores, docs)
