@@ -1,0 +1,143 @@
+"""A context under a character budget: fit each selection on train, decide on dev.
+
+    PYTHONPATH=. .venv/bin/python bench/budget.py [--sets ...] [--budgets 500 1000 2000]
+
+For every set's training split, each selection of `sproutrag.search.context` (leaves,
+window, tree) is scored over the grid of its parameters (length penalty, window) by mean
+character P x R over the budgets (`sproutrag.learn.budgets`); the fitted parameters (the
+best mean over the sets, sets weighted equally; ties to the smaller penalty and window)
+are then scored on every dev split beside flat (cosine) and LanceDB's BM25 and hybrid
+search filled to the same budgets. Prints each dev table, the paired differences the
+decision rule of docs/results.md ("A context under a budget") reads, and the rule's
+verdict; `--out` keeps the rows as JSON. Needs ../shared/data (the dev sets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("RUST_LOG", "error")  # LanceDB's deprecation lines, once a search
+sys.path.insert(0, str(ROOT / "bench" / "research"))
+from labelled_sets import SETS, load_split  # noqa: E402 - also puts ROOT on sys.path
+
+PENALTIES = (0.0, 0.25, 0.5, 1.0, 2.0)
+WINDOWS = (1, 2)
+
+
+def grid():
+    """Every (selection, length penalty, window) tried on train."""
+    for p in PENALTIES:
+        yield "leaves", p, 1
+    for p, w in itertools.product(PENALTIES, WINDOWS):
+        yield "window", p, w
+    for p in PENALTIES:
+        yield "tree", p, 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    from schemas.settings import load_settings
+    from sproutrag.encoder.factory import encoder_from_settings
+    from sproutrag.encoder.weights import load_default_weights
+    from sproutrag.learn.anchors import AnchorTable
+    from sproutrag.learn.budgets import (
+        Selection,
+        anchor_budget_rows,
+        budget_rows,
+        budget_table,
+    )
+    from sproutrag.learn.metrics import paired_difference
+    from sproutrag.learn.variants import make_variants, variant_trees
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    p.add_argument("--budgets", nargs="+", type=int, default=[500, 1000, 2000])
+    p.add_argument("--data", default=str(ROOT / "out" / "data"))
+    p.add_argument("--cache", default=str(ROOT / ".eval-cache"))
+    p.add_argument("--config")
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--out", default=str(ROOT / "out" / "budget"))
+    args = p.parse_args(argv)
+
+    settings = load_settings(args.config)
+    weights = load_default_weights(settings.encoding.weights)
+    encoder = encoder_from_settings(settings.encoding, weights)
+    chunking = settings.chunking.model_dump()
+    tree_variant = make_variants(["tree"], weights, settings.tree.parent_embedding)[0]
+    params = tree_variant.search
+    cells = list(grid())
+    sels = [Selection(f"{s} p{pen:g} w{w}", s, pen, w) for s, pen, w in cells]
+
+    # Train: every cell on every set.
+    train: dict[str, dict[str, float]] = {}
+    for name in args.sets:
+        sp = load_split(name, "train", encoder, chunking, args)
+        trees = variant_trees(sp.feats, tree_variant)
+        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs, trees, params,
+                           args.budgets, sels)
+        train[name] = {r["name"]: r["mean_pr"] for r in rows}
+        print(f"train {name}: {len(sp.queries)} queries", flush=True)
+    mean = {s.name: float(np.mean([train[n][s.name] for n in args.sets])) for s in sels}
+    print("\ntrain mean P x R (sets weighted equally):")
+    for s in sels:
+        print(f"  {s.name:22s} " + " ".join(f"{100 * train[n][s.name]:6.2f}"
+                                            for n in args.sets) + f"  {100 * mean[s.name]:6.2f}")
+    fitted = {}
+    for kind in ("leaves", "window", "tree"):
+        # max over the cells in grid order: ties go to the first (smaller penalty, window)
+        best = max((s for s in sels if s.selection == kind), key=lambda s: mean[s.name])
+        fitted[kind] = best
+        print(f"fitted {kind}: length_penalty {best.length_penalty:g}, window {best.window}"
+              f" (train {100 * mean[best.name]:.2f})")
+    leaves_kind = max(("leaves", "window"), key=lambda k: mean[fitted[k].name])
+    print(f"the leaves variant (better on train): {leaves_kind}\n")
+
+    # Dev: the fitted selections, flat and the LanceDB baselines.
+    dev_sels = [Selection("flat (cosine)", "flat")] + [
+        Selection(f"{k} (penalty {fitted[k].length_penalty:g}"
+                  + (f", w {fitted[k].window})" if k == "window" else ")"), k,
+                  fitted[k].length_penalty, fitted[k].window)
+        for k in ("leaves", "window", "tree")]
+    verdict, out = [], {"fitted": {k: vars(v) for k, v in fitted.items()},
+                        "train": train, "dev": {}}
+    for name in args.sets:
+        sp = load_split(name, "dev", encoder, chunking, args)
+        trees = variant_trees(sp.feats, tree_variant)
+        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs, trees, params,
+                           args.budgets, dev_sels)
+        docs = [{"doc_id": d, "text": t} for d, t in sp.texts.items()]
+        with AnchorTable(docs, encoder) as table:
+            rows += anchor_budget_rows(["lancedb_bm25", "lancedb_hybrid"], table, sp.queries,
+                                       sp.qvecs, sp.texts, args.budgets)
+        print(f"## {name} dev ({len(sp.queries)} queries)\n")
+        print(budget_table(rows))
+        by_mode = {r["mode"]: r for r in rows}
+        d, se = paired_difference(by_mode["tree"]["per_query"]["pr"],
+                                  by_mode[leaves_kind]["per_query"]["pr"])
+        anchor = max((r for r in rows if r["mode"].startswith("lancedb")),
+                     key=lambda r: r["mean_pr"])
+        ratio = {m: by_mode[m]["mean_pr"] / max(anchor["mean_pr"], 1e-12)
+                 for m in ("flat", "leaves", "window", "tree")}
+        print(f"tree - {leaves_kind}: {100 * d:+.2f} +/- {100 * se:.2f} "
+              f"({d / se if se else 0:+.1f} SE); / best LanceDB: "
+              + ", ".join(f"{m} {v:.3f}" for m, v in ratio.items()) + "\n", flush=True)
+        verdict.append((name, d, se))
+        out["dev"][name] = rows
+    wins = sum(d > 2 * se for _, d, se in verdict)
+    losses = sum(d < -se for _, d, se in verdict)
+    ships = "tree" if wins >= 2 and losses == 0 else leaves_kind
+    print(f"rule: tree > 2 SE on {wins} set(s), < -1 SE on {losses}: {ships} ships")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "budget.json").write_text(json.dumps(out, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
