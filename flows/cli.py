@@ -30,7 +30,7 @@ from flows.commands import (
     cmd_train,
 )
 from flows.preflight import non_negative_float, positive_int
-from sproutrag.params import DEFAULT, MODES
+from sproutrag.params import DEFAULT, MODES, SELECTIONS
 
 OFFLINE_ENV = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -113,15 +113,33 @@ def _add_query(sub) -> None:
         "(cosine + BM25) and cutoffs with no tree: tree minus leaves is what the tree adds. "
         "--mode flat is the paper's baseline: cosine top-k over leaves. Each result "
         "carries doc_id, node_id, score, the character spans of its evidence units and "
-        "their text; at most k units in all. "
-        "Batch input lines: {qid, query, doc_ids?}; output lines: {qid, results[, error]}.",
+        "their text; at most k units in all. With --budget-chars (or --budget-tokens) the "
+        "results are a context for a reader instead: the best evidence that fits the "
+        "budget, as non-overlapping spans (adjacent evidence merged into one), grouped by "
+        "document (most relevant first) and in document order inside each, with the "
+        "characters used. Batch input lines: {qid, query, doc_ids?, where?, budget_chars?, "
+        "budget_tokens?}; output lines: {qid, results[, used_chars][, error]}.",
     )
     p.add_argument("question", nargs="?", metavar="QUESTION", help="free-text question")
     p.add_argument("--db", required=True, help="database built by `sproutrag index`")
     p.add_argument("--queries", metavar="Q.jsonl", help="batch of queries")
     p.add_argument("--out", metavar="R.jsonl", help="where to write batch results")
-    p.add_argument("--k", type=count_type("k"), default=5,
-                   help="evidence units per query (default 5)")
+    p.add_argument("--k", type=count_type("k"), default=None,
+                   help="evidence units per query (default 5; with a budget, no limit "
+                   "unless given: then both limits hold)")
+    p.add_argument("--budget-chars", type=count_type("budget_chars"), metavar="B",
+                   help="return a context of at most B characters (the spans' characters, "
+                   "gaps inside a merged span included) instead of k units")
+    p.add_argument("--budget-tokens", type=count_type("budget_tokens"), metavar="T",
+                   help="return a context of at most T tokens, counted by --tokenizer (may "
+                   "be combined with --budget-chars: both hold)")
+    p.add_argument("--tokenizer", metavar="NAME",
+                   help="tokenizer counting --budget-tokens: a model folder or name "
+                   "(default: the database's encoder)")
+    p.add_argument("--selection", choices=SELECTIONS, default=None,
+                   help="how evidence competes for a budget: leaves (each leaf alone; the "
+                   "default, chosen by `bench/budget.py`), window (each leaf with its "
+                   "neighbours), tree (every node, at its characters' cost)")
     p.add_argument("--mode", choices=MODES, default="tree",
                    help="tree (default; the method), leaves (tree mode's fused score, no "
                    "tree), flat (cosine only)")

@@ -165,13 +165,26 @@ def _query(args: argparse.Namespace) -> int:
     else:
         with open(args.queries, "rb") as fh:
             queries = parse_lines(fh)
-    rows = run_queries(retriever, queries, k=args.k, mode=args.mode)
+    if args.budget_tokens is not None:  # a tokenizer that cannot load: exit 2, now
+        from flows.preflight import UsageError
+        from sproutrag.search.hits import QueryError
+        from sproutrag.search.tokens import token_counter
+
+        try:
+            token_counter(args.tokenizer or retriever.store.encoder_id)
+        except QueryError as exc:
+            raise UsageError(f"--tokenizer: {exc}") from None
+    rows = run_queries(retriever, queries, k=args.k, mode=args.mode,
+                       budget_chars=args.budget_chars, budget_tokens=args.budget_tokens,
+                       selection=args.selection, tokenizer=args.tokenizer)
     failed = [r for r in rows if "error" in r]
     if args.queries:
         write_jsonl(args.out, rows)
         print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
         if not retriever.n_documents():
             print(_EMPTY.format(db=args.db), file=sys.stderr)
+    elif "used_chars" in rows[0]:
+        _print_context(args, rows[0])
     else:
         _print_hits(args.question, rows[0])
         _print_hint(args, retriever, rows[0])
@@ -199,8 +212,28 @@ def _check_out(out: str, queries: str | None) -> None:
         raise UsageError(str(exc)) from None
 
 
+def _print_context(args: argparse.Namespace, row: dict) -> None:
+    """A context: its spans, grouped by document, and the budget used."""
+    print(f"query: {args.question}")
+    doc = None
+    for hit in row["results"]:
+        if hit["doc_id"] != doc:
+            doc = hit["doc_id"]
+            print(f"{doc}:")
+        (s, e), = hit["spans"]
+        print(f"  chars {s}-{e}  score {hit['score']:.3f}")
+        for line in hit["text"].splitlines():
+            print(f"     {line}")
+    used = [f"{row['used_chars']} of {args.budget_chars} characters"
+            if args.budget_chars else f"{row['used_chars']} characters"]
+    if "used_tokens" in row:
+        used.append(f"{row['used_tokens']} of {args.budget_tokens} tokens")
+    print(f"({len(row['results'])} spans, {', '.join(used)})")
+
+
 def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
     """Why a single question got fewer units than asked for."""
+    from sproutrag.search.batch import DEFAULT_K
     if not row["results"] and "error" not in row:
         cut = retriever.threshold if args.mode != "flat" else retriever.flat_threshold
         if not retriever.n_documents():
@@ -212,8 +245,9 @@ def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
                   "--threshold the best matches come back anyway")
     elif args.mode != "flat" and retriever.margin is not None and not retriever.fills_k:
         n = sum(len(h["spans"]) for h in row["results"])
-        if n < args.k:
-            print(f"({n} of at most {args.k} units: the others scored more than margin "
+        k = args.k if args.k is not None else DEFAULT_K
+        if n < k:
+            print(f"({n} of at most {k} units: the others scored more than margin "
                   f"{retriever.margin:g} below the best; --margin none fills the budget)")
 
 

@@ -1,7 +1,9 @@
 """Prefect flow `query-corpus`: a file of queries -> results as JSONL and a LanceDB table.
 
-Input: JSONL or Parquet with columns {qid, query, doc_ids?}. Output: one JSONL line per
-query ({qid, results[, error]}, exactly as `sproutrag query --queries` writes) and rows in
+Input: JSONL or Parquet with columns {qid, query, doc_ids?, where?, budget_chars?,
+budget_tokens?}. Output: one JSONL line per query ({qid, results[, used_chars][, error]},
+exactly as `sproutrag query --queries` writes; with a budget, the line's or the flow's
+BUDGET_CHARS / BUDGET_TOKENS, the results are a context) and rows in
 the `results` table of the same database (one row per hit; a failed query gets one row
 with rank 0 and its error), tagged with the query run's id and the Prefect flow run's id
 (`run_id`, `flow_run_id`). Lines that cannot run (not JSON, a bad qid or doc_ids, a
@@ -24,7 +26,7 @@ from flows.arguments import check_output_file
 from flows.parameters import flow_settings
 from schemas.settings import Settings
 from sproutrag.ingest.run_summary import QueriesFailedError, too_many_failed
-from sproutrag.search.batch import check_query_parameters
+from sproutrag.search.batch import DEFAULT_K, check_query_parameters
 from tasks.search import read_queries, search_queries, write_results
 
 
@@ -33,26 +35,36 @@ def query_corpus(
     queries: str,
     db: str = ".sproutrag/db",
     out: str = "results.jsonl",
-    k: int = 5,
+    k: int | None = None,
     mode: str = "tree",
     beam: int = 5,
     config: str | None = None,
     settings: Settings | None = None,
+    budget_chars: int | None = None,
+    budget_tokens: int | None = None,
+    selection: str | None = None,
+    tokenizer: str | None = None,
 ):
     """Run every query of QUERIES against DB; write OUT and the `results` table.
 
     QUERIES, DB and OUT may be local or s3:// (storage settings from SETTINGS, or else
-    CONFIG and the environment: `flows.parameters`).
+    CONFIG and the environment: `flows.parameters`). K: units per query (5 when not
+    given); BUDGET_CHARS / BUDGET_TOKENS (and a line's own): a context for a reader
+    instead (`sproutrag query --budget-chars`; SELECTION, TOKENIZER as there).
     """
     logger = get_run_logger()
-    check_query_parameters(k=k, beam=beam, mode=mode)  # before any work
+    check_query_parameters(k=k, beam=beam, mode=mode, budget_chars=budget_chars,
+                           budget_tokens=budget_tokens, selection=selection)  # before any work
     check_output_file(out, source=queries, flag="out", source_flag="queries")
     settings = flow_settings(settings, config)
     batch = read_queries(queries, settings)
     t0 = time.perf_counter()
-    rows = search_queries(batch, db, k=k, mode=mode, beam=beam, settings=settings)
+    rows = search_queries(batch, db, k=k, mode=mode, beam=beam, settings=settings,
+                          budget_chars=budget_chars, budget_tokens=budget_tokens,
+                          selection=selection, tokenizer=tokenizer)
     logger.info("search: %d queries in %.1f s", len(rows), time.perf_counter() - t0)
-    run_id = write_results(rows, db, out, k=k, mode=mode, settings=settings,
+    run_id = write_results(rows, db, out, k=k if k is not None else DEFAULT_K, mode=mode,
+                           settings=settings,
                            flow_run_id=flow_run.get_id())
     failed = [r for r in rows if "error" in r]
     summary = f"{len(rows)} queries, {len(failed)} failed, results in {out} and `results`"

@@ -23,7 +23,8 @@ from typing import Any
 from sproutrag.errors import SearchParamsError
 from sproutrag.limits import LIMITS
 
-__all__ = ["DEFAULT", "MODES", "SearchParams", "SearchParamsError", "check_count", "check_number",
+__all__ = ["DEFAULT", "MODES", "SELECTIONS", "SearchParams", "SearchParamsError", "check_count",
+           "check_number",
            "count_problem", "number_problem"]
 
 
@@ -31,6 +32,11 @@ __all__ = ["DEFAULT", "MODES", "SearchParams", "SearchParamsError", "check_count
 #: the same documents' leaves, no tree: the tree's own contribution is tree minus
 #: leaves), flat (cosine top-k over the leaves: the paper's baseline).
 MODES: tuple[str, ...] = ("tree", "leaves", "flat")
+
+#: How evidence competes for a context's budget (`sproutrag.search.context`): each leaf
+#: alone; each leaf with its neighbours (a window of adjacent leaves); every tree node
+#: (leaf or internal) with all its leaves.
+SELECTIONS: tuple[str, ...] = ("leaves", "window", "tree")
 
 
 class _Default:

@@ -33,14 +33,17 @@ def read_queries(path: str, settings: Settings | None = None) -> list[Entry]:
 
 @task(name="search", cache_policy=NO_CACHE)
 def search_queries(
-    queries: list[Entry], db: str, *, k: int, mode: str, beam: int, settings: Settings,
+    queries: list[Entry], db: str, *, k: int | None, mode: str, beam: int,
+    settings: Settings, budget_chars: int | None = None, budget_tokens: int | None = None,
+    selection: str | None = None, tokenizer: str | None = None,
 ) -> list[dict[str, Any]]:
     reader = Reader.open(db, storage_options=settings.storage.lance_options(db))
     encoder = shared_encoder(reader_settings(reader, settings))  # the database's by default
     retriever = Retriever(reader, encoder=encoder, weights=reader_weights(settings),
                           beam_width=beam, n_docs=settings.search.n_docs,
                           first_stage=settings.search.first_stage)
-    return run_queries(retriever, queries, k=k, mode=mode)
+    return run_queries(retriever, queries, k=k, mode=mode, budget_chars=budget_chars,
+                       budget_tokens=budget_tokens, selection=selection, tokenizer=tokenizer)
 
 
 @task(name="write_results", cache_policy=NO_CACHE, **IO_RETRIES)

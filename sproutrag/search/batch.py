@@ -1,7 +1,9 @@
 """Batches of queries, shared by `sproutrag query --queries` and the `query-corpus` flow.
 
-A batch is a JSONL file of `{"qid", "query", "doc_ids"?, "where"?}` lines (or the rows of a
-Parquet file); its results are a JSONL file of `{"qid", "results"[, "error"]}` lines,
+A batch is a JSONL file of `{"qid", "query", "doc_ids"?, "where"?, "budget_chars"?,
+"budget_tokens"?}` lines (or the rows of a Parquet file); its results are a JSONL file of
+`{"qid", "results"[, "used_chars", "used_tokens"][, "error"]}` lines (with a budget, the
+line's own or the run's, `results` is a context: `Retriever.context`),
 written by `write_jsonl` (the one JSONL writer: `sproutrag query`, the flow's
 `write_results` task and `sproutrag.learn.devsets`). Every entry is checked before any
 search, the same way for both callers: a line that is not JSON, a query that is not
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sproutrag.errors import SproutragError, os_errno
-from sproutrag.params import MODES, check_count
+from sproutrag.params import MODES, SELECTIONS, check_count
 from sproutrag.search.hits import check_query_text
 from sproutrag.search.retriever import Mode, QueryError, Retriever
 
@@ -63,15 +65,37 @@ class Query:
     doc_ids: list[str] | None = None
     error: str | None = None
     where: str | None = None  # a SQL filter over `documents` columns
+    budget_chars: int | None = None  # a context of at most this many characters
+    budget_tokens: int | None = None  # ... and tokens
 
 
-def check_query_parameters(*, k: int, beam: int, mode: str) -> None:
+def check_query_parameters(*, k: int | None, beam: int, mode: str,
+                           budget_chars: int | None = None,
+                           budget_tokens: int | None = None,
+                           selection: str | None = None) -> None:
     """Refuse bad query-run parameters before any work (QueryError, a ValueError, naming
     the parameter and its limits)."""
-    check_count("k", k)
+    if selection is not None and selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}; got "
+                         f"{selection!r}")
+    if k is not None:
+        check_count("k", k)
     check_count("beam", beam, limits="beam_width")
+    for name, value in (("budget_chars", budget_chars), ("budget_tokens", budget_tokens)):
+        if value is not None:
+            check_count(name, value)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+
+
+def _budget(row: dict[str, Any], name: str) -> int | None:
+    """A line's budget: absent or null, or a positive integer (QueryError otherwise)."""
+    value = row.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise QueryError(f"{name} must be a positive integer, got {value!r}")
+    return value
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
@@ -151,7 +175,9 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
                      "documents table's columns")
     try:
         query = check_query_text(row.get("query", ""))
-        return Query(qid, query, _doc_ids(row.get("doc_ids")), where=where)
+        return Query(qid, query, _doc_ids(row.get("doc_ids")), where=where,
+                     budget_chars=_budget(row, "budget_chars"),
+                     budget_tokens=_budget(row, "budget_tokens"))
     except QueryError as exc:
         return Query(qid, error=str(exc))
 
@@ -163,14 +189,26 @@ def check_batch(entries: Sequence[Entry | Any]) -> list[Query]:
             for n, e in enumerate(entries, start=1)]
 
 
+#: Units of a search without a budget when k is not given.
+DEFAULT_K = 5
+
+
 def run_queries(
     retriever: Retriever,
     queries: Sequence[Entry | Any],
     *,
-    k: int = 5,
+    k: int | None = DEFAULT_K,
     mode: Mode = "tree",
+    budget_chars: int | None = None,
+    budget_tokens: int | None = None,
+    selection: str | None = None,
+    tokenizer: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Run a batch of `{qid, query, doc_ids?}`; an entry that cannot run gets `error`."""
+    """Run a batch of `{qid, query, doc_ids?, where?, budget_chars?, budget_tokens?}`; an
+    entry that cannot run gets `error`. With a budget (the line's, else BUDGET_CHARS /
+    BUDGET_TOKENS) a line's results are a context (`Retriever.context`: SELECTION,
+    TOKENIZER; K, when not None, still bounds its units); without one, the K best units
+    (`DEFAULT_K` when None)."""
     from sproutrag.interrupt import crash_point
 
     out = []
@@ -178,9 +216,18 @@ def run_queries(
         if q.error is not None:
             out.append({"qid": q.qid, "results": [], "error": q.error})
             continue
+        chars = q.budget_chars if q.budget_chars is not None else budget_chars
+        tokens = q.budget_tokens if q.budget_tokens is not None else budget_tokens
         try:
-            hits = retriever.search(q.query, k=k, doc_ids=q.doc_ids, mode=mode, where=q.where)
-            out.append({"qid": q.qid, "results": [h.to_dict() for h in hits]})
+            if chars is not None or tokens is not None:
+                ctx = retriever.context(q.query, budget_chars=chars, budget_tokens=tokens,
+                                        k=k, doc_ids=q.doc_ids, where=q.where, mode=mode,
+                                        selection=selection, tokenizer=tokenizer)
+                out.append({"qid": q.qid, **ctx.to_dict()})
+            else:
+                hits = retriever.search(q.query, k=k if k is not None else DEFAULT_K,
+                                        doc_ids=q.doc_ids, mode=mode, where=q.where)
+                out.append({"qid": q.qid, "results": [h.to_dict() for h in hits]})
         except SproutragError as exc:  # the query cannot run as given
             out.append({"qid": q.qid, "results": [], "error": str(exc)})
         except Exception as exc:  # noqa: BLE001 - a bug: its traceback logged, the rest runs

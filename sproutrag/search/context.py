@@ -23,11 +23,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from sproutrag.params import SELECTIONS
 from sproutrag.trees.tree import Tree
-
-#: How pieces compete for the budget: each leaf alone; each leaf with its neighbours (a
-#: window of adjacent leaves); every tree node (leaf or internal) with all its leaves.
-SELECTIONS: tuple[str, ...] = ("leaves", "window", "tree")
 
 #: The shipped selection and its parameters (fitted on the training splits, decided on
 #: dev: docs/results.md, "A context under a budget").
@@ -119,13 +116,17 @@ def leaf_pieces(scores: Mapping[str, np.ndarray], docs: Mapping[str, Units], *,
                 length_penalty: float = 0.0) -> list[Piece]:
     """Every leaf of every document as a piece (SCORES: a score per leaf, in the order of
     the document's units), best priority first (ties to the smaller (doc_id, leaf))."""
-    out = []
-    for d, s in scores.items():
-        chars = _unit_chars(docs[d])
-        for u in range(len(chars)):
-            out.append(Piece(d, u, float(s[u]), np.array([u], np.int64),
-                             priority(s[u], chars[u], length_penalty)))
-    return _ordered(out)
+    ids = sorted(scores)
+    if not ids:
+        return []
+    score = np.concatenate([np.asarray(scores[d], np.float64) for d in ids])
+    chars = np.concatenate([_unit_chars(docs[d]) for d in ids])
+    doc = np.concatenate([np.full(len(scores[d]), i) for i, d in enumerate(ids)])
+    leaf = np.concatenate([np.arange(len(scores[d])) for d in ids])
+    pr = score - length_penalty * np.log2(np.maximum(chars, 1))
+    order = np.lexsort((leaf, doc, -pr))
+    return [Piece(ids[doc[i]], int(leaf[i]), float(score[i]),
+                  np.array([leaf[i]], np.int64), float(pr[i])) for i in order.tolist()]
 
 
 def window_pieces(scores: Mapping[str, np.ndarray], docs: Mapping[str, Units], *,
@@ -266,6 +267,7 @@ def fill_budget(
              for d, u in docs.items()}
     unit_chars = {d: _unit_chars(u) for d, u in docs.items()}
     inf = float("inf")
+    smallest = min((int(c.min()) for c in unit_chars.values() if len(c)), default=0)
     chars_left = budget_chars if budget_chars is not None else inf
     tokens_left = budget_tokens if budget_tokens is not None else inf
     units, chosen = 0, []
@@ -286,8 +288,8 @@ def fill_budget(
         tokens_left -= tokens
         units += len(new)
         chosen.append(p)
-        if chars_left == 0 or tokens_left == 0 or (k is not None and units >= k):
-            break
+        if chars_left < smallest or tokens_left == 0 or (k is not None and units >= k):
+            break  # nothing more can fit
     return chosen, state
 
 

@@ -33,9 +33,22 @@ import numpy as np
 
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
+from sproutrag.search.context import (
+    DEFAULT_LENGTH_PENALTY,
+    DEFAULT_SELECTION,
+    DEFAULT_WINDOW,
+    SELECTIONS,
+    Context,
+    Units,
+    build_context,
+    ranked_pieces,
+    selection_pieces,
+)
 from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
+from sproutrag.search.hierarchy import hierarchical_scores
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
+from sproutrag.search.node_scores import cosine_scores, node_scores
 from sproutrag.search.tree_search import (
     Reranker,
     Selected,
@@ -256,6 +269,16 @@ class Retriever:
             self._cache.put(key, found, leaf_terms_nbytes(found))
         return found
 
+    def document_text(self, doc_id: str, tree_id: str) -> str:
+        """The text of DOC_ID whose current tree is TREE_ID (a context's spans are cut from
+        it), cached like the tree; KeyError when the document was replaced meanwhile."""
+        key = ("text", doc_id, tree_id)
+        found = self._cache.get(key)
+        if found is None:
+            found = self.store.document_text(doc_id, tree_id)
+            self._cache.put(key, found, 2 * len(found) + 64)
+        return found
+
     @property
     def n_docs(self) -> int:
         """Documents a query without doc_ids searches (at least; see `choose_documents`)."""
@@ -370,6 +393,103 @@ class Retriever:
                     out.append(self.search_vector(query, qvec, k=k, doc_ids=known,
                                                   mode=mode, allowed=allowed))
         return out
+
+    def context(
+        self,
+        query: str,
+        *,
+        budget_chars: int | None = None,
+        budget_tokens: int | None = None,
+        k: int | None = None,
+        doc_ids: Sequence[str] | None = None,
+        where: str | None = None,
+        mode: Mode = "tree",
+        selection: str | None = None,
+        tokenizer: str | None = None,
+    ) -> Context:
+        """The best evidence for QUERY that fits BUDGET_CHARS characters and/or
+        BUDGET_TOKENS tokens (counted by TOKENIZER, a model folder or name: the encoder's
+        by default), and at most K units when given: non-overlapping spans, adjacent
+        evidence merged into one, grouped by document (by relevance) and in document order
+        inside each (`sproutrag.search.context`). DOC_IDS and WHERE restrict the documents
+        as in `search`. SELECTION (tree and leaves modes): how evidence competes for the
+        budget (`SELECTIONS`; default `DEFAULT_SELECTION`, the one the evaluation chose);
+        mode flat takes leaves by cosine."""
+        check_query_text(query)
+        self._check_budget(budget_chars, budget_tokens, k, mode, selection)
+        measure = None
+        if budget_tokens is not None:
+            from sproutrag.search.tokens import token_counter
+
+            measure = token_counter(tokenizer or self.store.encoder_id)
+        with self._one_view():
+            doc_ids, allowed = self.scope(doc_ids, where)
+            qvec = self._embed([query])[0]
+            for again in (True, False):
+                try:
+                    return self._context(query, qvec, budget_chars, budget_tokens, measure,
+                                         k, doc_ids, allowed, mode, selection)
+                except KeyError:  # a document replaced under this view: read it again
+                    if not again:
+                        raise
+                    self._forget_view()
+                except (RuntimeError, OSError) as exc:
+                    if not again or not files_gone(exc):
+                        raise
+                    self.view.refresh()
+                    self._forget_view()
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _check_budget(budget_chars: int | None, budget_tokens: int | None, k: int | None,
+                      mode: str, selection: str | None) -> None:
+        if budget_chars is None and budget_tokens is None:
+            raise QueryError("a context needs a budget: give budget_chars or budget_tokens")
+        for name, value in (("budget_chars", budget_chars), ("budget_tokens", budget_tokens)):
+            if value is not None:
+                check_count(name, value)
+        if k is not None:
+            check_count("k", k)
+        if mode not in MODES:
+            raise QueryError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if selection is not None and selection not in SELECTIONS:
+            raise QueryError(f"selection must be one of {', '.join(SELECTIONS)}; got "
+                             f"{selection!r}")
+
+    def _context(self, query: str, qvec: np.ndarray, budget_chars: int | None,
+                 budget_tokens: int | None, measure: Any, k: int | None,
+                 doc_ids: Sequence[str] | None, allowed: Collection[str] | None,
+                 mode: str, selection: str | None) -> Context:
+        params, _ = self._resolve()
+        docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
+        loaded = self._load_trees(docs)
+        stored = {d: st for d, (_, st) in loaded.items()}
+        units = {d: Units(st.spans, self.document_text(d, t)) for d, (t, st) in loaded.items()}
+        if mode == "flat":
+            cos = {d: cosine_scores(st.tree.vectors[: st.tree.n], qvec)
+                   for d, st in stored.items()}
+            order = sorted((-float(c[u]), d, u) for d, c in cos.items() for u in range(len(c)))
+            pieces, overlap = ranked_pieces((d, u, -r) for r, d, u in order), "skip"
+            chosen = "flat"
+        else:
+            lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
+                       if params.lexical_weight > 0 else None)
+            trees = {d: st.tree for d, st in stored.items()}
+            scores = node_scores(trees, qvec, query=query, lexical=lexical,
+                                 lexical_weight=params.lexical_weight)
+            scores = hierarchical_scores(trees, scores, params, qvec, query=query,
+                                         lexical=lexical)
+            chosen = selection or DEFAULT_SELECTION
+            if mode == "leaves" and chosen == "tree":
+                chosen = "leaves"  # leaves mode has no tree to select from
+            pieces, overlap = selection_pieces(
+                chosen, {d: s.rank for d, s in scores.items()}, units, trees=trees,
+                length_penalty=DEFAULT_LENGTH_PENALTY, window=DEFAULT_WINDOW)
+        ctx = build_context(pieces, units, budget_chars=budget_chars,
+                            budget_tokens=budget_tokens, measure=measure, k=k,
+                            overlap=overlap)
+        ctx.meta.update(selection=chosen, mode=mode)
+        return ctx
 
     def search_vector(
         self,

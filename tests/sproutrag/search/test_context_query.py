@@ -1,0 +1,141 @@
+"""A context under a budget from the indexed sample: the Retriever, the CLI (one question
+and a batch), and the query flow give the same context; budgets in characters and in
+tokens hold; bad budgets are refused with a clear line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sproutrag.search.retriever import QueryError, Retriever
+from sproutrag.storage.store import Store
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.model
+
+QUESTION = "Within how many hours must the provider notify the customer of a security incident?"
+
+
+@pytest.fixture(scope="module")
+def retriever(sample_index):
+    return Retriever(sample_index[0])
+
+
+def _texts(db: str) -> dict[str, str]:
+    rows = Store.open_existing(db).table("documents").to_arrow().to_pydict()
+    return dict(zip(rows["doc_id"], rows["text"], strict=True))
+
+
+def _no_scores(rows):
+    return [{**r, "results": [{k: v for k, v in h.items() if k != "score"}
+                              for h in r["results"]]} for r in rows]
+
+
+@pytest.mark.parametrize("selection", ["leaves", "window", "tree"])
+def test_a_context_fits_its_budget_and_quotes_the_documents(retriever, sample_index,
+                                                            selection):
+    texts = _texts(sample_index[0])
+    for budget in (1, 40, 300, 1000, 5000):
+        ctx = retriever.context(QUESTION, budget_chars=budget, selection=selection)
+        assert ctx.used_chars <= budget
+        assert ctx.used_chars == sum(s.end - s.start for s in ctx.spans)
+        for s in ctx.spans:
+            assert s.text == texts[s.doc_id][s.start : s.end]
+        by_doc: dict[str, list] = {}
+        for s in ctx.spans:
+            by_doc.setdefault(s.doc_id, []).append(s)
+        order = list(dict.fromkeys(s.doc_id for s in ctx.spans))
+        for d, spans in by_doc.items():
+            assert [s.start for s in spans] == sorted(s.start for s in spans)
+            assert all(a.end < b.start for a, b in zip(spans, spans[1:]))
+            assert order.index(d) == len({x.doc_id for x in ctx.spans[: ctx.spans.index(spans[0])]})
+    ctx = retriever.context(QUESTION, budget_chars=1000, selection=selection)
+    assert "twenty-four (24) hours" in " ".join(s.text for s in ctx.spans)
+
+
+def test_a_budget_in_tokens_counts_the_encoders_tokens(retriever):
+    from tokenizers import Tokenizer
+
+    from sproutrag.encoder.loading import resolve_model
+
+    path, _ = resolve_model(retriever.store.encoder_id)
+    tok = Tokenizer.from_file(f"{path}/tokenizer.json")
+    tok.no_padding()  # the file pads and truncates to 128 for the encoder
+    tok.no_truncation()
+    for budget in (5, 60, 400):
+        ctx = retriever.context(QUESTION, budget_tokens=budget)
+        counted = sum(len(tok.encode(s.text, add_special_tokens=False).ids) for s in ctx.spans)
+        assert ctx.used_tokens == counted <= budget
+    both = retriever.context(QUESTION, budget_tokens=400, budget_chars=500, k=3)
+    assert both.used_chars <= 500 and both.used_tokens <= 400 and both.units <= 3
+
+
+def test_bad_budgets_are_refused(retriever):
+    with pytest.raises(QueryError, match="needs a budget"):
+        retriever.context(QUESTION)
+    with pytest.raises(QueryError, match="budget_chars must be"):
+        retriever.context(QUESTION, budget_chars=0)
+    with pytest.raises(QueryError, match="selection must be one of"):
+        retriever.context(QUESTION, budget_chars=100, selection="best")
+    with pytest.raises(QueryError, match="tokenizer 'no/such-tokenizer-here'"):
+        retriever.context(QUESTION, budget_tokens=100, tokenizer="no/such-tokenizer-here")
+
+
+def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_index,
+                                                            tmp_path, monkeypatch):
+    from flows.query_corpus import query_corpus
+
+    db = sample_index[0]
+    lines = [{"qid": "a", "query": QUESTION, "budget_chars": 700},
+             {"qid": "b", "query": "monthly internet stipend", "budget_chars": 300,
+              "doc_ids": ["policies/remote_work_faq.md"]},
+             {"qid": "c", "query": QUESTION},  # the run's budget
+             {"qid": "d", "query": QUESTION, "budget_chars": 0}]
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("\n".join(json.dumps(q) for q in lines), encoding="utf-8")
+    cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "query", "--db", db, "--queries", str(queries),
+         "--out", str(cli_out), "--budget-chars", "450"], capture_output=True, text=True,
+        cwd=ROOT)
+    assert proc.returncode == 3, proc.stderr  # line d failed
+    cli = [json.loads(x) for x in cli_out.read_text().splitlines()]
+    assert "budget_chars must be a positive integer" in cli[3]["error"]
+    from sproutrag.ingest.run_summary import QueriesFailedError
+
+    with pytest.raises(QueriesFailedError):
+        query_corpus(queries=str(queries), db=db, out=str(flow_out), budget_chars=450)
+    flow = [json.loads(x) for x in flow_out.read_text().splitlines()]
+    api = [retriever.context(QUESTION, budget_chars=700).to_dict(),
+           retriever.context("monthly internet stipend", budget_chars=300,
+                             doc_ids=["policies/remote_work_faq.md"]).to_dict(),
+           retriever.context(QUESTION, budget_chars=450).to_dict()]
+    assert _no_scores(cli) == _no_scores(flow)
+    assert _no_scores(cli[:3]) == _no_scores([{"qid": q, **a} for q, a in zip("abc", api)])
+    assert [r["used_chars"] for r in cli[:3]] == [a["used_chars"] for a in api]
+    assert cli[0]["used_chars"] <= 700 and cli[2]["used_chars"] <= 450
+    assert {h["doc_id"] for h in cli[1]["results"]} == {"policies/remote_work_faq.md"}
+    # One question on the command line: the same spans, printed.
+    one = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "query", "--db", db, QUESTION,
+         "--budget-chars", "700"], capture_output=True, text=True, cwd=ROOT)
+    assert one.returncode == 0, one.stderr
+    for hit in api[0]["results"]:
+        (s, e), = hit["spans"]
+        assert f"chars {s}-{e}" in one.stdout
+    assert f"{api[0]['used_chars']} of 700 characters" in one.stdout
+
+
+def test_cli_refuses_a_bad_budget_before_the_model_loads(sample_index):
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "query", "--db", sample_index[0], QUESTION,
+         "--budget-chars", "0"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "--budget-chars" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "query", "--db", sample_index[0], QUESTION,
+         "--budget-tokens", "50", "--tokenizer", "/no/such/folder"], capture_output=True,
+        text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "--tokenizer" in proc.stderr, proc.stderr
