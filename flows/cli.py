@@ -246,6 +246,11 @@ def _add_evaluate(sub) -> None:
                    "doc_ids (the Retriever's first stage picks the documents, as `sproutrag "
                    "query` without --doc-id): rows '<mode> corpus-wide' beside the "
                    "within-document ones")
+    p.add_argument("--budgets", type=count_type("budget_chars"), nargs="+", metavar="B",
+                   help="also score contexts under these character budgets (e.g. 500 1000 "
+                   "2000): char precision, recall and P x R per budget and spans per "
+                   "context for flat, leaves, window and tree selections and the LanceDB "
+                   "baselines among --modes, paired")
     p.add_argument("--out", default="out/eval", metavar="DIR", help="report folder")
     p.add_argument("--cache", metavar="DIR", help="feature cache (default OUT/cache)")
     p.set_defaults(func=cmd_evaluate)

@@ -275,6 +275,8 @@ def _evaluate_command(args: argparse.Namespace) -> str:
     for flag in ("weights", "config", "db", "out"):
         if getattr(args, flag):
             parts += [f"--{flag}", str(getattr(args, flag))]
+    if getattr(args, "budgets", None):
+        parts += ["--budgets", *map(str, args.budgets)]
     return shlex.join(parts)
 
 
@@ -338,7 +340,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     rows, meta = evaluate_corpus(
         args.docs, args.queries, encoder=encoder, chunking=settings.chunking.model_dump(),
         variants=variants, ks=args.k, cache_dir=args.cache or os.path.join(args.out, "cache"),
-        anchors=anchors,
+        anchors=anchors, budgets=args.budgets or (),
+        search=None if any(v.mode == "tree" for v in variants) else make_variants(
+            ["tree"], weights, settings.tree.parent_embedding)[0],
     )
     if args.db:
         rows += _db_rows(args, settings, encoder, meta)

@@ -161,10 +161,15 @@ def evaluate_corpus(
     cache_dir: str | Path | None = None,
     anchors: Sequence[str] = (),
     log: Any = print,
+    budgets: Sequence[int] = (),
+    search: Any = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Featurize (cached), encode the queries, score every variant, then every LanceDB
     baseline of ANCHORS (`sproutrag.learn.anchors`: its own chunks and table, the same
-    queries). (rows, meta)."""
+    queries). With BUDGETS (characters), contexts under each budget too
+    (`sproutrag.learn.budgets`: flat, leaves, window and tree selections over the trees
+    and scores of the variant SEARCH, default the first tree variant; the baselines
+    filled the same way), in ``meta["budget_rows"]``. (rows, meta)."""
     t0 = time.perf_counter()
     docs = read_jsonl(docs_path)
     feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
@@ -175,6 +180,8 @@ def evaluate_corpus(
     rows = evaluate_variants(variants, feats, queries, qvecs, ks)
     if anchors:
         rows += anchor_rows(anchors, docs, feats, queries, qvecs, ks, encoder)
+    budget = (context_rows(docs, feats, queries, qvecs, budgets, variants, search, anchors,
+                           encoder) if budgets else None)
     meta = {
         "docs": str(docs_path), "queries": str(queries_path), "n_docs": len(feats),
         "n_queries": len(queries), "ks": list(ks), "chunking": chunking,
@@ -184,7 +191,32 @@ def evaluate_corpus(
         "seconds": {"featurize": round(t1 - t0, 1),
                     "search_and_score": round(time.perf_counter() - t1, 1)},
     }
+    if budget is not None:
+        meta["budgets"], meta["budget_rows"] = list(budgets), budget
     return rows, meta
+
+
+def context_rows(
+    docs: Sequence[dict[str, Any]], feats: dict[str, DocFeatures],
+    queries: Sequence[dict[str, Any]], qvecs: np.ndarray, budgets: Sequence[int],
+    variants: Sequence[Variant], search: Variant | None, anchors: Sequence[str], encoder: Any,
+) -> list[dict[str, Any]]:
+    """`evaluate --budgets`: a row per context selection (`budgets.default_selections`)
+    over the trees and scores of SEARCH (default: the first tree variant of VARIANTS, or
+    the shipped tree), then a row per LanceDB baseline of ANCHORS filled the same way."""
+    from sproutrag.learn.anchors import AnchorTable
+    from sproutrag.learn.budgets import anchor_budget_rows, budget_rows
+
+    v = search or next((x for x in variants if x.mode == "tree"), None)
+    if v is None:
+        raise ValueError("--budgets needs a tree variant among the modes (e.g. tree)")
+    texts = {str(d["doc_id"]): d["text"] for d in docs}
+    rows = budget_rows(feats, texts, queries, qvecs, variant_trees(feats, v), v.search,
+                       budgets)
+    if anchors:
+        with AnchorTable(docs, encoder) as table:
+            rows += anchor_budget_rows(anchors, table, queries, qvecs, texts, budgets)
+    return rows
 
 
 def corpus_wide_loss(

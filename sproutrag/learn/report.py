@@ -135,6 +135,12 @@ def write_report(
     if wide:
         text += "Where corpus-wide search loses against within:\n\n" + "".join(
             f"- {r['name']}: {r['notes']}\n" for r in wide) + "\n"
+    if meta.get("budget_rows"):
+        from sproutrag.learn.budgets import budget_table
+
+        text += ("Contexts under a character budget (char precision P and recall R per "
+                 "budget, P x R averaged over the budgets; paired per query):\n\n"
+                 + budget_table(meta["budget_rows"]) + "\n")
     if stats:
         text += f"Tree figures (at the largest k):\n\n{stats}"
     (out / "results.md").write_text(text, encoding="utf-8")

@@ -102,3 +102,35 @@ def test_evaluate_scores_the_baselines_and_compares_with_the_better(tmp_path):
     assert bm25["per_k"][0]["ie"] == 1.0  # the one gold chunk first: P@1 = R = 1
     md = (out / "results.md").read_text()
     assert "IE - best LanceDB (paired)" in md and "charIE - best LanceDB (paired)" in md
+
+
+@pytest.mark.model
+def test_evaluate_budgets_scores_contexts_by_characters(tmp_path):
+    """`evaluate --budgets`: every selection and baseline gets char P, R and P x R per
+    budget, computed from contexts that fit the budget."""
+    from flows.cli import main
+
+    docs, queries = tmp_path / "d.jsonl", tmp_path / "q.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    nda = DOCS[0]["text"]
+    gold = nda.index("Disputes")
+    queries.write_text(json.dumps({"qid": "q1", "query": "Which courts decide disputes?",
+                                   "doc_ids": ["nda"], "gold": [{"doc_id": "nda",
+                                   "start": gold, "end": gold + 38}]}) + "\n")
+    out = tmp_path / "eval"
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                 "tree", "lancedb_bm25", "--budgets", "60", "400", "--out", str(out)]) == 0
+    report = json.loads((out / "results.json").read_text())
+    rows = {r["mode"]: r for r in report["meta"]["budget_rows"]}
+    assert set(rows) == {"flat", "leaves", "window", "tree", "lancedb_bm25"}
+    for r in rows.values():
+        assert set(r["budgets"]) == {"60", "400"}
+        for b in r["budgets"].values():
+            assert 0 <= b["p"] <= 1 and 0 <= b["r"] <= 1
+            assert b["pr"] <= min(b["p"], b["r"]) + 1e-12
+        pr = [r["budgets"][b]["pr"] for b in ("60", "400")]
+        assert r["mean_pr"] == pytest.approx(sum(pr) / 2)
+    # The gold sentence is what BM25's first chunk holds: at 400 characters it is found.
+    assert rows["lancedb_bm25"]["budgets"]["400"]["r"] == 1.0
+    md = (out / "results.md").read_text()
+    assert "Contexts under a character budget" in md and "P@400" in md

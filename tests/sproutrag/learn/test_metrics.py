@@ -123,3 +123,16 @@ def test_metrics_do_not_import_search_code():
         elif isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
     assert not {n for n in names if n.startswith("sproutrag")}
+
+
+def test_char_pr_of_a_context_counts_characters_once():
+    from sproutrag.learn.budgets import char_pr
+
+    gold = [("a", 10, 20), ("b", 0, 10)]
+    # 5 of "a"'s gold characters in a 15-character span, nothing of "b"'s
+    p, r = char_pr([("a", 15, 30)], gold)
+    assert (p, r) == (5 / 15, 5 / 20)
+    # overlapping spans count their characters once
+    p, r = char_pr([("a", 10, 20), ("a", 12, 18), ("b", 0, 10)], gold)
+    assert (p, r) == (1.0, 1.0)
+    assert char_pr([], gold) == (0.0, 0.0)
