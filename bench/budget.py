@@ -30,6 +30,10 @@ from labelled_sets import SETS, load_split  # noqa: E402 - also puts ROOT on sys
 
 PENALTIES = (0.0, 0.25, 0.5, 1.0, 2.0)
 WINDOWS = (1, 2)
+#: Rule 2: relative cutoffs (z units below the best leaf), largest first (ties go to the
+#: larger), with the smaller penalties.
+MARGINS = (6.0, 4.0, 3.0, 2.0, 1.0)
+RULE2_PENALTIES = (0.0, 0.25, 0.5)
 
 
 def grid():
@@ -40,6 +44,56 @@ def grid():
         yield "window", p, w
     for p in PENALTIES:
         yield "tree", p, 1
+
+
+def rule2(args, encoder, chunking, tree_variant, params) -> int:
+    """Rule 2 (docs/results.md): leaves and tree with a relative cutoff, fitted on train;
+    on dev against rule 1's leaves (penalty 0, no cutoff)."""
+    from sproutrag.learn.budgets import Selection, budget_rows, budget_table
+    from sproutrag.learn.metrics import paired_difference
+    from sproutrag.learn.variants import variant_trees
+
+    cells = [Selection(f"{k} m{m:g} p{p:g}", k, p, 1, m) for k in ("leaves", "tree")
+             for m in MARGINS for p in RULE2_PENALTIES]
+    train = {}
+    for name in args.sets:
+        sp = load_split(name, "train", encoder, chunking, args)
+        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs,
+                           variant_trees(sp.feats, tree_variant), params, args.budgets, cells)
+        train[name] = {r["name"]: r["mean_pr"] for r in rows}
+        print(f"train {name}: {len(sp.queries)} queries", flush=True)
+    mean = {c.name: float(np.mean([train[n][c.name] for n in args.sets])) for c in cells}
+    for c in cells:
+        print(f"  {c.name:18s} " + " ".join(f"{100 * train[n][c.name]:6.2f}"
+                                            for n in args.sets) + f"  {100 * mean[c.name]:6.2f}")
+    fitted = {k: max((c for c in cells if c.selection == k), key=lambda c: mean[c.name])
+              for k in ("leaves", "tree")}
+    for k, c in fitted.items():
+        print(f"fitted {k}: margin {c.margin:g}, penalty {c.length_penalty:g} "
+              f"(train {100 * mean[c.name]:.2f})")
+    base = Selection("leaves (rule 1: penalty 0, no cutoff)", "leaves")
+    dev = [base, Selection(f"leaves, cutoff {fitted['leaves'].margin:g}", "leaves",
+                           fitted["leaves"].length_penalty, 1, fitted["leaves"].margin),
+           Selection(f"tree, cutoff {fitted['tree'].margin:g}", "tree",
+                     fitted["tree"].length_penalty, 1, fitted["tree"].margin)]
+    verdict = []
+    for name in args.sets:
+        sp = load_split(name, "dev", encoder, chunking, args)
+        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs,
+                           variant_trees(sp.feats, tree_variant), params, args.budgets, dev)
+        print(f"## {name} dev ({len(sp.queries)} queries)\n")
+        print(budget_table(rows))
+        d, se = paired_difference(rows[1]["per_query"]["pr"], rows[0]["per_query"]["pr"])
+        t, tse = paired_difference(rows[2]["per_query"]["pr"], rows[1]["per_query"]["pr"])
+        print(f"leaves with cutoff - leaves: {100 * d:+.2f} +/- {100 * se:.2f} "
+              f"({d / se if se else 0:+.1f} SE); tree with cutoff - leaves with cutoff: "
+              f"{100 * t:+.2f} +/- {100 * tse:.2f}\n", flush=True)
+        verdict.append((d, se))
+    wins = sum(d > 2 * se for d, se in verdict)
+    losses = sum(d < -se for d, se in verdict)
+    print(f"rule 2: > 2 SE on {wins} set(s), < -1 SE on {losses}: "
+          + ("the cutoff ships" if wins >= 2 and losses == 0 else "no cutoff"))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config")
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "out" / "budget"))
+    p.add_argument("--rule2", action="store_true",
+                   help="rule 2: a relative cutoff for leaves (and the tree), fit and decide")
     args = p.parse_args(argv)
 
     settings = load_settings(args.config)
@@ -72,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     chunking = settings.chunking.model_dump()
     tree_variant = make_variants(["tree"], weights, settings.tree.parent_embedding)[0]
     params = tree_variant.search
+    if args.rule2:
+        return rule2(args, encoder, chunking, tree_variant, params)
     cells = list(grid())
     sels = [Selection(f"{s} p{pen:g} w{w}", s, pen, w) for s, pen, w in cells]
 

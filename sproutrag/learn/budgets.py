@@ -24,6 +24,7 @@ from sproutrag.learn.metrics import intersection_length, paired_difference, span
 from sproutrag.params import SearchParams
 from sproutrag.search.context import (
     DEFAULT_LENGTH_PENALTY,
+    DEFAULT_MARGIN,
     DEFAULT_WINDOW,
     Units,
     build_context,
@@ -63,6 +64,7 @@ class Selection:
     selection: str
     length_penalty: float = DEFAULT_LENGTH_PENALTY
     window: int = DEFAULT_WINDOW
+    margin: float | None = DEFAULT_MARGIN
 
 
 def default_selections() -> list[Selection]:
@@ -98,7 +100,7 @@ def query_contexts(
         else:
             pieces, overlap = selection_pieces(sel.selection, rank, units, trees=sub,
                                                length_penalty=sel.length_penalty,
-                                               window=sel.window)
+                                               window=sel.window, margin=sel.margin)
         out[sel.name] = {b: build_context(pieces, units, budget_chars=b,
                                           overlap=overlap).doc_spans() for b in budgets}
     return out
@@ -138,7 +140,8 @@ def budget_rows(
     found = [query_contexts(q, v, feats, texts, trees, params, selections, budgets)
              for q, v in zip(queries, qvecs, strict=True)]
     return [budget_row(s.name, [f[s.name] for f in found], queries, budgets,
-                       mode=s.selection, length_penalty=s.length_penalty, window=s.window)
+                       mode=s.selection, length_penalty=s.length_penalty, window=s.window,
+                       margin=s.margin)
             for s in selections]
 
 

@@ -31,6 +31,7 @@ from sproutrag.trees.tree import Tree
 DEFAULT_SELECTION = "leaves"
 DEFAULT_LENGTH_PENALTY = 0.0
 DEFAULT_WINDOW = 1
+DEFAULT_MARGIN: float | None = None
 
 #: Counts the tokens of a text (a budget in tokens); None counts characters.
 Measure = Callable[[str], int]
@@ -333,24 +334,33 @@ def build_context(
 def selection_pieces(
     selection: str, scores: Mapping[str, np.ndarray], docs: Mapping[str, Units], *,
     trees: Mapping[str, Tree] | None = None, length_penalty: float = DEFAULT_LENGTH_PENALTY,
-    window: int = DEFAULT_WINDOW,
+    window: int = DEFAULT_WINDOW, margin: float | None = DEFAULT_MARGIN,
 ) -> tuple[list[Piece], Literal["skip", "extend"]]:
     """(pieces best first, overlap rule) of SELECTION (`SELECTIONS`) given each document's
-    node scores SCORES (leaves first: a leaf's score is scores[d][leaf])."""
+    node scores SCORES (leaves first: a leaf's score is scores[d][leaf]). With a MARGIN,
+    a piece scoring more than MARGIN below the best leaf is no candidate (the budget is a
+    limit, not a target)."""
+    leaves = {d: s[: len(docs[d].spans)] for d, s in scores.items()}
     if selection == "leaves":
-        return leaf_pieces({d: s[: len(docs[d].spans)] for d, s in scores.items()}, docs,
-                           length_penalty=length_penalty), "skip"
-    if selection == "window":
-        return window_pieces({d: s[: len(docs[d].spans)] for d, s in scores.items()}, docs,
-                             width=window, length_penalty=length_penalty), "extend"
-    if selection == "tree":
+        pieces, overlap = leaf_pieces(leaves, docs, length_penalty=length_penalty), "skip"
+    elif selection == "window":
+        pieces, overlap = window_pieces(leaves, docs, width=window,
+                                        length_penalty=length_penalty), "extend"
+    elif selection == "tree":
         if trees is None:
             raise ValueError("selection 'tree' needs the trees")
-        return node_pieces(trees, scores, docs, length_penalty=length_penalty), "skip"
-    raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}; got {selection!r}")
+        pieces, overlap = node_pieces(trees, scores, docs,
+                                      length_penalty=length_penalty), "skip"
+    else:
+        raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}; got "
+                         f"{selection!r}")
+    if margin is not None:
+        best = max((float(np.max(s)) for s in leaves.values() if len(s)), default=0.0)
+        pieces = [p for p in pieces if p.score >= best - margin]
+    return pieces, overlap
 
 
-__all__ = ["DEFAULT_LENGTH_PENALTY", "DEFAULT_SELECTION", "DEFAULT_WINDOW", "SELECTIONS",
+__all__ = ["DEFAULT_LENGTH_PENALTY", "DEFAULT_MARGIN", "DEFAULT_SELECTION", "DEFAULT_WINDOW", "SELECTIONS",
            "Context", "ContextSpan", "Measure", "Piece", "Units", "build_context",
            "fill_budget", "leaf_pieces", "node_chars", "node_pieces", "priority",
            "ranked_pieces", "selection_pieces", "window_pieces"]

@@ -35,6 +35,7 @@ from sproutrag.params import DEFAULT, MODES, SearchParams, check_count
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.context import (
     DEFAULT_LENGTH_PENALTY,
+    DEFAULT_MARGIN,
     DEFAULT_SELECTION,
     DEFAULT_WINDOW,
     SELECTIONS,
@@ -484,7 +485,8 @@ class Retriever:
                 chosen = "leaves"  # leaves mode has no tree to select from
             pieces, overlap = selection_pieces(
                 chosen, {d: s.rank for d, s in scores.items()}, units, trees=trees,
-                length_penalty=DEFAULT_LENGTH_PENALTY, window=DEFAULT_WINDOW)
+                length_penalty=DEFAULT_LENGTH_PENALTY, window=DEFAULT_WINDOW,
+                margin=DEFAULT_MARGIN)
         ctx = build_context(pieces, units, budget_chars=budget_chars,
                             budget_tokens=budget_tokens, measure=measure, k=k,
                             overlap=overlap)
