@@ -360,7 +360,8 @@ def selection_pieces(
     return pieces, overlap
 
 
-__all__ = ["DEFAULT_LENGTH_PENALTY", "DEFAULT_MARGIN", "DEFAULT_SELECTION", "DEFAULT_WINDOW", "SELECTIONS",
+__all__ = ["DEFAULT_LENGTH_PENALTY", "DEFAULT_MARGIN", "DEFAULT_SELECTION", "DEFAULT_WINDOW",
+           "SELECTIONS",
            "Context", "ContextSpan", "Measure", "Piece", "Units", "build_context",
            "fill_budget", "leaf_pieces", "node_chars", "node_pieces", "priority",
            "ranked_pieces", "selection_pieces", "window_pieces"]
