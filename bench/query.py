@@ -7,7 +7,8 @@ of 500 documents of 40-80 leaves. Trees are built by `build_tree` from MiniLM
 embeddings of generated sentences with banded relations (tree shape and vector count
 are what the search cost depends on). Queries are real questions encoded by the real
 encoder; latency is reported with and without query encoding, p50 and p95, tree mode
-and flat mode, in one process.
+and flat mode, and a context of 1,000 characters (`Retriever.context`, the default
+selection) against a k = 5 tree query, in one process.
 
 Scale (with --scale N): a database of N `nodes` rows (documents of 500 leaves: 999 nodes
 each; leaf vectors drawn around MiniLM embeddings of sample sentences, their texts those
@@ -99,7 +100,7 @@ def _pcts(xs: list[float]) -> str:
 
 
 def latency(encoder: Encoder, n_queries: int) -> None:
-    rows = []
+    rows, contexts = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for label, sizes in (("1 document, 2,000 leaves", [2000]),
                              ("500 documents, 40-80 leaves", list(
@@ -120,10 +121,21 @@ def latency(encoder: Encoder, n_queries: int) -> None:
                     r.search_vector(q, v, k=5, mode=mode)
                     search.append(time.perf_counter() - t0)
                 rows.append((label, mode, full, search))
+            r.context(qs[0], budget_chars=1000)  # warm-up: the documents' texts
+            full = []
+            for q in qs:
+                t0 = time.perf_counter()
+                r.context(q, budget_chars=1000)
+                full.append(time.perf_counter() - t0)
+            contexts.append((label, full))
     print(f"\nquery latency over {n_queries} queries (k=5, beam 5)")
     for label, mode, full, search in rows:
         print(f"  {label:30s} {mode:4s}  with encoding: {_pcts(full)} | "
               f"search only: {_pcts(search)}")
+    for label, full in contexts:
+        k5 = next(np.percentile(r[2], 50) for r in rows if r[0] == label and r[1] == "tree")
+        print(f"  {label:30s} context of 1,000 characters, with encoding: {_pcts(full)}: "
+              f"p50 {np.percentile(full, 50) / k5:.2f}x a k=5 tree query (target <= 1.2x)")
     for label in dict.fromkeys(r[0] for r in rows):
         t = next(np.percentile(r[3], 50) for r in rows if r[0] == label and r[1] == "tree")
         f = next(np.percentile(r[3], 50) for r in rows if r[0] == label and r[1] == "flat")
