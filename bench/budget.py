@@ -71,7 +71,7 @@ def rule2(args, encoder, chunking, tree_variant, params) -> int:
     for k, c in fitted.items():
         print(f"fitted {k}: margin {c.margin:g}, penalty {c.length_penalty:g} "
               f"(train {100 * mean[c.name]:.2f})")
-    base = Selection("leaves (rule 1: penalty 0, no cutoff)", "leaves")
+    base = Selection("leaves (rule 1: penalty 0, no cutoff)", "leaves", margin=None)
     dev = [base, Selection(f"leaves, cutoff {fitted['leaves'].margin:g}", "leaves",
                            fitted["leaves"].length_penalty, 1, fitted["leaves"].margin),
            Selection(f"tree, cutoff {fitted['tree'].margin:g}", "tree",
@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.rule2:
         return rule2(args, encoder, chunking, tree_variant, params)
     cells = list(grid())
-    sels = [Selection(f"{s} p{pen:g} w{w}", s, pen, w) for s, pen, w in cells]
+    # Rule 1 was run before the cutoff existed: its budgets are filled (margin None).
+    sels = [Selection(f"{s} p{pen:g} w{w}", s, pen, w, None) for s, pen, w in cells]
 
     # Train: every cell on every set.
     train: dict[str, dict[str, float]] = {}
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     dev_sels = [Selection("flat (cosine)", "flat")] + [
         Selection(f"{k} (penalty {fitted[k].length_penalty:g}"
                   + (f", w {fitted[k].window})" if k == "window" else ")"), k,
-                  fitted[k].length_penalty, fitted[k].window)
+                  fitted[k].length_penalty, fitted[k].window, None)
         for k in ("leaves", "window", "tree")]
     verdict, out = [], {"fitted": {k: vars(v) for k, v in fitted.items()},
                         "train": train, "dev": {}}

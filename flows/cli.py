@@ -140,6 +140,12 @@ def _add_query(sub) -> None:
                    help="how evidence competes for a budget: leaves (each leaf alone; the "
                    "default, chosen by `bench/budget.py`), window (each leaf with its "
                    "neighbours), tree (every node, at its characters' cost)")
+    p.add_argument("--cutoff", metavar="C", type=number_type("cutoff", none="none"),
+                   default=DEFAULT,
+                   help="with a budget: leave out evidence scoring more than C below the best "
+                   "unit (fused z-score units, 0 to 1e6) even when the budget has room "
+                   "(default 1, fitted on the training splits: short, precise contexts); "
+                   "'none' fills the budget")
     p.add_argument("--mode", choices=MODES, default="tree",
                    help="tree (default; the method), leaves (tree mode's fused score, no "
                    "tree), flat (cosine only)")

@@ -176,7 +176,8 @@ def _query(args: argparse.Namespace) -> int:
             raise UsageError(f"--tokenizer: {exc}") from None
     rows = run_queries(retriever, queries, k=args.k, mode=args.mode,
                        budget_chars=args.budget_chars, budget_tokens=args.budget_tokens,
-                       selection=args.selection, tokenizer=args.tokenizer)
+                       selection=args.selection, tokenizer=args.tokenizer,
+                       cutoff=args.cutoff)
     failed = [r for r in rows if "error" in r]
     if args.queries:
         write_jsonl(args.out, rows)

@@ -26,7 +26,9 @@ from flows.arguments import check_output_file
 from flows.parameters import flow_settings
 from schemas.settings import Settings
 from sproutrag.ingest.run_summary import QueriesFailedError, too_many_failed
+from sproutrag.params import check_number
 from sproutrag.search.batch import DEFAULT_K, check_query_parameters
+from sproutrag.search.context import DEFAULT_MARGIN
 from tasks.search import read_queries, search_queries, write_results
 
 
@@ -44,24 +46,28 @@ def query_corpus(
     budget_tokens: int | None = None,
     selection: str | None = None,
     tokenizer: str | None = None,
+    cutoff: float | None = DEFAULT_MARGIN,
 ):
     """Run every query of QUERIES against DB; write OUT and the `results` table.
 
     QUERIES, DB and OUT may be local or s3:// (storage settings from SETTINGS, or else
     CONFIG and the environment: `flows.parameters`). K: units per query (5 when not
     given); BUDGET_CHARS / BUDGET_TOKENS (and a line's own): a context for a reader
-    instead (`sproutrag query --budget-chars`; SELECTION, TOKENIZER as there).
+    instead (`sproutrag query --budget-chars`; SELECTION, TOKENIZER, CUTOFF as there:
+    None fills the budget).
     """
     logger = get_run_logger()
     check_query_parameters(k=k, beam=beam, mode=mode, budget_chars=budget_chars,
                            budget_tokens=budget_tokens, selection=selection)  # before any work
+    if cutoff is not None:
+        check_number("cutoff", cutoff)
     check_output_file(out, source=queries, flag="out", source_flag="queries")
     settings = flow_settings(settings, config)
     batch = read_queries(queries, settings)
     t0 = time.perf_counter()
     rows = search_queries(batch, db, k=k, mode=mode, beam=beam, settings=settings,
                           budget_chars=budget_chars, budget_tokens=budget_tokens,
-                          selection=selection, tokenizer=tokenizer)
+                          selection=selection, tokenizer=tokenizer, cutoff=cutoff)
     logger.info("search: %d queries in %.1f s", len(rows), time.perf_counter() - t0)
     run_id = write_results(rows, db, out, k=k if k is not None else DEFAULT_K, mode=mode,
                            settings=settings,

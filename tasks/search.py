@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from schemas.settings import Settings, is_s3
 from sproutrag.encoder.factory import shared_encoder
 from sproutrag.search.batch import Entry, parse_lines, run_queries, write_jsonl
+from sproutrag.search.context import DEFAULT_MARGIN
 from sproutrag.search.reader_settings import reader_settings, reader_weights
 from sproutrag.search.retriever import Retriever
 from sproutrag.storage.reader import Reader
@@ -36,6 +37,7 @@ def search_queries(
     queries: list[Entry], db: str, *, k: int | None, mode: str, beam: int,
     settings: Settings, budget_chars: int | None = None, budget_tokens: int | None = None,
     selection: str | None = None, tokenizer: str | None = None,
+    cutoff: float | None = DEFAULT_MARGIN,
 ) -> list[dict[str, Any]]:
     reader = Reader.open(db, storage_options=settings.storage.lance_options(db))
     encoder = shared_encoder(reader_settings(reader, settings))  # the database's by default
@@ -43,7 +45,8 @@ def search_queries(
                           beam_width=beam, n_docs=settings.search.n_docs,
                           first_stage=settings.search.first_stage)
     return run_queries(retriever, queries, k=k, mode=mode, budget_chars=budget_chars,
-                       budget_tokens=budget_tokens, selection=selection, tokenizer=tokenizer)
+                       budget_tokens=budget_tokens, selection=selection, tokenizer=tokenizer,
+                       cutoff=cutoff)
 
 
 @task(name="write_results", cache_policy=NO_CACHE, **IO_RETRIES)

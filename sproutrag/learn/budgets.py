@@ -69,10 +69,12 @@ class Selection:
 
 def default_selections() -> list[Selection]:
     """The rows `evaluate --budgets` reports for the project's own search."""
-    return [Selection("flat (cosine), budget", "flat"),
-            Selection("leaves, budget", "leaves"),
-            Selection(f"leaves with {DEFAULT_WINDOW} neighbour(s) each side, budget", "window"),
-            Selection("tree nodes, budget", "tree")]
+    cut = f"cutoff {DEFAULT_MARGIN:g}" if DEFAULT_MARGIN is not None else "no cutoff"
+    return [Selection("flat (cosine), budget filled", "flat"),
+            Selection("leaves, budget filled", "leaves", margin=None),
+            Selection(f"leaves, {cut} (shipped)", "leaves"),
+            Selection(f"leaves with {DEFAULT_WINDOW} neighbour(s) each side, {cut}", "window"),
+            Selection(f"tree nodes, {cut}", "tree")]
 
 
 def query_contexts(

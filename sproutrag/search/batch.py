@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sproutrag.errors import SproutragError, os_errno
-from sproutrag.params import MODES, SELECTIONS, check_count
+from sproutrag.params import DEFAULT, MODES, SELECTIONS, check_count
 from sproutrag.search.hits import check_query_text
 from sproutrag.search.retriever import Mode, QueryError, Retriever
 
@@ -203,12 +203,14 @@ def run_queries(
     budget_tokens: int | None = None,
     selection: str | None = None,
     tokenizer: str | None = None,
+    cutoff: Any = DEFAULT,
 ) -> list[dict[str, Any]]:
     """Run a batch of `{qid, query, doc_ids?, where?, budget_chars?, budget_tokens?}`; an
     entry that cannot run gets `error`. With a budget (the line's, else BUDGET_CHARS /
     BUDGET_TOKENS) a line's results are a context (`Retriever.context`: SELECTION,
-    TOKENIZER; K, when not None, still bounds its units); without one, the K best units
-    (`DEFAULT_K` when None)."""
+    TOKENIZER, CUTOFF (DEFAULT: the context's own; None: fill the budget); K, when not
+    None, still bounds its units); without one, the K best units (`DEFAULT_K` when
+    None)."""
     from sproutrag.interrupt import crash_point
 
     out = []
@@ -220,9 +222,10 @@ def run_queries(
         tokens = q.budget_tokens if q.budget_tokens is not None else budget_tokens
         try:
             if chars is not None or tokens is not None:
+                extra = {} if cutoff is DEFAULT else {"cutoff": cutoff}
                 ctx = retriever.context(q.query, budget_chars=chars, budget_tokens=tokens,
                                         k=k, doc_ids=q.doc_ids, where=q.where, mode=mode,
-                                        selection=selection, tokenizer=tokenizer)
+                                        selection=selection, tokenizer=tokenizer, **extra)
                 out.append({"qid": q.qid, **ctx.to_dict()})
             else:
                 hits = retriever.search(q.query, k=k if k is not None else DEFAULT_K,

@@ -31,7 +31,9 @@ from sproutrag.trees.tree import Tree
 DEFAULT_SELECTION = "leaves"
 DEFAULT_LENGTH_PENALTY = 0.0
 DEFAULT_WINDOW = 1
-DEFAULT_MARGIN: float | None = None
+#: A unit scoring more than this below the query's best leaf (in the fused score's z units)
+#: is no candidate: the budget is a limit, not a target (rule 2 of docs/results.md).
+DEFAULT_MARGIN: float | None = 1.0
 
 #: Counts the tokens of a text (a budget in tokens); None counts characters.
 Measure = Callable[[str], int]

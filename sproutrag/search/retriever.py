@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sproutrag.params import DEFAULT, MODES, SearchParams, check_count
+from sproutrag.params import DEFAULT, MODES, SearchParams, check_count, check_number
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.context import (
     DEFAULT_LENGTH_PENALTY,
@@ -407,6 +407,7 @@ class Retriever:
         mode: Mode = "tree",
         selection: str | None = None,
         tokenizer: str | None = None,
+        cutoff: float | None = DEFAULT_MARGIN,
     ) -> Context:
         """The best evidence for QUERY that fits BUDGET_CHARS characters and/or
         BUDGET_TOKENS tokens (counted by TOKENIZER, a model folder or name: the encoder's
@@ -418,6 +419,8 @@ class Retriever:
         mode flat takes leaves by cosine."""
         check_query_text(query)
         self._check_budget(budget_chars, budget_tokens, k, mode, selection)
+        if cutoff is not None:
+            check_number("cutoff", cutoff)
         measure = None
         if budget_tokens is not None:
             from sproutrag.search.tokens import token_counter
@@ -429,7 +432,7 @@ class Retriever:
             for again in (True, False):
                 try:
                     return self._context(query, qvec, budget_chars, budget_tokens, measure,
-                                         k, doc_ids, allowed, mode, selection)
+                                         k, doc_ids, allowed, mode, selection, cutoff)
                 except KeyError:  # a document replaced under this view: read it again
                     if not again:
                         raise
@@ -460,7 +463,7 @@ class Retriever:
     def _context(self, query: str, qvec: np.ndarray, budget_chars: int | None,
                  budget_tokens: int | None, measure: Any, k: int | None,
                  doc_ids: Sequence[str] | None, allowed: Collection[str] | None,
-                 mode: str, selection: str | None) -> Context:
+                 mode: str, selection: str | None, cutoff: float | None) -> Context:
         params, _ = self._resolve()
         docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
         loaded = self._load_trees(docs)
@@ -485,12 +488,12 @@ class Retriever:
                 chosen = "leaves"  # leaves mode has no tree to select from
             pieces, overlap = selection_pieces(
                 chosen, {d: s.rank for d, s in scores.items()}, units, trees=trees,
-                length_penalty=DEFAULT_LENGTH_PENALTY, window=DEFAULT_WINDOW,
-                margin=DEFAULT_MARGIN)
+                length_penalty=DEFAULT_LENGTH_PENALTY, window=DEFAULT_WINDOW, margin=cutoff)
         ctx = build_context(pieces, units, budget_chars=budget_chars,
                             budget_tokens=budget_tokens, measure=measure, k=k,
                             overlap=overlap)
-        ctx.meta.update(selection=chosen, mode=mode)
+        ctx.meta.update(selection=chosen, mode=mode,
+                        cutoff=cutoff if mode != "flat" else None)
         return ctx
 
     def search_vector(

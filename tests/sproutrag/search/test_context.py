@@ -84,20 +84,24 @@ def _check(ctx, docs, budget_chars=None, budget_tokens=None, k=None):
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 100_000), n_docs=st.integers(1, 4), budget=st.integers(1, 1500),
        selection=st.sampled_from(["leaves", "window", "tree"]),
-       penalty=st.sampled_from([0.0, 0.5, 2.0]), k=st.one_of(st.none(), st.integers(1, 12)))
+       penalty=st.sampled_from([0.0, 0.5, 2.0]), k=st.one_of(st.none(), st.integers(1, 12)),
+       margin=st.sampled_from([None, 0.0, 1.0]))
 def test_a_context_never_exceeds_its_character_budget(seed, n_docs, budget, selection,
-                                                      penalty, k):
+                                                      penalty, k, margin):
     rng = np.random.default_rng(seed)
     docs = {f"d{i}": _document(rng, int(rng.integers(1, 25))) for i in range(n_docs)}
     trees = {d: _tree(len(u.spans), seed + i) for i, (d, u) in enumerate(docs.items())}
     scores = {d: rng.normal(size=2 * len(u.spans) - 1) for d, u in docs.items()}
     pieces, overlap = selection_pieces(selection, scores, docs, trees=trees,
-                                       length_penalty=penalty, window=1)
+                                       length_penalty=penalty, window=1, margin=margin)
     ctx = build_context(pieces, docs, budget_chars=budget, k=k, overlap=overlap)
     _check(ctx, docs, budget_chars=budget, k=k)
+    if margin is not None:  # nothing far below the best leaf
+        best = max(float(s[: len(docs[d].spans)].max()) for d, s in scores.items())
+        assert all(s.score >= best - margin for s in ctx.spans)
     # It is full: no single unit that is not taken would still fit (greedy, skip what
     # does not fit, with leaves competing alone and no unit limit).
-    if selection == "leaves" and k is None:
+    if selection == "leaves" and k is None and margin is None:
         left = budget - ctx.used_chars
         taken = {(s.doc_id, u) for s in ctx.spans for u in range(len(docs[s.doc_id].spans))
                  if s.start <= docs[s.doc_id].spans[u, 0] < s.end}
@@ -115,7 +119,7 @@ def test_a_context_never_exceeds_its_token_budget(seed, budget, chars, selection
     docs = {f"d{i}": _document(rng, int(rng.integers(1, 20))) for i in range(3)}
     trees = {d: _tree(len(u.spans), seed + i) for i, (d, u) in enumerate(docs.items())}
     scores = {d: rng.normal(size=2 * len(u.spans) - 1) for d, u in docs.items()}
-    pieces, overlap = selection_pieces(selection, scores, docs, trees=trees)
+    pieces, overlap = selection_pieces(selection, scores, docs, trees=trees, margin=None)
     ctx = build_context(pieces, docs, budget_tokens=budget, measure=_tokens,
                         overlap=overlap)
     _check(ctx, docs, budget_tokens=budget)
@@ -232,3 +236,13 @@ def test_bad_calls_say_what_is_missing():
         selection_pieces("best", scores, docs)
     with pytest.raises(ValueError, match="needs the trees"):
         selection_pieces("tree", scores, docs)
+
+
+def test_a_cutoff_leaves_out_what_scores_far_below_the_best():
+    docs = _three_sentences()
+    scores = {"a": np.array([3.0, 2.5, 0.5])}
+    full, _ = selection_pieces("leaves", scores, docs, margin=None)
+    short, _ = selection_pieces("leaves", scores, docs, margin=1.0)
+    assert [p.node for p in full] == [0, 1, 2] and [p.node for p in short] == [0, 1]
+    ctx = build_context(short, docs, budget_chars=1000)
+    assert [(s.start, s.end) for s in ctx.spans] == [(0, 53)]  # room left, not filled

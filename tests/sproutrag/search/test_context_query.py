@@ -56,6 +56,18 @@ def test_a_context_fits_its_budget_and_quotes_the_documents(retriever, sample_in
     assert "twenty-four (24) hours" in " ".join(s.text for s in ctx.spans)
 
 
+def test_the_cutoff_keeps_contexts_short_and_none_fills_the_budget(retriever):
+    short = retriever.context(QUESTION, budget_chars=3000)
+    full = retriever.context(QUESTION, budget_chars=3000, cutoff=None)
+    assert short.used_chars <= full.used_chars <= 3000
+    assert full.used_chars > 2500  # the sample holds far more than 3,000 characters
+    best = max(s.score for s in full.spans)
+    assert all(s.score >= best - 1.0 for s in short.spans)
+    assert short.meta["cutoff"] == 1.0 and full.meta["cutoff"] is None
+    with pytest.raises(QueryError, match="cutoff must be"):
+        retriever.context(QUESTION, budget_chars=100, cutoff=-1)
+
+
 def test_a_budget_in_tokens_counts_the_encoders_tokens(retriever):
     from tokenizers import Tokenizer
 
