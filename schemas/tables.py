@@ -210,7 +210,7 @@ INDEX_SETTINGS = pa.schema(
         # "rows", "analyzer"}; null in a row written before it was recorded (added in
         # place to an older table: no schema version change, no re-index).
         pa.field("text_index_json", pa.string(), nullable=True),
-        # The hierarchy's search parameters (issue 29; `SearchParams`): added in place like
+        # The hierarchy's search parameters (`SearchParams`): added in place like
         # text_index_json, null in older rows (read as the default, 0: off).
         pa.field("doc_weight", pa.float64(), nullable=True),
         pa.field("ancestor_weight", pa.float64(), nullable=True),

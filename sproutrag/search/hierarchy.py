@@ -1,4 +1,4 @@
-"""Document and section evidence in the score (issue 29), and diversity across documents.
+"""Document and section evidence in the score, and diversity across documents.
 
 A unit scored alone loses to look-alike units of other documents once a search spans
 many documents. `document_scores` is each searched document's own match (no tree),
