@@ -98,9 +98,12 @@ def test_bad_budgets_are_refused(retriever):
 
 def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_index,
                                                             tmp_path, monkeypatch):
+    import shutil
+
     from flows.query_corpus import query_corpus
 
-    db = sample_index[0]
+    db = str(tmp_path / "db")  # the flow writes `results`: a copy of the shared sample
+    shutil.copytree(sample_index[0], db)
     lines = [{"qid": "a", "query": QUESTION, "budget_chars": 700},
              {"qid": "b", "query": "monthly internet stipend", "budget_chars": 300,
               "doc_ids": ["policies/remote_work_faq.md"]},
