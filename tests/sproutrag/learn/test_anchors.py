@@ -81,17 +81,22 @@ def _span(doc_id: str, sentence: str) -> tuple[int, int]:
     return start, text.index("\n", start)
 
 
+def _one_question(tmp_path):
+    """(docs, queries) files: DOCS, and one question whose gold is the NDA's courts."""
+    docs, queries = tmp_path / "d.jsonl", tmp_path / "q.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    gold = DOCS[0]["text"].index("Disputes")
+    queries.write_text(json.dumps({"qid": "q1", "query": "Which courts decide disputes?",
+                                   "doc_ids": ["nda"], "gold": [{"doc_id": "nda",
+                                   "start": gold, "end": gold + 38}]}) + "\n")
+    return docs, queries
+
+
 @pytest.mark.model
 def test_evaluate_scores_the_baselines_and_compares_with_the_better(tmp_path):
     from flows.cli import main
 
-    docs, queries = tmp_path / "d.jsonl", tmp_path / "q.jsonl"
-    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
-    nda = DOCS[0]["text"]
-    gold = nda.index("Disputes")
-    queries.write_text(json.dumps({"qid": "q1", "query": "Which courts decide disputes?",
-                                   "doc_ids": ["nda"], "gold": [{"doc_id": "nda",
-                                   "start": gold, "end": gold + 38}]}) + "\n")
+    docs, queries = _one_question(tmp_path)
     out = tmp_path / "eval"
     assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
                  "leaves", "lancedb_bm25", "lancedb_hybrid", "--out", str(out)]) == 0
@@ -110,13 +115,7 @@ def test_evaluate_budgets_scores_contexts_by_characters(tmp_path):
     budget, computed from contexts that fit the budget."""
     from flows.cli import main
 
-    docs, queries = tmp_path / "d.jsonl", tmp_path / "q.jsonl"
-    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
-    nda = DOCS[0]["text"]
-    gold = nda.index("Disputes")
-    queries.write_text(json.dumps({"qid": "q1", "query": "Which courts decide disputes?",
-                                   "doc_ids": ["nda"], "gold": [{"doc_id": "nda",
-                                   "start": gold, "end": gold + 38}]}) + "\n")
+    docs, queries = _one_question(tmp_path)
     out = tmp_path / "eval"
     assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
                  "tree", "lancedb_bm25", "--budgets", "60", "400", "--out", str(out)]) == 0
