@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -96,12 +97,18 @@ class FirstStage:
         self._probes: tuple[int, int] | None = None  # (nodes version, ANN probes)
         # (table versions, doc id per row, unit row vectors), or (versions, None, None)
         self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
+        self._ranked = threading.local()  # `prefetch`: node rankings of a batch's questions
 
     def _count(self, nodes: Any) -> int:
         """Rows of the `nodes` table at its version (counted once per version)."""
         if self._rows is None or self._rows[0] != nodes.version:
             self._rows = (nodes.version, nodes.count_rows())
         return self._rows[1]
+
+    @property
+    def default_limit(self) -> int:
+        """Nodes a first ranking looks at (`choose` widens it when they hold too few)."""
+        return max(50, 10 * self.n_docs)
 
     def stale_rows(self, nodes: Any) -> int:
         """Rows of `nodes` outside the current trees (0 unless a run writes or was killed)."""
@@ -182,7 +189,7 @@ class FirstStage:
         a document that only the words match is looked at too. ALLOWED: only these
         documents (a filter): the ranking widens until it holds enough of them."""
         current = self.current()
-        limit = max(50, 10 * self.n_docs)
+        limit = self.default_limit
         hybrid = query is not None and self.kind == "hybrid"
         while True:
             chosen, units = [], 0
@@ -200,9 +207,30 @@ class FirstStage:
                 return chosen
             limit = min(4 * limit, current.rows)  # widen: rank more nodes
 
+    def prefetch(self, qvecs: np.ndarray, limit: int) -> None:
+        """Rank the current nodes for every question of QVECS at once (one matrix product
+        instead of one product a question), for this thread's next `ranked_by_vector`
+        calls of these vectors with at most LIMIT nodes; nothing past memory_rows."""
+        docs, vecs = self.node_matrix()
+        self._ranked.found = {}
+        if vecs is None or not len(vecs) or not len(qvecs):
+            return
+        q = np.asarray(qvecs, np.float32)
+        q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+        scores = vecs @ q.T  # (rows, questions)
+        top = min(limit, len(vecs))
+        for j, qvec in enumerate(np.asarray(qvecs)):
+            s = scores[:, j]
+            best = np.argpartition(-s, top - 1)[:top]
+            best = best[np.argsort(-s[best], kind="stable")]
+            self._ranked.found[np.asarray(qvec).tobytes()] = (id(vecs), top, docs[best])
+
     def ranked_by_vector(self, qvec: np.ndarray, limit: int) -> list[str]:
         """The documents of the LIMIT nearest nodes of the current trees, best first."""
         docs, vecs = self.node_matrix()
+        found = getattr(self._ranked, "found", {}).get(np.asarray(qvec).tobytes())
+        if found is not None and found[0] == id(vecs) and limit <= found[1]:
+            return list(dict.fromkeys(found[2][:limit].tolist()))  # `prefetch`ed
         if vecs is None:  # a large table: LanceDB's (ANN-indexed) search
             rows = self.nearest_nodes(qvec, limit, None, columns=("_distance",))
             ranked = [r["doc_id"] for r in rows]

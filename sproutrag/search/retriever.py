@@ -373,7 +373,9 @@ class Retriever:
         """`search` for many questions (DOC_IDS: one list, or None, per question): every
         question is checked first (`QueryError` naming the first bad one), then they are
         encoded BATCH_SIZE at a time (one forward pass a batch, where `search` runs one a
-        question) and searched one by one, each on one view of the tables."""
+        question) and searched one by one, each batch on one view of the tables (one
+        refresh and one read of `documents` for its questions: they all answer from the
+        same version)."""
         queries = list(queries)
         for n, query in enumerate(queries):
             try:
@@ -388,11 +390,17 @@ class Retriever:
         for at in range(0, len(queries), batch_size):
             part = queries[at : at + batch_size]
             vectors = self._embed(part)
-            for query, qvec, scope in zip(part, vectors, scopes[at : at + batch_size]):
-                with self._one_view():
-                    known, allowed = self.scope(scope, where)
-                    out.append(self.search_vector(query, qvec, k=k, doc_ids=known,
-                                                  mode=mode, allowed=allowed))
+            with self._one_view():  # one refresh and `documents` read for the batch
+                if mode != "flat" and any(x is None for x in scopes[at : at + batch_size]):
+                    self.first.prefetch(vectors, self.first.default_limit)
+                try:
+                    for query, qvec, scope in zip(part, vectors,
+                                                  scopes[at : at + batch_size]):
+                        known, allowed = self.scope(scope, where)
+                        out.append(self.search_vector(query, qvec, k=k, doc_ids=known,
+                                                      mode=mode, allowed=allowed))
+                finally:
+                    self.first.prefetch(vectors[:0], 0)  # forget the batch's rankings
         return out
 
     def context(

@@ -138,3 +138,21 @@ def test_the_readme_downstream_recipe_runs_on_the_tables_alone(sample_index, cap
         assert store.document_text(doc_id, tree_id)[int(start):int(end)][:80] == text
     assert any("9.7 Security Incidents. Provider shall notify" in line for line in lines)
     assert not any(line.split(" ", 1)[0].endswith(".md") for line in lines)  # the filter
+
+
+def test_prefetched_rankings_are_the_rankings_one_question_gets(tmp_path):
+    """`search_many` ranks a batch's nodes with one matrix product (`prefetch`): each
+    question's documents are those `ranked_by_vector` finds for it alone, at every limit
+    up to the prefetched one; forgotten after the batch."""
+    store = toy_store(tmp_path / "db")
+    store.write([toy_document(f"d{n}", f"words of document {n}", seed=n) for n in range(9)],
+                "fp")
+    r = _toy_retriever(store.uri)
+    qvecs = np.random.default_rng(7).normal(size=(5, store.dim)).astype(np.float32)
+    alone = {lim: [r.first.ranked_by_vector(q, lim) for q in qvecs] for lim in (3, 10, 50)}
+    r.first.prefetch(qvecs, 50)
+    assert len(r.first._ranked.found) == 5
+    for lim, want in alone.items():
+        assert [r.first.ranked_by_vector(q, lim) for q in qvecs] == want
+    r.first.prefetch(qvecs[:0], 0)
+    assert r.first._ranked.found == {}
