@@ -60,7 +60,7 @@ def index_one(text: str, tmp: Path, name: str) -> dict:
     corpus.mkdir()
     (corpus / "big.txt").write_text(text, encoding="utf-8")
     env = {**os.environ, "SPROUTRAG_PIPELINE__PROGRESS": "false"}
-    cmd = [sys.executable, "-c", PEAK_WRAPPER, sys.executable, "-m", "flows.cli", "index",
+    cmd = [sys.executable, "-c", PEAK_WRAPPER, sys.executable, "-m", "sproutrag.flows.cli", "index",
            str(corpus), "--db", str(tmp / f"db-{name}")]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
@@ -78,7 +78,7 @@ def index_one(text: str, tmp: Path, name: str) -> dict:
 
 
 def main() -> None:
-    from schemas.settings import PipelineSettings
+    from sproutrag.schemas.settings import PipelineSettings
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

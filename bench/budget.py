@@ -113,7 +113,8 @@ def rule2(args, encoder, chunking, tree_variant, params) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
     from sproutrag.learn.anchors import AnchorTable

@@ -149,8 +149,8 @@ def document_table(doc_ids, texts, spans, tree_ids, schema) -> pa.Table:
 
 def build(db: str, n_docs: int, seed: int = 0) -> None:
     import lancedb
+    from sproutrag.schemas import tables
 
-    from schemas import tables
     from sproutrag.documents import content_hash
 
     assert content_hash("x") == hashlib.sha256(b"x").hexdigest(), "content_hash changed"

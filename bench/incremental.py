@@ -91,7 +91,7 @@ def db_footprint(db: str) -> tuple[dict[str, int], int]:
 def nightly(index_corpus, corpus: Path, db: str, runs: int, title: str) -> float:
     """RUNS unchanged re-runs; prints versions per table and database bytes before and
     after, with the settings used. Returns the seconds per run."""
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
 
     before = db_footprint(db)
     t0 = time.perf_counter()
@@ -138,7 +138,7 @@ def main() -> None:
     ap.add_argument("--nightly", type=int, default=30,
                     help="unchanged nightly runs to simulate afterwards (30; 0: none)")
     args = ap.parse_args()
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.index_corpus import index_corpus
 
     with tempfile.TemporaryDirectory() as tmp:
         warm = Path(tmp) / "warm"

@@ -4,7 +4,7 @@
 
 One run indexes the same corpus up to four ways, each in its own process:
 
-  (a) e2e:     `python -m flows.cli index CORPUS --db DB` (Prefect flow, chunking,
+  (a) e2e:     `python -m sproutrag.flows.cli index CORPUS --db DB` (Prefect flow, chunking,
                encoding with relations, trees, LanceDB), the whole command timed;
   (b) plain:   the same chunks (sproutrag.ingest.chunking with the default settings) embedded by
                sentence-transformers' `encode` (the packaged model, no hub) and written to
@@ -76,7 +76,8 @@ def load_corpus(args: argparse.Namespace) -> tuple[list[dict], str]:
 
 
 def chunked(docs: list[dict]) -> list[tuple[str, list[tuple[int, int]]]]:
-    from schemas.settings import ChunkingSettings
+    from sproutrag.schemas.settings import ChunkingSettings
+
     from sproutrag.ingest.chunking import chunk_text
 
     cfg = ChunkingSettings()
@@ -128,8 +129,8 @@ def run_embed(docs: list[dict], work: Path) -> dict:
     """An embeddings-only index: per batch of documents (as the index batches them) chunks
     and our chunk-alone pass (`encode_texts`, the index's embeddings); then LanceDB."""
     import numpy as np
+    from sproutrag.schemas.settings import Settings
 
-    from schemas.settings import Settings
     from sproutrag.encoder.encoder import Encoder
 
     cfg = Settings()  # SPROUTRAG_ENCODING__* apply here as in the e2e way
@@ -152,7 +153,8 @@ def run_embed(docs: list[dict], work: Path) -> dict:
 
 
 def run_encoder(docs: list[dict], work: Path) -> dict:
-    from schemas.settings import Settings
+    from sproutrag.schemas.settings import Settings
+
     from sproutrag.encoder.encoder import Encoder
     from sproutrag.encoder.weights import load_default_weights
 
@@ -189,8 +191,8 @@ def run_e2e(docs: list[dict], work: Path) -> dict:
         for d in docs:
             f.write(json.dumps(d) + "\n")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "index", str(corpus), "--db",
-                           str(work / "e2e.lancedb")], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "sproutrag.flows.cli", "index", str(corpus),
+                           "--db", str(work / "e2e.lancedb")], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"sproutrag index failed ({proc.returncode}): {proc.stderr[-2000:]}")
     total = time.perf_counter() - t0

@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no dev sets at {SHARED}: this benchmark needs ../shared/data")
         return 1
 
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
     from sproutrag.learn.anchors import ANCHORS

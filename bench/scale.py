@@ -143,9 +143,10 @@ def _warm_chunker() -> None:
 
 def phase_index(corpus: str, db: str) -> dict:
     """One index-corpus flow run in this process (model and server started first)."""
-    from flows.index_corpus import index_corpus
-    from flows.server import temporary_server
-    from schemas.settings import load_settings
+    from sproutrag.flows.index_corpus import index_corpus
+    from sproutrag.flows.server import temporary_server
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import shared_encoder
 
     shared_encoder(load_settings()).encode_texts(["warm up"])
@@ -165,8 +166,8 @@ def phase_plain(corpus: str, db: str) -> dict:
     import lancedb
     import pyarrow as pa
     from sentence_transformers import SentenceTransformer
+    from sproutrag.schemas.settings import ChunkingSettings
 
-    from schemas.settings import ChunkingSettings
     from sproutrag.encoder.encoder import DEFAULT_MODEL
     from sproutrag.ingest.chunking import chunk_text
 

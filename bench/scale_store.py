@@ -53,10 +53,11 @@ def _indexed(doc, chunking: dict, pool: np.ndarray, rng) -> object:
 def store_only(corpus: str, db: str, n: int) -> dict:
     """Store the N documents of CORPUS into DB as an index run would (see the module
     docstring); returns seconds and counts."""
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+    from sproutrag.tasks.database import index_fingerprint, open_store
+
     from sproutrag.encoder.factory import shared_encoder
     from sproutrag.ingest.batching import batches
-    from tasks.database import index_fingerprint, open_store
 
     settings = load_settings()
     pipeline, chunking = settings.pipeline, settings.chunking.model_dump()

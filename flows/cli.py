@@ -1,8 +1,8 @@
 """The `sproutrag` command line (see `sproutrag --help`): arguments and exit codes.
 
 The command line belongs to the orchestration side (`index` runs a Prefect flow); the
-commands themselves are in `flows.commands`; `python -m flows.cli` runs it too. Heavy
-imports (torch, transformers, prefect, lancedb) happen inside the commands, so
+commands themselves are in `sproutrag.flows.commands`; `python -m sproutrag.flows.cli` runs
+it too. Heavy imports (torch, transformers, prefect, lancedb) happen inside the commands, so
 `sproutrag --help` is instant. `sproutrag index` runs the Prefect flow `index-corpus`
 (the same code path as a deployment); without PREFECT_API_URL it starts a temporary
 local Prefect server for the run that dies with the command, even on kill -9
@@ -16,8 +16,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from flows.arguments import count_type, number_type
-from flows.commands import (
+from sproutrag.flows.arguments import count_type, number_type
+from sproutrag.flows.commands import (
     EVAL_MODES,
     EXIT_DOCS_FAILED,
     EXIT_ERROR,
@@ -29,7 +29,8 @@ from flows.commands import (
     cmd_query,
     cmd_train,
 )
-from flows.preflight import non_negative_float, positive_int
+from sproutrag.flows.preflight import non_negative_float, positive_int
+
 from sproutrag.params import DEFAULT, MODES, SELECTIONS
 
 OFFLINE_ENV = {
@@ -281,8 +282,9 @@ def _add_check(sub) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from flows.preflight import UsageError, preflight
-    from schemas.settings import SettingsError
+    from sproutrag.flows.preflight import UsageError, preflight
+    from sproutrag.schemas.settings import SettingsError
+
     from sproutrag.errors import SproutragError, describe_os_error
 
     parser = build_parser()

@@ -1,8 +1,8 @@
-"""What the `sproutrag` commands do (`flows.cli` parses the arguments).
+"""What the `sproutrag` commands do (`sproutrag.flows.cli` parses the arguments).
 
 `index` (and `evaluate --db`) run the Prefect flow `index-corpus` (the same code path as a
 deployment) under a temporary local Prefect server when PREFECT_API_URL is not set
-(`flows.server`), handing it the settings preflight loaded as its `settings` parameter
+(`sproutrag.flows.server`), handing it the settings preflight loaded as its `settings` parameter
 (never through environment variables); `query`, `train` and `evaluate` call the library
 directly, with encoders from `sproutrag.encoder.factory.encoder_from_settings` (one
 command per process: nothing to cache).
@@ -15,7 +15,8 @@ import os
 import sys
 from typing import Any
 
-from schemas.settings import Settings
+from sproutrag.schemas.settings import Settings
+
 from sproutrag.encoder.factory import encoder_from_settings
 
 EXIT_OK = 0
@@ -44,9 +45,10 @@ def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
     without PREFECT_API_URL, SETTINGS as the flow's parameter), print its summary; returns
     the exit code. RAISE_OUTCOME: raise a run that did not succeed (failed documents past
     the tolerated share, interrupted) after printing, instead of returning its code."""
-    from flows.console import quiet_expected_tracebacks
-    from flows.index_corpus import index_corpus
-    from flows.server import temporary_server
+    from sproutrag.flows.console import quiet_expected_tracebacks
+    from sproutrag.flows.index_corpus import index_corpus
+    from sproutrag.flows.server import temporary_server
+
     from sproutrag.ingest.run_summary import RunInterruptedError, RunOutcome
     from sproutrag.storage.locking import DatabaseLock
 
@@ -85,7 +87,8 @@ def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
 def cmd_check(args: argparse.Namespace) -> int:
     """`sproutrag check`: 0 healthy, 1 problems found, 2 no database at --db. A progress
     bar of the rows read goes to stderr when it is a terminal and pipeline.progress is on."""
-    from flows.preflight import UsageError
+    from sproutrag.flows.preflight import UsageError
+
     from sproutrag.storage.check import check_database
     from sproutrag.storage.store import DatabaseNotFoundError
 
@@ -143,7 +146,8 @@ def _query(args: argparse.Namespace) -> int:
         _check_out(args.out, args.queries)
     reader = Reader.open(args.db, storage_options=settings.storage.lance_options(args.db))
     if args.where is not None:  # a bad filter: exit 2, before the model loads
-        from flows.preflight import UsageError
+        from sproutrag.flows.preflight import UsageError
+
         from sproutrag.search.hits import QueryError
         from sproutrag.search.view import TablesView
 
@@ -166,7 +170,8 @@ def _query(args: argparse.Namespace) -> int:
         with open(args.queries, "rb") as fh:
             queries = parse_lines(fh)
     if args.budget_tokens is not None:  # a tokenizer that cannot load: exit 2, now
-        from flows.preflight import UsageError
+        from sproutrag.flows.preflight import UsageError
+
         from sproutrag.search.hits import QueryError
         from sproutrag.search.tokens import token_counter
 
@@ -201,8 +206,8 @@ _EMPTY = ("no evidence found: the database {db} holds no documents (none indexed
 
 
 def _check_out(out: str, queries: str | None) -> None:
-    from flows.arguments import check_output_file
-    from flows.preflight import UsageError
+    from sproutrag.flows.arguments import check_output_file
+    from sproutrag.flows.preflight import UsageError
 
     if "://" in out:
         raise UsageError(f"--out {out}: sproutrag query writes a local file (the "
@@ -284,7 +289,8 @@ def _evaluate_command(args: argparse.Namespace) -> str:
 def cmd_train(args: argparse.Namespace) -> int:
     import time
 
-    from flows.preflight import UsageError
+    from sproutrag.flows.preflight import UsageError
+
     from sproutrag.encoder.weights import TrainedWeights
     from sproutrag.learn.training import train_corpus
 

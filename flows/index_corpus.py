@@ -29,32 +29,21 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 from prefect.states import Cancelled, Failed
-from tqdm import tqdm
-
-from flows.parameters import flow_settings
-from flows.runners import batch_runner
-from schemas.settings import Settings, is_s3
-from schemas.tables import ROWS_COMPATIBLE_VERSIONS
-from sproutrag.documents import Failure, Skipped
-from sproutrag.errors import is_environment_error
-from sproutrag.ingest.batching import Tally, batches, documents_to_index
-from sproutrag.ingest.plan import Plan, check_deletions
-from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
-from sproutrag.interrupt import (
-    StopRequested,
-    crash_point,
-    stop_on_signals,
-    stop_reason,
-    stop_requested,
+from sproutrag.flows.parameters import flow_settings
+from sproutrag.flows.runners import batch_runner
+from sproutrag.schemas.settings import Settings, is_s3
+from sproutrag.schemas.tables import ROWS_COMPATIBLE_VERSIONS
+from sproutrag.tasks.build_trees import build_trees_batch
+from sproutrag.tasks.chunk import chunk_batch
+from sproutrag.tasks.database import index_fingerprint
+from sproutrag.tasks.discover import (
+    check_corpus_exists,
+    diff_corpus,
+    discover_corpus,
+    read_documents,
 )
-from sproutrag.storage.check import DamagedTableError
-from sproutrag.storage.locking import DatabaseLock
-from tasks.build_trees import build_trees_batch
-from tasks.chunk import chunk_batch
-from tasks.database import index_fingerprint
-from tasks.discover import check_corpus_exists, diff_corpus, discover_corpus, read_documents
-from tasks.encode import encode_batch
-from tasks.store import (
+from sproutrag.tasks.encode import encode_batch
+from sproutrag.tasks.store import (
     check_tables,
     delete_documents,
     drop_damaged_indexes,
@@ -71,7 +60,23 @@ from tasks.store import (
     store_batch,
     update_sources,
 )
-from tasks.workdir import close_work_dir, open_work_dir
+from sproutrag.tasks.workdir import close_work_dir, open_work_dir
+from tqdm import tqdm
+
+from sproutrag.documents import Failure, Skipped
+from sproutrag.errors import is_environment_error
+from sproutrag.ingest.batching import Tally, batches, documents_to_index
+from sproutrag.ingest.plan import Plan, check_deletions
+from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
+from sproutrag.interrupt import (
+    StopRequested,
+    crash_point,
+    stop_on_signals,
+    stop_reason,
+    stop_requested,
+)
+from sproutrag.storage.check import DamagedTableError
+from sproutrag.storage.locking import DatabaseLock
 
 #: Unchanged documents whose listing facts changed are recorded this many at a time.
 SOURCES_PER_COMMIT = 50_000
@@ -376,7 +381,7 @@ def index_corpus(
     """Index CORPUS (folder, .jsonl or file) into the LanceDB database DB, incrementally.
 
     SETTINGS (the CLI's, loaded once) or else CONFIG (a YAML file) and the environment
-    (`flows.parameters`). FULL: read and re-index every document. VERIFY: also hash every
+    (`sproutrag.flows.parameters`). FULL: read and re-index every document. VERIFY: also hash every
     stored text and re-index those that do not match (what `sproutrag check` reads).
 
     Returns the run's `runs` row. With failed documents past the tolerated share the

@@ -1,6 +1,6 @@
 """The settings of a flow run: the `settings` parameter, or else the `config` file.
 
-The command line loads the settings once, before any work (`flows.preflight`: --config,
+The command line loads the settings once, before any work (`sproutrag.flows.preflight`: --config,
 `SPROUTRAG_*` environment, flags such as --no-progress or `evaluate --weights` applied to
 the object), and hands that `Settings` object to the flow as its `settings` parameter:
 nothing reaches a flow through the process environment. A deployment run
@@ -15,7 +15,7 @@ flow's process the object keeps them. Give credentials through the environment, 
 
 from __future__ import annotations
 
-from schemas.settings import Settings, SettingsError, load_settings
+from sproutrag.schemas.settings import Settings, SettingsError, load_settings
 
 
 class SettingsParameterError(ValueError):

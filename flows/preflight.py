@@ -15,10 +15,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from schemas.paths import is_s3
+from sproutrag.schemas.paths import is_s3
 
 if TYPE_CHECKING:  # pydantic is imported by the checks, not by `sproutrag --help`
-    from schemas.settings import Settings
+    from sproutrag.schemas.settings import Settings
 
 
 def positive_int(text: str) -> int:
@@ -71,7 +71,8 @@ def _check_question(question: str) -> None:
 def check_encoding(settings: Settings, *, model: bool = True) -> None:
     """The model folder and weights file the settings name can be read (SettingsError
     naming the setting otherwise)."""
-    from schemas.settings import SettingsError
+    from sproutrag.schemas.settings import SettingsError
+
     from sproutrag.encoder.identity import model_sha256
     from sproutrag.encoder.loading import device_problem
     from sproutrag.encoder.weights import WeightsFileError, load_default_weights
@@ -110,7 +111,7 @@ def check_writable(db: str) -> None:
 
 def preflight(args: argparse.Namespace) -> Settings:
     """Validate ARGS and the settings before the command starts any work."""
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
 
     command = args.command
     if command == "query":

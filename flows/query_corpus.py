@@ -21,15 +21,15 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 from prefect.states import Failed
+from sproutrag.flows.arguments import check_output_file
+from sproutrag.flows.parameters import flow_settings
+from sproutrag.schemas.settings import Settings
+from sproutrag.tasks.search import read_queries, search_queries, write_results
 
-from flows.arguments import check_output_file
-from flows.parameters import flow_settings
-from schemas.settings import Settings
 from sproutrag.ingest.run_summary import QueriesFailedError, too_many_failed
 from sproutrag.params import check_number
 from sproutrag.search.batch import DEFAULT_K, check_query_parameters
 from sproutrag.search.context import DEFAULT_MARGIN
-from tasks.search import read_queries, search_queries, write_results
 
 
 @flow(name="query-corpus", log_prints=True)
@@ -51,7 +51,7 @@ def query_corpus(
     """Run every query of QUERIES against DB; write OUT and the `results` table.
 
     QUERIES, DB and OUT may be local or s3:// (storage settings from SETTINGS, or else
-    CONFIG and the environment: `flows.parameters`). K: units per query (5 when not
+    CONFIG and the environment: `sproutrag.flows.parameters`). K: units per query (5 when not
     given); BUDGET_CHARS / BUDGET_TOKENS (and a line's own): a context for a reader
     instead (`sproutrag query --budget-chars`; SELECTION, TOKENIZER, CUTOFF as there:
     None fills the budget).

@@ -19,8 +19,7 @@ from contextlib import ExitStack, contextmanager
 
 from prefect.context import FlowRunContext
 from prefect.task_runners import TaskRunner
-
-from schemas.settings import Settings
+from sproutrag.schemas.settings import Settings
 
 
 def _api_url() -> str | None:

@@ -19,8 +19,7 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
-
-from schemas.paths import is_s3
+from sproutrag.schemas.paths import is_s3
 
 
 class _Section(BaseModel):

@@ -81,8 +81,8 @@ def is_expected(exc: BaseException) -> bool:
     """An error whose message says all a user needs (no traceback needed): bad settings
     or input, a refused run, the machine's (disk full, read-only), or a batch's task that
     did not start because a signal asked the run to stop."""
-    from schemas.settings import SettingsError
     from sproutrag.interrupt import StopRequested
+    from sproutrag.schemas.settings import SettingsError
 
     clean = (SettingsError, CorpusNotFoundError, MassDeleteError, DatabaseBusyError,
              ModelNotFoundError, RunOutcome, DatabaseNotFoundError, StaleIndexError,

@@ -6,12 +6,12 @@ import time
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from sproutrag.schemas.settings import Settings
+from sproutrag.tasks.files import read_parquet
+from sproutrag.tasks.outputs import Built, Encoded
 
-from schemas.settings import Settings
 from sproutrag.documents import SourceDocument
 from sproutrag.ingest.stages import build_trees
-from tasks.files import read_parquet
-from tasks.outputs import Built, Encoded
 
 
 @task(name="build_trees", cache_policy=NO_CACHE)

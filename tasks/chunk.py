@@ -6,13 +6,13 @@ import time
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from sproutrag.schemas.settings import Settings
+from sproutrag.tasks.files import write_parquet
+from sproutrag.tasks.outputs import Chunked
 
-from schemas.settings import Settings
 from sproutrag.documents import SourceDocument
 from sproutrag.ingest.stages import chunk_documents
 from sproutrag.interrupt import check_stop
-from tasks.files import write_parquet
-from tasks.outputs import Chunked
 
 
 @task(name="chunk", cache_policy=NO_CACHE)

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from schemas.settings import Settings
+from sproutrag.schemas.settings import Settings
+
 from sproutrag.encoder.factory import shared_encoder
 from sproutrag.ingest import index_identity
 

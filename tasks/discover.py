@@ -8,8 +8,9 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from sproutrag.schemas.settings import Settings
+from sproutrag.tasks.retries import IO_RETRIES
 
-from schemas.settings import Settings
 from sproutrag.documents import Failure, SourceDocument
 from sproutrag.ingest.corpus import (
     CorpusListing,
@@ -20,7 +21,6 @@ from sproutrag.ingest.corpus import (
     read_listed,
 )
 from sproutrag.ingest.plan import Plan, plan_changes
-from tasks.retries import IO_RETRIES
 
 
 def _limits(settings: Settings) -> DocLimits:

@@ -6,14 +6,14 @@ import time
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from sproutrag.schemas.settings import Settings
+from sproutrag.tasks.files import read_parquet, write_parquet
+from sproutrag.tasks.outputs import Chunked, Encoded
 
-from schemas.settings import Settings
 from sproutrag.documents import SourceDocument
 from sproutrag.encoder.factory import shared_encoder
 from sproutrag.ingest.stages import encode_chunks
 from sproutrag.interrupt import check_stop
-from tasks.files import read_parquet, write_parquet
-from tasks.outputs import Chunked, Encoded
 
 
 @task(name="encode", cache_policy=NO_CACHE)

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from schemas.settings import Settings, is_s3
+from sproutrag.schemas.settings import Settings, is_s3
 
 
 def filesystem(url: str | Path, settings: Settings | None = None):

@@ -7,8 +7,10 @@ from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from sproutrag.schemas.settings import Settings, is_s3
+from sproutrag.tasks.files import filesystem, read_parquet
+from sproutrag.tasks.retries import IO_RETRIES
 
-from schemas.settings import Settings, is_s3
 from sproutrag.encoder.factory import shared_encoder
 from sproutrag.search.batch import Entry, parse_lines, run_queries, write_jsonl
 from sproutrag.search.context import DEFAULT_MARGIN
@@ -17,8 +19,6 @@ from sproutrag.search.retriever import Retriever
 from sproutrag.storage.reader import Reader
 from sproutrag.storage.rows import result_rows
 from sproutrag.storage.store import Store
-from tasks.files import filesystem, read_parquet
-from tasks.retries import IO_RETRIES
 
 
 @task(name="read_queries", cache_policy=NO_CACHE, **IO_RETRIES)

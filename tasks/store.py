@@ -10,8 +10,10 @@ import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run
+from sproutrag.schemas.settings import Settings
+from sproutrag.tasks.database import index_fields, open_store
+from sproutrag.tasks.retries import IO_RETRIES
 
-from schemas.settings import Settings
 from sproutrag.documents import SourceDocument
 from sproutrag.encoder.factory import shared_encoder
 from sproutrag.storage.check import move_aside
@@ -27,8 +29,6 @@ from sproutrag.storage.migrate import migrate
 from sproutrag.storage.rows import source_rows
 from sproutrag.storage.run_check import check_files, verify_texts
 from sproutrag.storage.store import IndexedDocument
-from tasks.database import index_fields, open_store
-from tasks.retries import IO_RETRIES
 
 
 @task(name="store", cache_policy=NO_CACHE, **IO_RETRIES)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from sproutrag.schemas.settings import Settings
+from sproutrag.tasks.files import filesystem
+from sproutrag.tasks.retries import IO_RETRIES
 
-from schemas.settings import Settings
 from sproutrag.ingest.run_folder import (
     create_run_dir,
     leftover_run_dirs,
     remove_run_dir,
     run_dir_name,
 )
-from tasks.files import filesystem
-from tasks.retries import IO_RETRIES
 
 
 def work_base(db: str, settings: Settings) -> str:

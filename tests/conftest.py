@@ -43,7 +43,7 @@ def sample_index(prefect_harness, tmp_path_factory):
 
     Tests must not write to this database except the incremental re-run test.
     """
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.index_corpus import index_corpus
 
     db = str(tmp_path_factory.mktemp("sample") / "db")
     return db, index_corpus(corpus=str(SAMPLE), db=db)

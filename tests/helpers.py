@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-#: The repository's root (subprocesses run `python -m flows.cli` there).
+#: The repository's root (subprocesses run `python -m sproutrag.flows.cli` there).
 ROOT = Path(__file__).resolve().parents[1]
+#: The command line as a subprocess runs it (`sproutrag`, without needing the script).
+CLI = [sys.executable, "-m", "sproutrag.flows.cli"]
 #: The sample corpus the README indexes.
 SAMPLE = ROOT / "data" / "sample"
 #: Three small documents of the sample corpus (the operations tests index these).
@@ -118,7 +120,7 @@ def index_state(db) -> dict[str, tuple[str, int]]:
 def run_flow(corpus, db, **kw):
     """(final state, the run's `runs` row) of one index-corpus flow run; a run that ended
     without a row (a refused run: the database busy, mass deletions) raises its error."""
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.index_corpus import index_corpus
 
     state = index_corpus(corpus=str(corpus), db=str(db), return_state=True, **kw)
     result = state.result(raise_on_failure=False)
@@ -141,7 +143,7 @@ def run_cli(*args: str, prefix: list[str] = (), timeout: float = 300,
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), **(env_extra or {})}
     return subprocess.run(
-        [*prefix, sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=env,
+        [*prefix, *CLI, *args], cwd=ROOT, env=env,
         capture_output=True, text=True, timeout=timeout,
     )
 
@@ -160,7 +162,7 @@ def start_index_cli(corpus, db, env_extra: dict[str, str] | None = None, *,
     else:
         env["PREFECT_API_URL"] = PREFECT_API_URL.value()
     return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "index", str(corpus), "--db", str(db),
+        [*CLI, "index", str(corpus), "--db", str(db),
          "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, **popen,
     )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from sproutrag.flows.cli import build_parser, main
 
-from flows.cli import build_parser, main
+from tests.helpers import CLI
 
 
 def test_query_doc_ids_take_several_values_or_repeat():
@@ -35,8 +36,8 @@ def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatc
     import sys
 
     import pytest
+    from sproutrag.flows.cli import main
 
-    from flows.cli import main
     from tests.helpers import ROOT
 
     for argv in (["query", "--db", "DB", "q", "--k", "0"],
@@ -65,7 +66,7 @@ def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatc
     assert not (tmp_path / "db").exists()
     # In a fresh process: refused without importing torch, Prefect or LanceDB.
     probe = (
-        "import sys\nfrom flows.cli import main\n"
+        "import sys\nfrom sproutrag.flows.cli import main\n"
         f"assert main(['index', {str(tmp_path)!r}, '--db', 'x', '--config', {str(bad)!r}]) == 2\n"
         "print(sorted(m for m in ('torch', 'prefect', 'lancedb', 'transformers') "
         "if m in sys.modules))\n"
@@ -76,7 +77,7 @@ def test_bad_arguments_exit_2_before_anything_loads(tmp_path, capsys, monkeypatc
 
 
 def test_missing_corpus_fails_fast_without_creating_the_database(tmp_path, capsys):
-    from flows.cli import main
+    from sproutrag.flows.cli import main
 
     db = tmp_path / "db"
     assert main(["index", str(tmp_path / "nowhere"), "--db", str(db)]) == 1
@@ -88,12 +89,11 @@ def test_missing_corpus_fails_fast_without_creating_the_database(tmp_path, capsy
 def test_check_exit_codes(tmp_path):
     """`sproutrag check`: 0 healthy, 1 problems, 2 no database (and no folder made)."""
     import subprocess
-    import sys
 
     from tests.helpers import ROOT, toy_document, toy_store
 
     def check(db):
-        return subprocess.run([sys.executable, "-m", "flows.cli", "check", "--db", str(db)],
+        return subprocess.run([*CLI, "check", "--db", str(db)],
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
 
     db = tmp_path / "db"
@@ -131,8 +131,8 @@ def test_a_device_this_machine_cannot_use_is_refused_before_anything_is_written(
     err = capsys.readouterr().err
     assert why in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not db.exists()
-    from flows.parameters import flow_settings  # a deployment run: refused the same way
-    from schemas.settings import SettingsError
+    from sproutrag.flows.parameters import flow_settings  # a deployment run: refused the same way
+    from sproutrag.schemas.settings import SettingsError
 
     if device != "tpu":
         with pytest.raises(SettingsError, match=why):
@@ -146,13 +146,14 @@ def test_an_error_that_is_not_the_projects_shows_its_traceback(
         tmp_path, capsys, monkeypatch, raised):
     """Only the project's own errors (bad input, a refused run) are one line: anything
     else is a bug, printed with its traceback (exit 1)."""
-    import flows.cli
+    import sproutrag.flows.cli
+
     from sproutrag.errors import DatabaseNotFoundError
 
     def boom(args):
         raise raised
 
-    monkeypatch.setattr(flows.cli, "cmd_check", boom)
+    monkeypatch.setattr(sproutrag.flows.cli, "cmd_check", boom)
     assert main(["check", "--db", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error (a bug" in err
@@ -161,7 +162,7 @@ def test_an_error_that_is_not_the_projects_shows_its_traceback(
     def ours(args):
         raise DatabaseNotFoundError("no SproutRAG database here")
 
-    monkeypatch.setattr(flows.cli, "cmd_check", ours)
+    monkeypatch.setattr(sproutrag.flows.cli, "cmd_check", ours)
     assert main(["check", "--db", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.strip() == "sproutrag check: error: no SproutRAG database here"

@@ -42,3 +42,28 @@ def test_the_readme_and_ci_install_with_the_constraints():
     first = (ROOT / "README.md").read_text(encoding="utf-8").split("```")[1]
     assert "pip install -e '.[test]' -c constraints.txt" in first
     assert "-c constraints.txt" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_wheel_installs_one_import_name(tmp_path):
+    """The built wheel holds `sproutrag` alone at its top level (no generic `flows`,
+    `tasks` or `schemas` beside other projects' modules): the repository's folders of
+    those names install as sproutrag.flows, sproutrag.tasks and sproutrag.schemas."""
+    import subprocess
+    import sys
+    import zipfile
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    [wheel] = tmp_path.glob("sproutrag-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/")[0] for n in names if ".dist-info/" not in n}
+    assert top == {"sproutrag"}, top
+    for path in ("sproutrag/flows/cli.py", "sproutrag/tasks/encode.py",
+                 "sproutrag/schemas/settings.py", "sproutrag/search/retriever.py",
+                 "sproutrag/resources/weights.json"):
+        assert path in names, path
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "sproutrag = sproutrag.flows.cli:main" in zipfile.ZipFile(wheel).read(
+        entry).decode()

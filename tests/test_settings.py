@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-
-from schemas.settings import ConfigFileError, load_settings
+from sproutrag.schemas.settings import ConfigFileError, load_settings
 
 
 def test_precedence_overrides_env_yaml_defaults(tmp_path, monkeypatch):
@@ -38,7 +37,7 @@ def test_bad_settings_are_rejected(tmp_path):
 
 
 def test_errors_name_the_variable_or_file_never_the_value(tmp_path, monkeypatch):
-    from schemas.settings import SettingsError
+    from sproutrag.schemas.settings import SettingsError
 
     secret = "do-not-print-this-secret-9f2c"
     monkeypatch.setenv("SPROUTRAG_PIPELINE__BATCH_DOCS", "many")
@@ -63,7 +62,7 @@ def test_errors_name_the_variable_or_file_never_the_value(tmp_path, monkeypatch)
 
 
 def test_misspelled_sections_and_broken_yaml_are_refused(tmp_path, monkeypatch):
-    from schemas.settings import SettingsError
+    from sproutrag.schemas.settings import SettingsError
 
     monkeypatch.setenv("SPROUTRAG_PIPELNE__BATCH_DOCS", "4")  # silently ignored before
     with pytest.raises(SettingsError, match="SPROUTRAG_PIPELNE__BATCH_DOCS: no such settings"):

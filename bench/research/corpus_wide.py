@@ -60,7 +60,7 @@ def compare(s: Split, variant: Variant, n_docs_list: list[int]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
 
     args = parse_args(__doc__, argv, options)
     settings = load_settings(args.config)

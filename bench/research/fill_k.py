@@ -63,7 +63,7 @@ def compare(s: Split, variant: Variant) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
 
     args = parse_args(__doc__, argv, lambda p: p.set_defaults(splits=["dev"]))
     settings = load_settings(args.config)

@@ -93,7 +93,8 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
 
 def open_pool(pool: str, split: str, settings: Any, encoder: Any):
     """(Retriever over the pool's database, its usable queries, their vectors)."""
-    from flows.commands import run_index
+    from sproutrag.flows.commands import run_index
+
     from sproutrag.learn.datasets import read_jsonl, usable_queries
     from sproutrag.search.retriever import Retriever
 
@@ -315,7 +316,8 @@ def show(name: str, rows: dict[str, dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
 

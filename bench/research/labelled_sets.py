@@ -79,7 +79,8 @@ def split_files(name: str, split: str, data_dir: Path) -> tuple[Path, Path]:
 
 def each_split(args: argparse.Namespace) -> Iterator[Split]:
     """Every (set, split) of the command line, loaded in turn (one encoder)."""
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
 

@@ -21,7 +21,8 @@ from sproutrag.learn.metrics import paired_difference
 
 
 def main(argv: list[str] | None = None) -> int:
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
 

@@ -116,7 +116,8 @@ def fit_floor(pools: list[H.Pool]) -> tuple[int, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
 

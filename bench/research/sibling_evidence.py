@@ -71,7 +71,7 @@ def counts(s: Split, mix, parent_embedding: str, lexical_weight: float) -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
 
     args = parse_args(__doc__, argv, options)
     settings = load_settings(args.config)

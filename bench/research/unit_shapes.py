@@ -114,7 +114,8 @@ def shape(name: str, text: str, shipped: list[Span]) -> list[Span]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
 

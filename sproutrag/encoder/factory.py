@@ -15,8 +15,8 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from schemas.settings import EncodingSettings, Settings
     from sproutrag.encoder.encoder import Encoder
+    from sproutrag.schemas.settings import EncodingSettings, Settings
 
 
 def encoder_from_settings(encoding: EncodingSettings, weights: Any = None) -> Encoder:
@@ -39,7 +39,7 @@ def encoder_from_settings(encoding: EncodingSettings, weights: Any = None) -> En
 
 @functools.lru_cache(maxsize=4)
 def _cached(encoding_json: str) -> Encoder:
-    from schemas.settings import EncodingSettings
+    from sproutrag.schemas.settings import EncodingSettings
 
     return encoder_from_settings(EncodingSettings.model_validate_json(encoding_json))
 

@@ -6,11 +6,11 @@ trees: the encoder (its id and content hash, its window and chunk settings, its
 embedding mode, its precision when not float32), the fingerprint of its weights' alpha
 (`TrainedWeights.tree_fingerprint`:
 the query-time search parameters never re-index a corpus), the chunking, the tree
-settings and the stored trees' schema version (`schemas.tables.TREE_SCHEMA_VERSION`;
+settings and the stored trees' schema version (`sproutrag.schemas.tables.TREE_SCHEMA_VERSION`;
 columns added to `documents` change the tables' schema version, not the fingerprint).
 Storage and pipeline settings (paths, credentials, batch sizes) never enter it.
 `index_fingerprint` is the one function that computes it (the index flow calls it
-through `tasks.database`); `index_fields` is what it hashes, recorded as
+through `sproutrag.tasks.database`); `index_fields` is what it hashes, recorded as
 `index_settings.settings_json`.
 
 The evaluation's feature cache (`sproutrag.learn.features`) keys its files with
@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from schemas.tables import TREE_SCHEMA_VERSION
+from sproutrag.schemas.tables import TREE_SCHEMA_VERSION
 
 
 def encoder_fields(encoder: Any) -> dict[str, Any]:

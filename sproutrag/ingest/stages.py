@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from schemas import tables
 from sproutrag.documents import Failure, SourceDocument
 from sproutrag.errors import SproutragError
 from sproutrag.ingest.chunking import chunk_text
+from sproutrag.schemas import tables
 from sproutrag.storage.store import IndexedDocument
 from sproutrag.trees.tree import build_tree
 

@@ -3,9 +3,9 @@ encoder unless the settings name one, and the weights file they name, if any."""
 
 from __future__ import annotations
 
-from schemas.settings import Settings
 from sproutrag.encoder.loading import PACKAGED_MODEL_ID
 from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.schemas.settings import Settings
 from sproutrag.storage.reader import Reader
 
 

@@ -136,8 +136,8 @@ class Retriever:
 
     def _database_encoder(self) -> Any:
         """The encoder the database names (model, query truncation), packaged weights."""
-        from schemas.settings import EncodingSettings
         from sproutrag.encoder.factory import shared_encoder
+        from sproutrag.schemas.settings import EncodingSettings
 
         fields = self.reader.encoding_fields()
         return shared_encoder(EncodingSettings(

@@ -154,7 +154,7 @@ def _drain(tbl, columns: list[str] | None) -> None:
 def move_aside(uri: str, names: list[str]) -> dict[str, str]:
     """Rename the folders of tables NAMES to <name>.lance.damaged-<UTC time> (kept, not
     deleted; LanceDB no longer sees them); returns table -> new path. Local only."""
-    from schemas.paths import is_s3
+    from sproutrag.schemas.paths import is_s3
 
     if is_s3(uri):
         raise DamagedTableError(uri, {n: "moving a damaged table aside is done by hand "
@@ -282,7 +282,7 @@ def _damaged_indexes(db: Any, names: set[str]) -> dict[str, str]:
 
 def _existing(uri: str, storage_options) -> tuple[Any, set[str]]:
     """(connection, table names) of the database at URI; `DatabaseNotFoundError` if none."""
-    from schemas.paths import is_s3
+    from sproutrag.schemas.paths import is_s3
     from sproutrag.storage.store import DatabaseNotFoundError
 
     if not is_s3(uri) and not os.path.isdir(uri):  # connect() would create the folder

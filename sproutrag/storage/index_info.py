@@ -25,8 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas import tables
 from sproutrag.params import SearchParams
+from sproutrag.schemas import tables
 from sproutrag.storage.filters import in_filter
 from sproutrag.storage.store import TEXT_INDEX, StaleIndexError, Store, text_analyzer_matches
 

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import tables
 from sproutrag.interrupt import crash_point
+from sproutrag.schemas import tables
 
 LEGACY_PREFIX = "legacy:"
 

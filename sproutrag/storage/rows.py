@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from schemas import tables
 from sproutrag.documents import SourceDocument
+from sproutrag.schemas import tables
 from sproutrag.trees.tree import Tree, validate_tree
 
 

@@ -37,9 +37,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas import tables
 from sproutrag.errors import DatabaseNotFoundError, OldSchemaError, StaleIndexError  # noqa: F401 - also importable from here
 from sproutrag.interrupt import crash_point
+from sproutrag.schemas import tables
 from sproutrag.storage import indexes, maintenance
 from sproutrag.storage.filters import (
     doc_filter,

@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 import pytest
+from sproutrag.flows.cli import main
 
-from flows.cli import main
 from sproutrag.documents import SourceDocument, content_hash
 from sproutrag.encoder.loading import PACKAGED_MODEL_ID
 from sproutrag.storage.store import IndexedDocument, Store

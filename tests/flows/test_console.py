@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import sys
 
-from flows.console import _Quiet
+from sproutrag.flows.console import _Quiet
+
 from sproutrag.interrupt import StopRequested
 
 

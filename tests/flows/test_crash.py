@@ -27,7 +27,8 @@ QUESTIONS = ["When does the supplier deliver?", "How long is the notice period?"
 def assert_reader_view(db: str, versions: dict[str, set[str]]) -> None:
     """Every document is one whole version (its documents.text and tree agree), and
     every query hit's spans hold the hit's text in documents.text."""
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.factory import shared_encoder
     from sproutrag.search.retriever import Retriever
 

@@ -37,7 +37,7 @@ def _config(path: Path, text: str) -> Path:
 def built(prefect_harness, tmp_path_factory):
     """A small corpus with a symlink to a file outside it, indexed with weights whose
     search parameters differ from the packaged ones (a high delta, no seeds)."""
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.index_corpus import index_corpus
 
     root = tmp_path_factory.mktemp("built")
     corpus, db = root / "corpus", root / "db"
@@ -63,7 +63,8 @@ def test_symlink_out_of_the_corpus_is_skipped_and_reported(built):
 
 
 def test_index_settings_are_stored_and_readers_default_to_them(built, capsys):
-    from flows.cli import main
+    from sproutrag.flows.cli import main
+
     from sproutrag.encoder.encoder import Encoder
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.index_info import read_index_infos
@@ -104,7 +105,8 @@ def test_index_settings_are_stored_and_readers_default_to_them(built, capsys):
 
 
 def test_new_search_defaults_reach_a_long_lived_reader_without_reindexing(built):
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.index_corpus import index_corpus
+
     from sproutrag.search.retriever import Retriever
 
     root, corpus, db, _, _ = built
@@ -121,8 +123,8 @@ def test_new_search_defaults_reach_a_long_lived_reader_without_reindexing(built)
 def test_missing_corpus_fails_at_once_without_retries_or_database(prefect_harness, tmp_path):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from sproutrag.flows.index_corpus import index_corpus
 
-    from flows.index_corpus import index_corpus
     from sproutrag.ingest.corpus import CorpusNotFoundError
 
     db = tmp_path / "db"
@@ -151,8 +153,9 @@ def _rewrite_weights(folder: Path, seed: int) -> None:
 def test_a_model_fine_tuned_again_into_its_folder_reindexes_and_is_checked(
     prefect_harness, tmp_path, capsys
 ):
-    from flows.cli import main
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.cli import main
+    from sproutrag.flows.index_corpus import index_corpus
+
     from sproutrag.encoder.encoder import DEFAULT_MODEL
 
     model = tmp_path / "encoder"

@@ -14,7 +14,7 @@ import pytest
 from sproutrag.documents import content_hash
 from sproutrag.storage.locking import DatabaseBusyError, DatabaseLock
 from sproutrag.storage.store import Store
-from tests.helpers import ROOT, TEXTS, index_state, run_index, start_index_cli, write_files
+from tests.helpers import CLI, ROOT, TEXTS, index_state, run_index, start_index_cli, write_files
 
 pytestmark = pytest.mark.model
 
@@ -112,7 +112,7 @@ def test_second_run_refuses_while_one_holds_the_database(prefect_harness, corpus
             run_index(corpus, db)
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
         t0 = time.monotonic()  # a user's command: it would start its own Prefect server
-        cli = subprocess.run([sys.executable, "-m", "flows.cli", "index", str(corpus),
+        cli = subprocess.run([*CLI, "index", str(corpus),
                               "--db", str(db)], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=120)
         refused_in = time.monotonic() - t0

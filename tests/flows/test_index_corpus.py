@@ -53,7 +53,7 @@ def test_tables_match_the_design(indexed):
 
 
 def test_run_is_recorded_and_rerun_is_incremental(indexed):
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.index_corpus import index_corpus
 
     db, first = indexed
     settings_version = Store.open_existing(db).table("index_settings").version
@@ -96,8 +96,7 @@ def test_the_cli_hands_its_settings_to_the_flow_as_a_parameter(
     import uuid
 
     from prefect.client.orchestration import get_client
-
-    from flows.cli import main
+    from sproutrag.flows.cli import main
 
     secret = "sproutrag-flow-parameter-secret"
     monkeypatch.delenv("SPROUTRAG_PIPELINE__PROGRESS", raising=False)
@@ -118,9 +117,9 @@ def test_the_cli_hands_its_settings_to_the_flow_as_a_parameter(
 
 
 def test_settings_and_config_together_are_refused(prefect_harness, tmp_path):
-    from flows.index_corpus import index_corpus
-    from flows.parameters import SettingsParameterError
-    from schemas.settings import Settings
+    from sproutrag.flows.index_corpus import index_corpus
+    from sproutrag.flows.parameters import SettingsParameterError
+    from sproutrag.schemas.settings import Settings
 
     config = tmp_path / "s.yaml"
     config.write_text("pipeline:\n  batch_docs: 2\n", encoding="utf-8")
@@ -138,7 +137,8 @@ def test_evaluate_db_indexes_as_index_does_with_the_evaluated_weights(
     flow, not in an environment variable."""
     import shutil
 
-    from flows.cli import main
+    from sproutrag.flows.cli import main
+
     from sproutrag.encoder.weights import PACKAGED_WEIGHTS
     from sproutrag.storage.index_info import read_index_infos
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import CLI, ROOT
 
 pytestmark = pytest.mark.model
 
@@ -34,8 +33,8 @@ def _strip_scores(rows: list[dict]) -> list[dict]:
 
 def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_index, tmp_path):
     import lancedb
+    from sproutrag.flows.query_corpus import query_corpus
 
-    from flows.query_corpus import query_corpus
     from sproutrag.ingest.run_summary import QueriesFailedError
 
     db = str(tmp_path / "db")  # a copy: the shared sample database stays as it is
@@ -44,7 +43,7 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
     queries.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "query", "--db", db, "--queries", str(queries),
+        [*CLI, "query", "--db", db, "--queries", str(queries),
          "--out", str(cli_out)], capture_output=True, text=True, cwd=ROOT,
     )
     assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
@@ -76,7 +75,7 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
 
 
 def test_bad_parameters_fail_the_flow_before_any_work(prefect_harness, tmp_path):
-    from flows.query_corpus import query_corpus
+    from sproutrag.flows.query_corpus import query_corpus
 
     with pytest.raises(ValueError, match="k must be an integer between 1 and 2147483647, got 0"):
         query_corpus(queries=str(tmp_path / "none.jsonl"), db=str(tmp_path / "db"), k=0)

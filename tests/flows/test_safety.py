@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from sproutrag.ingest.run_summary import (
     RunInterruptedError,
 )
 from tests.helpers import (
+    CLI,
     ROOT,
     TEXTS,
     index_state,
@@ -111,7 +111,7 @@ def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, 
     assert [r["status"] for r in runs(db)[-2:]] == ["failed", "failed"]
     assert "MassDeleteError" in runs(db)[-1]["message"]
 
-    from flows.cli import main
+    from sproutrag.flows.cli import main
 
     write_jsonl(jl, docs[2:])
     assert main(["index", str(jl), "--db", str(db), "--allow-mass-delete"]) == 0
@@ -152,9 +152,8 @@ def test_failed_documents_fail_the_flow_run_after_all_work(
 ):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    from flows.cli import main
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.cli import main
+    from sproutrag.flows.index_corpus import index_corpus
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, {"ok.txt": TEXTS["a.txt"], "empty.txt": " "})
@@ -178,7 +177,7 @@ def test_failed_documents_fail_the_flow_run_after_all_work(
 
 
 def test_failed_queries_fail_the_query_flow_run(prefect_harness, tmp_path, monkeypatch):
-    from flows.query_corpus import query_corpus
+    from sproutrag.flows.query_corpus import query_corpus
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, {"a.txt": TEXTS["a.txt"]})
@@ -277,7 +276,7 @@ def test_ctrl_c_stops_a_query_batch_without_traceback(prefect_harness, tmp_path)
     out = tmp_path / "r.jsonl"
     env = {**os.environ, "SPROUTRAG_CRASH_AT": "query-answered:SIGINT"}  # after query 1
     done = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "query", "--db", str(db), "--queries",
+        [*CLI, "query", "--db", str(db), "--queries",
          str(queries), "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=300, preexec_fn=_default_sigint,
     )
@@ -362,7 +361,7 @@ def test_files_are_read_again_until_their_times_settle(prefect_harness, tmp_path
 def test_schema_1_database_is_refused_by_queries_and_migrated_by_the_next_run(
     prefect_harness, tmp_path, capsys
 ):
-    from flows.cli import main
+    from sproutrag.flows.cli import main
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)

@@ -22,7 +22,7 @@ def _tables(db: str):
 
 
 def test_dask_runner_gives_the_same_tables(prefect_harness, small_corpus, tmp_path):
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.index_corpus import index_corpus
 
     def config(runner: str) -> str:
         path = tmp_path / f"{runner}.yaml"

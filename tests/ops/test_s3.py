@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from sproutrag.schemas.settings import load_settings
 
-from schemas.settings import load_settings
-from tests.helpers import SAMPLE, SMALL_DOCS
+from tests.helpers import CLI, SAMPLE, SMALL_DOCS
 from tests.processes import free_port, stop_group, wait_http
 
 KEY_ID, SECRET = "sproutrag-test-key", "sproutrag-secret-never-logged"
@@ -79,9 +79,9 @@ def test_storage_options_from_settings_and_environment(monkeypatch):
 @pytest.mark.model
 def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_path, monkeypatch):
     import lancedb
+    from sproutrag.flows.index_corpus import index_corpus
+    from sproutrag.flows.query_corpus import query_corpus
 
-    from flows.index_corpus import index_corpus
-    from flows.query_corpus import query_corpus
     from sproutrag.search.batch import run_queries
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.store import Store
@@ -165,9 +165,8 @@ def test_secrets_are_never_printed_logged_or_stored(
     in stdout/stderr, the Prefect databases (flow runs, states, logs, artifacts), the
     LanceDB tables or any object in the buckets."""
     from prefect.settings import get_current_settings
-
-    from flows.index_corpus import index_corpus
-    from flows.query_corpus import query_corpus
+    from sproutrag.flows.index_corpus import index_corpus
+    from sproutrag.flows.query_corpus import query_corpus
 
     token, typo = "sproutrag-session-token-never-logged", "sproutrag-misspelled-secret-value"
     secrets = [SECRET, token, typo]
@@ -192,7 +191,7 @@ def test_secrets_are_never_printed_logged_or_stored(
     printed = {}
 
     def cli(name: str, *args: str, **extra: str) -> int:
-        proc = subprocess.run([sys.executable, "-m", "flows.cli", *args],
+        proc = subprocess.run([*CLI, *args],
                               capture_output=True, env={**env, **extra}, cwd=str(work))
         printed[name] = proc.stdout + proc.stderr
         return proc.returncode

@@ -30,8 +30,7 @@ def tiny_fs(tmp_path):
 
 def test_lance_full_disk_and_read_only_are_named(tiny_fs, tmp_path, capsys):
     import lancedb
-
-    from flows.cli import main
+    from sproutrag.flows.cli import main
 
     with pytest.raises(RuntimeError) as full:  # LanceDB's own error type
         lancedb.connect(str(tiny_fs / "db")).create_table(
@@ -51,8 +50,9 @@ def test_lance_full_disk_and_read_only_are_named(tiny_fs, tmp_path, capsys):
 
 
 def test_only_transient_errors_are_retried():
+    from sproutrag.tasks.retries import retry_transient
+
     from sproutrag.ingest.corpus import CorpusNotFoundError
-    from tasks.retries import retry_transient
 
     def retried(exc: BaseException) -> bool:
         return retry_transient(None, None, SimpleNamespace(data=exc))

@@ -81,7 +81,8 @@ def test_a_query_process_never_imports_torch(sample_index):
     """`sproutrag query` answers one question on the database without importing torch
     or transformers (about 3 of a first query's seconds)."""
     db, _ = sample_index
-    code = ("import sys, io, contextlib; from flows.cli import main; out = io.StringIO()\n"
+    code = ("import sys, io, contextlib; from sproutrag.flows.cli import main\n"
+            "out = io.StringIO()\n"
             "with contextlib.redirect_stdout(out):\n"
             f"    code = main(['query', 'When is payment due?', '--db', {db!r}, '--k', '3'])\n"
             "print(code, 'torch' in sys.modules, 'transformers' in sys.modules, "

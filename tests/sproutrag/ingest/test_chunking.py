@@ -267,7 +267,8 @@ def test_the_sample_answer_carries_no_trailing_heading() -> None:
     clause's unit."""
     import re
 
-    from schemas.settings import ChunkingSettings
+    from sproutrag.schemas.settings import ChunkingSettings
+
     from tests.helpers import SAMPLE
 
     text = (SAMPLE / "master_services_agreement.txt").read_text(encoding="utf-8")

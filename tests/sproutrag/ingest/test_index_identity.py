@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sproutrag.schemas.settings import Settings
+from sproutrag.tasks.database import index_fingerprint as task_index_fingerprint
 
-from schemas.settings import Settings
 from sproutrag.encoder.encoder import PACKAGED_MODEL_ID, Encoder
 from sproutrag.encoder.factory import shared_encoder
 from sproutrag.encoder.weights import PACKAGED_WEIGHTS, TrainedWeights
@@ -18,12 +19,11 @@ from sproutrag.ingest.index_identity import (
 )
 from sproutrag.learn.features import feature_path
 from sproutrag.params import SearchParams
-from tasks.database import index_fingerprint as task_index_fingerprint
 
 pytestmark = pytest.mark.model  # reads the packaged model (config, content hash)
 
 #: Computed before the identity moved into the library (commit 199a7df, with
-#: `tasks.database.index_fingerprint(Settings(...))`), with the packaged model, the
+#: `sproutrag.tasks.database.index_fingerprint(Settings(...))`), with the packaged model, the
 #: weights packaged then (now weights-6-layers.json) and the units of then
 #: (chunking.respect_structure false, join_max_chars null): both are added to every row
 #: below.

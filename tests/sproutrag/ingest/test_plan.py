@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
+from sproutrag.schemas import tables
 
-from schemas import tables
 from sproutrag.documents import Failure, SourceDocument, content_hash
 from sproutrag.ingest.plan import MassDeleteError, check_deletions, plan_changes
 from sproutrag.ingest.sources import Listed

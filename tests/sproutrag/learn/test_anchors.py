@@ -94,7 +94,7 @@ def _one_question(tmp_path):
 
 @pytest.mark.model
 def test_evaluate_scores_the_baselines_and_compares_with_the_better(tmp_path):
-    from flows.cli import main
+    from sproutrag.flows.cli import main
 
     docs, queries = _one_question(tmp_path)
     out = tmp_path / "eval"
@@ -113,7 +113,7 @@ def test_evaluate_scores_the_baselines_and_compares_with_the_better(tmp_path):
 def test_evaluate_budgets_scores_contexts_by_characters(tmp_path):
     """`evaluate --budgets`: every selection and baseline gets char P, R and P x R per
     budget, computed from contexts that fit the budget."""
-    from flows.cli import main
+    from sproutrag.flows.cli import main
 
     docs, queries = _one_question(tmp_path)
     out = tmp_path / "eval"

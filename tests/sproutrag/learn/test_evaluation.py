@@ -140,7 +140,8 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
     the cache (here a decoy of another corpus, touched later)."""
     import os
 
-    from flows.cli import main
+    from sproutrag.flows.cli import main
+
     from tests.helpers import TEXTS
 
     docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"

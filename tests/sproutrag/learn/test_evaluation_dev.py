@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from sproutrag.schemas.settings import load_settings
 
-from schemas.settings import load_settings
 from sproutrag.encoder.encoder import Encoder
 from sproutrag.encoder.weights import load_default_weights
 from sproutrag.learn.datasets import read_jsonl, usable_queries
@@ -36,7 +36,7 @@ def _subset(contractnli, tmp_path, n_docs: int = 2, min_chars: int = 4000):
 def test_stored_path_scores_what_the_in_memory_evaluation_scores(
     contractnli, prefect_harness, tmp_path
 ):
-    from flows.index_corpus import index_corpus
+    from sproutrag.flows.index_corpus import index_corpus
 
     (docs, queries), n_queries = _subset(contractnli, tmp_path)
     assert n_queries > 10

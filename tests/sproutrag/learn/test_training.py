@@ -85,7 +85,8 @@ def test_tiny_training_run_lowers_the_loss_and_moves_weight_to_the_gold_head():
 
 
 def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
-    from schemas.settings import load_settings
+    from sproutrag.schemas.settings import load_settings
+
     from sproutrag.encoder.encoder import Encoder
     from sproutrag.ingest.index_identity import index_fingerprint
     from sproutrag.params import SearchParams
@@ -107,7 +108,7 @@ def test_trained_weights_round_trip_and_change_the_index_fingerprint(tmp_path):
     # the same alpha over fewer layers builds other trees: the index re-indexes once
     assert index_fp(TrainedWeights(alpha, trained.search, layers=1)) != index_fp(trained)
     # Through the settings path used by the index flow (encoding.weights = file).
-    from tasks.database import index_fingerprint as settings_fp
+    from sproutrag.tasks.database import index_fingerprint as settings_fp
 
     fp_file = settings_fp(load_settings(None, encoding={"weights": str(path)}))
     uniform = TrainedWeights.uniform().save(tmp_path / "uniform.json")

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.storage.store import Store
-from tests.helpers import ROOT
+from tests.helpers import CLI, ROOT
 
 pytestmark = pytest.mark.model
 
@@ -100,7 +99,7 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
                                                             tmp_path, monkeypatch):
     import shutil
 
-    from flows.query_corpus import query_corpus
+    from sproutrag.flows.query_corpus import query_corpus
 
     db = str(tmp_path / "db")  # the flow writes `results`: a copy of the shared sample
     shutil.copytree(sample_index[0], db)
@@ -113,7 +112,7 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
     queries.write_text("\n".join(json.dumps(q) for q in lines), encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "query", "--db", db, "--queries", str(queries),
+        [*CLI, "query", "--db", db, "--queries", str(queries),
          "--out", str(cli_out), "--budget-chars", "450"], capture_output=True, text=True,
         cwd=ROOT)
     assert proc.returncode == 3, proc.stderr  # line d failed
@@ -135,7 +134,7 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
     assert {h["doc_id"] for h in cli[1]["results"]} == {"policies/remote_work_faq.md"}
     # One question on the command line: the same spans, printed.
     one = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "query", "--db", db, QUESTION,
+        [*CLI, "query", "--db", db, QUESTION,
          "--budget-chars", "700"], capture_output=True, text=True, cwd=ROOT)
     assert one.returncode == 0, one.stderr
     for hit in api[0]["results"]:
@@ -146,11 +145,11 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
 
 def test_cli_refuses_a_bad_budget_before_the_model_loads(sample_index):
     proc = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "query", "--db", sample_index[0], QUESTION,
+        [*CLI, "query", "--db", sample_index[0], QUESTION,
          "--budget-chars", "0"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "--budget-chars" in proc.stderr
     proc = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "query", "--db", sample_index[0], QUESTION,
+        [*CLI, "query", "--db", sample_index[0], QUESTION,
          "--budget-tokens", "50", "--tokenizer", "/no/such/folder"], capture_output=True,
         text=True, cwd=ROOT)
     assert proc.returncode == 2 and "--tokenizer" in proc.stderr, proc.stderr

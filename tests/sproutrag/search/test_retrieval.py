@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pyarrow.compute as pc
@@ -12,7 +11,7 @@ import pytest
 
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.storage.store import Store
-from tests.helpers import ROOT
+from tests.helpers import CLI, ROOT
 
 pytestmark = pytest.mark.model
 
@@ -90,7 +89,7 @@ def test_bad_queries(retriever):
 
 
 def test_cli_api_and_flow_give_identical_results(retriever, sample_index, tmp_path):
-    from flows.query_corpus import query_corpus
+    from sproutrag.flows.query_corpus import query_corpus
 
     db = sample_index[0]
     queries = tmp_path / "q.jsonl"
@@ -104,7 +103,7 @@ def test_cli_api_and_flow_give_identical_results(retriever, sample_index, tmp_pa
     queries.write_text("\n".join(json.dumps(q) for q in lines), encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "query", "--db", db, "--queries", str(queries),
+        [*CLI, "query", "--db", db, "--queries", str(queries),
          "--out", str(cli_out)], capture_output=True, text=True, cwd=ROOT,
     )
     assert proc.returncode == 3, proc.stderr  # two queries failed
@@ -177,7 +176,7 @@ def test_missing_database_and_other_encoder_are_refused(retriever, tmp_path):
 def test_leaves_mode_through_cli_flow_and_api(retriever, sample_index, tmp_path):
     """`--mode leaves` (tree mode's fused score, no tree) in the CLI, the query-corpus flow
     and the API: the same units, one leaf per hit, at most k, restricted and corpus-wide."""
-    from flows.query_corpus import query_corpus
+    from sproutrag.flows.query_corpus import query_corpus
 
     db = sample_index[0]
     queries = tmp_path / "q.jsonl"
@@ -187,7 +186,7 @@ def test_leaves_mode_through_cli_flow_and_api(retriever, sample_index, tmp_path)
     queries.write_text("\n".join(json.dumps(q) for q in lines), encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "query", "--db", db, "--queries", str(queries),
+        [*CLI, "query", "--db", db, "--queries", str(queries),
          "--out", str(cli_out), "--mode", "leaves", "--k", "4"],
         capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr

@@ -96,7 +96,7 @@ def test_retriever_takes_its_defaults_from_the_database(store):
 def test_the_row_keeps_the_tables_columns_and_round_trips(store):
     """`IndexInfo.search` is stored as the columns delta, margin, lexical_weight, ...:
     `index_settings` keeps its schema."""
-    from schemas.tables import INDEX_SETTINGS
+    from sproutrag.schemas.tables import INDEX_SETTINGS
 
     w = _weights(0.25, margin=0.05, lexical_weight=0.5, size_penalty=1.0, seed_leaves=True)
     info = _info("fp", w)
@@ -141,8 +141,8 @@ def test_one_query_setup_reads_index_settings_once(store, monkeypatch):
 
     from lancedb.db import LanceDBConnection
     from lancedb.table import LanceTable
+    from sproutrag.schemas.settings import Settings
 
-    from schemas.settings import Settings
     from sproutrag.search.reader_settings import reader_settings
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.reader import Reader
@@ -185,8 +185,8 @@ def test_the_full_text_index_is_recorded_and_added_to_an_older_table(store):
     import json
 
     import pyarrow as pa
+    from sproutrag.schemas import tables
 
-    from schemas import tables
     from sproutrag.storage.index_info import built_text_index, update_text_index
     from sproutrag.storage.store import TEXT_ANALYZER, TEXT_INDEX
 
@@ -224,8 +224,7 @@ def test_the_hierarchy_columns_are_added_in_place_and_read_null_as_off(store):
     them as 0 (off); recording a row that sets them adds the columns in place (no
     migration) and the older row still reads 0."""
     import pyarrow as pa
-
-    from schemas import tables
+    from sproutrag.schemas import tables
 
     added = ("doc_weight", "ancestor_weight", "doc_diversity")
     older = pa.schema([f for f in tables.INDEX_SETTINGS if f.name not in added])

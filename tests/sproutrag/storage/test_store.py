@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sproutrag.schemas import tables
 
-from schemas import tables
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
 from sproutrag.storage.store import StaleIndexError, Store, sql_quote
@@ -208,8 +208,8 @@ def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(st
     """Version 3: `runs` and `results` gain flow_run_id (null for old rows) and
     `results` the schema metadata every table carries."""
     import pyarrow as pa
+    from sproutrag.schemas import tables
 
-    from schemas import tables
     from sproutrag.storage.migrate import migrate
     from sproutrag.storage.store import OldSchemaError
 
