@@ -101,8 +101,9 @@ class FirstStage:
 
     def _count(self, nodes: Any) -> int:
         """Rows of the `nodes` table at its version (counted once per version)."""
-        if self._rows is None or self._rows[0] != nodes.version:
-            self._rows = (nodes.version, nodes.count_rows())
+        version = self.store.version("nodes")
+        if self._rows is None or self._rows[0] != version:
+            self._rows = (version, nodes.count_rows())
         return self._rows[1]
 
     @property
@@ -122,7 +123,7 @@ class FirstStage:
 
         tbl = self.store.table("nodes")
         current = self.current()
-        versions = (tbl.version, current.version)
+        versions = (self.store.version("nodes"), current.version)
         if self._matrix is None or self._matrix[0] != versions:
             if self._count(tbl) > self.memory_rows:
                 self._matrix = (versions, None, None)
@@ -140,9 +141,10 @@ class FirstStage:
 
     def probes(self, nodes: Any) -> int:
         """`ann_probes` of the vector index of `nodes` (read once per table version)."""
-        if self._probes is None or self._probes[0] != nodes.version:
+        if self._probes is None or self._probes[0] != self.store.version("nodes"):
             record = vector_index_record(nodes)
-            self._probes = (nodes.version, ann_probes(record and record["partitions"]))
+            self._probes = (self.store.version("nodes"),
+                            ann_probes(record and record["partitions"]))
         return self._probes[1]
 
     def nearest_nodes(self, qvec: np.ndarray, limit: int, where: str | None,
@@ -217,13 +219,13 @@ class FirstStage:
             return
         q = np.asarray(qvecs, np.float32)
         q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
-        scores = vecs @ q.T  # (rows, questions)
+        scores = -(vecs @ q.T)  # (rows, questions), negated: best first
         top = min(limit, len(vecs))
+        best = np.argpartition(scores, top - 1, axis=0)[:top]  # (top, questions)
         for j, qvec in enumerate(np.asarray(qvecs)):
-            s = scores[:, j]
-            best = np.argpartition(-s, top - 1)[:top]
-            best = best[np.argsort(-s[best], kind="stable")]
-            self._ranked.found[np.asarray(qvec).tobytes()] = (id(vecs), top, docs[best])
+            b = best[:, j]
+            b = b[np.argsort(scores[b, j], kind="stable")]
+            self._ranked.found[np.asarray(qvec).tobytes()] = (id(vecs), top, docs[b])
 
     def ranked_by_vector(self, qvec: np.ndarray, limit: int) -> list[str]:
         """The documents of the LIMIT nearest nodes of the current trees, best first."""
@@ -244,9 +246,9 @@ class FirstStage:
 
     def has_text_index(self) -> bool:
         """Whether `nodes` has its full-text index (checked once per table version)."""
-        nodes = self.store.table("nodes")
-        if self._text_index is None or self._text_index[0] != nodes.version:
-            self._text_index = (nodes.version, self.store.text_index() is not None)
+        version = self.store.version("nodes")
+        if self._text_index is None or self._text_index[0] != version:
+            self._text_index = (version, self.store.text_index() is not None)
         return self._text_index[1]
 
     def ranked_by_text(self, query: str, limit: int) -> list[str]:

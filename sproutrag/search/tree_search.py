@@ -108,6 +108,13 @@ def tree_candidates(
     out = []
     for doc_id, tree, nodes in found:
         sc = scores[doc_id]
+        if p.margin is None:  # the same scores as the loop below, computed at once
+            internal = tree.left[nodes] >= 0
+            penalty = np.where(internal, p.size_penalty * np.log2(
+                np.maximum(tree.n_leaves[nodes], 1)), 0.0)
+            values = (sc.rank[nodes] - penalty).tolist()
+            out.extend((doc_id, int(x), float(v)) for x, v in zip(nodes.tolist(), values))
+            continue
         for x in nodes.tolist():
             if p.margin is not None and (
                 best is None or sc.cosine[x] < best - p.margin

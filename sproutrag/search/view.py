@@ -64,7 +64,8 @@ class TablesView:
             return
         pin.pinning, pin.pin = True, None
         try:
-            yield
+            with self.store.versions_pinned():
+                yield
         finally:
             pin.pinning, pin.pin = False, None
 
@@ -81,12 +82,13 @@ class TablesView:
             tbl = self.store.table("documents")
             if tbl is None:  # the first run was killed before its first documents commit
                 return Current(-1, {}, 0, frozenset(), {})
-            if self._doc_trees is None or self._doc_trees.version != tbl.version:
+            version = self.store.version("documents")
+            if self._doc_trees is None or self._doc_trees.version != version:
                 cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
                 data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
                 rows = sum(2 * n - 1 for n in data["n_chunks"])
                 self._doc_trees = Current(
-                    tbl.version, dict(zip(data["doc_id"], data["tree_id"])), rows,
+                    version, dict(zip(data["doc_id"], data["tree_id"])), rows,
                     frozenset(data["index_fingerprint"]),
                     dict(zip(data["doc_id"], data["n_chunks"])))
             current = self._doc_trees

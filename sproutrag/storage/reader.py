@@ -56,8 +56,7 @@ class Reader:
 
     def version(self, name: str) -> int:
         """The version of table NAME the reader sees (-1: absent)."""
-        tbl = self.store.table(name)
-        return tbl.version if tbl is not None else -1
+        return self.store.version(name)
 
     def index_infos(self) -> tuple[int, dict[str, IndexInfo]]:
         """(version of `index_settings`, its rows by index fingerprint): read once per

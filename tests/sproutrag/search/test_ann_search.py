@@ -46,7 +46,8 @@ def two_clusters(tmp_path):
     assert indexes.ensure_vector_index(tbl, min_rows=0)
     assert indexes.ensure_text_index(tbl)
     current = Current(1, {"a": "t-a", "b": "t-b"}, 10_000, frozenset(), {"a": 4000, "b": 1000})
-    store = SimpleNamespace(table=lambda name: tbl, text_index=lambda: indexes.text_index(tbl))
+    store = SimpleNamespace(table=lambda name: tbl, version=lambda name: tbl.version,
+                            text_index=lambda: indexes.text_index(tbl))
     return FirstStage(store, lambda: current, n_docs=1, kind="hybrid", memory_rows=0), tbl
 
 

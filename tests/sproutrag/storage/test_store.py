@@ -316,3 +316,21 @@ def test_table_handles_are_opened_once_and_refresh_follows_other_writers(store, 
     reader.refresh()
     assert sorted(reader.indexed()) == ["a", "b"] and reader.load_tree("b").tree.n == 2
     assert reader.table("documents") is docs and calls == {"open_table": 2}
+
+
+def test_versions_pinned_for_a_search_until_a_refresh(tmp_path):
+    """Within `versions_pinned` a table's version is asked of Lance once; another
+    writer's commit shows only after `refresh`, which forgets the memo."""
+    store = toy_store(tmp_path / "db")
+    store.write([toy_document("a", "one two three", seed=1)], "fp")
+    reader = Store.open_existing(store.uri)
+    before = reader.version("documents")
+    with reader.versions_pinned():
+        assert reader.version("documents") == before
+        store.write([toy_document("b", "four five", seed=2)], "fp")  # another writer
+        assert reader.version("documents") == before
+        reader.refresh()
+        after = reader.version("documents")
+        assert after > before
+        assert reader.table("documents").version == after
+    assert reader.version("nope") == -1
