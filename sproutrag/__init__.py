@@ -20,7 +20,18 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+
+def _installed_version() -> str:
+    """The installed package's version (pyproject.toml; CHANGELOG.md says what changed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sproutrag")
+    except PackageNotFoundError:  # a checkout that was not installed
+        return "unknown (not installed)"
+
+
+__version__ = _installed_version()
 
 #: name -> module that defines it: the public API.
 _PUBLIC = {

@@ -67,3 +67,11 @@ def test_the_wheel_installs_one_import_name(tmp_path):
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sproutrag = sproutrag.flows.cli:main" in zipfile.ZipFile(wheel).read(
         entry).decode()
+
+
+def test_the_package_reports_its_own_version():
+    import sproutrag
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert sproutrag.__version__ == project["version"]
+    assert f"## {project['version']}" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
