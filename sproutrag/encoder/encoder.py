@@ -33,6 +33,7 @@ from sproutrag.encoder.loading import (
     autocast,
     load_config,
     load_model,
+    model_loaded,
     precision,
     resolve_device,
     resolve_model,
@@ -276,8 +277,13 @@ class Encoder:
         `NUMPY_QUERIES` at a time by `sproutrag.encoder.numpy_bert` where the model
         allows (no torch or transformers import: a query process answers seconds
         sooner; the same vectors to about 1e-7), more by `encode_texts` (torch is
-        faster on batches)."""
+        faster on batches). Once this process has loaded the model into torch, torch
+        encodes every question: as fast for one, and numpy's BLAS threads, which keep
+        spinning after a product, would slow torch's next forward (a batch) on a small
+        machine."""
         texts = list(texts)
+        if model_loaded(self._path):
+            return self.encode_texts(texts)
         if 0 < len(texts) <= NUMPY_QUERIES and numpy_bert.supported(self._path):
             return numpy_bert.load(self._path, self.model_sha256).encode(
                 texts, self.chunk_max_tokens - 2)

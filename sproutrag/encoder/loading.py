@@ -89,7 +89,35 @@ def load_model(model: str, device: str, content: str | None = None) -> tuple[Any
     if not tokenizer.is_fast:
         raise ValueError(f"model {model!r}: a fast tokenizer (offsets mapping) is required")
     net = AutoModel.from_pretrained(model, attn_implementation="eager", local_files_only=local)
-    return tokenizer, net.eval().to(device)
+    net = net.eval().to(device)
+    if not device.startswith("cuda"):
+        one_blas_thread()
+    _LOADED.add(model)
+    return tokenizer, net
+
+
+def one_blas_thread() -> None:
+    """Run numpy's BLAS on one thread from now on in this process (threadpoolctl).
+
+    Once torch runs the model on the CPU, two thread pools share the cores: OpenBLAS's
+    threads keep spinning for a while after each product and torch's OpenMP threads
+    after each forward, so each slows the other (on 2 cores a question's forward took
+    5x as long after a tree's cosines, a batch's 1.7x). torch keeps every core; numpy's
+    products in the search are small or memory-bound, and an index run measured the
+    same. A caller that wants its own BLAS threads back can raise them with
+    threadpoolctl after the model is loaded."""
+    from threadpoolctl import ThreadpoolController
+
+    ThreadpoolController().limit(limits=1, user_api="blas")
+
+
+#: The models `load_model` has loaded in this process (on any device).
+_LOADED: set[str] = set()
+
+
+def model_loaded(model: str) -> bool:
+    """Whether this process has loaded MODEL's network (torch and transformers imported)."""
+    return model in _LOADED
 
 
 #: The config fields `load_config` must find in a folder's config.json to skip

@@ -17,7 +17,7 @@ whose characters (the gap between them included) or tokens are counted once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -115,21 +115,50 @@ def _unit_chars(units: Units) -> np.ndarray:
     return (units.spans[:, 1] - units.spans[:, 0]).astype(np.int64)
 
 
+class LazyPieces(Sequence[Piece]):
+    """Pieces made as they are read (a context mostly reads a few of thousands), kept
+    once made: a sequence that can be read again (several budgets) and indexed."""
+
+    def __init__(self, count: int, make: Callable[[int], Piece]) -> None:
+        self._count, self._make, self._made = count, make, []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._count))]
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        while len(self._made) <= i:
+            self._made.append(self._make(len(self._made)))
+        return self._made[i]
+
+    def __iter__(self) -> Iterator[Piece]:
+        return (self[i] for i in range(self._count))
+
+
 def leaf_pieces(scores: Mapping[str, np.ndarray], docs: Mapping[str, Units], *,
-                length_penalty: float = 0.0) -> list[Piece]:
+                length_penalty: float = 0.0, min_score: float | None = None) -> LazyPieces:
     """Every leaf of every document as a piece (SCORES: a score per leaf, in the order of
-    the document's units), best priority first (ties to the smaller (doc_id, leaf))."""
+    the document's units), best priority first (ties to the smaller (doc_id, leaf)); with
+    MIN_SCORE only the leaves scoring at least that."""
     ids = sorted(scores)
     if not ids:
-        return []
+        return LazyPieces(0, lambda i: Piece("", i, 0.0, np.zeros(0, np.int64)))
     score = np.concatenate([np.asarray(scores[d], np.float64) for d in ids])
     chars = np.concatenate([_unit_chars(docs[d]) for d in ids])
     doc = np.concatenate([np.full(len(scores[d]), i) for i, d in enumerate(ids)])
     leaf = np.concatenate([np.arange(len(scores[d])) for d in ids])
     pr = score - length_penalty * np.log2(np.maximum(chars, 1))
     order = np.lexsort((leaf, doc, -pr))
-    return [Piece(ids[doc[i]], int(leaf[i]), float(score[i]),
-                  np.array([leaf[i]], np.int64), float(pr[i])) for i in order.tolist()]
+    if min_score is not None:
+        order = order[score[order] >= min_score]
+    return LazyPieces(len(order), lambda i: Piece(
+        ids[doc[order[i]]], int(leaf[order[i]]), float(score[order[i]]),
+        np.array([leaf[order[i]]], np.int64), float(pr[order[i]])))
 
 
 def window_pieces(scores: Mapping[str, np.ndarray], docs: Mapping[str, Units], *,
@@ -337,14 +366,16 @@ def selection_pieces(
     selection: str, scores: Mapping[str, np.ndarray], docs: Mapping[str, Units], *,
     trees: Mapping[str, Tree] | None = None, length_penalty: float = DEFAULT_LENGTH_PENALTY,
     window: int = DEFAULT_WINDOW, margin: float | None = DEFAULT_MARGIN,
-) -> tuple[list[Piece], Literal["skip", "extend"]]:
+) -> tuple[Sequence[Piece], Literal["skip", "extend"]]:
     """(pieces best first, overlap rule) of SELECTION (`SELECTIONS`) given each document's
     node scores SCORES (leaves first: a leaf's score is scores[d][leaf]). With a MARGIN,
     a piece scoring more than MARGIN below the best leaf is no candidate (the budget is a
     limit, not a target)."""
     leaves = {d: s[: len(docs[d].spans)] for d, s in scores.items()}
-    if selection == "leaves":
-        pieces, overlap = leaf_pieces(leaves, docs, length_penalty=length_penalty), "skip"
+    best = max((float(np.max(s)) for s in leaves.values() if len(s)), default=0.0)
+    if selection == "leaves":  # made as read: the cutoff applies before
+        return leaf_pieces(leaves, docs, length_penalty=length_penalty,
+                           min_score=best - margin if margin is not None else None), "skip"
     elif selection == "window":
         pieces, overlap = window_pieces(leaves, docs, width=window,
                                         length_penalty=length_penalty), "extend"
@@ -357,13 +388,11 @@ def selection_pieces(
         raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}; got "
                          f"{selection!r}")
     if margin is not None:
-        best = max((float(np.max(s)) for s in leaves.values() if len(s)), default=0.0)
         pieces = [p for p in pieces if p.score >= best - margin]
     return pieces, overlap
 
 
 __all__ = ["DEFAULT_LENGTH_PENALTY", "DEFAULT_MARGIN", "DEFAULT_SELECTION", "DEFAULT_WINDOW",
-           "SELECTIONS",
-           "Context", "ContextSpan", "Measure", "Piece", "Units", "build_context",
-           "fill_budget", "leaf_pieces", "node_chars", "node_pieces", "priority",
-           "ranked_pieces", "selection_pieces", "window_pieces"]
+           "SELECTIONS", "Context", "ContextSpan", "LazyPieces", "Measure", "Piece", "Units",
+           "build_context", "fill_budget", "leaf_pieces", "node_chars", "node_pieces",
+           "priority", "ranked_pieces", "selection_pieces", "window_pieces"]

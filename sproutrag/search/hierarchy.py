@@ -97,8 +97,12 @@ def best_first(
     TAKEN being the units the caller has taken from each document so far (it updates
     TAKEN between items; lazily re-ranked). Ties go to the smaller (doc_id, node).
     Diversity 0: plain order by score."""
-    if diversity <= 0:
-        yield from sorted(candidates, key=lambda c: (-c[2], c[0], c[1]))
+    if diversity <= 0:  # a heap: callers mostly stop after a few (k units)
+        best = [(-score, d, node) for d, node, score in candidates]
+        heapq.heapify(best)
+        while best:
+            key, d, node = heapq.heappop(best)
+            yield d, node, -key
         return
     heap = [(-score, d, node, 0, score) for d, node, score in candidates]
     heapq.heapify(heap)

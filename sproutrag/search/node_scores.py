@@ -15,11 +15,13 @@ from sproutrag.search.lexical import LeafTerms, bm25_nodes
 from sproutrag.trees.tree import Tree
 
 
-def cosine_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Cosine similarity of every row of `vectors` with `query` (float32)."""
+def cosine_scores(vectors: np.ndarray, query: np.ndarray,
+                  norms: np.ndarray | None = None) -> np.ndarray:
+    """Cosine similarity of every row of `vectors` with `query` (float32); NORMS: the
+    rows' L2 norms when known (`Tree.norms`)."""
     q = np.asarray(query, dtype=np.float32).ravel()
     q = q / max(float(np.linalg.norm(q)), 1e-12)
-    norms = np.linalg.norm(vectors, axis=1)
+    norms = np.linalg.norm(vectors, axis=1) if norms is None else norms
     return (vectors @ q) / np.maximum(norms, 1e-12)
 
 
@@ -50,7 +52,7 @@ def node_scores(
     ``z(cosine) + w * z(BM25 of the node's text)``; otherwise it is the cosine itself.
     """
     ids = list(trees)
-    cos = [cosine_scores(trees[d].vectors, query_vec) for d in ids]
+    cos = [cosine_scores(trees[d].vectors, query_vec, trees[d].norms) for d in ids]
     if lexical_weight <= 0 or not ids:
         return {d: NodeScores(c, c.astype(np.float64)) for d, c in zip(ids, cos)}
     if lexical is None or any(d not in lexical for d in ids):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Protocol
 
 import numpy as np
@@ -49,26 +50,50 @@ def beam_search(
     is a candidate. Iterative: a chain of 100k leaves costs one step per level.
     `scores` may hold precomputed cosine scores of all nodes.
     """
+    s = cosine_scores(tree.vectors, query_vec) if scores is None else scores
+    nodes = forest_beam_search([tree], [s], beam_width=beam_width)[0]
+    nodes = nodes[s[nodes] >= threshold]
+    return Candidates(nodes.astype(np.int32), s[nodes].astype(np.float32))
+
+
+def forest_beam_search(
+    trees: Sequence[Tree], scores: Sequence[np.ndarray], *, beam_width: int = 5,
+) -> list[np.ndarray]:
+    """`beam_search` of several trees at once (each tree with its own beam of
+    BEAM_WIDTH, by SCORES, one array of node scores per tree): every node scored, per
+    tree (int64 node ids). One pass of array operations per level for all the trees,
+    where a loop over trees costs one per level and tree. The top-b children of a beam
+    are the b best scores, ties to the earlier child (the left children of the beam,
+    best first, then the right ones)."""
     if beam_width < 1:
         raise ValueError(f"beam_width must be >= 1, got {beam_width}")
-    s = cosine_scores(tree.vectors, query_vec) if scores is None else scores
-    left, right = tree.left, tree.right
-    scored = [np.array([tree.root], dtype=np.int64)]
-    beam = scored[0]
+    if not trees:
+        return []
+    sizes = np.array([len(t.left) for t in trees])
+    offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    left = np.concatenate([np.where(t.left >= 0, t.left + o, -1)
+                           for t, o in zip(trees, offset)]).astype(np.int64)
+    right = np.concatenate([np.where(t.right >= 0, t.right + o, -1)
+                            for t, o in zip(trees, offset)]).astype(np.int64)
+    s = np.concatenate([np.asarray(x, np.float64) for x in scores])
+    group = np.repeat(np.arange(len(trees)), sizes)
+    beam = np.array([t.root for t in trees], dtype=np.int64) + offset
+    scored = [beam]
     while beam.size:
         internal = beam[left[beam] >= 0]
         if not internal.size:
             break
-        children = np.concatenate([left[internal], right[internal]]).astype(np.int64)
+        children = np.concatenate([left[internal], right[internal]])
         scored.append(children)
-        if children.size > beam_width:
-            top = np.argpartition(-s[children], beam_width - 1)[:beam_width]
-            children = children[top]
-        beam = children
+        order = np.lexsort((-s[children], group[children]))  # by tree, best first
+        children = children[order]
+        g = group[children]
+        rank = np.arange(len(g)) - np.searchsorted(g, g)  # place within its tree
+        beam = children[rank < beam_width]
     nodes = np.concatenate(scored)
-    keep = s[nodes] >= threshold
-    nodes = nodes[keep]
-    return Candidates(nodes.astype(np.int32), s[nodes].astype(np.float32))
+    nodes = nodes[np.argsort(group[nodes], kind="stable")]
+    bounds = np.searchsorted(group[nodes], np.arange(len(trees) + 1))
+    return [nodes[bounds[i] : bounds[i + 1]] - offset[i] for i in range(len(trees))]
 
 
 def tree_candidates(
@@ -95,30 +120,28 @@ def tree_candidates(
     """
     p = params or SearchParams(beam_width=beam_width, threshold=threshold, margin=margin)
     scores = scores if scores is not None else node_scores(trees, query_vec)
-    found: list[tuple[str, Tree, np.ndarray]] = []
-    for doc_id, tree in trees.items():
-        sc = scores[doc_id]
-        nodes = beam_search(tree, query_vec, beam_width=p.beam_width, threshold=-np.inf,
-                            scores=sc.rank).nodes
-        found.append((doc_id, tree, nodes[sc.cosine[nodes] >= p.threshold]))
+    searched = forest_beam_search(list(trees.values()), [scores[d].rank for d in trees],
+                                  beam_width=p.beam_width)
+    found = [(d, tree, nodes[scores[d].cosine[nodes] >= p.threshold])
+             for (d, tree), nodes in zip(trees.items(), searched)]
     if p.seed_leaves and k > 0:
         found = _with_seeds(found, scores, p.threshold, k)
-    best = max((float(scores[d].cosine[x[t.left[x] < 0]].max()) for d, t, x in found
-                if (t.left[x] < 0).any()), default=None)
-    out = []
-    for doc_id, tree, nodes in found:
-        sc = scores[doc_id]
-        if p.margin is None:  # the same scores as the loop below, computed at once
+    out: list[tuple[str, int, float]] = []
+    if p.margin is None:  # the same scores as the loop below, computed by arrays
+        for doc_id, tree, nodes in found:
             internal = tree.left[nodes] >= 0
             penalty = np.where(internal, p.size_penalty * np.log2(
                 np.maximum(tree.n_leaves[nodes], 1)), 0.0)
-            values = (sc.rank[nodes] - penalty).tolist()
-            out.extend((doc_id, int(x), float(v)) for x, v in zip(nodes.tolist(), values))
-            continue
+            values = (scores[doc_id].rank[nodes] - penalty).tolist()
+            out.extend(zip(repeat(doc_id, len(values)), nodes.tolist(), values))
+        return out
+    best = max((float(scores[d].cosine[x[t.left[x] < 0]].max()) for d, t, x in found
+                if (t.left[x] < 0).any()), default=None)
+    for doc_id, tree, nodes in found:
+        sc = scores[doc_id]
         for x in nodes.tolist():
-            if p.margin is not None and (
-                best is None or sc.cosine[x] < best - p.margin
-                or (tree.left[x] >= 0 and sc.cosine[tree.leaves_of(x)].min() < best - p.margin)
+            if best is None or sc.cosine[x] < best - p.margin or (
+                tree.left[x] >= 0 and sc.cosine[tree.leaves_of(x)].min() < best - p.margin
             ):
                 continue
             penalty = p.size_penalty * np.log2(tree.n_leaves[x]) if tree.left[x] >= 0 else 0.0
@@ -347,5 +370,5 @@ def leaves_mode(
 
 
 __all__ = ["Candidates", "NodeScores", "Reranker", "Selected", "beam_search", "cosine_rerank",
-           "cosine_scores", "fill_to_k", "fuse", "leaves_mode", "node_scores", "search_leaves",
-           "search_trees", "select_evidence", "tree_candidates"]
+           "cosine_scores", "fill_to_k", "forest_beam_search", "fuse", "leaves_mode",
+           "node_scores", "search_leaves", "search_trees", "select_evidence", "tree_candidates"]

@@ -14,6 +14,7 @@ Nothing here recurses: chain-shaped trees of 100k leaves are ordinary input.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -63,6 +64,11 @@ class Tree:
     def root(self) -> int:
         """Id of the root node (2n - 2)."""
         return 2 * self.n - 2
+
+    @cached_property
+    def norms(self) -> np.ndarray:
+        """L2 norm of every node's vector (computed once per tree; cosines divide by it)."""
+        return np.linalg.norm(self.vectors, axis=1)
 
     def leaves_of(self, node: int) -> np.ndarray:
         """Leaf ids under ``node``, in dendrogram order."""

@@ -11,9 +11,10 @@ import sys
 import numpy as np
 import pytest
 
+from sproutrag.encoder import encoder as encoder_module
 from sproutrag.encoder import numpy_bert
 from sproutrag.encoder.encoder import NUMPY_QUERIES, Encoder
-from sproutrag.encoder.loading import DEFAULT_MODEL, load_config
+from sproutrag.encoder.loading import DEFAULT_MODEL, load_config, model_loaded
 
 TEXTS = [
     "When is payment due?",
@@ -49,8 +50,8 @@ def test_numpy_vectors_equal_the_torch_forward(encoder):
     assert np.abs(one[0] - numpy_vecs[0]).max() < 2e-6  # batched or alone: the same
 
 
-def test_encode_queries_uses_numpy_for_a_few_questions_and_torch_for_more(encoder,
-                                                                          monkeypatch):
+def test_encode_queries_uses_numpy_for_a_few_questions_until_torch_holds_the_model(
+        encoder, monkeypatch):
     calls = []
     real = numpy_bert.NumpyBert.encode
 
@@ -59,12 +60,20 @@ def test_encode_queries_uses_numpy_for_a_few_questions_and_torch_for_more(encode
         return real(self, texts, max_tokens)
 
     monkeypatch.setattr(numpy_bert.NumpyBert, "encode", spy)
+    # a query process that has not loaded the model into torch
+    monkeypatch.setattr(encoder_module, "model_loaded", lambda model: False)
     few = encoder.encode_queries(TEXTS[:NUMPY_QUERIES])
     assert calls == [min(len(TEXTS), NUMPY_QUERIES)]
     many = encoder.encode_queries(TEXTS * 2)  # more than NUMPY_QUERIES: torch
     assert calls == [min(len(TEXTS), NUMPY_QUERIES)]
     assert np.abs(few - many[: len(few)]).max() < 2e-6
     assert encoder.encode_queries([]).shape == (0, encoder.dim)
+    # once torch holds the model (the batch above loaded it), torch encodes every question
+    monkeypatch.setattr(encoder_module, "model_loaded", model_loaded)
+    assert model_loaded(encoder.model_path)
+    one = encoder.encode_queries(TEXTS[:1])
+    assert calls == [min(len(TEXTS), NUMPY_QUERIES)]
+    assert np.abs(one[0] - few[0]).max() < 2e-6
 
 
 def test_the_config_is_read_without_transformers():
@@ -90,3 +99,14 @@ def test_a_query_process_never_imports_torch(sample_index):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
     assert out.stdout.split()[-4:] == ["0", "False", "False", "True"], out.stderr[-2000:]
+
+
+def test_a_model_on_the_cpu_leaves_numpy_one_blas_thread(encoder):
+    """Two thread pools on the same cores slow each other (torch's after numpy's
+    products): once torch holds the model on the CPU, numpy's BLAS runs on one thread."""
+    from threadpoolctl import threadpool_info
+
+    encoder.encode_texts(TEXTS[:1])
+    assert model_loaded(encoder.model_path)
+    blas = [x for x in threadpool_info() if x["user_api"] == "blas"]
+    assert blas and all(x["num_threads"] == 1 for x in blas)

@@ -246,3 +246,18 @@ def test_a_cutoff_leaves_out_what_scores_far_below_the_best():
     assert [p.node for p in full] == [0, 1, 2] and [p.node for p in short] == [0, 1]
     ctx = build_context(short, docs, budget_chars=1000)
     assert [(s.start, s.end) for s in ctx.spans] == [(0, 53)]  # room left, not filled
+
+
+def test_leaf_pieces_are_made_as_read_and_read_again_the_same():
+    docs = _three_sentences()
+    scores = {"a": np.array([0.5, 3.0, 2.5])}
+    pieces = leaf_pieces(scores, docs)
+    assert len(pieces) == 3 and pieces._made == []  # nothing made before it is read
+    assert pieces[0].node == 1 and len(pieces._made) == 1
+    assert [p.node for p in pieces] == [1, 2, 0] == [p.node for p in pieces]
+    assert pieces[-1] is pieces[2] and [p.node for p in pieces[1:]] == [2, 0]
+    with pytest.raises(IndexError):
+        pieces[3]
+    cut = leaf_pieces(scores, docs, min_score=1.0)
+    assert [p.node for p in cut] == [1, 2]
+    assert len(leaf_pieces({}, {})) == 0

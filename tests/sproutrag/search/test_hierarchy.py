@@ -10,7 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sproutrag.params import SearchParams
-from sproutrag.search.hierarchy import ancestor_means, document_scores, hierarchical_scores
+from sproutrag.search.hierarchy import (
+    ancestor_means,
+    best_first,
+    document_scores,
+    hierarchical_scores,
+)
 from sproutrag.search.lexical import LeafTerms, bm25_documents
 from sproutrag.search.node_scores import node_scores
 from sproutrag.search.tree_search import leaves_mode, search_trees, select_evidence
@@ -154,3 +159,13 @@ def test_one_document_is_unchanged_by_prior_and_diversity():
         a = search_trees(trees, q, k=k, params=base)
         b = search_trees(trees, q, k=k, params=on)
         assert [(s.doc_id, s.node) for s in a] == [(s.doc_id, s.node) for s in b]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 20),
+                          st.sampled_from([0.0, -0.0, 0.25, 0.5, 1.0, -1.0])),
+                unique_by=lambda c: c[:2], max_size=40))
+def test_best_first_without_diversity_is_the_sorted_order(candidates):
+    # scores often tie: then the smaller (doc_id, node) comes first
+    expected = sorted(candidates, key=lambda c: (-c[2], c[0], c[1]))
+    assert list(best_first(candidates, 0.0, {})) == expected
