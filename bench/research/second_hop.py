@@ -1,0 +1,157 @@
+"""A second hop for corpus-wide search (issue 29, rule 5 of docs/results.md).
+
+    PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --fit   # train, then dev
+
+A bridge question's second paragraph is about an entity the question never names; the
+first paragraph's best unit names it. The hop takes the best leaf u1 by today's rank
+score over the searched documents (document d1) and adds gamma x z(cosine with u1's
+vector) to the rank score of nodes: scope "others", the nodes of documents other than
+d1; scope "all", every node but u1 (z over the leaves that get it). No second encoding:
+u1's stored vector is the hop. The shipped tree search then runs on those scores over the
+same documents (the first stage's, as the Retriever chooses them, or the query's own
+within), on the pools of `hierarchy.py` (their databases under out/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hierarchy as H  # noqa: E402 - the pools and their databases
+
+from sproutrag.search.node_scores import NodeScores, cosine_scores  # noqa: E402
+
+GAMMAS = (0.25, 0.5, 1.0, 2.0)
+SCOPES = ("others", "all")
+
+
+def hop_scores(p: H.Pool, scope_name: str, n: int, k: int, gamma: float,
+               scope: str) -> dict[str, NodeScores]:
+    """Today's node scores of query N at K, with the hop added (gamma 0: today's)."""
+    base = p._scores[scope_name, n, k]
+    if gamma <= 0:
+        return base
+    docs = list(base)
+    best = max(((float(base[d].rank[: p.trees[d].n].max()), d) for d in docs
+                if p.trees[d].n), default=None)
+    if best is None:
+        return base
+    d1 = best[1]
+    u1 = int(np.argmax(base[d1].rank[: p.trees[d1].n]))
+    hop = p.trees[d1].vectors[u1]
+    gets = [d for d in docs if scope == "all" or d != d1]
+    if not gets:
+        return base
+    cos = {d: cosine_scores(p.trees[d].vectors, hop).astype(np.float64) for d in gets}
+    leaves = np.concatenate([
+        np.delete(cos[d][: p.trees[d].n], u1) if d == d1 else cos[d][: p.trees[d].n]
+        for d in gets])
+    mean, sd = (float(leaves.mean()), float(leaves.std())) if leaves.size else (0.0, 1.0)
+    sd = sd if sd > 1e-9 else 1.0
+    out = dict(base)
+    for d in gets:
+        z = (cos[d] - mean) / sd
+        if d == d1:
+            z[u1] = 0.0
+        out[d] = NodeScores(base[d].cosine, base[d].rank + gamma * z)
+    return out
+
+
+def runs(p: H.Pool, scope_name: str, gamma: float, scope: str) -> dict[int, list]:
+    """Tree mode over each query's documents with the hop's scores."""
+    from sproutrag.search.tree_search import search_trees
+
+    out: dict[int, list] = {k: [] for k in H.KS}
+    for n, (q, v) in enumerate(zip(p.queries, p.qvecs, strict=True)):
+        for k in H.KS:
+            docs = p.docs[scope_name][n][k]
+            chosen = search_trees({d: p.trees[d] for d in docs}, v, k=k, params=p.base,
+                                  query=q["query"], lexical={d: p.terms[d] for d in docs},
+                                  scores=hop_scores(p, scope_name, n, k, gamma, scope))
+            out[k].append([(c.doc_id, *map(int, p.spans[c.doc_id][u]))
+                           for c in chosen for u in c.leaves])
+    return out
+
+
+def fit(pools: list[H.Pool]) -> tuple[float, str]:
+    """Rule 5's fit: the (gamma, scope) with the best mean corpus-wide IE over POOLS (today
+    among the candidates), then the simplest within one SE of it (least gamma)."""
+    trials = [((0.0, "others"), [H.per_query(p.row("", runs(p, "wide", 0.0, "others")))
+                                 for p in pools])]
+    for gamma in GAMMAS:
+        for scope in SCOPES:
+            ies = [H.per_query(p.row("", runs(p, "wide", gamma, scope))) for p in pools]
+            trials.append(((gamma, scope), ies))
+    for point, ies in trials:
+        print(f"  train gamma {point[0]:g} {point[1]:6s}: "
+              + " ".join(f"{100 * x.mean():5.1f}" for x in ies), flush=True)
+
+    def mean(ies):
+        return float(np.mean([x.mean() for x in ies]))
+
+    best_point, best = max(trials, key=lambda t: mean(t[1]))
+
+    def se(ies):
+        d = [b - x for b, x in zip(best, ies)]
+        return float(np.sqrt(sum(v.var(ddof=1) / len(v) for v in d)) / len(d))
+
+    ok = [pt for pt, ies in trials if mean(ies) >= mean(best) - se(ies) - 1e-12]
+    point = min(ok, key=lambda pt: (pt[0], SCOPES.index(pt[1])))
+    print(f"fit: best {best_point} IE {100 * mean(best):.2f}; chosen (1 SE) {point}",
+          flush=True)
+    return point
+
+
+def compare(names: list[str], point: tuple[float, str], settings, encoder) -> None:
+    """Dev: the point against today's, paired, corpus-wide and within."""
+    gamma, scope = point
+    for name in names:
+        p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
+        within_today = p.row("within", runs(p, "within", 0.0, scope))
+        for where in ("wide", "within"):
+            ref = within_today if where == "within" else p.row("today", runs(p, where, 0.0,
+                                                                            scope))
+            row = p.row("hop", runs(p, where, gamma, scope))
+            a, b = H.paired(row, ref, "ie"), H.paired(row, ref, "char_ie")
+            ratio = row["avg"]["ie"] / within_today["avg"]["ie"]
+            print(f"{name} dev {where}: today IE {100 * ref['avg']['ie']:.2f}, hop "
+                  f"{gamma:g} {scope} IE {100 * row['avg']['ie']:.2f} ({ratio:.3f}x today "
+                  f"within): {100 * a[0]:+.2f} +/- {100 * a[1]:.2f} "
+                  f"({a[0] / a[1] if a[1] else 0:+.1f} SE); char-IE "
+                  f"{100 * row['avg']['char_ie']:.2f}, {100 * b[0]:+.2f} +/- "
+                  f"{100 * b[1]:.2f}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sproutrag.schemas.settings import load_settings
+
+    from sproutrag.encoder.factory import encoder_from_settings
+    from sproutrag.encoder.weights import load_default_weights
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
+                                                   "long-pooled"])
+    ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
+    ap.add_argument("--point", nargs=2, metavar=("GAMMA", "SCOPE"),
+                    help="compare this point on dev without fitting")
+    args = ap.parse_args(argv)
+    settings = load_settings(None)
+    encoder = encoder_from_settings(settings.encoding,
+                                    load_default_weights(settings.encoding.weights))
+    if args.fit:
+        train = [H.Pool(n, *H.open_pool(n, "train", settings, encoder)) for n in args.pools]
+        point = fit(train)
+    elif args.point:
+        point = (float(args.point[0]), args.point[1])
+    else:
+        ap.error("give --fit or --point GAMMA SCOPE")
+    compare(args.pools, point, settings, encoder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
