@@ -214,21 +214,48 @@ def fit(pools: list[Pool], mode: str) -> tuple[tuple[float, float, float], list[
         print(f"  {mode} w_d {point[0]:g} w_a {point[1]:g} lambda {point[2]:g}: "
               + " ".join(f"{100 * x.mean():5.1f}" for x in ies), flush=True)
 
-    def mean(ies):
-        return float(np.mean([x.mean() for x in ies]))
+    point = one_se_choice(trials, lambda pt: (pt[1], pt[0], pt[2]), mode)
+    return point, [{"w_d": pt[0], "w_a": pt[1], "lambda": pt[2], "ie": mean_ie(ies)}
+                   for pt, ies in trials]
 
-    best_point, best = max(trials, key=lambda t: mean(t[1]))
+
+def mean_ie(ies: list[np.ndarray]) -> float:
+    """The mean over pools (each counts the same) of their mean per-query IE."""
+    return float(np.mean([x.mean() for x in ies]))
+
+
+def one_se_choice(trials: list[tuple[Any, list[np.ndarray]]], simplest: Any,
+                  label: str) -> Any:
+    """The simplest point (least SIMPLEST(point)) whose mean IE over the pools is within
+    one standard error of the best's; TRIALS: (point, per-query IE per pool)."""
+    best_point, best = max(trials, key=lambda t: mean_ie(t[1]))
 
     def se(ies):  # SE of the mean paired difference to the best, pools weighted equally
         d = [b - x for b, x in zip(best, ies)]
         return float(np.sqrt(sum(v.var(ddof=1) / len(v) for v in d)) / len(d))
 
-    ok = [(pt, ies) for pt, ies in trials if mean(ies) >= mean(best) - se(ies) - 1e-12]
-    point, _ = min(ok, key=lambda t: (t[0][1], t[0][0], t[0][2]))
-    print(f"{mode}: best {best_point} IE {100 * mean(best):.2f}; chosen (1 SE) {point}",
+    ok = [pt for pt, ies in trials if mean_ie(ies) >= mean_ie(best) - se(ies) - 1e-12]
+    point = min(ok, key=simplest)
+    print(f"{label}: best {best_point} IE {100 * mean_ie(best):.2f}; chosen (1 SE) {point}",
           flush=True)
-    return point, [{"w_d": pt[0], "w_a": pt[1], "lambda": pt[2], "ie": mean(ies)}
-                   for pt, ies in trials]
+    return point
+
+
+def tree_runs(p: Pool, scope: str, scores: Any) -> dict[int, list]:
+    """Tree mode (the shipped search) over each query's documents (SCOPE) with the node
+    scores SCORES(n, k, docs) gives, as (doc_id, start, end) units per k per query."""
+    from sproutrag.search.tree_search import search_trees
+
+    out: dict[int, list] = {k: [] for k in KS}
+    for n, (q, v) in enumerate(zip(p.queries, p.qvecs, strict=True)):
+        for k in KS:
+            docs = p.docs[scope][n][k]
+            chosen = search_trees({d: p.trees[d] for d in docs}, v, k=k, params=p.base,
+                                  query=q["query"], lexical={d: p.terms[d] for d in docs},
+                                  scores=scores(n, k, docs))
+            out[k].append([(c.doc_id, *map(int, p.spans[c.doc_id][u]))
+                           for c in chosen for u in c.leaves])
+    return out
 
 
 def paired(a: dict, b: dict, key: str) -> tuple[float, float]:

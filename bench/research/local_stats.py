@@ -26,8 +26,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402 - the pools and their databases
 
@@ -70,18 +68,8 @@ def scores_of(p: H.Pool, n: int, docs: list[str], variant: str, w_d: float,
 
 def runs(p: H.Pool, scope: str, variant: str, w_d: float, floor: int = 0) -> dict:
     """Tree mode (the shipped search) over each query's documents with VARIANT's scores."""
-    from sproutrag.search.tree_search import search_trees
-
-    out: dict[int, list] = {k: [] for k in H.KS}
-    for n, (q, v) in enumerate(zip(p.queries, p.qvecs, strict=True)):
-        for k in H.KS:
-            docs = p.docs[scope][n][k]
-            chosen = search_trees({d: p.trees[d] for d in docs}, v, k=k, params=p.base,
-                                  query=q["query"], lexical={d: p.terms[d] for d in docs},
-                                  scores=scores_of(p, n, docs, variant, w_d, floor))
-            out[k].append([(c.doc_id, *map(int, p.spans[c.doc_id][u]))
-                           for c in chosen for u in c.leaves])
-    return out
+    return H.tree_runs(p, scope, lambda n, k, docs: scores_of(p, n, docs, variant, w_d,
+                                                                floor))
 
 
 FLOORS = (64, 32, 16, 8)
@@ -99,20 +87,7 @@ def fit_floor(pools: list[H.Pool]) -> tuple[int, float]:
             print(f"  floor M {m} w_d {w_d:g}: "
                   + " ".join(f"{100 * x.mean():5.1f}" for x in ies), flush=True)
 
-    def mean(ies):
-        return float(np.mean([x.mean() for x in ies]))
-
-    best_point, best = max(trials, key=lambda t: mean(t[1]))
-
-    def se(ies):
-        d = [b - x for b, x in zip(best, ies)]
-        return float(np.sqrt(sum(v.var(ddof=1) / len(v) for v in d)) / len(d))
-
-    ok = [pt for pt, ies in trials if mean(ies) >= mean(best) - se(ies) - 1e-12]
-    point = min(ok, key=lambda pt: (-pt[0], pt[1]))
-    print(f"floor: best {best_point} IE {100 * mean(best):.2f}; chosen (1 SE) {point}",
-          flush=True)
-    return point
+    return H.one_se_choice(trials, lambda pt: (-pt[0], pt[1]), "floor")
 
 
 def main(argv: list[str] | None = None) -> int:

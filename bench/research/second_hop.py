@@ -63,18 +63,8 @@ def hop_scores(p: H.Pool, scope_name: str, n: int, k: int, gamma: float,
 
 def runs(p: H.Pool, scope_name: str, gamma: float, scope: str) -> dict[int, list]:
     """Tree mode over each query's documents with the hop's scores."""
-    from sproutrag.search.tree_search import search_trees
-
-    out: dict[int, list] = {k: [] for k in H.KS}
-    for n, (q, v) in enumerate(zip(p.queries, p.qvecs, strict=True)):
-        for k in H.KS:
-            docs = p.docs[scope_name][n][k]
-            chosen = search_trees({d: p.trees[d] for d in docs}, v, k=k, params=p.base,
-                                  query=q["query"], lexical={d: p.terms[d] for d in docs},
-                                  scores=hop_scores(p, scope_name, n, k, gamma, scope))
-            out[k].append([(c.doc_id, *map(int, p.spans[c.doc_id][u]))
-                           for c in chosen for u in c.leaves])
-    return out
+    return H.tree_runs(p, scope_name,
+                       lambda n, k, docs: hop_scores(p, scope_name, n, k, gamma, scope))
 
 
 def fit(pools: list[H.Pool]) -> tuple[float, str]:
@@ -90,20 +80,7 @@ def fit(pools: list[H.Pool]) -> tuple[float, str]:
         print(f"  train gamma {point[0]:g} {point[1]:6s}: "
               + " ".join(f"{100 * x.mean():5.1f}" for x in ies), flush=True)
 
-    def mean(ies):
-        return float(np.mean([x.mean() for x in ies]))
-
-    best_point, best = max(trials, key=lambda t: mean(t[1]))
-
-    def se(ies):
-        d = [b - x for b, x in zip(best, ies)]
-        return float(np.sqrt(sum(v.var(ddof=1) / len(v) for v in d)) / len(d))
-
-    ok = [pt for pt, ies in trials if mean(ies) >= mean(best) - se(ies) - 1e-12]
-    point = min(ok, key=lambda pt: (pt[0], SCOPES.index(pt[1])))
-    print(f"fit: best {best_point} IE {100 * mean(best):.2f}; chosen (1 SE) {point}",
-          flush=True)
-    return point
+    return H.one_se_choice(trials, lambda pt: (pt[0], SCOPES.index(pt[1])), "fit")
 
 
 def compare(names: list[str], point: tuple[float, str], settings, encoder) -> None:
