@@ -147,39 +147,56 @@ def latency(encoder: Encoder, n_queries: int) -> None:
 ROUNDS = 5
 
 
-def throughput(encoder: Encoder, n_queries: int = 96) -> None:
-    """Queries per second on the 500-document database: 32 questions one `search` call at
-    a time against one `search_many` (their encoding batched), and N_QUERIES single
-    searches from a thread pool of 1, 4 and 8 threads sharing one Retriever."""
+def _rates(r: Retriever, qs: list[str], mode: str) -> tuple[list[float], list[float]]:
+    """Queries per second of 32 single calls and of one batch of 32, ROUNDS times
+    alternating (so that load on the machine hits both)."""
+    singles, batches = [], []
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        for q in qs[:32]:
+            r.search(q, k=5, mode=mode)
+        singles.append(32 / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        r.search_many(qs[:32], k=5, mode=mode)
+        batches.append(32 / (time.perf_counter() - t0))
+    return singles, batches
+
+
+def throughput(encoder: Encoder, sizes: list[int], n_queries: int = 96) -> None:
+    """Queries per second on databases of SIZES documents (40-80 leaves each, the
+    indexes an index run keeps): 32 questions one `search` call at a time against one
+    `search_many` (their encoding batched), tree mode and, as the plain index's
+    reference, flat mode (LanceDB's vector search over the leaves); and N_QUERIES single
+    tree searches from a thread pool of 1, 4 and 8 threads sharing one Retriever."""
     from concurrent.futures import ThreadPoolExecutor
 
-    sizes = [int(s) for s in np.random.default_rng(1).integers(40, 81, size=500)]
     qs = [QUESTIONS[i % len(QUESTIONS)] + f" (variant {i})" for i in range(n_queries)]
-    with tempfile.TemporaryDirectory() as tmp:
-        _build_db(f"{tmp}/db", encoder, sizes)
-        r = Retriever(f"{tmp}/db", encoder=encoder)
-        r.search_many(qs[:32], k=5)  # warm: trees and term counts in the cache
-        singles, batches = [], []
-        for _ in range(ROUNDS):  # alternating, so that load on the machine hits both
-            t0 = time.perf_counter()
-            for q in qs[:32]:
-                r.search(q, k=5)
-            singles.append(32 / (time.perf_counter() - t0))
-            t0 = time.perf_counter()
-            r.search_many(qs[:32], k=5)
-            batches.append(32 / (time.perf_counter() - t0))
-        single, batched = float(np.median(singles)), float(np.median(batches))
-        ratios = np.array(batches) / np.array(singles)
-        print(f"\nthroughput, 500 documents, tree mode k=5, median of {ROUNDS} rounds: 32 single "
-              f"calls {single:.1f} queries/s, one batch of 32 {batched:.1f} queries/s "
-              f"({batched / single:.2f}x; per round {ratios.min():.2f}-{ratios.max():.2f}x; "
-              "target >= 3x)")
-        for threads in (1, 4, 8):
-            with ThreadPoolExecutor(max_workers=threads) as pool:
-                t0 = time.perf_counter()
-                list(pool.map(lambda q: r.search(q, k=5), qs))
-                rate = len(qs) / (time.perf_counter() - t0)
-            print(f"  {threads} thread(s) sharing one Retriever: {rate:.1f} queries/s")
+    for n_docs in sizes:
+        sizes_ = [int(s) for s in np.random.default_rng(1).integers(40, 81, size=n_docs)]
+        with tempfile.TemporaryDirectory() as tmp:
+            print(f"\nthroughput, {n_docs:,} documents: building", flush=True)
+            _build_db(f"{tmp}/db", encoder, sizes_)
+            maintain_indexes(Store(f"{tmp}/db", encoder_id=encoder.model_id,
+                                   dim=encoder.dim))
+            r = Retriever(f"{tmp}/db", encoder=encoder)
+            memory = r.first.node_matrix()[1] is not None
+            print(f"  the first stage ranks nodes {'in memory' if memory else 'by LanceDB'}")
+            for mode in ("tree", "flat"):
+                r.search_many(qs[:32], k=5, mode=mode)  # warm: trees, term counts, caches
+                singles, batches = _rates(r, qs, mode)
+                single, batched = float(np.median(singles)), float(np.median(batches))
+                ratios = np.array(batches) / np.array(singles)
+                print(f"  {mode} mode k=5, median of {ROUNDS} rounds: 32 single calls "
+                      f"{single:.1f} queries/s, one batch of 32 {batched:.1f} queries/s "
+                      f"({batched / single:.2f}x; per round {ratios.min():.2f}-"
+                      f"{ratios.max():.2f}x; target >= 3x)", flush=True)
+            for threads in (1, 4, 8):
+                with ThreadPoolExecutor(max_workers=threads) as pool:
+                    t0 = time.perf_counter()
+                    list(pool.map(r.search, qs))  # k = 5 by default
+                    rate = len(qs) / (time.perf_counter() - t0)
+                print(f"  {threads} thread(s) sharing one Retriever: {rate:.1f} queries/s",
+                      flush=True)
 
 
 def selection_recall(db: str, queries_path: Path, encoder: Encoder) -> None:
@@ -362,9 +379,10 @@ def main() -> None:
                     help="only the scale figures, at N nodes rows each (e.g. 1000000)")
     ap.add_argument("--scale-db", help="build (or reuse) the scale database here")
     ap.add_argument("--scale-worker", help=argparse.SUPPRESS)
-    ap.add_argument("--throughput", action="store_true",
-                    help="only queries per second: single calls vs a batch of 32, and "
-                    "1/4/8 threads sharing one Retriever")
+    ap.add_argument("--throughput", type=int, nargs="*", metavar="DOCS",
+                    help="only queries per second on databases of DOCS documents (500 "
+                    "when none given): single calls vs a batch of 32, tree and flat "
+                    "mode, and 1/4/8 threads sharing one Retriever")
     ap.add_argument("--dev-db", help="database of the ContractNLI dev documents")
     ap.add_argument("--dev-queries", default=str(
         ROOT.parent / "shared" / "data" / "contractnli" / "dev.queries.jsonl"))
@@ -372,8 +390,8 @@ def main() -> None:
     if args.scale_worker:
         return scale_worker(args.scale_worker, args.queries)
     encoder = Encoder()
-    if args.throughput:
-        return throughput(encoder)
+    if args.throughput is not None:
+        return throughput(encoder, args.throughput or [500])
     if args.scale:
         for n in args.scale:
             scale(n, encoder, args.queries, args.scale_db)

@@ -342,12 +342,19 @@ def show(name: str, rows: dict[str, dict]) -> None:
                   f"({m / se if se else 0:+.1f} SE), cIE {100 * c:+5.2f} +/- {100 * cse:4.2f}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def default_encoder() -> tuple[Any, Any]:
+    """(the default settings, their encoder with the packaged trained weights)."""
     from sproutrag.schemas.settings import load_settings
 
     from sproutrag.encoder.factory import encoder_from_settings
     from sproutrag.encoder.weights import load_default_weights
 
+    settings = load_settings(None)
+    return settings, encoder_from_settings(settings.encoding,
+                                           load_default_weights(settings.encoding.weights))
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
                                                    "long-pooled"])
@@ -355,9 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                     "the fit on train")
     ap.add_argument("--out", default=str(OUT / "hierarchy.json"))
     args = ap.parse_args(argv)
-    settings = load_settings(None)
-    encoder = encoder_from_settings(settings.encoding,
-                                    load_default_weights(settings.encoding.weights))
+    settings, encoder = default_encoder()
     report: dict[str, Any] = {}
     if args.fitted:
         fitted = {k: tuple(v) for k, v in json.loads(args.fitted).items()}

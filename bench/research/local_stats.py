@@ -91,11 +91,6 @@ def fit_floor(pools: list[H.Pool]) -> tuple[int, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sproutrag.schemas.settings import load_settings
-
-    from sproutrag.encoder.factory import encoder_from_settings
-    from sproutrag.encoder.weights import load_default_weights
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
                                                    "long-pooled"])
@@ -103,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rule4", action="store_true",
                     help="fit the floor variant on train, then compare it on dev")
     args = ap.parse_args(argv)
-    settings = load_settings(None)
-    encoder = encoder_from_settings(settings.encoding,
-                                    load_default_weights(settings.encoding.weights))
+    settings, encoder = H.default_encoder()
     if args.rule4:
         return rule4(args.pools, settings, encoder)
     for name in args.pools:

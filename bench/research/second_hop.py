@@ -104,11 +104,6 @@ def compare(names: list[str], point: tuple[float, str], settings, encoder) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sproutrag.schemas.settings import load_settings
-
-    from sproutrag.encoder.factory import encoder_from_settings
-    from sproutrag.encoder.weights import load_default_weights
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
                                                    "long-pooled"])
@@ -116,9 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--point", nargs=2, metavar=("GAMMA", "SCOPE"),
                     help="compare this point on dev without fitting")
     args = ap.parse_args(argv)
-    settings = load_settings(None)
-    encoder = encoder_from_settings(settings.encoding,
-                                    load_default_weights(settings.encoding.weights))
+    settings, encoder = H.default_encoder()
     if args.fit:
         train = [H.Pool(n, *H.open_pool(n, "train", settings, encoder)) for n in args.pools]
         point = fit(train)

@@ -376,7 +376,7 @@ def selection_pieces(
     if selection == "leaves":  # made as read: the cutoff applies before
         return leaf_pieces(leaves, docs, length_penalty=length_penalty,
                            min_score=best - margin if margin is not None else None), "skip"
-    elif selection == "window":
+    if selection == "window":
         pieces, overlap = window_pieces(leaves, docs, width=window,
                                         length_penalty=length_penalty), "extend"
     elif selection == "tree":

@@ -90,7 +90,7 @@ def _top_rows(q: np.ndarray, vecs: np.ndarray, top: int) -> tuple[np.ndarray, np
     spinning after a product and slow torch's next forward on a small machine (2 cores:
     1.6-1.7x the encoder's time in a batch); no import is made for it."""
     torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "from_numpy"):
+    if torch is not None:
         with torch.inference_mode():
             scores_t = torch.from_numpy(q) @ torch.from_numpy(vecs).T
             best = torch.topk(scores_t, top, dim=1, sorted=False).indices.numpy()

@@ -50,7 +50,7 @@ def beam_search(
     is a candidate. Iterative: a chain of 100k leaves costs one step per level.
     `scores` may hold precomputed cosine scores of all nodes.
     """
-    s = cosine_scores(tree.vectors, query_vec) if scores is None else scores
+    s = cosine_scores(tree.vectors, query_vec, tree.norms) if scores is None else scores
     nodes = forest_beam_search([tree], [s], beam_width=beam_width)[0]
     nodes = nodes[s[nodes] >= threshold]
     return Candidates(nodes.astype(np.int32), s[nodes].astype(np.float32))
