@@ -99,6 +99,11 @@ def _top_rows(q: np.ndarray, vecs: np.ndarray, top: int) -> tuple[np.ndarray, np
     return scores, np.argpartition(scores, top - 1, axis=1)[:, :top]
 
 
+#: The filter of the leaves (flat mode): about half of `nodes`, so an ANN search with it
+#: probes as many partitions as one without it (a BITMAP index answers it).
+LEAF_FILTER = "left = -1"
+
+
 class FirstStage:
     """Candidate documents of a query over the current trees of STORE."""
 
@@ -168,7 +173,8 @@ class FirstStage:
                       columns: Sequence[str] = NODE_COLUMNS) -> list[dict[str, Any]]:
         """The LIMIT nearest rows of the current trees (matching WHERE), by LanceDB: exact
         below the vector index's size, else its ANN search (`ann_probes`, `REFINE_FACTOR`).
-        With WHERE, partitions past the probes are searched while too few rows match.
+        With WHERE (other than `LEAF_FILTER`, which half the rows match), partitions past
+        the probes are searched while too few rows match.
         COLUMNS: those of each row (`doc_id` and `tree_id` always; each one more is read
         row by row from the data files)."""
         nodes = self.store.table("nodes")
@@ -180,7 +186,8 @@ class FirstStage:
                 q = q.bypass_vector_index()
             else:
                 probes = self.probes(nodes)  # used only once an ANN index exists
-                q = q.minimum_nprobes(probes).maximum_nprobes(0 if where else probes)
+                rare = where is not None and where != LEAF_FILTER
+                q = q.minimum_nprobes(probes).maximum_nprobes(0 if rare else probes)
                 q = q.refine_factor(REFINE_FACTOR)
             if where:
                 q = q.where(where, prefilter=True)

@@ -45,7 +45,7 @@ from sproutrag.search.context import (
     ranked_pieces,
     selection_pieces,
 )
-from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
+from sproutrag.search.first_stage import FIRST_STAGES, LEAF_FILTER, FirstStage
 from sproutrag.search.hierarchy import hierarchical_scores
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
@@ -550,7 +550,7 @@ class Retriever:
         """Cosine top-k over the current trees' leaves (of DOC_IDS, or among ALLOWED). An
         index run may have replaced the trees this search's view names since it read
         them (their rows gone): then the search runs once more on a fresh view (AGAIN)."""
-        where = "left = -1"
+        where = LEAF_FILTER
         current = self._current()
         if doc_ids:
             trees = self._tree_ids(doc_ids)

@@ -43,6 +43,10 @@ TEXT_INDEX = {"column": "text", "index_type": "FTS", "rows": "leaves (left = -1)
 
 #: The scalar (BTREE) indexes the store looks rows up through: table -> columns.
 SCALAR_INDEXES = {"documents": ("doc_id",), "nodes": ("tree_id", "doc_id")}
+#: The BITMAP indexes of columns with few values that searches filter on: table ->
+#: columns. `nodes.left`: flat mode keeps the leaves (left = -1), about half the rows;
+#: without the index every query evaluated that filter row by row (0.1-0.5 s at 1.2M rows).
+BITMAP_INDEXES = {"nodes": ("left",)}
 
 
 def text_analyzer_matches(details: dict[str, Any] | None,
@@ -54,20 +58,22 @@ def text_analyzer_matches(details: dict[str, Any] | None,
 
 
 def ensure_scalar_indexes(tables: Mapping[str, Any]) -> list[str]:
-    """Create the BTREE indexes of `SCALAR_INDEXES` missing from the non-empty TABLES
-    (name -> table); returns "table.column" of those created."""
-    from lancedb.index import BTree
+    """Create the BTREE indexes of `SCALAR_INDEXES` and the BITMAP ones of
+    `BITMAP_INDEXES` missing from the non-empty TABLES (name -> table); returns
+    "table.column" of those created."""
+    from lancedb.index import Bitmap, BTree
 
     made = []
-    for name, columns in SCALAR_INDEXES.items():
-        tbl = tables.get(name)
-        if tbl is None or tbl.count_rows() == 0:
-            continue
-        have = {tuple(i.columns) for i in tbl.list_indices()}
-        for column in columns:
-            if (column,) not in have:
-                tbl.create_index(column, config=BTree(), replace=True)
-                made.append(f"{name}.{column}")
+    for wanted, config in ((SCALAR_INDEXES, BTree), (BITMAP_INDEXES, Bitmap)):
+        for name, columns in wanted.items():
+            tbl = tables.get(name)
+            if tbl is None or tbl.count_rows() == 0:
+                continue
+            have = {tuple(i.columns) for i in tbl.list_indices()}
+            for column in columns:
+                if (column,) not in have:
+                    tbl.create_index(column, config=config(), replace=True)
+                    made.append(f"{name}.{column}")
     return made
 
 
@@ -143,7 +149,8 @@ def probe(tbl: Any, index: Any) -> str | None:
         elif index.index_type in ("BTree", "Bitmap", "LabelList"):
             first = tbl.search().select([column]).limit(1).to_list()  # a value it holds:
             value = first[0][column] if first else ""  # its lookup opens the index's data
-            query = tbl.search().where(f"{column} = {sql_quote(str(value))}")
+            literal = value if isinstance(value, int) else sql_quote(str(value))
+            query = tbl.search().where(f"{column} = {literal}")
         else:  # a vector index
             dim = tbl.schema.field(column).type.list_size
             query = tbl.search([0.0] * dim, vector_column_name=column)

@@ -132,7 +132,7 @@ def _index_files(store: Store, table: str, index: str) -> list[Path]:
     return sorted((Path(store.uri) / f"{table}.lance" / "_indices" / found.index_uuid).iterdir())
 
 
-@pytest.mark.parametrize("index", ["text_idx", "tree_id_idx"])
+@pytest.mark.parametrize("index", ["text_idx", "tree_id_idx", "left_idx"])
 def test_a_damaged_index_is_reported_and_dropped_for_the_run_to_rebuild(store, index):
     from sproutrag.storage.indexes import damaged_indexes, drop_damaged, ensure_scalar_indexes
 

@@ -135,7 +135,7 @@ def test_unchanged_maintenance_writes_nothing(store):
     # versions that made them: the version before the run (untagged here) and the latest
     names = {n: {i.name for i in store.table(n).list_indices()} for n in ("documents", "nodes")}
     assert names == {"documents": {"doc_id_idx"},
-                     "nodes": {"doc_id_idx", "tree_id_idx", "text_idx"}}
+                     "nodes": {"doc_id_idx", "tree_id_idx", "left_idx", "text_idx"}}
     assert {n: len(store.table(n).list_versions()) for n in names} == {
         "documents": 1, "nodes": 1}
     before = {n: store.table(n).version for n in ("documents", "nodes", "runs")}
