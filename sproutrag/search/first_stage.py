@@ -178,32 +178,36 @@ class FirstStage:
         COLUMNS: those of each row (`doc_id` and `tree_id` always; each one more is read
         row by row from the data files)."""
         nodes = self.store.table("nodes")
-        cols = list(dict.fromkeys(["doc_id", "tree_id", *columns]))
-
-        def query(bypass: bool) -> list[dict[str, Any]]:
-            q = nodes.search(qvec.astype(np.float32)).distance_type("cosine")
-            if bypass:  # exact: the ANN index is damaged
-                q = q.bypass_vector_index()
-            else:
-                probes = self.probes(nodes)  # used only once an ANN index exists
-                rare = where is not None and where != LEAF_FILTER
-                q = q.minimum_nprobes(probes).maximum_nprobes(0 if rare else probes)
-                q = q.refine_factor(REFINE_FACTOR)
-            if where:
-                q = q.where(where, prefilter=True)
-            return q.select(cols).limit(limit + self.stale_rows(nodes)).to_list()
-
         try:
-            rows = query(bypass=False)
+            rows = self._vector_query(nodes, qvec, limit, where, columns).to_list()
         except (RuntimeError, OSError) as exc:
             if not index_damaged(exc):
                 raise
             warn_once("vector", f"the vector index of nodes cannot be read "
                       f"({short_error(exc)}): searching the vectors exactly (slower) until "
                       "an index run builds it again")
-            rows = query(bypass=True)
+            rows = self._vector_query(nodes, qvec, limit, where, columns,
+                                      bypass=True).to_list()
         current = self.current().trees
         return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
+
+    def _vector_query(self, nodes: Any, qvecs: np.ndarray, limit: int, where: str | None,
+                      columns: Sequence[str], bypass: bool = False) -> Any:
+        """`nearest_nodes`' LanceDB query of one vector, or of each row of QVECS (n, d):
+        LanceDB answers them in one search, its rows naming their `query_index`."""
+        cols = list(dict.fromkeys(["doc_id", "tree_id", *columns]))
+        q = nodes.search(list(np.asarray(qvecs, np.float32)) if np.ndim(qvecs) == 2
+                         else np.asarray(qvecs, np.float32)).distance_type("cosine")
+        if bypass:  # exact: the ANN index is damaged
+            q = q.bypass_vector_index()
+        else:
+            probes = self.probes(nodes)  # used only once an ANN index exists
+            rare = where is not None and where != LEAF_FILTER
+            q = q.minimum_nprobes(probes).maximum_nprobes(0 if rare else probes)
+            q = q.refine_factor(REFINE_FACTOR)
+        if where:
+            q = q.where(where, prefilter=True)
+        return q.select(cols).limit(limit + self.stale_rows(nodes))
 
     def choose(self, qvec: np.ndarray, *, k: int = 0, query: str | None = None,
                allowed: Collection[str] | None = None) -> list[str]:
@@ -236,10 +240,17 @@ class FirstStage:
     def prefetch(self, qvecs: np.ndarray, limit: int) -> None:
         """Rank the current nodes for every question of QVECS at once (one matrix product
         instead of one product a question), for this thread's next `ranked_by_vector`
-        calls of these vectors with at most LIMIT nodes; nothing past memory_rows."""
+        calls of these vectors with at most LIMIT nodes. Past memory_rows, one LanceDB
+        search of all the vectors (`_vector_query`) instead of one a question; nothing
+        when it fails (each question's own search reports a damaged index)."""
         docs, vecs = self.node_matrix()
         self._ranked.found = {}
-        if vecs is None or not len(vecs) or not len(qvecs):
+        if not len(qvecs) or limit < 1:
+            return
+        if vecs is None:
+            self._prefetch_lance(np.asarray(qvecs), limit)
+            return
+        if not len(vecs):
             return
         q = np.asarray(qvecs, np.float32)
         q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
@@ -249,6 +260,23 @@ class FirstStage:
             b = best[j]
             b = b[np.argsort(scores[j, b], kind="stable")]
             self._ranked.found[np.asarray(qvec).tobytes()] = (id(vecs), top, docs[b])
+
+    def _prefetch_lance(self, qvecs: np.ndarray, limit: int) -> None:
+        nodes = self.store.table("nodes")
+        try:
+            rows = self._vector_query(nodes, qvecs, limit, None, ("_distance",)).to_arrow()
+        except (RuntimeError, OSError):
+            return
+        current = self.current().trees
+        per_query: list[list[str]] = [[] for _ in qvecs]
+        which = rows["query_index"].to_numpy()
+        order = np.lexsort((rows["_distance"].to_numpy(), which)).tolist()
+        docs, trees = rows["doc_id"].to_pylist(), rows["tree_id"].to_pylist()
+        for i, d, t in ((int(which[j]), docs[j], trees[j]) for j in order):
+            if current.get(d) == t and len(per_query[i]) < limit:
+                per_query[i].append(d)
+        for qvec, ranked in zip(qvecs, per_query):
+            self._ranked.found[qvec.tobytes()] = (id(None), limit, np.array(ranked, object))
 
     def ranked_by_vector(self, qvec: np.ndarray, limit: int) -> list[str]:
         """The documents of the LIMIT nearest nodes of the current trees, best first."""

@@ -177,3 +177,22 @@ def test_the_batch_product_on_torch_ranks_as_numpy_does(monkeypatch):
     assert np.allclose(on_numpy[0], -(q @ vecs.T), atol=1e-5)
     for a, b, s in zip(on_torch[1], on_numpy[1], on_numpy[0]):
         assert set(a.tolist()) == set(b.tolist()) == set(np.argsort(s)[:20].tolist())
+
+
+def test_prefetched_rankings_past_memory_rows_come_from_one_lancedb_search(tmp_path):
+    """Past memory_rows the first stage ranks nodes with LanceDB: `prefetch` asks it
+    once for the whole batch, and each question gets the documents its own search finds."""
+    store = toy_store(tmp_path / "db")
+    store.write([toy_document(f"d{n}", f"words of document {n}", seed=n) for n in range(9)],
+                "fp")
+    r = _toy_retriever(store.uri, memory_rows=0)
+    assert r.first.node_matrix()[1] is None  # LanceDB ranks the nodes
+    qvecs = np.random.default_rng(7).normal(size=(5, store.dim)).astype(np.float32)
+    alone = {lim: [r.first.ranked_by_vector(q, lim) for q in qvecs] for lim in (3, 10)}
+    r.first.prefetch(qvecs, 10)
+    assert len(r.first._ranked.found) == 5
+    assert all(len(found[2]) == 10 for found in r.first._ranked.found.values())
+    for lim, want in alone.items():
+        assert [r.first.ranked_by_vector(q, lim) for q in qvecs] == want
+    r.first.prefetch(qvecs[:0], 0)
+    assert r.first._ranked.found == {}
