@@ -117,8 +117,9 @@ class FirstStage:
         self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
         self._rows: tuple[int, int] | None = None  # (nodes version, rows)
         self._probes: tuple[int, int] | None = None  # (nodes version, ANN probes)
-        # (table versions, doc id per row, unit row vectors), or (versions, None, None)
-        self._matrix: tuple[tuple, np.ndarray | None, np.ndarray | None] | None = None
+        # (table versions, doc id per row, unit row vectors, the leaves by row id), or
+        # (versions, None, None, None) past memory_rows
+        self._matrix: tuple[tuple, Any, Any, Any] | None = None
         self._ranked = threading.local()  # `prefetch`: node rankings of a batch's questions
 
     def _count(self, nodes: Any) -> int:
@@ -140,6 +141,12 @@ class FirstStage:
     def node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(doc id per current node row, L2-normalised vectors), or (None, None) past
         memory_rows."""
+        return self._node_rows()[1:3]
+
+    def _node_rows(self) -> tuple[tuple, Any, Any, Any]:
+        """(versions, `node_matrix`'s docs and vectors, `_LeafRows` of the current
+        leaves), read once per version of `nodes` and of the current trees; (versions,
+        None, None, None) past memory_rows."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -148,18 +155,20 @@ class FirstStage:
         versions = (self.store.version("nodes"), current.version)
         if self._matrix is None or self._matrix[0] != versions:
             if self._count(tbl) > self.memory_rows:
-                self._matrix = (versions, None, None)
+                self._matrix = (versions, None, None, None)
             else:
-                data = tbl.search().select(["doc_id", "tree_id", "vector"]).limit(None)
-                data = data.to_arrow()
+                data = (tbl.search().select(["doc_id", "tree_id", "left", "vector"])
+                        .with_row_id(True).limit(None).to_arrow())
                 trees = pa.array(list(current.trees.values()), pa.string())
                 data = data.filter(pc.is_in(data["tree_id"], trees))
                 vecs = data.column("vector").combine_chunks().flatten().to_numpy()
                 vecs = vecs.reshape(data.num_rows, self.store.dim).astype(np.float32)
                 vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
                 docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
-                self._matrix = (versions, docs, vecs)
-        return self._matrix[1], self._matrix[2]
+                leaf = data.column("left").to_numpy() == -1
+                leaves = _LeafRows(data.column("_rowid").to_numpy()[leaf], docs[leaf])
+                self._matrix = (versions, docs, vecs, leaves)
+        return self._matrix
 
     def probes(self, nodes: Any) -> int:
         """`ann_probes` of the vector index of `nodes` (read once per table version)."""
@@ -310,23 +319,56 @@ class FirstStage:
 
         Only leaves have a text (an internal node's is null), so the search is not
         filtered: a filter on `left` would be read for every row of `nodes` per query
-        (0.3 s at 10M rows); rows that are not leaves are dropped from its answer."""
+        (0.3 s at 10M rows). Up to memory_rows the hits' row ids are looked up among the
+        current leaves in memory (`_LeafRows`); beyond, each hit's document and tree are
+        read with it."""
         if not self.has_text_index():
             warn_once("text", "nodes has no full-text index: corpus-wide queries rank "
                       "documents by their vectors alone until an index run builds it")
             return []
         nodes = self.store.table("nodes")
-        q = nodes.search(query, query_type="fts")
+        leaves, limit = self._node_rows()[3], limit + self.stale_rows(nodes)
         try:
-            rows = (q.select(["doc_id", "tree_id", "left", "_score"])
-                    .limit(limit + self.stale_rows(nodes)).to_list())
-        except (RuntimeError, OSError) as exc:
+            if leaves is not None:  # row ids only, their documents from memory
+                found = self._text_query(nodes, query, [], limit)
+                return leaves.documents(found["_rowid"].to_numpy())
+            found = self._text_query(nodes, query, ["doc_id", "tree_id", "_score"], limit)
+        except (RuntimeError, OSError, ValueError) as exc:
             if not index_damaged(exc):
                 raise
             warn_once("text", f"the full-text index of nodes cannot be read "
                       f"({short_error(exc)}): corpus-wide queries rank documents by their "
-                      "vectors alone until an index run builds it again")
+                      "vectors alone until an index run builds it")
             return []
         current = self.current().trees
-        return list(dict.fromkeys(r["doc_id"] for r in rows if r["left"] == -1
-                                  and current.get(r["doc_id"]) == r["tree_id"]))
+        return list(dict.fromkeys(d for d, t in zip(found["doc_id"].to_pylist(),
+                                                    found["tree_id"].to_pylist())
+                                  if current.get(d) == t))
+
+    @staticmethod
+    def _text_query(nodes: Any, query: str, columns: list[str], limit: int) -> Any:
+        """The LIMIT best rows of `nodes` for QUERY by its full-text index, best first:
+        COLUMNS, or their row ids without any (a search that reads no row: 5.8 -> 2.5 ms
+        a question at 60k rows, 9.0 -> 4.2 ms at 1.2M, `bench/query.py --throughput`).
+        (Lance's own Python search is not used: its words are not stemmed as the index
+        LanceDB built: "University" finds 4 leaves there, 38 through LanceDB.)"""
+        q = nodes.search(query, query_type="fts").limit(limit)
+        return (q.select(columns) if columns else q.with_row_id(True).select(["_score"])
+                ).to_arrow()
+
+
+class _LeafRows:
+    """The current leaves of `nodes` by row id: which document a full-text hit is in."""
+
+    def __init__(self, row_ids: np.ndarray, docs: np.ndarray) -> None:
+        order = np.argsort(row_ids, kind="stable")
+        self.row_ids, self.docs = row_ids[order], docs[order]
+
+    def documents(self, row_ids: np.ndarray) -> list[str]:
+        """The documents of ROW_IDS in their order, each once; rows that are not current
+        leaves (other trees, internal nodes) dropped."""
+        if not len(self.row_ids):
+            return []
+        at = np.minimum(np.searchsorted(self.row_ids, row_ids), len(self.row_ids) - 1)
+        known = self.row_ids[at] == row_ids
+        return list(dict.fromkeys(self.docs[at[known]].tolist()))

@@ -47,7 +47,7 @@ def two_clusters(tmp_path):
     assert indexes.ensure_text_index(tbl)
     current = Current(1, {"a": "t-a", "b": "t-b"}, 10_000, frozenset(), {"a": 4000, "b": 1000})
     store = SimpleNamespace(table=lambda name: tbl, version=lambda name: tbl.version,
-                            text_index=lambda: indexes.text_index(tbl))
+                            text_index=lambda: indexes.text_index(tbl), dim=DIM)
     return FirstStage(store, lambda: current, n_docs=1, kind="hybrid", memory_rows=0), tbl
 
 
@@ -70,9 +70,22 @@ def test_a_narrow_filter_is_searched_past_the_probed_partitions(two_clusters):
     assert [set(r) for r in few] == [{"doc_id", "tree_id", "_distance"}] * 5
 
 
-def test_the_text_search_finds_leaves_of_current_trees(two_clusters):
+@pytest.mark.parametrize("memory_rows", [0, 20_000])  # hits read with their rows / from memory
+def test_the_text_search_finds_leaves_of_current_trees(two_clusters, memory_rows):
     stage, _ = two_clusters
+    stage.memory_rows = memory_rows
     assert stage.ranked_by_text("clause b", 5) == ["b"]
     assert stage.ranked_by_text("word10", 5) == ["a"]
+    assert stage.ranked_by_text("word10 word9998 b", 5) == ["b", "a"]  # best first
+    assert stage.ranked_by_text("zebra", 5) == []
     stage.current = lambda: Current(2, {"a": "t-a"}, 8000, frozenset(), {"a": 4000})
     assert "b" not in stage.ranked_by_text("clause b", 5)  # rows of other trees dropped
+    assert stage.ranked_by_text("word10 word9998 b", 5) == ["a"]
+
+
+def test_leaf_rows_name_the_documents_of_known_rows_only():
+    rows = first_stage._LeafRows(np.array([7, 3, 12], np.uint64), np.array(["x", "y", "x"]))
+    assert rows.documents(np.array([12, 5, 3, 7, 99], np.uint64)) == ["x", "y"]
+    assert rows.documents(np.array([], np.uint64)) == []
+    none = first_stage._LeafRows(np.array([], np.uint64), np.array([], object))
+    assert none.documents(np.array([3], np.uint64)) == []

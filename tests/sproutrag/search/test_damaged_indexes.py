@@ -34,17 +34,21 @@ def _break(store, kind: str) -> None:
         path.unlink()
 
 
-@pytest.mark.parametrize("kind, said", [("FTS", "full-text index of nodes cannot be read"),
-                                        ("IvfSq", "vector index of nodes cannot be read")])
+FTS_SAID = "full-text index of nodes cannot be read"
+
+
+@pytest.mark.parametrize("kind, said, memory_rows", [
+    ("FTS", FTS_SAID, 0), ("FTS", FTS_SAID, 100_000),  # text hits' rows read / from memory
+    ("IvfSq", "vector index of nodes cannot be read", 0)])
 def test_a_damaged_index_answers_from_the_vectors_with_one_warning(store, caplog, kind,
-                                                                   said):
+                                                                   said, memory_rows):
     weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
-    r = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=0)
+    r = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=memory_rows)
     q = np.random.default_rng(2).normal(size=TOY_DIM).astype(np.float32)
     before = r.search_vector("notice period", q, k=5)
     _break(store, kind)
     first_stage._warned.clear()
-    r = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=0)
+    r = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=memory_rows)
     with caplog.at_level(logging.WARNING, logger="sproutrag.search.first_stage"):
         for _ in range(3):
             hits = r.search_vector("notice period", q, k=5)
