@@ -13,7 +13,7 @@ selection) against a k = 5 tree query, in one process.
 Scale (with --scale N): a database of N `nodes` rows (documents of 500 leaves: 999 nodes
 each; leaf vectors drawn around MiniLM embeddings of sample sentences, their texts those
 sentences) written through the project's `Store`, its BTREE, vector (IVF_SQ) and
-full-text indexes kept as an index run's maintenance keeps them (`maintain_indexes`: a
+full-text indexes and fragments kept as an index run's maintenance keeps them (`maintain_indexes`: a
 reused --scale-db whose vector index does not suit its size gets a new one); then, in a
 fresh process: the first corpus-wide query (open, first-stage, trees loaded, no
 encoding), p50/p95 of warm corpus-wide queries (search only, tree mode, hybrid first
@@ -37,11 +37,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+from sproutrag.schemas.settings import PipelineSettings
 
 from sproutrag.documents import SourceDocument, content_hash
 from sproutrag.encoder.encoder import Encoder
 from sproutrag.search.retriever import Retriever
-from sproutrag.storage.indexes import ensure_scalar_indexes, vector_index_record
+from sproutrag.storage import maintenance
+from sproutrag.storage.indexes import (
+    ensure_scalar_indexes,
+    fold_new_rows,
+    vector_index_record,
+)
 from sproutrag.storage.store import IndexedDocument, Store
 from sproutrag.trees.tree import build_tree
 
@@ -247,19 +253,28 @@ def build_scale_db(path: str, encoder: Encoder, n_rows: int, leaves: int = 500) 
 
 
 def maintain_indexes(store: Store) -> None:
-    """The indexes an index run's maintenance keeps (`Store.maintain`): BTREE, vector
-    (built, or built again when it does not suit the table's size) and full-text; prints
-    the time of each (about 0 s for an index left as it was)."""
+    """The indexes and fragments an index run's maintenance keeps (`Store.maintain`):
+    BTREE, vector (built, or built again when it does not suit the table's size) and
+    full-text indexes; tables of `optimize_fragments` small fragments or more compacted,
+    their new rows folded into every index. Prints the time of each (about 0 s for an
+    index left as it was)."""
     t0 = time.perf_counter()
     ensure_scalar_indexes(store.written_tables())
     t1 = time.perf_counter()
     store.ensure_vector_index(min_rows=0)
     t2 = time.perf_counter()
     store.ensure_text_index()
+    t3 = time.perf_counter()
+    min_fragments = PipelineSettings().optimize_fragments
+    for tbl in store.written_tables().values():
+        if maintenance.small_fragments(tbl) >= min_fragments:
+            maintenance.compact(tbl)
+            fold_new_rows(tbl, scalar_only=False)
     print(f"  {store.table('nodes').count_rows():,} rows; BTREE indexes {t1 - t0:.0f} s, "
           f"vector index {t2 - t1:.0f} s "
           f"({vector_index_record(store.table('nodes'))}), "
-          f"text index {time.perf_counter() - t2:.0f} s", flush=True)
+          f"text index {t3 - t2:.0f} s, compaction {time.perf_counter() - t3:.0f} s",
+          flush=True)
 
 
 def recall_texts(n: int = 25) -> dict[str, list[str]]:
