@@ -1,6 +1,7 @@
-"""A second hop for corpus-wide search (issue 29, rule 5 of docs/results.md).
+"""A second hop for corpus-wide search (issue 29, rules 5 and 6 of docs/results.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --fit   # train, then dev
+    PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --lexical --fit
 
 A bridge question's second paragraph is about an entity the question never names; the
 first paragraph's best unit names it. The hop takes the best leaf u1 by today's rank
@@ -10,6 +11,10 @@ d1; scope "all", every node but u1 (z over the leaves that get it). No second en
 u1's stored vector is the hop. The shipped tree search then runs on those scores over the
 same documents (the first stage's, as the Retriever chooses them, or the query's own
 within), on the pools of `hierarchy.py` (their databases under out/).
+
+With --lexical (rule 6) the hop is lexical instead: the words of u1's own text that the
+question lacks, scored by BM25 against the nodes of the documents other than d1 (scope
+"others" only).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402 - the pools and their databases
 
+from sproutrag.search import lexical  # noqa: E402
+from sproutrag.search.lexical import tokenize  # noqa: E402
 from sproutrag.search.node_scores import NodeScores, cosine_scores  # noqa: E402
 
 GAMMAS = (0.25, 0.5, 1.0, 2.0)
@@ -61,8 +68,48 @@ def hop_scores(p: H.Pool, scope_name: str, n: int, k: int, gamma: float,
     return out
 
 
+def lexical_hop_scores(p: H.Pool, scope_name: str, n: int, k: int,
+                       gamma: float) -> dict[str, NodeScores]:
+    """Today's node scores of query N at K, with rule 6's lexical hop added to the nodes
+    of the documents other than d1 (gamma 0, or no new word in u1: today's)."""
+    base = p._scores[scope_name, n, k]
+    if gamma <= 0:
+        return base
+    docs = list(base)
+    best = max(((float(base[d].rank[: p.trees[d].n].max()), d) for d in docs
+                if p.trees[d].n), default=None)
+    if best is None:
+        return base
+    d1 = best[1]
+    u1 = int(np.argmax(base[d1].rank[: p.trees[d1].n]))
+    text = p.r._load_trees([d1])[d1][1].texts[u1]
+    new_words = set(tokenize(text)) - set(tokenize(p.queries[n]["query"]))
+    gets = [d for d in docs if d != d1]
+    if not new_words or not gets:
+        return base
+    # BM25 over the searched documents' leaves (today's collection, the nodes as
+    # `bm25_nodes` scores them), the new words as the query's terms
+    lex = dict(zip(docs, lexical._bm25("", [p.terms[d] for d in docs],
+                                       [p.trees[d] for d in docs], lambda _: new_words,
+                                       lexical.K1, lexical.B)))
+    leaves = np.concatenate([lex[d][: p.trees[d].n] for d in gets])
+    mean, sd = (float(leaves.mean()), float(leaves.std())) if leaves.size else (0.0, 1.0)
+    sd = sd if sd > 1e-9 else 1.0
+    out = dict(base)
+    for d in gets:
+        out[d] = NodeScores(base[d].cosine, base[d].rank + gamma * (lex[d] - mean) / sd)
+    return out
+
+
+#: Rule 5 (False) or rule 6 (True, `lexical_hop_scores`): set by --lexical.
+LEXICAL = False
+
+
 def runs(p: H.Pool, scope_name: str, gamma: float, scope: str) -> dict[int, list]:
     """Tree mode over each query's documents with the hop's scores."""
+    if LEXICAL:
+        return H.tree_runs(p, scope_name,
+                           lambda n, k, docs: lexical_hop_scores(p, scope_name, n, k, gamma))
     return H.tree_runs(p, scope_name,
                        lambda n, k, docs: hop_scores(p, scope_name, n, k, gamma, scope))
 
@@ -73,7 +120,7 @@ def fit(pools: list[H.Pool]) -> tuple[float, str]:
     trials = [((0.0, "others"), [H.per_query(p.row("", runs(p, "wide", 0.0, "others")))
                                  for p in pools])]
     for gamma in GAMMAS:
-        for scope in SCOPES:
+        for scope in SCOPES[:1] if LEXICAL else SCOPES:
             ies = [H.per_query(p.row("", runs(p, "wide", gamma, scope))) for p in pools]
             trials.append(((gamma, scope), ies))
     for point, ies in trials:
@@ -108,9 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
                                                    "long-pooled"])
     ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
+    ap.add_argument("--lexical", action="store_true",
+                    help="rule 6: the hop is u1's words the question lacks, by BM25")
     ap.add_argument("--point", nargs=2, metavar=("GAMMA", "SCOPE"),
                     help="compare this point on dev without fitting")
     args = ap.parse_args(argv)
+    global LEXICAL
+    LEXICAL = args.lexical
     settings, encoder = H.default_encoder()
     if args.fit:
         train = [H.Pool(n, *H.open_pool(n, "train", settings, encoder)) for n in args.pools]

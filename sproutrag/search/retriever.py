@@ -546,10 +546,11 @@ class Retriever:
             return self._tree(query, qvec, k, docs, params)
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None,
-              allowed: Collection[str] | None = None, again: bool = True) -> list[Hit]:
+              allowed: Collection[str] | None = None, again: int = 3) -> list[Hit]:
         """Cosine top-k over the current trees' leaves (of DOC_IDS, or among ALLOWED). An
         index run may have replaced the trees this search's view names since it read
-        them (their rows gone): then the search runs once more on a fresh view (AGAIN)."""
+        them (their rows gone): then the search runs again on a fresh view, up to AGAIN
+        more times (a view can be several batches old on a loaded machine)."""
         where = LEAF_FILTER
         current = self._current()
         if doc_ids:
@@ -566,7 +567,7 @@ class Retriever:
         rows = self._nearest_leaves(qvec, want, where, allowed) if units else []
         if again and len(rows) < want:  # trees replaced under this view
             self._forget_view()
-            return self._flat(qvec, k, doc_ids, allowed, again=False)
+            return self._flat(qvec, k, doc_ids, allowed, again=again - 1)
         hits = [
             Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
                 [(int(r["start"]), int(r["end"]))], r["text"])
