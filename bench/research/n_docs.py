@@ -1,12 +1,18 @@
-"""How many documents a corpus-wide query searches (issue 29, rule 7 of docs/results.md).
+"""How many documents a corpus-wide query searches (issue 29, rules 7 and 8 of
+docs/results.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/n_docs.py --fit   # train, then dev
+    PYTHONPATH=. .venv/bin/python bench/research/n_docs.py --margin --fit
 
 `search.n_docs` documents (more while they hold fewer than k units) are searched by a
 query without doc_ids. For each n in the grid the first stage chooses the documents as
 the Retriever does with that setting; the shipped tree search then runs over them, on the
 pools of `hierarchy.py` (their databases under out/). Within-document search does not use
 n_docs, so only corpus-wide figures are compared.
+
+With --margin (rule 8) n_docs stays 8 and the documents searched are those whose best
+leaf scores within delta of the best document's (at least 2, more while they hold fewer
+than k units), their nodes scored again over them alone.
 """
 
 from __future__ import annotations
@@ -21,6 +27,39 @@ import hierarchy as H  # noqa: E402 - the pools and their databases
 
 GRID = (2, 3, 4, 6, 8, 12)
 TODAY = 8
+MARGINS = (0.5, 1.0, 1.5, 2.0, 3.0)
+MIN_KEPT = 2
+
+
+def keep_by_margin(p: H.Pool, delta: float) -> str:
+    """Rule 8's documents for every query and k of P, as the scope "margin DELTA" (its
+    node scores over the kept documents alone); returns the scope's name."""
+    from sproutrag.search.tree_search import node_scores
+
+    scope = f"margin {delta:g}"
+    p.docs[scope] = []
+    for n, (q, v) in enumerate(zip(p.queries, p.qvecs, strict=True)):
+        by_k = {}
+        for k in H.KS:
+            docs, sc = p.docs["wide"][n][k], p._scores["wide", n, k]
+            best = {d: float(sc[d].rank[: p.trees[d].n].max()) for d in docs if p.trees[d].n}
+            top = max(best.values(), default=0.0)
+            kept, units = [], 0
+            for d in (d for d in docs if d in best):
+                if len(kept) < MIN_KEPT or best[d] >= top - delta or units < k:
+                    kept.append(d)
+                    units += p.trees[d].n
+            by_k[k] = kept
+            p._scores[scope, n, k] = node_scores(
+                {d: p.trees[d] for d in kept}, v, query=q["query"],
+                lexical={d: p.terms[d] for d in kept},
+                lexical_weight=p.base.lexical_weight)
+        p.docs[scope].append(by_k)
+    return scope
+
+
+#: Rule 7 (False) or rule 8 (True): set by --margin.
+MARGIN = False
 
 
 def pool(name: str, split: str, n_docs: int, settings, encoder) -> H.Pool:
@@ -48,16 +87,35 @@ def fit(names: list[str], settings, encoder) -> int:
     return H.one_se_choice(trials, lambda n: (abs(math.log2(n / TODAY)), -n), "fit")
 
 
-def compare(names: list[str], n_docs: int, settings, encoder) -> None:
-    """Dev: N_DOCS against today's, paired, corpus-wide; the ratio to within."""
+def fit_margin(names: list[str], settings, encoder) -> float:
+    """Rule 8's fit: the largest delta within one SE of the best mean IE (today's, no
+    margin, as infinity)."""
+    pools = [pool(name, "train", TODAY, settings, encoder) for name in names]
+    trials = [(math.inf, [H.per_query(tree_row(p, "")) for p in pools])]
+    for delta in MARGINS:
+        trials.append((delta, [H.per_query(tree_row(p, "", keep_by_margin(p, delta)))
+                               for p in pools]))
+    for delta, ies in trials:
+        print(f"  train margin {delta:g}: " + " ".join(f"{100 * x.mean():5.1f}" for x in ies),
+              flush=True)
+    return H.one_se_choice(trials, lambda d: -d, "fit")
+
+
+def compare(names: list[str], n_docs: float, settings, encoder) -> None:
+    """Dev: N_DOCS (with --margin: the margin) against today's, paired, corpus-wide; the
+    ratio to within."""
     for name in names:
         today = pool(name, "dev", TODAY, settings, encoder)
         within = tree_row(today, "within", "within")
         ref = tree_row(today, "today")
-        row = tree_row(pool(name, "dev", n_docs, settings, encoder), "n_docs")
+        if MARGIN:
+            row = tree_row(today, "margin", keep_by_margin(today, n_docs))
+        else:
+            row = tree_row(pool(name, "dev", n_docs, settings, encoder), "n_docs")
         a, b = H.paired(row, ref, "ie"), H.paired(row, ref, "char_ie")
         print(f"{name} dev corpus-wide: today IE {100 * ref['avg']['ie']:.2f} "
-              f"({ref['avg']['ie'] / within['avg']['ie']:.3f}x within), n_docs {n_docs} "
+              f"({ref['avg']['ie'] / within['avg']['ie']:.3f}x within), "
+              f"{'margin' if MARGIN else 'n_docs'} {n_docs:g} "
               f"IE {100 * row['avg']['ie']:.2f} "
               f"({row['avg']['ie'] / within['avg']['ie']:.3f}x within): "
               f"{100 * a[0]:+.2f} +/- {100 * a[1]:.2f} ({a[0] / a[1] if a[1] else 0:+.1f} SE);"
@@ -71,13 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
                                                    "long-pooled"])
     ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
-    ap.add_argument("--n-docs", type=int, help="compare this n_docs on dev without fitting")
+    ap.add_argument("--n-docs", type=float,
+                    help="compare this n_docs (with --margin: delta) on dev without fitting")
+    ap.add_argument("--margin", action="store_true",
+                    help="rule 8: keep the documents within a margin of the best")
     args = ap.parse_args(argv)
+    global MARGIN
+    MARGIN = args.margin
     settings, encoder = H.default_encoder()
     if args.fit:
-        n_docs = fit(args.pools, settings, encoder)
+        n_docs = (fit_margin if MARGIN else fit)(args.pools, settings, encoder)
     elif args.n_docs:
-        n_docs = args.n_docs
+        n_docs = args.n_docs if MARGIN else int(args.n_docs)
     else:
         ap.error("give --fit or --n-docs N")
     compare(args.pools, n_docs, settings, encoder)
