@@ -338,7 +338,7 @@ class FirstStage:
                 raise
             warn_once("text", f"the full-text index of nodes cannot be read "
                       f"({short_error(exc)}): corpus-wide queries rank documents by their "
-                      "vectors alone until an index run builds it")
+                      "vectors alone until an index run builds it again")
             return []
         current = self.current().trees
         return list(dict.fromkeys(d for d, t in zip(found["doc_id"].to_pylist(),
@@ -350,8 +350,8 @@ class FirstStage:
         """The LIMIT best rows of `nodes` for QUERY by its full-text index, best first:
         COLUMNS, or their row ids without any (a search that reads no row: 5.8 -> 2.5 ms
         a question at 60k rows, 9.0 -> 4.2 ms at 1.2M, `bench/query.py --throughput`).
-        (Lance's own Python search is not used: its words are not stemmed as the index
-        LanceDB built: "University" finds 4 leaves there, 38 through LanceDB.)"""
+        (Lance's own Python search is not used: it analyses the query's words otherwise
+        than the index LanceDB built: "University" finds 4 leaves there, 38 here.)"""
         q = nodes.search(query, query_type="fts").limit(limit)
         return (q.select(columns) if columns else q.with_row_id(True).select(["_score"])
                 ).to_arrow()
