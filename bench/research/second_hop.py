@@ -2,6 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --fit   # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --lexical --fit
+    PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --sum --fit
 
 A bridge question's second paragraph is about an entity the question never names; the
 first paragraph's best unit names it. The hop takes the best leaf u1 by today's rank
@@ -14,7 +15,8 @@ within), on the pools of `hierarchy.py` (their databases under out/).
 
 With --lexical (rule 6) the hop is lexical instead: the words of u1's own text that the
 question lacks, scored by BM25 against the nodes of the documents other than d1 (scope
-"others" only).
+"others" only). With --sum (rule 9) the hop vector is the question's plus u1's (unit
+vectors added), scope "others" only.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ def hop_scores(p: H.Pool, scope_name: str, n: int, k: int, gamma: float,
     d1 = best[1]
     u1 = int(np.argmax(base[d1].rank[: p.trees[d1].n]))
     hop = p.trees[d1].vectors[u1]
+    if SUM:  # rule 9: the question's vector plus the unit's
+        q = np.asarray(p.qvecs[n], np.float64)
+        hop = (q / max(np.linalg.norm(q), 1e-12)
+               + hop / max(float(np.linalg.norm(hop)), 1e-12)).astype(np.float32)
     gets = [d for d in docs if scope == "all" or d != d1]
     if not gets:
         return base
@@ -101,8 +107,10 @@ def lexical_hop_scores(p: H.Pool, scope_name: str, n: int, k: int,
     return out
 
 
-#: Rule 5 (False) or rule 6 (True, `lexical_hop_scores`): set by --lexical.
+#: Rule 5 (both False), rule 6 (LEXICAL, `lexical_hop_scores`) or rule 9 (SUM: the hop
+#: is the question's vector plus u1's): set by --lexical / --sum.
 LEXICAL = False
+SUM = False
 
 
 def runs(p: H.Pool, scope_name: str, gamma: float, scope: str) -> dict[int, list]:
@@ -120,7 +128,7 @@ def fit(pools: list[H.Pool]) -> tuple[float, str]:
     trials = [((0.0, "others"), [H.per_query(p.row("", runs(p, "wide", 0.0, "others")))
                                  for p in pools])]
     for gamma in GAMMAS:
-        for scope in SCOPES[:1] if LEXICAL else SCOPES:
+        for scope in SCOPES[:1] if LEXICAL or SUM else SCOPES:
             ies = [H.per_query(p.row("", runs(p, "wide", gamma, scope))) for p in pools]
             trials.append(((gamma, scope), ies))
     for point, ies in trials:
@@ -157,11 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
     ap.add_argument("--lexical", action="store_true",
                     help="rule 6: the hop is u1's words the question lacks, by BM25")
+    ap.add_argument("--sum", action="store_true",
+                    help="rule 9: the hop is the question's vector plus u1's")
     ap.add_argument("--point", nargs=2, metavar=("GAMMA", "SCOPE"),
                     help="compare this point on dev without fitting")
     args = ap.parse_args(argv)
-    global LEXICAL
-    LEXICAL = args.lexical
+    global LEXICAL, SUM
+    LEXICAL, SUM = args.lexical, args.sum
     settings, encoder = H.default_encoder()
     if args.fit:
         train = [H.Pool(n, *H.open_pool(n, "train", settings, encoder)) for n in args.pools]
