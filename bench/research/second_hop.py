@@ -3,6 +3,7 @@
     PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --fit   # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --lexical --fit
     PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --sum --fit
+    PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --encoded --fit
 
 A bridge question's second paragraph is about an entity the question never names; the
 first paragraph's best unit names it. The hop takes the best leaf u1 by today's rank
@@ -16,7 +17,8 @@ within), on the pools of `hierarchy.py` (their databases under out/).
 With --lexical (rule 6) the hop is lexical instead: the words of u1's own text that the
 question lacks, scored by BM25 against the nodes of the documents other than d1 (scope
 "others" only). With --sum (rule 9) the hop vector is the question's plus u1's (unit
-vectors added), scope "others" only.
+vectors added), scope "others" only; with --encoded (rule 10) it is the encoder's vector
+of the question followed by u1's text, scope "others" only.
 """
 
 from __future__ import annotations
@@ -52,7 +54,12 @@ def hop_scores(p: H.Pool, scope_name: str, n: int, k: int, gamma: float,
     d1 = best[1]
     u1 = int(np.argmax(base[d1].rank[: p.trees[d1].n]))
     hop = p.trees[d1].vectors[u1]
-    if SUM:  # rule 9: the question's vector plus the unit's
+    if ENCODER is not None:  # rule 10: the question and u1's text, encoded
+        text = p.queries[n]["query"] + " " + p.r._load_trees([d1])[d1][1].texts[u1]
+        if text not in _ENCODED:
+            _ENCODED[text] = ENCODER.encode_texts([text])[0]
+        hop = _ENCODED[text]
+    elif SUM:  # rule 9: the question's vector plus the unit's
         q = np.asarray(p.qvecs[n], np.float64)
         hop = (q / max(np.linalg.norm(q), 1e-12)
                + hop / max(float(np.linalg.norm(hop)), 1e-12)).astype(np.float32)
@@ -107,10 +114,13 @@ def lexical_hop_scores(p: H.Pool, scope_name: str, n: int, k: int,
     return out
 
 
-#: Rule 5 (both False), rule 6 (LEXICAL, `lexical_hop_scores`) or rule 9 (SUM: the hop
+#: Rule 5 (all unset), rule 6 (LEXICAL, `lexical_hop_scores`) or rule 9 (SUM: the hop
 #: is the question's vector plus u1's): set by --lexical / --sum.
 LEXICAL = False
 SUM = False
+#: Rule 10 (--encoded): the encoder of the hop's text, and the vectors encoded so far.
+ENCODER = None
+_ENCODED: dict[str, np.ndarray] = {}
 
 
 def runs(p: H.Pool, scope_name: str, gamma: float, scope: str) -> dict[int, list]:
@@ -128,7 +138,7 @@ def fit(pools: list[H.Pool]) -> tuple[float, str]:
     trials = [((0.0, "others"), [H.per_query(p.row("", runs(p, "wide", 0.0, "others")))
                                  for p in pools])]
     for gamma in GAMMAS:
-        for scope in SCOPES[:1] if LEXICAL or SUM else SCOPES:
+        for scope in SCOPES[:1] if LEXICAL or SUM or ENCODER else SCOPES:
             ies = [H.per_query(p.row("", runs(p, "wide", gamma, scope))) for p in pools]
             trials.append(((gamma, scope), ies))
     for point, ies in trials:
@@ -167,12 +177,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="rule 6: the hop is u1's words the question lacks, by BM25")
     ap.add_argument("--sum", action="store_true",
                     help="rule 9: the hop is the question's vector plus u1's")
+    ap.add_argument("--encoded", action="store_true",
+                    help="rule 10: the hop is the question and u1's text, encoded")
     ap.add_argument("--point", nargs=2, metavar=("GAMMA", "SCOPE"),
                     help="compare this point on dev without fitting")
     args = ap.parse_args(argv)
-    global LEXICAL, SUM
+    global LEXICAL, SUM, ENCODER
     LEXICAL, SUM = args.lexical, args.sum
     settings, encoder = H.default_encoder()
+    ENCODER = encoder if args.encoded else None
     if args.fit:
         train = [H.Pool(n, *H.open_pool(n, "train", settings, encoder)) for n in args.pools]
         point = fit(train)
