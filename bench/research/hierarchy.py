@@ -264,6 +264,16 @@ def paired(a: dict, b: dict, key: str) -> tuple[float, float]:
     return paired_difference(a["per_query"][key], b["per_query"][key])
 
 
+def difference(row: dict, ref: dict, key: str = "ie") -> str:
+    """ROW - REF paired per query, in points: "+0.56 +/- 1.03 (+0.5 SE)"."""
+    d, se = paired(row, ref, key)
+    return f"{100 * d:+.2f} +/- {100 * se:.2f} ({d / se if se else 0:+.1f} SE)"
+
+
+#: The three pools every research script measures by default.
+POOLS = ["paragraphs", "hotpot-pooled", "long-pooled"]
+
+
 def evaluate(p: Pool, fitted: dict[str, tuple]) -> dict[str, Any]:
     """Rows of one dev pool: today's search and the fitted ones, within and corpus-wide."""
     rows: dict[str, dict] = {}
@@ -356,8 +366,7 @@ def default_encoder() -> tuple[Any, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
-                                                   "long-pooled"])
+    ap.add_argument("--pools", nargs="+", default=POOLS)
     ap.add_argument("--fitted", help="JSON {leaves: [w_d, w_a, lambda], tree: [...]}: skip "
                     "the fit on train")
     ap.add_argument("--out", default=str(OUT / "hierarchy.json"))

@@ -92,8 +92,7 @@ def fit_floor(pools: list[H.Pool]) -> tuple[int, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
-                                                   "long-pooled"])
+    ap.add_argument("--pools", nargs="+", default=H.POOLS)
     ap.add_argument("--split", default="dev")
     ap.add_argument("--rule4", action="store_true",
                     help="fit the floor variant on train, then compare it on dev")

@@ -112,22 +112,18 @@ def compare(names: list[str], n_docs: float, settings, encoder) -> None:
             row = tree_row(today, "margin", keep_by_margin(today, n_docs))
         else:
             row = tree_row(pool(name, "dev", n_docs, settings, encoder), "n_docs")
-        a, b = H.paired(row, ref, "ie"), H.paired(row, ref, "char_ie")
         print(f"{name} dev corpus-wide: today IE {100 * ref['avg']['ie']:.2f} "
               f"({ref['avg']['ie'] / within['avg']['ie']:.3f}x within), "
               f"{'margin' if MARGIN else 'n_docs'} {n_docs:g} "
               f"IE {100 * row['avg']['ie']:.2f} "
               f"({row['avg']['ie'] / within['avg']['ie']:.3f}x within): "
-              f"{100 * a[0]:+.2f} +/- {100 * a[1]:.2f} ({a[0] / a[1] if a[1] else 0:+.1f} SE);"
-              f" char-IE {100 * row['avg']['char_ie']:.2f} "
+              f"{H.difference(row, ref)}; char-IE {100 * row['avg']['char_ie']:.2f} "
               f"({row['avg']['char_ie'] / within['avg']['char_ie']:.3f}x within), "
-              f"{100 * b[0]:+.2f} +/- {100 * b[1]:.2f}", flush=True)
-
+              f"{H.difference(row, ref, 'char_ie')}", flush=True)
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
-                                                   "long-pooled"])
+    ap.add_argument("--pools", nargs="+", default=H.POOLS)
     ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
     ap.add_argument("--n-docs", type=float,
                     help="compare this n_docs (with --margin: delta) on dev without fitting")

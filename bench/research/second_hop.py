@@ -40,19 +40,24 @@ GAMMAS = (0.25, 0.5, 1.0, 2.0)
 SCOPES = ("others", "all")
 
 
+def best_unit(p: H.Pool, base: dict[str, NodeScores]) -> tuple[str, int] | None:
+    """(d1, u1): the best leaf by today's rank score over the searched documents."""
+    best = max(((float(base[d].rank[: p.trees[d].n].max()), d) for d in base
+                if p.trees[d].n), default=None)
+    if best is None:
+        return None
+    d1 = best[1]
+    return d1, int(np.argmax(base[d1].rank[: p.trees[d1].n]))
+
+
 def hop_scores(p: H.Pool, scope_name: str, n: int, k: int, gamma: float,
                scope: str) -> dict[str, NodeScores]:
     """Today's node scores of query N at K, with the hop added (gamma 0: today's)."""
     base = p._scores[scope_name, n, k]
-    if gamma <= 0:
-        return base
-    docs = list(base)
-    best = max(((float(base[d].rank[: p.trees[d].n].max()), d) for d in docs
-                if p.trees[d].n), default=None)
+    best = best_unit(p, base) if gamma > 0 else None
     if best is None:
         return base
-    d1 = best[1]
-    u1 = int(np.argmax(base[d1].rank[: p.trees[d1].n]))
+    docs, (d1, u1) = list(base), best
     hop = p.trees[d1].vectors[u1]
     if ENCODER is not None:  # rule 10: the question and u1's text, encoded
         text = p.queries[n]["query"] + " " + p.r._load_trees([d1])[d1][1].texts[u1]
@@ -86,15 +91,10 @@ def lexical_hop_scores(p: H.Pool, scope_name: str, n: int, k: int,
     """Today's node scores of query N at K, with rule 6's lexical hop added to the nodes
     of the documents other than d1 (gamma 0, or no new word in u1: today's)."""
     base = p._scores[scope_name, n, k]
-    if gamma <= 0:
-        return base
-    docs = list(base)
-    best = max(((float(base[d].rank[: p.trees[d].n].max()), d) for d in docs
-                if p.trees[d].n), default=None)
+    best = best_unit(p, base) if gamma > 0 else None
     if best is None:
         return base
-    d1 = best[1]
-    u1 = int(np.argmax(base[d1].rank[: p.trees[d1].n]))
+    docs, (d1, u1) = list(base), best
     text = p.r._load_trees([d1])[d1][1].texts[u1]
     new_words = set(tokenize(text)) - set(tokenize(p.queries[n]["query"]))
     gets = [d for d in docs if d != d1]
@@ -158,20 +158,17 @@ def compare(names: list[str], point: tuple[float, str], settings, encoder) -> No
             ref = within_today if where == "within" else p.row("today", runs(p, where, 0.0,
                                                                             scope))
             row = p.row("hop", runs(p, where, gamma, scope))
-            a, b = H.paired(row, ref, "ie"), H.paired(row, ref, "char_ie")
             ratio = row["avg"]["ie"] / within_today["avg"]["ie"]
             print(f"{name} dev {where}: today IE {100 * ref['avg']['ie']:.2f}, hop "
                   f"{gamma:g} {scope} IE {100 * row['avg']['ie']:.2f} ({ratio:.3f}x today "
-                  f"within): {100 * a[0]:+.2f} +/- {100 * a[1]:.2f} "
-                  f"({a[0] / a[1] if a[1] else 0:+.1f} SE); char-IE "
-                  f"{100 * row['avg']['char_ie']:.2f}, {100 * b[0]:+.2f} +/- "
-                  f"{100 * b[1]:.2f}", flush=True)
+                  f"within): {H.difference(row, ref)}; char-IE "
+                  f"{100 * row['avg']['char_ie']:.2f}, {H.difference(row, ref, 'char_ie')}",
+                  flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pools", nargs="+", default=["paragraphs", "hotpot-pooled",
-                                                   "long-pooled"])
+    ap.add_argument("--pools", nargs="+", default=H.POOLS)
     ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
     ap.add_argument("--lexical", action="store_true",
                     help="rule 6: the hop is u1's words the question lacks, by BM25")
