@@ -160,8 +160,7 @@ def _query(args: argparse.Namespace) -> int:
         reader, encoder=encoder_from_settings(encoding), weights=reader_weights(settings),
         beam_width=args.beam, threshold=args.threshold,
         margin=args.margin,
-        lexical_weight=args.lexical_weight, n_docs=settings.search.n_docs,
-        first_stage=settings.search.first_stage,
+        lexical_weight=args.lexical_weight, **settings.search.retriever_options(),
     )
     if args.question is not None:
         queries = [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None,
@@ -384,8 +383,7 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     run_index(args.docs, args.db, settings, raise_outcome=True)
     feats = load_features(meta["features"])  # the file this evaluation used, not the newest
     queries = usable_queries(read_jsonl(args.queries), feats)
-    retriever = Retriever(args.db, encoder=encoder, n_docs=settings.search.n_docs,
-                          first_stage=settings.search.first_stage)
+    retriever = Retriever(args.db, encoder=encoder, **settings.search.retriever_options())
     rows = []
     for mode in ("tree", "leaves", "flat"):
         runs = retriever_runs(retriever, queries, args.k, mode)

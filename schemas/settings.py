@@ -108,6 +108,19 @@ class SearchSettings(_Section):
         "nearest nodes and LanceDB's full-text index over the leaves, fused by reciprocal "
         "rank; vector = nearest nodes only",
     )
+    anchor_leaves: int = Field(
+        32, ge=0, le=2**31 - 1, description="A query without doc_ids takes BM25's "
+        "collection and the standardisation of its scores from the first stage's leading "
+        "documents until they hold this many leaves, so that look-alike documents further "
+        "down do not change how the leading one ranks its own leaves (0: from every "
+        "searched document)",
+    )
+
+    def retriever_options(self) -> dict[str, Any]:
+        """The `Retriever` arguments these settings give (n_docs, first_stage,
+        anchor_leaves)."""
+        return {"n_docs": self.n_docs, "first_stage": self.first_stage,
+                "anchor_leaves": self.anchor_leaves}
 
 
 class PipelineSettings(_Section):

@@ -42,8 +42,7 @@ def search_queries(
     reader = Reader.open(db, storage_options=settings.storage.lance_options(db))
     encoder = shared_encoder(reader_settings(reader, settings))  # the database's by default
     retriever = Retriever(reader, encoder=encoder, weights=reader_weights(settings),
-                          beam_width=beam, n_docs=settings.search.n_docs,
-                          first_stage=settings.search.first_stage)
+                          beam_width=beam, **settings.search.retriever_options())
     return run_queries(retriever, queries, k=k, mode=mode, budget_chars=budget_chars,
                        budget_tokens=budget_tokens, selection=selection, tokenizer=tokenizer,
                        cutoff=cutoff)

@@ -78,3 +78,14 @@ def test_misspelled_sections_and_broken_yaml_are_refused(tmp_path, monkeypatch):
     listed.write_text("- pipeline\n", encoding="utf-8")
     with pytest.raises(ConfigFileError, match="must be a mapping"):
         load_settings(listed)
+
+
+def test_the_search_section_gives_the_retrievers_first_stage(tmp_path):
+    assert load_settings().search.retriever_options() == {
+        "n_docs": 8, "first_stage": "hybrid", "anchor_leaves": 32}
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("search:\n  anchor_leaves: 0\n", encoding="utf-8")
+    assert load_settings(cfg).search.retriever_options()["anchor_leaves"] == 0  # off
+    cfg.write_text("search:\n  anchor_leaves: -1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="anchor_leaves"):
+        load_settings(cfg)

@@ -154,21 +154,24 @@ def _subtree_sums(tree: Tree, leaf_values: np.ndarray) -> np.ndarray:
 
 def bm25_leaves(
     query: str, docs: Sequence[LeafTerms], *, analyzer: Analyzer = tokenize,
-    k1: float = K1, b: float = B,
+    k1: float = K1, b: float = B, collection: Sequence[LeafTerms] | None = None,
 ) -> list[np.ndarray]:
     """BM25 of `query` against every leaf of `docs` (one float64 (n,) array per doc).
     `analyzer` must be the one the `LeafTerms` were counted with; k1 and b: BM25's
-    saturation and length normalisation (Lucene's defaults)."""
-    return _bm25(query, docs, None, analyzer, k1, b)
+    saturation and length normalisation (Lucene's defaults). COLLECTION: the documents
+    whose leaves give the statistics (document frequencies, leaf count, average length;
+    default `docs`)."""
+    return _bm25(query, docs, None, analyzer, k1, b, collection)
 
 
-def bm25_nodes(query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree]) -> list[np.ndarray]:
+def bm25_nodes(query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree],
+               collection: Sequence[LeafTerms] | None = None) -> list[np.ndarray]:
     """BM25 of `query` against every node of each tree ((2n-1,) per doc; leaves first).
 
-    Collection statistics come from the leaves (the evidence units); an internal node is
-    the concatenation of its leaves.
+    Collection statistics come from the leaves (the evidence units) of COLLECTION
+    (default `docs`); an internal node is the concatenation of its leaves.
     """
-    return _bm25(query, docs, trees, tokenize, K1, B)
+    return _bm25(query, docs, trees, tokenize, K1, B, collection)
 
 
 def bm25_documents(query: str, docs: Sequence[LeafTerms]) -> np.ndarray:
@@ -193,15 +196,16 @@ def bm25_documents(query: str, docs: Sequence[LeafTerms]) -> np.ndarray:
 
 def _bm25(
     query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree] | None,
-    analyzer: Analyzer, k1: float, b: float,
+    analyzer: Analyzer, k1: float, b: float, collection: Sequence[LeafTerms] | None = None,
 ) -> list[np.ndarray]:
     size = [len(d.lengths) if trees is None else 2 * len(d.lengths) - 1 for d in docs]
     out = [np.zeros(s, dtype=np.float64) for s in size]
     terms = sorted(set(analyzer(query)))
-    n = sum(len(d.lengths) for d in docs)
+    stats = docs if collection is None else collection
+    n = sum(len(d.lengths) for d in stats)
     if not terms or not n:
         return out
-    avg = max(sum(float(d.lengths.sum()) for d in docs) / n, 1e-9)
+    avg = max(sum(float(d.lengths.sum()) for d in stats) / n, 1e-9)
     lengths = [d.lengths if trees is None else _subtree_sums(t, d.lengths)
                for d, t in zip(docs, trees or [None] * len(docs))]
     for term in terms:
@@ -209,6 +213,8 @@ def _bm25(
         df = int(sum((tf > 0).sum() for tf in tfs))
         if not df:
             continue
+        if collection is not None:  # a term of DOCS that the collection may lack
+            df = int(sum((d.tf(term) > 0).sum() for d in collection))
         idf = _idf(df, n)
         for k, tf in enumerate(tfs):
             if trees is not None:

@@ -7,6 +7,7 @@ the hierarchy's document and section evidence (`sproutrag.search.hierarchy`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,13 @@ def cosine_scores(vectors: np.ndarray, query: np.ndarray,
     return (vectors @ q) / np.maximum(norms, 1e-12)
 
 
+#: A corpus-wide query's statistics (BM25's collection, the z-scores' mean and SD) come
+#: from the first stage's leading documents until they hold this many leaves
+#: (`anchor_documents`): fitted on the three train pools (16, 32, 64, 128 tried) and
+#: adopted by its rule on dev (docs/results.md, rule 11; `bench/research/anchored_stats.py`).
+ANCHOR_LEAVES = 32
+
+
 @dataclass(frozen=True)
 class NodeScores:
     """Scores of every node of one tree for one query."""
@@ -33,9 +41,12 @@ class NodeScores:
     rank: np.ndarray  # float64 (2n-1,): the fused score nodes are ranked and searched by
 
 
-def _standardise(values: list[np.ndarray], n_leaves: list[int]) -> list[np.ndarray]:
-    """(x - mean) / sd with mean and sd over the leaves of all trees (sd 0 -> 1)."""
-    leaves = np.concatenate([v[:n] for v, n in zip(values, n_leaves)])
+def _standardise(values: list[np.ndarray], n_leaves: list[int],
+                 among: Sequence[int] | None = None) -> list[np.ndarray]:
+    """(x - mean) / sd with mean and sd over the leaves of all trees, or of the trees
+    AMONG (their indices) (sd 0 -> 1)."""
+    among = range(len(values)) if among is None else among
+    leaves = np.concatenate([values[i][: n_leaves[i]] for i in among] or [np.zeros(0)])
     mean = float(leaves.mean()) if leaves.size else 0.0
     sd = float(leaves.std()) if leaves.size else 0.0
     sd = sd if sd > 1e-9 else 1.0
@@ -45,11 +56,14 @@ def _standardise(values: list[np.ndarray], n_leaves: list[int]) -> list[np.ndarr
 def node_scores(
     trees: dict[str, Tree], query_vec: np.ndarray, *, query: str = "",
     lexical: dict[str, LeafTerms] | None = None, lexical_weight: float = 0.0,
+    anchor: Sequence[str] | None = None,
 ) -> dict[str, NodeScores]:
     """Cosine of every node and the score nodes are ranked by.
 
     With ``lexical_weight`` w > 0 (and each tree's `LeafTerms`), the rank score is
     ``z(cosine) + w * z(BM25 of the node's text)``; otherwise it is the cosine itself.
+    ANCHOR: the documents whose leaves give BM25's collection and the z-scores' mean and
+    SD (`anchor_documents`; default every tree).
     """
     ids = list(trees)
     cos = [cosine_scores(trees[d].vectors, query_vec, trees[d].norms) for d in ids]
@@ -57,15 +71,46 @@ def node_scores(
         return {d: NodeScores(c, c.astype(np.float64)) for d, c in zip(ids, cos)}
     if lexical is None or any(d not in lexical for d in ids):
         raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched tree")
-    lex = bm25_nodes(query, [lexical[d] for d in ids], [trees[d] for d in ids])
-    fused = fuse(cos, lex, [trees[d].n for d in ids], lexical_weight)
+    among = anchor_positions(ids, anchor)
+    lex = bm25_nodes(query, [lexical[d] for d in ids], [trees[d] for d in ids],
+                     collection=None if among is None else [lexical[ids[i]] for i in among])
+    fused = fuse(cos, lex, [trees[d].n for d in ids], lexical_weight, among=among)
     return {d: NodeScores(c, f) for d, c, f in zip(ids, cos, fused)}
 
 
+def anchor_documents(docs: Sequence[str], leaves: Mapping[str, int],
+                     min_leaves: int) -> list[str] | None:
+    """The leading DOCS (in their order: the first stage's ranking) until they hold at
+    least MIN_LEAVES leaves (LEAVES: per document): the documents a corpus-wide query's
+    statistics come from, so that look-alike documents further down do not change how
+    the leading one ranks its own leaves. None (every document) when MIN_LEAVES is 0 or
+    every document is needed."""
+    if min_leaves <= 0:
+        return None
+    out, held = [], 0
+    for d in docs:
+        if held >= min_leaves:
+            return out
+        out.append(d)
+        held += leaves.get(d, 0)
+    return None
+
+
+def anchor_positions(ids: Sequence[str], anchor: Sequence[str] | None) -> list[int] | None:
+    """Indices in IDS of the ANCHOR documents (None: all)."""
+    if anchor is None:
+        return None
+    wanted = set(anchor)
+    return [i for i, d in enumerate(ids) if d in wanted]
+
+
 def fuse(
-    cosine: list[np.ndarray], lexical: list[np.ndarray], n_leaves: list[int], weight: float
+    cosine: list[np.ndarray], lexical: list[np.ndarray], n_leaves: list[int], weight: float,
+    among: Sequence[int] | None = None,
 ) -> list[np.ndarray]:
     """``z(cosine) + weight * z(lexical)`` per document, each standardised over the leaves
-    (the first n_leaves entries of each array) of all the documents together."""
-    zc, zl = _standardise(cosine, n_leaves), _standardise(lexical, n_leaves)
+    (the first n_leaves entries of each array) of all the documents together, or of the
+    documents AMONG (their indices)."""
+    zc = _standardise(cosine, n_leaves, among)
+    zl = _standardise(lexical, n_leaves, among)
     return [a + weight * b for a, b in zip(zc, zl)]

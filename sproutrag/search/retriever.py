@@ -49,7 +49,12 @@ from sproutrag.search.first_stage import FIRST_STAGES, LEAF_FILTER, FirstStage
 from sproutrag.search.hierarchy import hierarchical_scores
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.node_scores import cosine_scores, node_scores
+from sproutrag.search.node_scores import (
+    ANCHOR_LEAVES,
+    anchor_documents,
+    cosine_scores,
+    node_scores,
+)
 from sproutrag.search.tree_search import (
     Reranker,
     Selected,
@@ -94,6 +99,7 @@ class Retriever:
         overrides: Mapping[str, Any] | None = None,
         n_docs: int = 8,
         first_stage: str = "hybrid",
+        anchor_leaves: int = ANCHOR_LEAVES,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -102,7 +108,11 @@ class Retriever:
         """THRESHOLD, LEXICAL_WEIGHT (None: not set), MARGIN (None: off) and OVERRIDES (any
         `SearchParams` field) replace the database's defaults (`_resolve`). FIRST_STAGE:
         how a query without doc_ids picks its documents (`choose_documents`): "hybrid"
-        (nearest nodes and the full-text index's best leaves, fused) or "vector"."""
+        (nearest nodes and the full-text index's best leaves, fused) or "vector".
+        ANCHOR_LEAVES: a query without doc_ids takes BM25's collection and the z-scores
+        of its rank scores from the first stage's leading documents until they hold this
+        many leaves (`node_scores.anchor_documents`; 0: from every searched document)."""
+        self.anchor_leaves = check_count("anchor_leaves", anchor_leaves)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -488,7 +498,8 @@ class Retriever:
                        if params.lexical_weight > 0 else None)
             trees = {d: st.tree for d, st in stored.items()}
             scores = node_scores(trees, qvec, query=query, lexical=lexical,
-                                 lexical_weight=params.lexical_weight)
+                                 lexical_weight=params.lexical_weight,
+                                 anchor=self._anchor(docs, stored, not doc_ids))
             scores = hierarchical_scores(trees, scores, params, qvec, query=query,
                                          lexical=lexical)
             chosen = selection or DEFAULT_SELECTION
@@ -541,9 +552,10 @@ class Retriever:
             if mode == "flat":
                 return self._flat(qvec, k, doc_ids, allowed=allowed)
             docs = self.choose_documents(qvec, doc_ids, k=k, query=query, allowed=allowed)
+            ranked = not doc_ids  # in the first stage's order: its leading ones anchor
             if mode == "leaves":
-                return self._leaves(query, qvec, k, docs, params)
-            return self._tree(query, qvec, k, docs, params)
+                return self._leaves(query, qvec, k, docs, params, ranked)
+            return self._tree(query, qvec, k, docs, params, ranked)
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None,
               allowed: Collection[str] | None = None, again: int = 3) -> list[Hit]:
@@ -599,25 +611,35 @@ class Retriever:
                    if params.lexical_weight > 0 else None)
         return stored, lexical
 
+    def _anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
+                ranked: bool) -> list[str] | None:
+        """The documents a query's statistics come from: the first stage's leading ones
+        when DOCS are its RANKED choice (`anchor_documents`), else all (None)."""
+        if not ranked:
+            return None
+        leaves = {d: st.tree.n for d, st in stored.items()}
+        return anchor_documents([d for d in docs if d in stored], leaves, self.anchor_leaves)
+
     def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
-              params: SearchParams) -> list[Hit]:
+              params: SearchParams, ranked: bool = False) -> list[Hit]:
         stored, lexical = self._loaded(docs, params)
         chosen = search_trees(
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
             lexical=lexical, reranker=self.reranker,
             node_text=lambda d, n: node_text(stored[d], n), fill=self.fills_k,
+            anchor=self._anchor(docs, stored, ranked),
         )
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
     def _leaves(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
-                params: SearchParams) -> list[Hit]:
+                params: SearchParams, ranked: bool = False) -> list[Hit]:
         """Leaves mode: the documents tree mode searches, their leaves ranked by tree mode's
         fused score and cutoffs (`tree_search.leaves_mode`), no tree."""
         stored, lexical = self._loaded(docs, params)
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
-        ranked = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical,
-                             fill=self.fills_k)
-        return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in ranked]
+        found = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical,
+                            fill=self.fills_k, anchor=self._anchor(docs, stored, ranked))
+        return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in found]
 
 
 __all__ = ["FIRST_STAGES", "MODES", "Current", "Hit", "QueryError", "Retriever", "sql_quote"]

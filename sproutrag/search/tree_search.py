@@ -24,7 +24,13 @@ import numpy as np
 from sproutrag.params import SearchParams
 from sproutrag.search.hierarchy import best_first, document_scores, hierarchical_scores
 from sproutrag.search.lexical import LeafTerms, bm25_leaves
-from sproutrag.search.node_scores import NodeScores, cosine_scores, fuse, node_scores
+from sproutrag.search.node_scores import (
+    NodeScores,
+    anchor_positions,
+    cosine_scores,
+    fuse,
+    node_scores,
+)
 from sproutrag.trees.tree import Tree
 
 
@@ -251,6 +257,7 @@ def search_trees(
     node_text: Callable[[str, int], str] | None = None,
     scores: dict[str, NodeScores] | None = None,
     fill: bool = True,
+    anchor: Sequence[str] | None = None,
 ) -> list[Selected]:
     """Tree mode, whole: score nodes (with the document's and the sections' evidence,
     `hierarchical_scores`), beam search (plus seeds), rerank, spend k units.
@@ -260,10 +267,11 @@ def search_trees(
     `node_text(doc_id, node)`. `scores` may hold this query's `node_scores` (computed
     with the same lexical weight) to share them between budgets. FILL: when the
     candidates hold fewer than k units, the best other leaves follow (`fill_to_k`).
+    ANCHOR: the documents the scores' statistics come from (`node_scores`).
     """
     if scores is None:
         scores = node_scores(trees, query_vec, query=query, lexical=lexical,
-                             lexical_weight=params.lexical_weight)
+                             lexical_weight=params.lexical_weight, anchor=anchor)
     scores = hierarchical_scores(trees, scores, params, query_vec, query=query,
                                  lexical=lexical)
     found = tree_candidates(trees, query_vec, params=params, scores=scores, k=k)
@@ -290,6 +298,7 @@ def search_leaves(
     fill: bool = False,
     doc_prior: dict[str, float] | None = None,
     diversity: float = 0.0,
+    anchor: Sequence[str] | None = None,
 ) -> list[tuple[str, int, float]]:
     """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
 
@@ -298,7 +307,8 @@ def search_leaves(
     `LeafTerms`) leaves are ranked by z(cosine) + w z(BM25). DOC_PRIOR adds a score per
     document to its leaves; DIVERSITY takes lambda per unit already taken from a leaf's
     document (`best_first`). Ties go to the smaller (doc_id, leaf). FILL: the leaves the
-    cutoffs drop follow, in the same order, up to k.
+    cutoffs drop follow, in the same order, up to k. ANCHOR: the documents BM25's
+    collection and the z-scores come from (`node_scores`; default all).
     """
     ids = list(leaf_vectors)
     cos = {d: cosine_scores(leaf_vectors[d], query_vec) for d in ids}
@@ -306,9 +316,11 @@ def search_leaves(
     if lexical_weight > 0:
         if lexical is None or any(d not in lexical for d in ids):
             raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched document")
-        lex = bm25_leaves(query, [lexical[d] for d in ids])
+        among = anchor_positions(ids, anchor)
+        lex = bm25_leaves(query, [lexical[d] for d in ids], collection=None if among is None
+                          else [lexical[ids[i]] for i in among])
         rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
-                                  lexical_weight)))
+                                  lexical_weight, among=among)))
     if doc_prior:
         rank = {d: rank[d] + doc_prior.get(d, 0.0) for d in ids}
     every = sorted((-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d])))
@@ -346,6 +358,7 @@ def leaves_mode(
     query: str = "",
     lexical: dict[str, LeafTerms] | None = None,
     fill: bool = True,
+    anchor: Sequence[str] | None = None,
 ) -> list[tuple[str, int, float]]:
     """Leaves mode: the k best leaves by tree mode's own score, no tree.
 
@@ -366,7 +379,7 @@ def leaves_mode(
     return search_leaves(leaf_vectors, query_vec, k=k, threshold=params.threshold,
                          margin=params.margin, query=query, lexical=lexical,
                          lexical_weight=params.lexical_weight, fill=fill, doc_prior=prior,
-                         diversity=params.doc_diversity)
+                         diversity=params.doc_diversity, anchor=anchor)
 
 
 __all__ = ["Candidates", "NodeScores", "Reranker", "Selected", "beam_search", "cosine_rerank",

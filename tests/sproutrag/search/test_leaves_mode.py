@@ -29,12 +29,13 @@ def retriever(tmp_path) -> Retriever:
 
 
 def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: SearchParams,
-               bm25: dict[str, np.ndarray] | None, fill: bool = True
-               ) -> list[tuple[str, int]]:
+               bm25: dict[str, np.ndarray] | None, fill: bool = True,
+               among: list[str] | None = None) -> list[tuple[str, int]]:
     """Leaves mode by brute force, written apart from the library: every leaf's cosine,
-    with BM25S each document's leaf BM25 scores; z-scores over all the leaves, fused as
-    z(cos) + w z(BM25); leaves below the threshold (or the margin) after the others (with
-    FILL) or dropped; ranked best first, ties to the smaller (doc_id, leaf)."""
+    with BM25S each document's leaf BM25 scores; z-scores over all the leaves (or those of
+    the documents AMONG), fused as z(cos) + w z(BM25); leaves below the threshold (or the
+    margin) after the others (with FILL) or dropped; ranked best first, ties to the
+    smaller (doc_id, leaf)."""
     rows: list[list] = []
     for d, vecs in vectors.items():
         for u, v in enumerate(vecs):
@@ -43,8 +44,9 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
 
     def z(col: int) -> list[float]:
         xs = np.array([r[col] for r in rows], dtype=np.float64)
-        sd = xs.std() if xs.std() > 1e-9 else 1.0
-        return list((xs - xs.mean()) / sd)
+        stats = np.array([r[col] for r in rows if among is None or r[0] in among])
+        sd = stats.std() if stats.std() > 1e-9 else 1.0
+        return list((xs - stats.mean()) / sd)
     w = params.lexical_weight
     scores = ([a + w * b for a, b in zip(z(2), z(3))] if bm25 and w > 0
               else [r[2] for r in rows])
@@ -63,10 +65,18 @@ def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
 
     docs = r.choose_documents(q, doc_ids, k=k)
     trees = {d: r.tree(d, t) for d, t in r._tree_ids(docs).items()}
-    terms = [r.leaf_terms(d, t) for d, t in r._tree_ids(docs).items()]
-    bm25 = dict(zip(trees, bm25_leaves(query, terms)))
+    terms = {d: r.leaf_terms(d, t) for d, t in r._tree_ids(docs).items()}
+    among = None  # a corpus-wide query: the statistics of the leading documents
+    if doc_ids is None and r.anchor_leaves:
+        among, held = [], 0
+        for d in docs:
+            if held < r.anchor_leaves:
+                among.append(d)
+                held += trees[d].tree.n
+    collection = None if among is None else [terms[d] for d in among]
+    bm25 = dict(zip(trees, bm25_leaves(query, list(terms.values()), collection=collection)))
     vectors = {d: st.tree.vectors[: st.tree.n] for d, st in trees.items()}
-    ranked = _reference(vectors, q, k, r.params, bm25)
+    ranked = _reference(vectors, q, k, r.params, bm25, among=among)
     return [(d, f"{d}:{u}", [tuple(trees[d].spans[u])]) for d, u in ranked]
 
 
@@ -117,8 +127,11 @@ def test_the_reference_with_words_matches_on_random_documents():
             assert got == _reference(vectors, q, 5, params, bm25, fill), (trial, fill)
 
 
+@pytest.mark.parametrize("anchor_leaves", [0, 12, 32])  # every document / the leading ones
 @pytest.mark.parametrize("doc_ids", [None, ["d03", "d07", "d11"]])
-def test_leaves_mode_is_tree_modes_score_over_the_same_documents(retriever, doc_ids):
+def test_leaves_mode_is_tree_modes_score_over_the_same_documents(retriever, doc_ids,
+                                                                 anchor_leaves):
+    retriever.anchor_leaves = anchor_leaves
     rng = np.random.default_rng(0)
     for query in ("notice period", "payment breach", "written cure days"):
         q = rng.normal(size=DIM).astype(np.float32)

@@ -124,3 +124,20 @@ def test_context_weight_and_bm25_shape_parameters():
                 k1=2.0, b=0.3)
     idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
     assert got[0] == pytest.approx(idf * 2 * 3.0 / (2 + 2.0 * (0.7 + 0.3 * 3 / (8 / 3))))
+
+
+def test_a_collection_gives_the_statistics_to_every_document():
+    a = LeafTerms.of(["alpha beta", "gamma"])
+    b = LeafTerms.of(["alpha", "delta delta"])
+    # a alone as the collection: a scores as it does alone; b is scored on a's scale
+    got_a, got_b = bm25_leaves("alpha delta", [a, b], collection=[a])
+    np.testing.assert_allclose(got_a, bm25_leaves("alpha delta", [a])[0])
+    n, avg = 2, 3 / 2  # a's two leaves, 3 tokens
+    idf_alpha = math.log(1 + (n - 1 + 0.5) / (1 + 0.5))  # df 1 in a
+    idf_delta = math.log(1 + (n - 0 + 0.5) / (0 + 0.5))  # absent from a: df 0
+    np.testing.assert_allclose(got_b, [
+        idf_alpha * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 1 / avg)),
+        idf_delta * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 2 / avg))])
+    everyone = bm25_leaves("alpha delta", [a, b], collection=[a, b])
+    for x, y in zip(everyone, bm25_leaves("alpha delta", [a, b])):
+        np.testing.assert_array_equal(x, y)  # the default collection: the documents
