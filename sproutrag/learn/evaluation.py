@@ -248,9 +248,10 @@ def corpus_wide_loss(
             "char_ie_ratio": ratio["char_ie"]}
 
 
-def describe_loss(loss: dict[str, float], n_docs: int) -> str:
+def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int) -> str:
     """`corpus_wide_loss` as the note of a report row."""
-    return (f"first stage (n_docs {n_docs}) chose {loss['gold_docs_chosen']:.0%} of the gold "
+    return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}) chose "
+            f"{loss['gold_docs_chosen']:.0%} of the gold "
             f"documents (all of a query's for {loss['all_gold_chosen']:.0%}); "
             f"{loss['non_gold_units']:.0%} of the units from other documents; "
             f"{loss['ie_ratio']:.2f}x unit IE, {loss['char_ie_ratio']:.2f}x char-IE of "
