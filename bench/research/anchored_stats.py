@@ -96,18 +96,8 @@ def fit(pools: list[H.Pool]) -> float:
 
 def compare(names: list[str], m: float, settings, encoder) -> None:
     """Dev: M against today's, paired, corpus-wide and within."""
-    for name in names:
-        p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
-        within = tree_row(p, "within", math.inf)
-        for scope in ("wide", "within"):
-            ref = within if scope == "within" else tree_row(p, scope, math.inf)
-            row = tree_row(p, scope, m)
-            print(f"{name} dev {scope}: today IE {100 * ref['avg']['ie']:.2f}, M {m:g} IE "
-                  f"{100 * row['avg']['ie']:.2f} "
-                  f"({row['avg']['ie'] / within['avg']['ie']:.3f}x today within): "
-                  f"{H.difference(row, ref)}; char-IE {100 * row['avg']['char_ie']:.2f} "
-                  f"({row['avg']['char_ie'] / within['avg']['char_ie']:.3f}x), "
-                  f"{H.difference(row, ref, 'char_ie')}", flush=True)
+    H.compare_dev(names, settings, encoder, f"M {m:g}",
+                  lambda p, scope, on: tree_row(p, scope, m if on else math.inf))
 
 
 def main(argv: list[str] | None = None) -> int:

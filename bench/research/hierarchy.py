@@ -270,6 +270,27 @@ def difference(row: dict, ref: dict, key: str = "ie") -> str:
     return f"{100 * d:+.2f} +/- {100 * se:.2f} ({d / se if se else 0:+.1f} SE)"
 
 
+def against(row: dict, ref: dict, within: dict) -> str:
+    """ROW's IE and char-IE with their ratios to WITHIN and paired differences to REF."""
+    return "; ".join(
+        f"{label} {100 * row['avg'][key]:.2f} ({row['avg'][key] / within['avg'][key]:.3f}x "
+        f"within): {difference(row, ref, key)}"
+        for label, key in (("IE", "ie"), ("char-IE", "char_ie")))
+
+
+def compare_dev(names: list[str], settings: Any, encoder: Any, label: str,
+                row: Any) -> None:
+    """Print, for each dev pool of NAMES, a variant (LABEL) against today's search,
+    corpus-wide and within, paired; ROW(pool, scope, variant_on) gives a result row."""
+    for name in names:
+        p = Pool(name, *open_pool(name, "dev", settings, encoder))
+        within = row(p, "within", False)
+        for scope in ("wide", "within"):
+            ref = within if scope == "within" else row(p, scope, False)
+            print(f"{name} dev {scope}: today IE {100 * ref['avg']['ie']:.2f}, {label} "
+                  f"{against(row(p, scope, True), ref, within)}", flush=True)
+
+
 #: The three pools every research script measures by default.
 POOLS = ["paragraphs", "hotpot-pooled", "long-pooled"]
 

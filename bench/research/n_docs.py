@@ -114,12 +114,9 @@ def compare(names: list[str], n_docs: float, settings, encoder) -> None:
             row = tree_row(pool(name, "dev", n_docs, settings, encoder), "n_docs")
         print(f"{name} dev corpus-wide: today IE {100 * ref['avg']['ie']:.2f} "
               f"({ref['avg']['ie'] / within['avg']['ie']:.3f}x within), "
-              f"{'margin' if MARGIN else 'n_docs'} {n_docs:g} "
-              f"IE {100 * row['avg']['ie']:.2f} "
-              f"({row['avg']['ie'] / within['avg']['ie']:.3f}x within): "
-              f"{H.difference(row, ref)}; char-IE {100 * row['avg']['char_ie']:.2f} "
-              f"({row['avg']['char_ie'] / within['avg']['char_ie']:.3f}x within), "
-              f"{H.difference(row, ref, 'char_ie')}", flush=True)
+              f"{'margin' if MARGIN else 'n_docs'} {n_docs:g} {H.against(row, ref, within)}",
+              flush=True)
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

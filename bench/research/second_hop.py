@@ -151,19 +151,8 @@ def fit(pools: list[H.Pool]) -> tuple[float, str]:
 def compare(names: list[str], point: tuple[float, str], settings, encoder) -> None:
     """Dev: the point against today's, paired, corpus-wide and within."""
     gamma, scope = point
-    for name in names:
-        p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
-        within_today = p.row("within", runs(p, "within", 0.0, scope))
-        for where in ("wide", "within"):
-            ref = within_today if where == "within" else p.row("today", runs(p, where, 0.0,
-                                                                            scope))
-            row = p.row("hop", runs(p, where, gamma, scope))
-            ratio = row["avg"]["ie"] / within_today["avg"]["ie"]
-            print(f"{name} dev {where}: today IE {100 * ref['avg']['ie']:.2f}, hop "
-                  f"{gamma:g} {scope} IE {100 * row['avg']['ie']:.2f} ({ratio:.3f}x today "
-                  f"within): {H.difference(row, ref)}; char-IE "
-                  f"{100 * row['avg']['char_ie']:.2f}, {H.difference(row, ref, 'char_ie')}",
-                  flush=True)
+    H.compare_dev(names, settings, encoder, f"hop {gamma:g} {scope}",
+                  lambda p, where, on: p.row("", runs(p, where, gamma if on else 0.0, scope)))
 
 
 def main(argv: list[str] | None = None) -> int:
