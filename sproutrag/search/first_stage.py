@@ -15,7 +15,7 @@ import math
 import sys
 import threading
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -117,9 +117,7 @@ class FirstStage:
         self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
         self._rows: tuple[int, int] | None = None  # (nodes version, rows)
         self._probes: tuple[int, int] | None = None  # (nodes version, ANN probes)
-        # (table versions, doc id per row, unit row vectors, the leaves by row id), or
-        # (versions, None, None, None) past memory_rows
-        self._matrix: tuple[tuple, Any, Any, Any] | None = None
+        self._matrix: _NodeRows | None = None
         self._ranked = threading.local()  # `prefetch`: node rankings of a batch's questions
 
     def _count(self, nodes: Any) -> int:
@@ -141,21 +139,21 @@ class FirstStage:
     def node_matrix(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(doc id per current node row, L2-normalised vectors), or (None, None) past
         memory_rows."""
-        return self._node_rows()[1:3]
+        rows = self._node_rows()
+        return rows.docs, rows.vecs
 
-    def _node_rows(self) -> tuple[tuple, Any, Any, Any]:
-        """(versions, `node_matrix`'s docs and vectors, `_LeafRows` of the current
-        leaves), read once per version of `nodes` and of the current trees; (versions,
-        None, None, None) past memory_rows."""
+    def _node_rows(self) -> _NodeRows:
+        """The current nodes held in memory, read once per version of `nodes` and of the
+        current trees (nothing past memory_rows)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         tbl = self.store.table("nodes")
         current = self.current()
         versions = (self.store.version("nodes"), current.version)
-        if self._matrix is None or self._matrix[0] != versions:
+        if self._matrix is None or self._matrix.versions != versions:
             if self._count(tbl) > self.memory_rows:
-                self._matrix = (versions, None, None, None)
+                self._matrix = _NodeRows(versions)
             else:
                 data = (tbl.search().select(["doc_id", "tree_id", "left", "vector"])
                         .with_row_id(True).limit(None).to_arrow())
@@ -167,7 +165,7 @@ class FirstStage:
                 docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
                 leaf = data.column("left").to_numpy() == -1
                 leaves = _LeafRows(data.column("_rowid").to_numpy()[leaf], docs[leaf])
-                self._matrix = (versions, docs, vecs, leaves)
+                self._matrix = _NodeRows(versions, docs, vecs, leaves)
         return self._matrix
 
     def probes(self, nodes: Any) -> int:
@@ -327,7 +325,7 @@ class FirstStage:
                       "documents by their vectors alone until an index run builds it")
             return []
         nodes = self.store.table("nodes")
-        leaves, limit = self._node_rows()[3], limit + self.stale_rows(nodes)
+        leaves, limit = self._node_rows().leaves, limit + self.stale_rows(nodes)
         try:
             if leaves is not None:  # row ids only, their documents from memory
                 found = self._text_query(nodes, query, [], limit)
@@ -355,6 +353,15 @@ class FirstStage:
         q = nodes.search(query, query_type="fts").limit(limit)
         return (q.select(columns) if columns else q.with_row_id(True).select(["_score"])
                 ).to_arrow()
+
+
+class _NodeRows(NamedTuple):
+    """The current nodes a `FirstStage` holds up to memory_rows (None beyond)."""
+
+    versions: tuple[int, int]  # (nodes version, current trees' version)
+    docs: np.ndarray | None = None  # doc id per current node row
+    vecs: np.ndarray | None = None  # their L2-normalised vectors
+    leaves: _LeafRows | None = None  # the current leaves by row id (full-text hits)
 
 
 class _LeafRows:

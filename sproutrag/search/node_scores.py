@@ -71,9 +71,8 @@ def node_scores(
         return {d: NodeScores(c, c.astype(np.float64)) for d, c in zip(ids, cos)}
     if lexical is None or any(d not in lexical for d in ids):
         raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched tree")
-    among = anchor_positions(ids, anchor)
-    lex = bm25_nodes(query, [lexical[d] for d in ids], [trees[d] for d in ids],
-                     collection=None if among is None else [lexical[ids[i]] for i in among])
+    among, collection = anchor_collection(ids, anchor, lexical)
+    lex = bm25_nodes(query, [lexical[d] for d in ids], [trees[d] for d in ids], collection)
     fused = fuse(cos, lex, [trees[d].n for d in ids], lexical_weight, among=among)
     return {d: NodeScores(c, f) for d, c, f in zip(ids, cos, fused)}
 
@@ -96,12 +95,16 @@ def anchor_documents(docs: Sequence[str], leaves: Mapping[str, int],
     return None
 
 
-def anchor_positions(ids: Sequence[str], anchor: Sequence[str] | None) -> list[int] | None:
-    """Indices in IDS of the ANCHOR documents (None: all)."""
+def anchor_collection(ids: Sequence[str], anchor: Sequence[str] | None,
+                      lexical: Mapping[str, LeafTerms]
+                      ) -> tuple[list[int] | None, list[LeafTerms] | None]:
+    """(indices in IDS, `LeafTerms`) of the ANCHOR documents: `fuse`'s AMONG and BM25's
+    COLLECTION; (None, None) for every document."""
     if anchor is None:
-        return None
+        return None, None
     wanted = set(anchor)
-    return [i for i, d in enumerate(ids) if d in wanted]
+    among = [i for i, d in enumerate(ids) if d in wanted]
+    return among, [lexical[ids[i]] for i in among]
 
 
 def fuse(

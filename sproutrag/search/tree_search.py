@@ -26,7 +26,7 @@ from sproutrag.search.hierarchy import best_first, document_scores, hierarchical
 from sproutrag.search.lexical import LeafTerms, bm25_leaves
 from sproutrag.search.node_scores import (
     NodeScores,
-    anchor_positions,
+    anchor_collection,
     cosine_scores,
     fuse,
     node_scores,
@@ -316,9 +316,8 @@ def search_leaves(
     if lexical_weight > 0:
         if lexical is None or any(d not in lexical for d in ids):
             raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched document")
-        among = anchor_positions(ids, anchor)
-        lex = bm25_leaves(query, [lexical[d] for d in ids], collection=None if among is None
-                          else [lexical[ids[i]] for i in among])
+        among, collection = anchor_collection(ids, anchor, lexical)
+        lex = bm25_leaves(query, [lexical[d] for d in ids], collection=collection)
         rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
                                   lexical_weight, among=among)))
     if doc_prior:
