@@ -396,7 +396,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
                              queries, mode=mode, notes="stored path, no doc_ids", stats={})
             loss = corpus_wide_loss(retriever, queries, runs, within, row)
             row["corpus_wide"] = loss
-            row["notes"] += "; " + describe_loss(loss, retriever.n_docs, retriever.anchor_leaves)
+            row["notes"] += "; " + describe_loss(loss, retriever.n_docs, retriever.anchor_leaves,
+                                                 retriever.link_weight)
             rows.append(row)
     return rows
 

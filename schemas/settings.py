@@ -115,12 +115,18 @@ class SearchSettings(_Section):
         "down do not change how the leading one ranks its own leaves (0: from every "
         "searched document)",
     )
+    link_weight: float = Field(
+        1.0, ge=0, le=1e6, description="In a query without doc_ids, the score points "
+        "(z-units) every unit of a searched document gains when the question or the best "
+        "unit's document names it by its title or heading-like first line: the second "
+        "document of a question about two (0: off)",
+    )
 
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
-        anchor_leaves)."""
+        anchor_leaves, link_weight)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
-                "anchor_leaves": self.anchor_leaves}
+                "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight}
 
 
 class PipelineSettings(_Section):

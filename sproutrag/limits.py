@@ -17,6 +17,6 @@ LIMITS: dict[str, tuple[float, float]] = {
     "margin": (0.0, 2.0), "lexical_weight": (0.0, 1e6), "size_penalty": (0.0, float("inf")),
     "doc_weight": (0.0, 1e6), "ancestor_weight": (0.0, 1e6), "doc_diversity": (0.0, 1e6),
     "budget_chars": (1, MAX_COUNT), "budget_tokens": (1, MAX_COUNT), "cutoff": (0.0, 1e6),
-    "anchor_leaves": (0, MAX_COUNT),
+    "anchor_leaves": (0, MAX_COUNT), "link_weight": (0.0, 1e6),
 }
 

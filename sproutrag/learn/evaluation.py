@@ -248,9 +248,11 @@ def corpus_wide_loss(
             "char_ie_ratio": ratio["char_ie"]}
 
 
-def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int) -> str:
+def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
+                  link_weight: float) -> str:
     """`corpus_wide_loss` as the note of a report row."""
-    return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}) chose "
+    return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}, link_weight "
+            f"{link_weight:g}) chose "
             f"{loss['gold_docs_chosen']:.0%} of the gold "
             f"documents (all of a query's for {loss['all_gold_chosen']:.0%}); "
             f"{loss['non_gold_units']:.0%} of the units from other documents; "

@@ -49,6 +49,7 @@ from sproutrag.search.first_stage import FIRST_STAGES, LEAF_FILTER, FirstStage
 from sproutrag.search.hierarchy import hierarchical_scores
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
+from sproutrag.search.links import LINK_WEIGHT, Links, document_name, words
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     anchor_documents,
@@ -100,6 +101,7 @@ class Retriever:
         n_docs: int = 8,
         first_stage: str = "hybrid",
         anchor_leaves: int = ANCHOR_LEAVES,
+        link_weight: float = LINK_WEIGHT,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -111,8 +113,12 @@ class Retriever:
         (nearest nodes and the full-text index's best leaves, fused) or "vector".
         ANCHOR_LEAVES: a query without doc_ids takes BM25's collection and the z-scores
         of its rank scores from the first stage's leading documents until they hold this
-        many leaves (`node_scores.anchor_documents`; 0: from every searched document)."""
+        many leaves (`node_scores.anchor_documents`; 0: from every searched document).
+        LINK_WEIGHT: in a query without doc_ids, the rank-score points every node of a
+        searched document gains when the query or the best leaf's document names it
+        (`sproutrag.search.links`; 0: off)."""
         self.anchor_leaves = check_count("anchor_leaves", anchor_leaves)
+        self.link_weight = check_number("link_weight", link_weight)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -273,7 +279,7 @@ class Retriever:
         if found is None:
             st = self.tree(doc_id, tree_id)
             try:
-                text = self.store.document_text(doc_id, tree_id)
+                text = self.document_text(doc_id, tree_id)
             except KeyError:
                 return LeafTerms.of(st.texts)
             found = LeafTerms.of_document(text, st.spans.tolist())
@@ -283,10 +289,29 @@ class Retriever:
     def document_text(self, doc_id: str, tree_id: str) -> str:
         """The text of DOC_ID whose current tree is TREE_ID (a context's spans are cut from
         it), cached like the tree; KeyError when the document was replaced meanwhile."""
+        return self._document(doc_id, tree_id)[0]
+
+    def document_name(self, doc_id: str, tree_id: str) -> str | None:
+        """The name other documents may call DOC_ID by (`links.document_name`: its title
+        or heading-like first line), cached like its text; KeyError as `document_text`."""
+        return self._document(doc_id, tree_id)[1]
+
+    def _document(self, doc_id: str, tree_id: str) -> tuple[str, str | None]:
+        """(text, name) of DOC_ID, read in one query and cached."""
         key = ("text", doc_id, tree_id)
         found = self._cache.get(key)
         if found is None:
-            found = self.store.document_text(doc_id, tree_id)
+            text, title = self.store.document_text_and_title(doc_id, tree_id)
+            found = (text, document_name(text, title))
+            self._cache.put(key, found, 2 * len(text) + 2 * len(found[1] or "") + 128)
+        return found
+
+    def _document_words(self, doc_id: str, tree_id: str) -> str:
+        """`links.words` of DOC_ID's text (what names it holds), cached."""
+        key = ("words", doc_id, tree_id)
+        found = self._cache.get(key)
+        if found is None:
+            found = words(self.document_text(doc_id, tree_id))
             self._cache.put(key, found, 2 * len(found) + 64)
         return found
 
@@ -500,6 +525,9 @@ class Retriever:
             scores = node_scores(trees, qvec, query=query, lexical=lexical,
                                  lexical_weight=params.lexical_weight,
                                  anchor=self._anchor(docs, stored, not doc_ids))
+            links = self._links(query, loaded, not doc_ids)
+            if links is not None:
+                scores = links.apply(scores, {d: t.n for d, t in trees.items()})
             scores = hierarchical_scores(trees, scores, params, qvec, query=query,
                                          lexical=lexical)
             chosen = selection or DEFAULT_SELECTION
@@ -603,13 +631,37 @@ class Retriever:
                 return rows[:k]
             limit = min(4 * limit, units)
 
-    def _loaded(self, docs: Sequence[str], params: SearchParams):
-        """(doc_id -> stored tree, doc_id -> leaf terms or None) of DOCS' current trees."""
+    def _loaded(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool):
+        """(doc_id -> stored tree, doc_id -> leaf terms or None, the query's `Links` or
+        None) of DOCS' current trees."""
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
-        return stored, lexical
+        return stored, lexical, self._links(query, loaded, ranked)
+
+    def _links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
+               ranked: bool) -> Links | None:
+        """The names a query follows when LOADED (doc_id -> (tree id, tree)) are the first
+        stage's RANKED choice and the link weight is not 0; else None. A document
+        replaced meanwhile has no name for this query."""
+        if not ranked or self.link_weight <= 0:
+            return None
+        names: dict[str, str | None] = {}
+        for d, (t, _) in loaded.items():
+            try:
+                names[d] = self.document_name(d, t)
+            except KeyError:
+                names[d] = None
+        tree_ids = {d: t for d, (t, _) in loaded.items()}
+
+        def words_of(d: str) -> str:
+            try:
+                return self._document_words(d, tree_ids[d])
+            except KeyError:
+                return " "
+
+        return Links(names, words_of, query, self.link_weight)
 
     def _anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
                 ranked: bool) -> list[str] | None:
@@ -622,12 +674,12 @@ class Retriever:
 
     def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
               params: SearchParams, ranked: bool = False) -> list[Hit]:
-        stored, lexical = self._loaded(docs, params)
+        stored, lexical, links = self._loaded(docs, params, query, ranked)
         chosen = search_trees(
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
             lexical=lexical, reranker=self.reranker,
             node_text=lambda d, n: node_text(stored[d], n), fill=self.fills_k,
-            anchor=self._anchor(docs, stored, ranked),
+            anchor=self._anchor(docs, stored, ranked), links=links,
         )
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
@@ -635,10 +687,11 @@ class Retriever:
                 params: SearchParams, ranked: bool = False) -> list[Hit]:
         """Leaves mode: the documents tree mode searches, their leaves ranked by tree mode's
         fused score and cutoffs (`tree_search.leaves_mode`), no tree."""
-        stored, lexical = self._loaded(docs, params)
+        stored, lexical, links = self._loaded(docs, params, query, ranked)
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
         found = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical,
-                            fill=self.fills_k, anchor=self._anchor(docs, stored, ranked))
+                            fill=self.fills_k, anchor=self._anchor(docs, stored, ranked),
+                            links=links)
         return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in found]
 
 

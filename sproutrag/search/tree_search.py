@@ -24,6 +24,7 @@ import numpy as np
 from sproutrag.params import SearchParams
 from sproutrag.search.hierarchy import best_first, document_scores, hierarchical_scores
 from sproutrag.search.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.links import Links
 from sproutrag.search.node_scores import (
     NodeScores,
     anchor_collection,
@@ -258,6 +259,7 @@ def search_trees(
     scores: dict[str, NodeScores] | None = None,
     fill: bool = True,
     anchor: Sequence[str] | None = None,
+    links: Links | None = None,
 ) -> list[Selected]:
     """Tree mode, whole: score nodes (with the document's and the sections' evidence,
     `hierarchical_scores`), beam search (plus seeds), rerank, spend k units.
@@ -267,11 +269,14 @@ def search_trees(
     `node_text(doc_id, node)`. `scores` may hold this query's `node_scores` (computed
     with the same lexical weight) to share them between budgets. FILL: when the
     candidates hold fewer than k units, the best other leaves follow (`fill_to_k`).
-    ANCHOR: the documents the scores' statistics come from (`node_scores`).
+    ANCHOR: the documents the scores' statistics come from (`node_scores`). LINKS: the
+    documents named by the query or the leading document gain its weight (`links`).
     """
     if scores is None:
         scores = node_scores(trees, query_vec, query=query, lexical=lexical,
                              lexical_weight=params.lexical_weight, anchor=anchor)
+    if links is not None:
+        scores = links.apply(scores, {d: t.n for d, t in trees.items()})
     scores = hierarchical_scores(trees, scores, params, query_vec, query=query,
                                  lexical=lexical)
     found = tree_candidates(trees, query_vec, params=params, scores=scores, k=k)
@@ -299,6 +304,7 @@ def search_leaves(
     doc_prior: dict[str, float] | None = None,
     diversity: float = 0.0,
     anchor: Sequence[str] | None = None,
+    links: Links | None = None,
 ) -> list[tuple[str, int, float]]:
     """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
 
@@ -308,7 +314,8 @@ def search_leaves(
     document to its leaves; DIVERSITY takes lambda per unit already taken from a leaf's
     document (`best_first`). Ties go to the smaller (doc_id, leaf). FILL: the leaves the
     cutoffs drop follow, in the same order, up to k. ANCHOR: the documents BM25's
-    collection and the z-scores come from (`node_scores`; default all).
+    collection and the z-scores come from (`node_scores`; default all). LINKS: the
+    documents named by the query or the leading document gain its weight (`links`).
     """
     ids = list(leaf_vectors)
     cos = {d: cosine_scores(leaf_vectors[d], query_vec) for d in ids}
@@ -320,6 +327,9 @@ def search_leaves(
         lex = bm25_leaves(query, [lexical[d] for d in ids], collection=collection)
         rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
                                   lexical_weight, among=among)))
+    if links is not None:
+        boosts = links.boosts(rank)
+        rank = {d: rank[d] + boosts.get(d, 0.0) for d in ids}
     if doc_prior:
         rank = {d: rank[d] + doc_prior.get(d, 0.0) for d in ids}
     every = sorted((-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d])))
@@ -358,6 +368,7 @@ def leaves_mode(
     lexical: dict[str, LeafTerms] | None = None,
     fill: bool = True,
     anchor: Sequence[str] | None = None,
+    links: Links | None = None,
 ) -> list[tuple[str, int, float]]:
     """Leaves mode: the k best leaves by tree mode's own score, no tree.
 
@@ -378,7 +389,7 @@ def leaves_mode(
     return search_leaves(leaf_vectors, query_vec, k=k, threshold=params.threshold,
                          margin=params.margin, query=query, lexical=lexical,
                          lexical_weight=params.lexical_weight, fill=fill, doc_prior=prior,
-                         diversity=params.doc_diversity, anchor=anchor)
+                         diversity=params.doc_diversity, anchor=anchor, links=links)
 
 
 __all__ = ["Candidates", "NodeScores", "Reranker", "Selected", "beam_search", "cosine_rerank",

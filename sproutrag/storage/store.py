@@ -453,13 +453,18 @@ class Store:
 
     def document_text(self, doc_id: str, tree_id: str) -> str:
         """The text of a document whose current tree is `tree_id` (KeyError otherwise)."""
+        return self.document_text_and_title(doc_id, tree_id)[0]
+
+    def document_text_and_title(self, doc_id: str, tree_id: str) -> tuple[str, str | None]:
+        """(text, title) of a document whose current tree is `tree_id` (KeyError
+        otherwise), in one read; the title is None when not set."""
         docs = self.table("documents")
         where = f"doc_id = {sql_quote(doc_id)} AND tree_id = {sql_quote(tree_id)}"
-        found = (docs.search().where(where).select(["text"]).limit(1).to_list()
+        found = (docs.search().where(where).select(["text", "title"]).limit(1).to_list()
                  if docs is not None else [])
         if not found:
             raise KeyError(f"doc_id {doc_id!r} with tree {tree_id!r} is not in {self.uri!r}")
-        return found[0]["text"]
+        return found[0]["text"], found[0]["title"]
 
     def load_tree(self, doc_id: str, tree_id: str | None = None) -> StoredTree:
         """Read one document's current tree (or the tree `tree_id`) into arrays, validated."""

@@ -45,10 +45,14 @@ def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
             want = unbounded.search_vector("beta kappa", q, k=3, doc_ids=doc)
             assert small.search_vector("beta kappa", q, k=3, doc_ids=doc) == want
             assert 0 < small._cache.nbytes <= budget
-    assert len(unbounded._cache) == 16  # 8 trees and 8 term counts: unbounded grows
-    assert len(small._cache) < 16
+    # unbounded grows: 8 trees, 8 term counts, 8 texts (with their names) and the words
+    # of the corpus-wide queries' leading documents (their names followed)
+    kinds = [k[0] for k in unbounded._cache.keys()]
+    assert [kinds.count(kind) for kind in ("tree", "terms", "text")] == [8, 8, 8]
+    assert 1 <= kinds.count("words") <= 8 and len(kinds) == 24 + kinds.count("words")
+    assert len(small._cache) < 24
     # Kinds share the cache and the tree id is part of every key.
-    assert {k[0] for k in small._cache.keys()} == {"tree", "terms"}
+    assert {k[0] for k in small._cache.keys()} <= {"tree", "terms", "text", "words"}
     old = {k for k in unbounded._cache.keys() if k[1] == "d1"}
     store.write([toy_document("d1", "replaced text now", seed=99)], "fp")
     [hit] = unbounded.search_vector("replaced", rng.normal(size=TOY_DIM).astype(np.float32),

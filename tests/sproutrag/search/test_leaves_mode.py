@@ -3,6 +3,8 @@ mode searches, no tree (a deterministic fake encoder, no model)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -30,12 +32,15 @@ def retriever(tmp_path) -> Retriever:
 
 def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: SearchParams,
                bm25: dict[str, np.ndarray] | None, fill: bool = True,
-               among: list[str] | None = None) -> list[tuple[str, int]]:
+               among: list[str] | None = None, links: tuple | None = None
+               ) -> list[tuple[str, int]]:
     """Leaves mode by brute force, written apart from the library: every leaf's cosine,
     with BM25S each document's leaf BM25 scores; z-scores over all the leaves (or those of
-    the documents AMONG), fused as z(cos) + w z(BM25); leaves below the threshold (or the
-    margin) after the others (with FILL) or dropped; ranked best first, ties to the
-    smaller (doc_id, leaf)."""
+    the documents AMONG), fused as z(cos) + w z(BM25); with LINKS (names, texts, query,
+    weight) the best leaf's document leads and every other document whose name (held
+    by no other document) is in the query's or the leader's words gains the weight;
+    leaves below the threshold (or the margin) after the others (with FILL) or dropped;
+    ranked best first, ties to the smaller (doc_id, leaf)."""
     rows: list[list] = []
     for d, vecs in vectors.items():
         for u, v in enumerate(vecs):
@@ -50,6 +55,17 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
     w = params.lexical_weight
     scores = ([a + w * b for a, b in zip(z(2), z(3))] if bm25 and w > 0
               else [r[2] for r in rows])
+    if links is not None:
+        names, texts, query, weight = links
+        leader = max(zip(scores, (r[0] for r in rows)))[1]
+
+        def words(text):
+            return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
+
+        linked = {d for d, name in names.items()
+                  if name and d != leader and list(names.values()).count(name) == 1
+                  and (f" {name} " in words(query) or f" {name} " in words(texts[leader]))}
+        scores = [x + (weight if r[0] in linked else 0.0) for x, r in zip(scores, rows)]
     every = [(-s, r[0], r[1], r[2]) for s, r in zip(scores, rows)]
     kept = [x for x in every if x[3] >= params.threshold]
     if params.margin is not None and kept:
@@ -76,7 +92,13 @@ def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
     collection = None if among is None else [terms[d] for d in among]
     bm25 = dict(zip(trees, bm25_leaves(query, list(terms.values()), collection=collection)))
     vectors = {d: st.tree.vectors[: st.tree.n] for d, st in trees.items()}
-    ranked = _reference(vectors, q, k, r.params, bm25, among=among)
+    links = None
+    if doc_ids is None and r.link_weight:  # names: the toy documents' one line of words
+        texts = {d: r.document_text(d, t) for d, t in r._tree_ids(docs).items()}
+        names = {d: " ".join(t.lower().split()) if len(t) >= 4 else None
+                 for d, t in texts.items()}
+        links = (names, texts, query, r.link_weight)
+    ranked = _reference(vectors, q, k, r.params, bm25, among=among, links=links)
     return [(d, f"{d}:{u}", [tuple(trees[d].spans[u])]) for d, u in ranked]
 
 
@@ -129,11 +151,14 @@ def test_the_reference_with_words_matches_on_random_documents():
 
 @pytest.mark.parametrize("anchor_leaves", [0, 12, 32])  # every document / the leading ones
 @pytest.mark.parametrize("doc_ids", [None, ["d03", "d07", "d11"]])
+@pytest.mark.parametrize("link_weight", [0.0, 1.0])
 def test_leaves_mode_is_tree_modes_score_over_the_same_documents(retriever, doc_ids,
-                                                                 anchor_leaves):
-    retriever.anchor_leaves = anchor_leaves
+                                                                 anchor_leaves, link_weight):
+    retriever.anchor_leaves, retriever.link_weight = anchor_leaves, link_weight
     rng = np.random.default_rng(0)
-    for query in ("notice period", "payment breach", "written cure days"):
+    followed = 0  # rankings the names changed
+    for query in ("notice period", "payment breach", "written cure days",
+                  "law breach cure days"):  # the name of d05 and d15
         q = rng.normal(size=DIM).astype(np.float32)
         for k in (1, 5, 12):
             hits = retriever.search_vector(query, q, k=k, doc_ids=doc_ids, mode="leaves")
@@ -145,6 +170,11 @@ def test_leaves_mode_is_tree_modes_score_over_the_same_documents(retriever, doc_
                 assert {h.doc_id for h in hits} <= set(doc_ids)
             scores = [h.score for h in hits]
             assert scores == sorted(scores, reverse=True)
+            if doc_ids is None and link_weight:
+                retriever.link_weight = 0.0
+                followed += got != _expected(retriever, q, query, k, doc_ids)
+                retriever.link_weight = link_weight
+    assert followed > 0 if doc_ids is None and link_weight else followed == 0
 
 
 def test_leaves_mode_with_internal_nodes_priced_out_equals_tree_mode(retriever):

@@ -1,0 +1,109 @@
+"""Documents named by the question or by the leading document (a link hop).
+
+A question about two documents often names only the first: the second is about an entity
+the first one names (HotpotQA's bridge questions; a report that cites another case or
+company). No score of the question against the second document finds it, and a second
+hop by likeness finds the first document's look-alikes as often (docs/results.md, rules
+5-10). What the two share is the second one's name. A document's name is its title (a
+JSONL line's "title") or else its first line when heading-like; after a corpus-wide
+query's nodes are scored, the best leaf's document d1 leads, and every other searched
+document whose name is written in the question or in d1's text gets `LINK_WEIGHT` added
+to the rank score of all its nodes (z-units). Fitted on the three train pools and adopted
+by its rule on dev (docs/results.md, rule 12; `bench/research/title_links.py`).
+
+Pure functions over strings and arrays (no model, no database).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from sproutrag.search.lexical import STOPWORDS
+from sproutrag.search.node_scores import NodeScores
+
+#: The rank-score points (z-units) a linked document's nodes gain: fitted on the three
+#: train pools (0.25, 0.5, 1, 2 tried; docs/results.md, rule 12).
+LINK_WEIGHT = 1.0
+#: A name is at most this long (a heading, not a sentence).
+MAX_NAME_CHARS = 100
+#: Names shorter than this name nothing ("a", "us", "7").
+MIN_NAME_CHARS = 4
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+_TRAILING_PARENTHESIS = re.compile(r"\s*\([^()]*\)\s*$")
+_SENTENCE_END = ".!?;,:。！？"
+
+
+def words(text: str) -> str:
+    """TEXT lower-cased as its words joined by one space, a space at each end: a name is
+    written in a text when ``f" {name} " in words(text)`` (whole words)."""
+    return " " + " ".join(_WORDS.findall(text.lower())) + " "
+
+
+def document_name(text: str, title: str | None = None) -> str | None:
+    """A document's name: TITLE when given, else TEXT's first line when heading-like (at
+    most 100 characters, no sentence punctuation at its end), as `words` (without the
+    spaces at its ends), a trailing parenthesis dropped ("Tim Brown (designer)" -> "tim
+    brown"). None when it is shorter than 4 characters or only stopwords and digits."""
+    line = title.strip() if title and title.strip() else text.lstrip().split("\n", 1)[0].strip()
+    if not line or len(line) > MAX_NAME_CHARS or (not title and line[-1] in _SENTENCE_END):
+        return None
+    name = words(_TRAILING_PARENTHESIS.sub("", line)).strip()
+    if len(name) < MIN_NAME_CHARS or all(w in STOPWORDS or w.isdigit() for w in name.split()):
+        return None
+    return name
+
+
+def linked_documents(names: Mapping[str, str | None], leading: str, leading_words: str,
+                     query: str) -> list[str]:
+    """The documents of NAMES (doc_id -> name, the searched documents) other than LEADING
+    whose name is written in QUERY or in LEADING_WORDS (`words` of the leading document's
+    text). A name two searched documents share names neither (a generic heading such as
+    "non-disclosure agreement")."""
+    count = Counter(n for n in names.values() if n)
+    q = words(query)
+    return [d for d, n in names.items()
+            if n and d != leading and count[n] == 1
+            and (f" {n} " in q or f" {n} " in leading_words)]
+
+
+@dataclass(frozen=True)
+class Links:
+    """What a corpus-wide query needs to follow names: the searched documents' NAMES, the
+    `words` of a document's text on demand (WORDS_OF: only the leading one is asked), the
+    QUERY and the WEIGHT its linked documents gain."""
+
+    names: Mapping[str, str | None]
+    words_of: Callable[[str], str]
+    query: str
+    weight: float = LINK_WEIGHT
+
+    def boosts(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
+        """doc_id -> the points its nodes gain, given each searched document's leaves'
+        rank scores (LEAF_RANKS; the best leaf's document leads). Empty when the weight
+        is 0 or nothing is named."""
+        if self.weight <= 0:
+            return {}
+        best = max(((float(r.max()), d) for d, r in leaf_ranks.items() if len(r)),
+                   default=None)
+        if best is None:
+            return {}
+        named = {d: self.names.get(d) for d in leaf_ranks}
+        return {d: self.weight
+                for d in linked_documents(named, best[1], self.words_of(best[1]), self.query)}
+
+    def apply(self, scores: Mapping[str, NodeScores], n_leaves: Mapping[str, int]
+              ) -> dict[str, NodeScores]:
+        """SCORES (per document, its nodes) with the linked documents' points added to
+        the rank score of all their nodes; N_LEAVES: each tree's leaves (nodes 0..n-1)."""
+        boosts = self.boosts({d: s.rank[: n_leaves[d]] for d, s in scores.items()})
+        return {d: NodeScores(s.cosine, s.rank + boosts[d]) if d in boosts else s
+                for d, s in scores.items()}
+
+
+__all__ = ["LINK_WEIGHT", "Links", "document_name", "linked_documents", "words"]

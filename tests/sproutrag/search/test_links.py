@@ -1,0 +1,161 @@
+"""Documents named by the question or by the leading document (`sproutrag.search.links`):
+names, links, the points they add, and a corpus-wide search through the Retriever where the
+second document of a question is found by its name only (no model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sproutrag.search.links import Links, document_name, linked_documents, words
+from sproutrag.search.node_scores import NodeScores
+
+
+def test_a_documents_name_is_its_title_or_its_heading_like_first_line():
+    assert document_name("Tim Brown (designer)\nTim Brown is a designer.") == "tim brown"
+    assert document_name("  Demon Dice\nDemon Dice is a game.") == "demon dice"
+    assert document_name("anything.", title="Q3 Report: Acme") == "q3 report acme"
+    assert document_name("The supplier delivers within 30 days.\nMore.") is None  # a sentence
+    assert document_name("Payment terms:\nnet 30") is None
+    assert document_name("x" * 101 + "\nbody") is None  # too long for a heading
+    assert document_name("Us\nbody") is None  # too short
+    assert document_name("Of the 1990\nbody") is None  # stopwords and digits only
+    assert document_name("") is None
+    assert document_name("Big Hero 6\nbody") == "big hero 6"
+
+
+def test_names_are_found_as_whole_words_in_the_query_or_the_leading_text():
+    names = {"lead": "harbor labs", "ship": "marlow shipping", "near": "marlow",
+             "dup1": "non disclosure agreement", "dup2": "non disclosure agreement",
+             "none": None, "other": "river survey"}
+    text = words("Harbor Labs ships its goods with Marlow-Shipping under a "
+                 "Non-Disclosure Agreement. Marlowe owns it.")
+    assert set(linked_documents(names, "lead", text, "Who owns it?")) == {"ship", "near"}
+    # the query names one; a leading document never links to itself; a name two
+    # searched documents share names neither
+    assert linked_documents(names, "ship", words("nothing here"),
+                            "What did the River Survey and Harbor Labs find?") == [
+        "lead", "other"]
+    assert linked_documents(names, "lead", words("the river surveys"), "") == []
+
+
+def test_links_add_their_weight_to_every_node_of_a_linked_document():
+    names = {"a": "harbor labs", "b": "marlow shipping", "c": "north works"}
+    texts = {"a": words("Harbor Labs ships with Marlow Shipping."), "b": words("vessels"),
+             "c": words("harbor")}
+    asked = []
+
+    def words_of(d):
+        asked.append(d)
+        return texts[d]
+
+    scores = {"a": NodeScores(np.array([0.9, 0.2, 0.5], np.float32), np.array([2.0, -1.0, 0.5])),
+              "b": NodeScores(np.array([0.1, 0.0, 0.05], np.float32), np.array([-1.5, -2, -1.7])),
+              "c": NodeScores(np.array([0.5], np.float32), np.array([0.3]))}
+    n_leaves = {"a": 2, "b": 2, "c": 1}
+    out = Links(names, words_of, "who owns it", weight=1.0).apply(scores, n_leaves)
+    assert asked == ["a"]  # only the leading document's text is read
+    np.testing.assert_array_equal(out["b"].rank, scores["b"].rank + 1.0)  # internal node too
+    np.testing.assert_array_equal(out["b"].cosine, scores["b"].cosine)
+    assert out["a"] is scores["a"] and out["c"] is scores["c"]
+    # the leader is the best LEAF's document (node 2 of a is internal)
+    assert Links(names, words_of, "", 1.0).boosts({"a": np.array([0.1]), "c": np.array([0.4])}
+                                                  ) == {}
+    assert Links(names, words_of, "", 0.0).boosts({d: s.rank for d, s in scores.items()}) == {}
+    assert Links(names, words_of, "", 2.0).boosts({}) == {}
+
+
+# -- through the Retriever ----------------------------------------------------------------
+
+
+def _document(doc_id: str, lines: list[str], vectors: np.ndarray):
+    """An IndexedDocument whose leaves are LINES (one each) with VECTORS."""
+    from sproutrag.documents import SourceDocument, content_hash
+    from sproutrag.storage.store import IndexedDocument
+    from sproutrag.trees.tree import build_tree
+
+    text = "\n".join(lines)
+    spans, pos = [], 0
+    for line in lines:
+        spans.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    n = len(lines)
+    i = np.arange(n - 1)
+    tree = build_tree(vectors.astype(np.float32), i, i + 1, np.full(n - 1, 0.5, np.float32))
+    return IndexedDocument(SourceDocument(doc_id, f"mem://{doc_id}", text, content_hash(text)),
+                           np.asarray(spans, np.int64), tree)
+
+
+def _leaf_vectors(rng, cosine: float, n: int, dim: int) -> np.ndarray:
+    """N unit vectors of cosine about COSINE with the first axis."""
+    noise = rng.normal(size=(n, dim - 1))
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    return np.hstack([np.full((n, 1), cosine), np.sqrt(1 - cosine**2) * noise])
+
+
+@pytest.fixture
+def bridge_pool(tmp_path):
+    """A pool where the question matches Harbor Labs; its second document (Marlow
+    Shipping, named only in Harbor Labs' text) matches the question less than five
+    look-alikes of Harbor Labs do."""
+    from sproutrag.encoder.weights import TrainedWeights
+    from sproutrag.params import SearchParams
+    from tests.helpers import TOY_DIM, toy_encoder, toy_store
+
+    rng = np.random.default_rng(7)
+    docs = [_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping."],
+                      _leaf_vectors(rng, 0.95, 2, TOY_DIM)),
+            _document("marlow", ["Marlow Shipping", "It owns three vessels."],
+                      _leaf_vectors(rng, 0.2, 2, TOY_DIM))]
+    docs += [_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
+                       _leaf_vectors(rng, 0.6, 2, TOY_DIM)) for i in range(5)]
+    store = toy_store(tmp_path / "db")
+    store.write(docs, "fp")
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    return store.uri, toy_encoder(weights)
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_the_second_document_is_found_by_its_name(bridge_pool, mode):
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = bridge_pool
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    hits = {}
+    for weight in (0.0, 1.0):
+        r = Retriever(db, encoder=encoder, first_stage="vector", link_weight=weight)
+        hits[weight] = r.search_vector("Who owns the ships?", qvec, k=4, mode=mode)
+    assert hits[0.0][0].doc_id == "harbor"
+    assert "marlow" not in {h.doc_id for h in hits[0.0]}  # look-alikes crowd it out
+    assert {h.doc_id for h in hits[1.0]} == {"harbor", "marlow"}
+    # a query within given documents follows no name
+    r = Retriever(db, encoder=encoder, first_stage="vector", link_weight=1.0)
+    within = r.search_vector("Who owns the ships?", qvec, k=4, mode=mode,
+                             doc_ids=["harbor", "marlow", "look0", "look1"])
+    assert "marlow" not in {h.doc_id for h in within}
+
+
+
+@pytest.mark.parametrize("weight", [0.0, 1.0])
+def test_a_context_follows_the_same_names(bridge_pool, weight):
+    from types import SimpleNamespace
+
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = bridge_pool
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    encoder = SimpleNamespace(**vars(encoder), encode_texts=lambda texts: np.stack(
+        [qvec] * len(texts)))
+    r = Retriever(db, encoder=encoder, first_stage="vector", link_weight=weight)
+    ctx = r.context("Who owns the ships?", budget_chars=500, k=4, selection="leaves")
+    assert ("marlow" in {s.doc_id for s in ctx.spans}) == (weight > 0)
+
+
+def test_the_retriever_checks_link_weight(bridge_pool):
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    db, encoder = bridge_pool
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(QueryError, match="link_weight"):
+            Retriever(db, encoder=encoder, link_weight=bad)
+    assert Retriever(db, encoder=encoder, link_weight=0).link_weight == 0.0
