@@ -86,14 +86,14 @@ class Links:
     def boosts(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
         """doc_id -> the points its nodes gain, given each searched document's leaves'
         rank scores (LEAF_RANKS; the best leaf's document leads). Empty when the weight
-        is 0 or nothing is named."""
-        if self.weight <= 0:
+        is 0 or no searched document has a name (the leader's text is not read)."""
+        named = {d: self.names.get(d) for d in leaf_ranks}
+        if self.weight <= 0 or not any(named.values()):
             return {}
         best = max(((float(r.max()), d) for d, r in leaf_ranks.items() if len(r)),
                    default=None)
         if best is None:
             return {}
-        named = {d: self.names.get(d) for d in leaf_ranks}
         return {d: self.weight
                 for d in linked_documents(named, best[1], self.words_of(best[1]), self.query)}
 

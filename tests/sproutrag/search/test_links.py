@@ -63,6 +63,10 @@ def test_links_add_their_weight_to_every_node_of_a_linked_document():
                                                   ) == {}
     assert Links(names, words_of, "", 0.0).boosts({d: s.rank for d, s in scores.items()}) == {}
     assert Links(names, words_of, "", 2.0).boosts({}) == {}
+    asked.clear()
+    nameless = Links({"a": None, "b": None}, words_of, "harbor labs", 1.0)
+    assert nameless.boosts({"a": np.array([1.0]), "b": np.array([0.0])}) == {}
+    assert asked == []  # no searched document has a name: the leader's text is not read
 
 
 # -- through the Retriever ----------------------------------------------------------------
