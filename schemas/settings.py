@@ -79,6 +79,11 @@ class EncodingSettings(_Section):
     )
     chunk_max_tokens: int = Field(256, ge=16, le=512)
     embedding_mode: Literal["alone", "context"] = "alone"
+    mixed_precision: bool = Field(
+        False, description="On cuda, encode under bf16 (or fp16) autocast instead of float32: "
+        "no faster for MiniLM, and its trees differ from a CPU's where merges nearly tie "
+        "(the index fingerprint then names the precision; docs/decisions.md)",
+    )
     weights: str | None = Field(
         None, description="Aggregation weights file; None = the packaged default (or uniform)"
     )

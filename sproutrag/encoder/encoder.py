@@ -121,12 +121,16 @@ class Encoder:
         embedding_mode: str = "alone",
         weights: TrainedWeights | None = None,
         fast_path: bool = True,
+        mixed_precision: bool = False,
     ) -> None:
         """`tokens_per_batch`: padded tokens per forward batch (None: `TOKENS_PER_BATCH`
         of the device). `window_stride`: tokens between window starts (None: window_tokens
         - 2, windows that overlap by one chunk, see docs/decisions.md). `fast_path`: the
         forward passes of `sproutrag.encoder.attention` where the model supports them (the same
-        results); False: the model's own forward with attention hooks (the reference)."""
+        results); False: the model's own forward with attention hooks (the reference).
+        `mixed_precision`: on cuda, run under bf16 (or fp16) autocast instead of float32
+        (the trees then differ from the CPU's where merges nearly tie; no faster for
+        MiniLM, docs/decisions.md)."""
         if embedding_mode not in EMBEDDING_MODES:
             raise ValueError(
                 f"embedding_mode must be one of {EMBEDDING_MODES}, got {embedding_mode!r}"
@@ -151,6 +155,7 @@ class Encoder:
         self.chunk_max_tokens, self.embedding_mode = chunk_max_tokens, embedding_mode
         self._weights = weights
         self.fast_path = fast_path
+        self.mixed_precision = mixed_precision
 
     def with_model(self, model: str) -> Encoder:
         """The same settings (and weights) with another model (e.g. a fine-tuned copy)."""
@@ -159,6 +164,7 @@ class Encoder:
             window_tokens=self.window_tokens, window_stride=self.window_stride,
             chunk_max_tokens=self.chunk_max_tokens, embedding_mode=self.embedding_mode,
             weights=self._weights, fast_path=self.fast_path,
+            mixed_precision=self.mixed_precision,
         )
 
     # -- model facts -------------------------------------------------------------------
@@ -187,8 +193,8 @@ class Encoder:
 
     @property
     def precision(self) -> str:
-        """float32 on CPU; bfloat16 (or float16) under autocast on cuda."""
-        return precision(self.device)
+        """float32; bfloat16 (or float16) under autocast on cuda with `mixed_precision`."""
+        return precision(self.device, self.mixed_precision)
 
     @property
     def batch_tokens(self) -> int:
@@ -263,7 +269,7 @@ class Encoder:
             lens = torch.tensor([len(r) + 2 for r in rows])
             mask = (torch.arange(batch.shape[1])[None, :] < lens[:, None]).to(self.device)
             batch_ids = torch.from_numpy(batch).to(self.device)
-            with torch.inference_mode(), autocast(self.device):
+            with torch.inference_mode(), autocast(self.device, self.mixed_precision):
                 if fast:
                     hidden = attention.embed_forward(net, batch_ids, mask)
                 else:
@@ -325,7 +331,7 @@ class Encoder:
         mix = torch.from_numpy(self.weights.mix()).to(dev)
         ids_t = torch.from_numpy(ids).to(dev)
         context = self.embedding_mode == "context"
-        with torch.inference_mode(), autocast(self.device):
+        with torch.inference_mode(), autocast(self.device, self.mixed_precision):
             if fast:
                 out = attention.window_forward(
                     net, ids_t, valid, seg, mix, heads=heads, states=context,

@@ -34,6 +34,7 @@ def encoder_from_settings(encoding: EncodingSettings, weights: Any = None) -> En
         window_tokens=encoding.window_tokens, window_stride=encoding.window_stride,
         chunk_max_tokens=encoding.chunk_max_tokens, embedding_mode=encoding.embedding_mode,
         weights=weights if weights is not None else load_default_weights(encoding.weights),
+        mixed_precision=encoding.mixed_precision,
     )
 
 

@@ -1,7 +1,7 @@
 """Which encoder to load, and loading it: the packaged all-MiniLM-L6-v2 (offline), a
 local folder or a hub name; the device; the tokenizer and network, cached per (model,
 device, content hash) so a folder fine-tuned again in place is loaded again; mixed
-precision on cuda.
+precision on cuda when asked for (float32 by default).
 
 torch and transformers are imported inside functions only.
 """
@@ -147,21 +147,22 @@ def load_config(model: str) -> Any:
     return AutoConfig.from_pretrained(model, local_files_only=path.is_dir())
 
 
-def precision(device: str) -> str:
-    """The precision the model runs in on DEVICE (what `autocast` picks): float32 on CPU,
-    bfloat16 on cuda where supported, else float16."""
-    if not device.startswith("cuda"):
+def precision(device: str, mixed: bool = False) -> str:
+    """The precision the model runs in on DEVICE (what `autocast` picks): float32, or with
+    MIXED on cuda bfloat16 where supported, else float16 (MIXED is ignored elsewhere)."""
+    if not (mixed and device.startswith("cuda")):
         return "float32"
     import torch
 
     return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
 
 
-def autocast(device: str) -> contextlib.AbstractContextManager:
-    """Mixed precision on cuda (bf16 where supported, else fp16); nothing on CPU."""
+def autocast(device: str, mixed: bool = False) -> contextlib.AbstractContextManager:
+    """Mixed precision on cuda when MIXED (bf16 where supported, else fp16); else nothing:
+    float32, whose trees and vectors on cuda equal the CPU's (docs/decisions.md)."""
+    kind = precision(device, mixed)
+    if kind == "float32":
+        return contextlib.nullcontext()
     import torch
 
-    if device.startswith("cuda"):
-        bf16 = torch.cuda.is_bf16_supported()
-        return torch.autocast("cuda", dtype=torch.bfloat16 if bf16 else torch.float16)
-    return contextlib.nullcontext()
+    return torch.autocast("cuda", dtype=getattr(torch, kind))

@@ -3,8 +3,8 @@
 The reference is the model's own eager forward with attention hooks
 (`Encoder(fast_path=False)`). On real text (the sample corpus) the fast path must give
 the same embeddings and relation pairs to float rounding and the same trees. The
-`gpu` tests check the cuda paths (autocast, token-budgeted batches) against float32 and
-skip where no CUDA device is present.
+`gpu` tests check the cuda paths (float32, mixed precision, token-budgeted batches)
+against float32 on CPU and skip where no CUDA device is present.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_token_budget_does_not_change_results(docs, weights, fast, budget):
     _assert_same(fast, out)
 
 
-# -- cuda: mixed precision against float32 (skipped without a GPU) ---------------------
+# -- cuda against float32 on CPU (skipped without a GPU) ---------------------------------
 
 
 def _cuda() -> bool:
@@ -141,17 +141,35 @@ def _top5_leaves(enc, query_vec) -> list[int]:
 @pytest.mark.model
 @requires_cuda
 @pytest.mark.parametrize("fast", [True, False])
-def test_cuda_mixed_precision_same_trees_and_top5(docs, weights, fast):
-    """cuda runs under autocast (bf16 or fp16) in 16k-token batches: the same tree merges
-    and the same top-5 leaves as float32 on CPU."""
+def test_cuda_same_trees_and_top5_as_cpu(docs, weights, fast):
+    """cuda runs in float32 (16k-token batches): the same relations, tree merges and
+    top-5 leaves as the CPU, vectors equal to float rounding."""
     cpu = Encoder(device="cpu", weights=weights).encode_documents(docs)
-    cuda = Encoder(device="cuda", weights=weights, fast_path=fast).encode_documents(docs)
+    cuda_encoder = Encoder(device="cuda", weights=weights, fast_path=fast)
+    assert cuda_encoder.precision == "float32"
+    cuda = cuda_encoder.encode_documents(docs)
     qv = Encoder(device="cpu").encode_texts(QUERIES)
     for a, b in zip(cpu, cuda, strict=True):
         np.testing.assert_array_equal(a.rel_i, b.rel_i)
         np.testing.assert_array_equal(_merges(a), _merges(b))
+        np.testing.assert_allclose(a.embeddings, b.embeddings, atol=1e-4)
         for q in qv:
             assert _top5_leaves(a, q) == _top5_leaves(b, q)
+
+
+@pytest.mark.gpu
+@pytest.mark.model
+@requires_cuda
+def test_cuda_mixed_precision_is_close_to_float32(docs, weights):
+    """With mixed_precision (bf16 or fp16 autocast) the relation pairs are the CPU's and
+    the vectors within 1e-2; merges that nearly tie may come in another order (measured:
+    19 of 61 ContractNLI dev trees identical), which is why it is not the default."""
+    cpu = Encoder(device="cpu", weights=weights).encode_documents(docs)
+    mixed = Encoder(device="cuda", weights=weights, mixed_precision=True)
+    assert mixed.precision in ("bfloat16", "float16")
+    for a, b in zip(cpu, mixed.encode_documents(docs), strict=True):
+        np.testing.assert_array_equal(a.rel_i, b.rel_i)
+        np.testing.assert_allclose(a.embeddings, b.embeddings, atol=1e-2)
 
 
 @pytest.mark.gpu

@@ -285,3 +285,19 @@ def test_chunk_of_2000_tokens(mode):
 def test_bad_spans_raise(encoder):
     with pytest.raises(ValueError, match="sorted"):
         encoder.encode_document("abc def", [(4, 7), (0, 3)])
+
+
+def test_float32_unless_mixed_precision_on_cuda():
+    """float32 everywhere by default (cuda included: the same trees as a CPU's); mixed
+    precision only on cuda and only when asked for (no torch needed to say so)."""
+    import contextlib
+
+    from sproutrag.encoder.loading import autocast, precision
+
+    for device in ("cpu", "mps", "cuda", "cuda:1"):
+        assert precision(device) == "float32"
+        assert isinstance(autocast(device), contextlib.nullcontext)
+    assert precision("cpu", mixed=True) == "float32"
+    assert isinstance(autocast("mps", mixed=True), contextlib.nullcontext)
+    assert Encoder(device="cpu", mixed_precision=True).precision == "float32"
+    assert Encoder(device="cuda").precision == "float32"  # no model or GPU is touched

@@ -96,14 +96,17 @@ def test_every_part_changes_the_fingerprint_and_the_search_does_not():
 
 
 def test_precision_enters_the_identity_only_off_float32(monkeypatch):
-    """A GPU run (bf16 / fp16 autocast) gets another fingerprint, so it re-indexes a
-    CPU-built index instead of mixing float32 and bf16 vectors; float32 keeps the
-    fingerprints databases already carry."""
+    """A mixed-precision GPU run (bf16 / fp16 autocast) gets another fingerprint, so it
+    re-indexes a CPU-built index instead of mixing float32 and bf16 vectors; float32 (on
+    any device, the default) keeps the fingerprints databases already carry."""
     # the device is not in the identity
     settings = Settings(encoding={"device": "cpu", "weights": OLD_WEIGHTS},
                         chunking=OLD_UNITS)
     cpu = shared_encoder(settings)
     assert cpu.precision == "float32" and "precision" not in encoder_fields(cpu)
+    mixed = shared_encoder(settings.model_copy(update={"encoding": settings.encoding.model_copy(
+        update={"mixed_precision": True})}))
+    assert mixed.mixed_precision and mixed.precision == "float32"  # not on CPU
     parts = {"chunking": settings.chunking, "tree": settings.tree}
     assert index_fingerprint(cpu, **parts) == PINNED[0][1]
     for half in ("bfloat16", "float16"):
