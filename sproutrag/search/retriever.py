@@ -279,7 +279,7 @@ class Retriever:
         if found is None:
             st = self.tree(doc_id, tree_id)
             try:
-                text = self.document_text(doc_id, tree_id)
+                text = self.store.document_text(doc_id, tree_id)
             except KeyError:
                 return LeafTerms.of(st.texts)
             found = LeafTerms.of_document(text, st.spans.tolist())
@@ -289,29 +289,62 @@ class Retriever:
     def document_text(self, doc_id: str, tree_id: str) -> str:
         """The text of DOC_ID whose current tree is TREE_ID (a context's spans are cut from
         it), cached like the tree; KeyError when the document was replaced meanwhile."""
-        return self._document(doc_id, tree_id)[0]
-
-    def document_name(self, doc_id: str, tree_id: str) -> str | None:
-        """The name other documents may call DOC_ID by (`links.document_name`: its title
-        or heading-like first line), cached like its text; KeyError as `document_text`."""
-        return self._document(doc_id, tree_id)[1]
-
-    def _document(self, doc_id: str, tree_id: str) -> tuple[str, str | None]:
-        """(text, name) of DOC_ID, read in one query and cached."""
         key = ("text", doc_id, tree_id)
         found = self._cache.get(key)
         if found is None:
-            text, title = self.store.document_text_and_title(doc_id, tree_id)
-            found = (text, document_name(text, title))
-            self._cache.put(key, found, 2 * len(text) + 2 * len(found[1] or "") + 128)
+            found = self.store.document_text(doc_id, tree_id)
+            self._cache.put(key, found, 2 * len(found) + 64)
         return found
 
-    def _document_words(self, doc_id: str, tree_id: str) -> str:
-        """`links.words` of DOC_ID's text (what names it holds), cached."""
+    def document_name(self, doc_id: str, tree_id: str) -> str | None:
+        """The name other documents may call DOC_ID by (`links.document_name`: its title
+        or heading-like first line), cached; KeyError as `document_text`."""
+        key = ("name", doc_id, tree_id)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._put_name(doc_id, tree_id,
+                                   *self.store.document_text_and_title(doc_id, tree_id))
+        return found[0]
+
+    def _put_name(self, doc_id: str, tree_id: str, text: str, title: str | None
+                  ) -> tuple[str | None]:
+        found = (document_name(text, title),)
+        self._cache.put(("name", doc_id, tree_id), found, 2 * len(found[0] or "") + 96)
+        return found
+
+    def _prefetch(self, loaded: Mapping[str, tuple[str, StoredTree]], *, terms: bool,
+                  names: bool, texts: bool = False) -> dict[str, str]:
+        """Term counts (TERMS), names (NAMES) and texts (TEXTS) of the LOADED documents
+        not cached yet, from one read of their texts: a query over documents it has not
+        seen pays one read, not one per document (`Store.document_texts`). Returns the
+        texts it read (doc_id -> text; the leading document's names are looked up in
+        its text)."""
+        want = {d: t for d, (t, _) in loaded.items()
+                if (terms and ("terms", d, t) not in self._cache)
+                or (names and ("name", d, t) not in self._cache)
+                or (texts and ("text", d, t) not in self._cache)}
+        if len(want) < 2:  # one document: read as before, when asked for
+            return {}
+        read = self.store.document_texts(want)
+        for d, (text, title) in read.items():
+            t = want[d]
+            if texts and ("text", d, t) not in self._cache:
+                self._cache.put(("text", d, t), text, 2 * len(text) + 64)
+            if terms and ("terms", d, t) not in self._cache:
+                found = LeafTerms.of_document(text, loaded[d][1].spans.tolist())
+                self._cache.put(("terms", d, t), found, leaf_terms_nbytes(found))
+            if names and ("name", d, t) not in self._cache:
+                self._put_name(d, t, text, title)
+        return {d: text for d, (text, _) in read.items()}
+
+    def _document_words(self, doc_id: str, tree_id: str, text: str | None = None) -> str:
+        """`links.words` of DOC_ID's TEXT (read when not given; what names it holds),
+        cached."""
         key = ("words", doc_id, tree_id)
         found = self._cache.get(key)
         if found is None:
-            found = words(self.document_text(doc_id, tree_id))
+            found = words(text if text is not None
+                          else self.store.document_text(doc_id, tree_id))
             self._cache.put(key, found, 2 * len(found) + 64)
         return found
 
@@ -511,6 +544,8 @@ class Retriever:
         docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
+        self._prefetch(loaded, texts=True, terms=mode != "flat" and params.lexical_weight > 0,
+                       names=mode != "flat" and not doc_ids and self.link_weight > 0)
         units = {d: Units(st.spans, self.document_text(d, t)) for d, (t, st) in loaded.items()}
         if mode == "flat":
             cos = {d: cosine_scores(st.tree.vectors[: st.tree.n], qvec)
@@ -636,15 +671,18 @@ class Retriever:
         None) of DOCS' current trees."""
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
+        read = self._prefetch(loaded, terms=params.lexical_weight > 0,
+                              names=ranked and self.link_weight > 0)
         lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
-        return stored, lexical, self._links(query, loaded, ranked)
+        return stored, lexical, self._links(query, loaded, ranked, read)
 
     def _links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-               ranked: bool) -> Links | None:
+               ranked: bool, read: Mapping[str, str] | None = None) -> Links | None:
         """The names a query follows when LOADED (doc_id -> (tree id, tree)) are the first
-        stage's RANKED choice and the link weight is not 0; else None. A document
-        replaced meanwhile has no name for this query."""
+        stage's RANKED choice and the link weight is not 0; else None. READ: texts this
+        query already read (doc_id -> text). A document replaced meanwhile has no name
+        for this query."""
         if not ranked or self.link_weight <= 0:
             return None
         names: dict[str, str | None] = {}
@@ -657,7 +695,7 @@ class Retriever:
 
         def words_of(d: str) -> str:
             try:
-                return self._document_words(d, tree_ids[d])
+                return self._document_words(d, tree_ids[d], (read or {}).get(d))
             except KeyError:
                 return " "
 

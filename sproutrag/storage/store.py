@@ -33,7 +33,7 @@ import contextlib
 import os
 import threading
 import warnings
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -458,13 +458,25 @@ class Store:
     def document_text_and_title(self, doc_id: str, tree_id: str) -> tuple[str, str | None]:
         """(text, title) of a document whose current tree is `tree_id` (KeyError
         otherwise), in one read; the title is None when not set."""
-        docs = self.table("documents")
-        where = f"doc_id = {sql_quote(doc_id)} AND tree_id = {sql_quote(tree_id)}"
-        found = (docs.search().where(where).select(["text", "title"]).limit(1).to_list()
-                 if docs is not None else [])
-        if not found:
+        found = self.document_texts({doc_id: tree_id})
+        if doc_id not in found:
             raise KeyError(f"doc_id {doc_id!r} with tree {tree_id!r} is not in {self.uri!r}")
-        return found[0]["text"], found[0]["title"]
+        return found[doc_id]
+
+    def document_texts(self, trees: Mapping[str, str]) -> dict[str, tuple[str, str | None]]:
+        """doc_id -> (text, title) of the documents of TREES (doc_id -> tree id) whose
+        current tree is that one, in one read per 500 documents (a few ms for eight,
+        against a few ms each one by one); a document replaced meanwhile is missing."""
+        docs, out = self.table("documents"), {}
+        if docs is None or not trees:
+            return out
+        for ids in parts(list(trees)):
+            where = f"{doc_filter(ids)} AND {in_filter('tree_id', [trees[d] for d in ids])}"
+            for row in (docs.search().where(where).select(["doc_id", "tree_id", "text", "title"])
+                        .limit(None).to_list()):
+                if trees.get(row["doc_id"]) == row["tree_id"]:
+                    out[row["doc_id"]] = (row["text"], row["title"])
+        return out
 
     def load_tree(self, doc_id: str, tree_id: str | None = None) -> StoredTree:
         """Read one document's current tree (or the tree `tree_id`) into arrays, validated."""

@@ -45,17 +45,49 @@ def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
             want = unbounded.search_vector("beta kappa", q, k=3, doc_ids=doc)
             assert small.search_vector("beta kappa", q, k=3, doc_ids=doc) == want
             assert 0 < small._cache.nbytes <= budget
-    # unbounded grows: 8 trees, 8 term counts, 8 texts (with their names) and the words
-    # of the corpus-wide queries' leading documents (their names followed)
+    # unbounded grows: 8 trees, 8 term counts, 8 names, and the words of the corpus-wide
+    # queries' leading documents (the others' names are looked up in them)
     kinds = [k[0] for k in unbounded._cache.keys()]
-    assert [kinds.count(kind) for kind in ("tree", "terms", "text")] == [8, 8, 8]
+    assert [kinds.count(kind) for kind in ("tree", "terms", "name")] == [8, 8, 8]
     assert 1 <= kinds.count("words") <= 8 and len(kinds) == 24 + kinds.count("words")
     assert len(small._cache) < 24
     # Kinds share the cache and the tree id is part of every key.
-    assert {k[0] for k in small._cache.keys()} <= {"tree", "terms", "text", "words"}
+    assert {k[0] for k in small._cache.keys()} <= {"tree", "terms", "name", "text", "words"}
     old = {k for k in unbounded._cache.keys() if k[1] == "d1"}
     store.write([toy_document("d1", "replaced text now", seed=99)], "fp")
     [hit] = unbounded.search_vector("replaced", rng.normal(size=TOY_DIM).astype(np.float32),
                                     k=1, doc_ids=["d1"])
     assert hit.text in ("replaced", "text", "now")
     assert old and not ({k for k in unbounded._cache.keys() if k[1] == "d1"} <= old)
+
+
+def test_a_query_reads_the_texts_of_the_documents_it_has_not_seen_once(tmp_path, monkeypatch):
+    """Term counts and names of a query's new documents come from one read of their texts
+    (not one read per document); a query over documents already seen reads none."""
+    from sproutrag.search.retriever import Retriever
+    from sproutrag.storage.store import Store
+
+    store = toy_store(tmp_path / "db")
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    store.write([toy_document(f"d{i}", " ".join(words[i:] + words[:i]), seed=i) for i in range(8)],
+                "fp")
+    weights = TrainedWeights(np.zeros((1, 1), np.float32),
+                             SearchParams(threshold=-1.0, lexical_weight=1.0))
+    reads = []
+    for name in ("document_texts", "document_text"):
+        real = getattr(Store, name)
+        monkeypatch.setattr(Store, name, lambda self, *a, _real=real, _name=name: (
+            reads.append((_name, len(a[0]) if _name == "document_texts" else 1)),
+            _real(self, *a))[1])
+    r = Retriever(store.uri, encoder=toy_encoder(weights), n_docs=8)
+    q = np.random.default_rng(1).normal(size=TOY_DIM).astype(np.float32)
+    first = r.search_vector("beta kappa", q, k=3)
+    # one read of the eight texts: term counts, names, and the leading document's words
+    # (the others' names are looked up in them)
+    assert reads == [("document_texts", 8)]
+    reads.clear()
+    assert r.search_vector("beta kappa", q, k=3) == first
+    assert reads == []
+    texts = store.document_texts({"d1": store.stored_state().to_pydict()["tree_id"][1],
+                                  "d2": "not-its-tree", "nope": "x"})
+    assert list(texts) == ["d1"] and texts["d1"] == (" ".join(words[1:] + words[:1]), None)
