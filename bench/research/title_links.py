@@ -3,6 +3,7 @@ docs/results.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/title_links.py --fit   # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/title_links.py --gamma 0.5
+    PYTHONPATH=. .venv/bin/python bench/research/title_links.py --latency
 
 A bridge question's second paragraph is about an entity the first paragraph names; in a
 corpus of named documents that entity is a document's name. A document's name is its
@@ -22,6 +23,8 @@ import re
 import sys
 from collections import Counter
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402 - the pools and their databases
@@ -155,12 +158,46 @@ def compare(names: list[str], gamma: float, settings, encoder) -> None:
                   f"{changed(new, ref)} of {len(p.queries)}", flush=True)
 
 
+def latency(pool: str, rounds: int = 3) -> None:
+    """p50 of a corpus-wide tree search (the query encoded once beforehand) on POOL's dev
+    database, the shipped Retriever with link_weight 1 against 0, alternating per round
+    (each its own Retriever and cache, warmed by one pass)."""
+    import time
+
+    from sproutrag.search.retriever import Retriever
+
+    settings, encoder = H.default_encoder()
+    r0, qs, qvecs = H.open_pool(pool, "dev", settings, encoder)
+    db = r0.store.uri
+    ways = {w: Retriever(db, encoder=encoder, link_weight=w) for w in (0.0, 1.0)}
+    times: dict[float, list[float]] = {w: [] for w in ways}
+    for r in ways.values():  # warm: trees, texts and names cached
+        for q, v in zip(qs, qvecs, strict=True):
+            r.search_vector(q["query"], v, k=5)
+    for _ in range(rounds):
+        for w, r in ways.items():
+            for q, v in zip(qs, qvecs, strict=True):
+                t0 = time.perf_counter()
+                r.search_vector(q["query"], v, k=5)
+                times[w].append(1000 * (time.perf_counter() - t0))
+    p50 = {w: float(np.median(t)) for w, t in times.items()}
+    print(f"{pool} dev, {len(qs)} questions x {rounds} rounds, corpus-wide tree search "
+          f"(k 5, query encoded beforehand): p50 {p50[0.0]:.2f} ms without names, "
+          f"{p50[1.0]:.2f} ms with ({p50[1.0] / p50[0.0]:.2f}x)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pools", nargs="+", default=H.POOLS)
     ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
     ap.add_argument("--gamma", type=float, help="compare this gamma on dev without fitting")
+    ap.add_argument("--latency", action="store_true",
+                    help="only time corpus-wide searches with and without names")
     args = ap.parse_args(argv)
+    if args.latency:
+        for pool in args.pools:
+            latency(pool)
+        return 0
     settings, encoder = H.default_encoder()
     if args.fit:
         gamma = fit([(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),

@@ -16,6 +16,7 @@ Pure functions over strings and arrays (no model, no database).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -40,9 +41,21 @@ _SENTENCE_END = ".!?;,:。！？"
 
 
 def words(text: str) -> str:
-    """TEXT lower-cased as its words joined by one space, a space at each end: a name is
-    written in a text when ``f" {name} " in words(text)`` (whole words)."""
+    """TEXT lower-cased as its words joined by one space, a space at each end."""
     return " " + " ".join(_WORDS.findall(text.lower())) + " "
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _pattern(name: str) -> re.Pattern:
+    return re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, name.split())) + r"(?!\w)")
+
+
+def written_in(name: str, lowered: str) -> bool:
+    """Whether NAME (as `document_name` gives it) is written in LOWERED (a lower-cased
+    text) as whole words, whatever separates them ("Marlow-Shipping" writes "marlow
+    shipping"): ``f" {name} " in words(text)``, without normalising the whole text."""
+    first = name.split(" ", 1)[0]
+    return first in lowered and _pattern(name).search(lowered) is not None
 
 
 def document_name(text: str, title: str | None = None) -> str | None:
@@ -59,27 +72,27 @@ def document_name(text: str, title: str | None = None) -> str | None:
     return name
 
 
-def linked_documents(names: Mapping[str, str | None], leading: str, leading_words: str,
+def linked_documents(names: Mapping[str, str | None], leading: str, leading_text: str,
                      query: str) -> list[str]:
     """The documents of NAMES (doc_id -> name, the searched documents) other than LEADING
-    whose name is written in QUERY or in LEADING_WORDS (`words` of the leading document's
-    text). A name two searched documents share names neither (a generic heading such as
-    "non-disclosure agreement")."""
+    whose name is written (`written_in`) in QUERY or in LEADING_TEXT (the leading
+    document's). A name two searched documents share names neither (a generic heading
+    such as "non-disclosure agreement")."""
     count = Counter(n for n in names.values() if n)
-    q = words(query)
+    q, text = query.lower(), leading_text.lower()
     return [d for d, n in names.items()
             if n and d != leading and count[n] == 1
-            and (f" {n} " in q or f" {n} " in leading_words)]
+            and (written_in(n, q) or written_in(n, text))]
 
 
 @dataclass(frozen=True)
 class Links:
-    """What a corpus-wide query needs to follow names: the searched documents' NAMES, the
-    `words` of a document's text on demand (WORDS_OF: only the leading one is asked), the
-    QUERY and the WEIGHT its linked documents gain."""
+    """What a corpus-wide query needs to follow names: the searched documents' NAMES, a
+    document's text on demand (TEXT_OF: only the leading one is asked; its leaves'
+    texts do), the QUERY and the WEIGHT its linked documents gain."""
 
     names: Mapping[str, str | None]
-    words_of: Callable[[str], str]
+    text_of: Callable[[str], str]
     query: str
     weight: float = LINK_WEIGHT
 
@@ -95,7 +108,7 @@ class Links:
         if best is None:
             return {}
         return {d: self.weight
-                for d in linked_documents(named, best[1], self.words_of(best[1]), self.query)}
+                for d in linked_documents(named, best[1], self.text_of(best[1]), self.query)}
 
     def apply(self, scores: Mapping[str, NodeScores], n_leaves: Mapping[str, int]
               ) -> dict[str, NodeScores]:
@@ -106,4 +119,4 @@ class Links:
                 for d, s in scores.items()}
 
 
-__all__ = ["LINK_WEIGHT", "Links", "document_name", "linked_documents", "words"]
+__all__ = ["LINK_WEIGHT", "Links", "document_name", "linked_documents", "words", "written_in"]

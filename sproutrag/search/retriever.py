@@ -49,7 +49,7 @@ from sproutrag.search.first_stage import FIRST_STAGES, LEAF_FILTER, FirstStage
 from sproutrag.search.hierarchy import hierarchical_scores
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.links import LINK_WEIGHT, Links, document_name, words
+from sproutrag.search.links import LINK_WEIGHT, Links, document_name
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     anchor_documents,
@@ -313,20 +313,17 @@ class Retriever:
         return found
 
     def _prefetch(self, loaded: Mapping[str, tuple[str, StoredTree]], *, terms: bool,
-                  names: bool, texts: bool = False) -> dict[str, str]:
+                  names: bool, texts: bool = False) -> None:
         """Term counts (TERMS), names (NAMES) and texts (TEXTS) of the LOADED documents
         not cached yet, from one read of their texts: a query over documents it has not
-        seen pays one read, not one per document (`Store.document_texts`). Returns the
-        texts it read (doc_id -> text; the leading document's names are looked up in
-        its text)."""
+        seen pays one read, not one per document (`Store.document_texts`)."""
         want = {d: t for d, (t, _) in loaded.items()
                 if (terms and ("terms", d, t) not in self._cache)
                 or (names and ("name", d, t) not in self._cache)
                 or (texts and ("text", d, t) not in self._cache)}
         if len(want) < 2:  # one document: read as before, when asked for
-            return {}
-        read = self.store.document_texts(want)
-        for d, (text, title) in read.items():
+            return
+        for d, (text, title) in self.store.document_texts(want).items():
             t = want[d]
             if texts and ("text", d, t) not in self._cache:
                 self._cache.put(("text", d, t), text, 2 * len(text) + 64)
@@ -335,18 +332,7 @@ class Retriever:
                 self._cache.put(("terms", d, t), found, leaf_terms_nbytes(found))
             if names and ("name", d, t) not in self._cache:
                 self._put_name(d, t, text, title)
-        return {d: text for d, (text, _) in read.items()}
 
-    def _document_words(self, doc_id: str, tree_id: str, text: str | None = None) -> str:
-        """`links.words` of DOC_ID's TEXT (read when not given; what names it holds),
-        cached."""
-        key = ("words", doc_id, tree_id)
-        found = self._cache.get(key)
-        if found is None:
-            found = words(text if text is not None
-                          else self.store.document_text(doc_id, tree_id))
-            self._cache.put(key, found, 2 * len(found) + 64)
-        return found
 
     @property
     def n_docs(self) -> int:
@@ -671,18 +657,18 @@ class Retriever:
         None) of DOCS' current trees."""
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
-        read = self._prefetch(loaded, terms=params.lexical_weight > 0,
-                              names=ranked and self.link_weight > 0)
+        self._prefetch(loaded, terms=params.lexical_weight > 0,
+                       names=ranked and self.link_weight > 0)
         lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
-        return stored, lexical, self._links(query, loaded, ranked, read)
+        return stored, lexical, self._links(query, loaded, ranked)
 
     def _links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-               ranked: bool, read: Mapping[str, str] | None = None) -> Links | None:
+               ranked: bool) -> Links | None:
         """The names a query follows when LOADED (doc_id -> (tree id, tree)) are the first
-        stage's RANKED choice and the link weight is not 0; else None. READ: texts this
-        query already read (doc_id -> text). A document replaced meanwhile has no name
-        for this query."""
+        stage's RANKED choice and the link weight is not 0; else None. The leading
+        document's text is its leaves' (in memory). A document replaced meanwhile has no
+        name for this query."""
         if not ranked or self.link_weight <= 0:
             return None
         names: dict[str, str | None] = {}
@@ -691,15 +677,7 @@ class Retriever:
                 names[d] = self.document_name(d, t)
             except KeyError:
                 names[d] = None
-        tree_ids = {d: t for d, (t, _) in loaded.items()}
-
-        def words_of(d: str) -> str:
-            try:
-                return self._document_words(d, tree_ids[d], (read or {}).get(d))
-            except KeyError:
-                return " "
-
-        return Links(names, words_of, query, self.link_weight)
+        return Links(names, lambda d: "\n".join(loaded[d][1].texts), query, self.link_weight)
 
     def _anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
                 ranked: bool) -> list[str] | None:

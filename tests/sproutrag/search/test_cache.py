@@ -45,14 +45,11 @@ def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
             want = unbounded.search_vector("beta kappa", q, k=3, doc_ids=doc)
             assert small.search_vector("beta kappa", q, k=3, doc_ids=doc) == want
             assert 0 < small._cache.nbytes <= budget
-    # unbounded grows: 8 trees, 8 term counts, 8 names, and the words of the corpus-wide
-    # queries' leading documents (the others' names are looked up in them)
-    kinds = [k[0] for k in unbounded._cache.keys()]
-    assert [kinds.count(kind) for kind in ("tree", "terms", "name")] == [8, 8, 8]
-    assert 1 <= kinds.count("words") <= 8 and len(kinds) == 24 + kinds.count("words")
+    # unbounded grows: 8 trees, 8 term counts and 8 names
+    assert len(unbounded._cache) == 24
     assert len(small._cache) < 24
     # Kinds share the cache and the tree id is part of every key.
-    assert {k[0] for k in small._cache.keys()} <= {"tree", "terms", "name", "text", "words"}
+    assert {k[0] for k in unbounded._cache.keys()} == {"tree", "terms", "name"}
     old = {k for k in unbounded._cache.keys() if k[1] == "d1"}
     store.write([toy_document("d1", "replaced text now", seed=99)], "fp")
     [hit] = unbounded.search_vector("replaced", rng.normal(size=TOY_DIM).astype(np.float32),
@@ -82,8 +79,8 @@ def test_a_query_reads_the_texts_of_the_documents_it_has_not_seen_once(tmp_path,
     r = Retriever(store.uri, encoder=toy_encoder(weights), n_docs=8)
     q = np.random.default_rng(1).normal(size=TOY_DIM).astype(np.float32)
     first = r.search_vector("beta kappa", q, k=3)
-    # one read of the eight texts: term counts, names, and the leading document's words
-    # (the others' names are looked up in them)
+    # one read of the eight texts: term counts and names (the leading document's text,
+    # where the others' names are looked up, is its leaves')
     assert reads == [("document_texts", 8)]
     reads.clear()
     assert r.search_vector("beta kappa", q, k=3) == first

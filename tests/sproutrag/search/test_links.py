@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sproutrag.search.links import Links, document_name, linked_documents, words
+from sproutrag.search.links import Links, document_name, linked_documents, words, written_in
 from sproutrag.search.node_scores import NodeScores
 
 
@@ -28,24 +28,32 @@ def test_names_are_found_as_whole_words_in_the_query_or_the_leading_text():
     names = {"lead": "harbor labs", "ship": "marlow shipping", "near": "marlow",
              "dup1": "non disclosure agreement", "dup2": "non disclosure agreement",
              "none": None, "other": "river survey"}
-    text = words("Harbor Labs ships its goods with Marlow-Shipping under a "
-                 "Non-Disclosure Agreement. Marlowe owns it.")
+    text = ("Harbor Labs ships its goods with Marlow-Shipping under a "
+            "Non-Disclosure Agreement. Marlowe owns it.")
     assert set(linked_documents(names, "lead", text, "Who owns it?")) == {"ship", "near"}
     # the query names one; a leading document never links to itself; a name two
     # searched documents share names neither
-    assert linked_documents(names, "ship", words("nothing here"),
+    assert linked_documents(names, "ship", "nothing here",
                             "What did the River Survey and Harbor Labs find?") == [
         "lead", "other"]
-    assert linked_documents(names, "lead", words("the river surveys"), "") == []
+    assert linked_documents(names, "lead", "the river surveys", "") == []
+
+
+@pytest.mark.parametrize("text", [
+    "Harbor Labs ships with Marlow-Shipping.", "marlow  shipping", "MARLOW\nSHIPPING co",
+    "marlowshipping", "xmarlow shipping", "marlow shippings", "marlow_shipping", "marlow",
+    "Über Marlow (Shipping) — 1990s", "", "shipping marlow"])
+def test_written_in_is_whole_words_of_the_normalised_text(text):
+    for name in ("marlow shipping", "marlow", "1990s", "über marlow shipping"):
+        assert written_in(name, text.lower()) == (f" {name} " in words(text)), (name, text)
 
 
 def test_links_add_their_weight_to_every_node_of_a_linked_document():
     names = {"a": "harbor labs", "b": "marlow shipping", "c": "north works"}
-    texts = {"a": words("Harbor Labs ships with Marlow Shipping."), "b": words("vessels"),
-             "c": words("harbor")}
+    texts = {"a": "Harbor Labs ships with Marlow Shipping.", "b": "vessels", "c": "harbor"}
     asked = []
 
-    def words_of(d):
+    def text_of(d):
         asked.append(d)
         return texts[d]
 
@@ -53,18 +61,18 @@ def test_links_add_their_weight_to_every_node_of_a_linked_document():
               "b": NodeScores(np.array([0.1, 0.0, 0.05], np.float32), np.array([-1.5, -2, -1.7])),
               "c": NodeScores(np.array([0.5], np.float32), np.array([0.3]))}
     n_leaves = {"a": 2, "b": 2, "c": 1}
-    out = Links(names, words_of, "who owns it", weight=1.0).apply(scores, n_leaves)
+    out = Links(names, text_of, "who owns it", weight=1.0).apply(scores, n_leaves)
     assert asked == ["a"]  # only the leading document's text is read
     np.testing.assert_array_equal(out["b"].rank, scores["b"].rank + 1.0)  # internal node too
     np.testing.assert_array_equal(out["b"].cosine, scores["b"].cosine)
     assert out["a"] is scores["a"] and out["c"] is scores["c"]
     # the leader is the best LEAF's document (node 2 of a is internal)
-    assert Links(names, words_of, "", 1.0).boosts({"a": np.array([0.1]), "c": np.array([0.4])}
+    assert Links(names, text_of, "", 1.0).boosts({"a": np.array([0.1]), "c": np.array([0.4])}
                                                   ) == {}
-    assert Links(names, words_of, "", 0.0).boosts({d: s.rank for d, s in scores.items()}) == {}
-    assert Links(names, words_of, "", 2.0).boosts({}) == {}
+    assert Links(names, text_of, "", 0.0).boosts({d: s.rank for d, s in scores.items()}) == {}
+    assert Links(names, text_of, "", 2.0).boosts({}) == {}
     asked.clear()
-    nameless = Links({"a": None, "b": None}, words_of, "harbor labs", 1.0)
+    nameless = Links({"a": None, "b": None}, text_of, "harbor labs", 1.0)
     assert nameless.boosts({"a": np.array([1.0]), "b": np.array([0.0])}) == {}
     assert asked == []  # no searched document has a name: the leader's text is not read
 
