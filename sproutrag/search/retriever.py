@@ -321,7 +321,7 @@ class Retriever:
                 if (terms and ("terms", d, t) not in self._cache)
                 or (names and ("name", d, t) not in self._cache)
                 or (texts and ("text", d, t) not in self._cache)}
-        if len(want) < 2:  # one document: read as before, when asked for
+        if not want:
             return
         for d, (text, title) in self.store.document_texts(want).items():
             t = want[d]
