@@ -25,15 +25,23 @@ def test_lru_keeps_the_recently_used_within_the_budget():
         LRUCache(-1)
 
 
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+
+
+def _eight_documents(tmp_path):
+    """A toy store of eight one-line documents (each WORDS rotated) and search weights
+    with a lexical weight (so term counts are cached too)."""
+    store = toy_store(tmp_path / "db")
+    store.write([toy_document(f"d{i}", " ".join(WORDS[i:] + WORDS[:i]), seed=i)
+                 for i in range(8)], "fp")
+    return store, TrainedWeights(np.zeros((1, 1), np.float32),
+                                 SearchParams(threshold=-1.0, lexical_weight=1.0))
+
+
 def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
     from sproutrag.search.retriever import Retriever
 
-    store = toy_store(tmp_path / "db")
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
-    store.write([toy_document(f"d{i}", " ".join(words[i:] + words[:i]), seed=i) for i in range(8)],
-                "fp")
-    weights = TrainedWeights(np.zeros((1, 1), np.float32),
-                             SearchParams(threshold=-1.0, lexical_weight=1.0))
+    store, weights = _eight_documents(tmp_path)
     encoder = toy_encoder(weights)
     unbounded = Retriever(store.uri, encoder=encoder, n_docs=8)
     budget = 6_000  # about two trees with their term counts
@@ -64,12 +72,7 @@ def test_a_query_reads_the_texts_of_the_documents_it_has_not_seen_once(tmp_path,
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.store import Store
 
-    store = toy_store(tmp_path / "db")
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
-    store.write([toy_document(f"d{i}", " ".join(words[i:] + words[:i]), seed=i) for i in range(8)],
-                "fp")
-    weights = TrainedWeights(np.zeros((1, 1), np.float32),
-                             SearchParams(threshold=-1.0, lexical_weight=1.0))
+    store, weights = _eight_documents(tmp_path)
     reads = []
     for name in ("document_texts", "document_text"):
         real = getattr(Store, name)
@@ -87,4 +90,4 @@ def test_a_query_reads_the_texts_of_the_documents_it_has_not_seen_once(tmp_path,
     assert reads == []
     texts = store.document_texts({"d1": store.stored_state().to_pydict()["tree_id"][1],
                                   "d2": "not-its-tree", "nope": "x"})
-    assert list(texts) == ["d1"] and texts["d1"] == (" ".join(words[1:] + words[:1]), None)
+    assert list(texts) == ["d1"] and texts["d1"] == (" ".join(WORDS[1:] + WORDS[:1]), None)
