@@ -333,7 +333,6 @@ class Retriever:
             if names and ("name", d, t) not in self._cache:
                 self._put_name(d, t, text, title)
 
-
     @property
     def n_docs(self) -> int:
         """Documents a query without doc_ids searches (at least; see `choose_documents`)."""
