@@ -46,7 +46,6 @@ from sproutrag.search.context import (
     selection_pieces,
 )
 from sproutrag.search.first_stage import FIRST_STAGES, LEAF_FILTER, FirstStage
-from sproutrag.search.hierarchy import hierarchical_scores
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.links import LINK_WEIGHT, Links, document_name
@@ -54,13 +53,13 @@ from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     anchor_documents,
     cosine_scores,
-    node_scores,
 )
 from sproutrag.search.tree_search import (
     Reranker,
     Selected,
     cosine_rerank,
     leaves_mode,
+    rank_scores,
     search_trees,
 )
 from sproutrag.search.view import Current, TablesView, files_gone
@@ -542,14 +541,9 @@ class Retriever:
             lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                        if params.lexical_weight > 0 else None)
             trees = {d: st.tree for d, st in stored.items()}
-            scores = node_scores(trees, qvec, query=query, lexical=lexical,
-                                 lexical_weight=params.lexical_weight,
-                                 anchor=self._anchor(docs, stored, not doc_ids))
-            links = self._links(query, loaded, not doc_ids)
-            if links is not None:
-                scores = links.apply(scores, {d: t.n for d, t in trees.items()})
-            scores = hierarchical_scores(trees, scores, params, qvec, query=query,
-                                         lexical=lexical)
+            scores = rank_scores(trees, qvec, params=params, query=query, lexical=lexical,
+                                 anchor=self._anchor(docs, stored, not doc_ids),
+                                 links=self._links(query, loaded, not doc_ids))
             chosen = selection or DEFAULT_SELECTION
             if mode == "leaves" and chosen == "tree":
                 chosen = "leaves"  # leaves mode has no tree to select from

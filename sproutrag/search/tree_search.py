@@ -272,13 +272,8 @@ def search_trees(
     ANCHOR: the documents the scores' statistics come from (`node_scores`). LINKS: the
     documents named by the query or the leading document gain its weight (`links`).
     """
-    if scores is None:
-        scores = node_scores(trees, query_vec, query=query, lexical=lexical,
-                             lexical_weight=params.lexical_weight, anchor=anchor)
-    if links is not None:
-        scores = links.apply(scores, {d: t.n for d, t in trees.items()})
-    scores = hierarchical_scores(trees, scores, params, query_vec, query=query,
-                                 lexical=lexical)
+    scores = rank_scores(trees, query_vec, params=params, query=query, lexical=lexical,
+                         scores=scores, anchor=anchor, links=links)
     found = tree_candidates(trees, query_vec, params=params, scores=scores, k=k)
     if reranker is not None and reranker is not cosine_rerank and found:
         if node_text is None:
@@ -288,6 +283,29 @@ def search_trees(
         found = [(d, n, float(x)) for (d, n, _), x in zip(found, ranked)]
     chosen = select_evidence(trees, found, k=k, diversity=params.doc_diversity)
     return fill_to_k(trees, scores, chosen, k=k) if fill else chosen
+
+
+def rank_scores(
+    trees: dict[str, Tree],
+    query_vec: np.ndarray,
+    *,
+    params: SearchParams,
+    query: str = "",
+    lexical: dict[str, LeafTerms] | None = None,
+    scores: dict[str, NodeScores] | None = None,
+    anchor: Sequence[str] | None = None,
+    links: Links | None = None,
+) -> dict[str, NodeScores]:
+    """The scores tree mode searches by: `node_scores` (or SCORES, computed with the same
+    lexical weight; ANCHOR: where their statistics come from), the linked documents'
+    points added (LINKS), then the document's and the sections' evidence
+    (`hierarchical_scores`). Tree mode and contexts share it."""
+    if scores is None:
+        scores = node_scores(trees, query_vec, query=query, lexical=lexical,
+                             lexical_weight=params.lexical_weight, anchor=anchor)
+    if links is not None:
+        scores = links.apply(scores, {d: t.n for d, t in trees.items()})
+    return hierarchical_scores(trees, scores, params, query_vec, query=query, lexical=lexical)
 
 
 def search_leaves(
@@ -394,4 +412,5 @@ def leaves_mode(
 
 __all__ = ["Candidates", "NodeScores", "Reranker", "Selected", "beam_search", "cosine_rerank",
            "cosine_scores", "fill_to_k", "forest_beam_search", "fuse", "leaves_mode",
-           "node_scores", "search_leaves", "search_trees", "select_evidence", "tree_candidates"]
+           "node_scores", "rank_scores", "search_leaves", "search_trees", "select_evidence",
+           "tree_candidates"]
