@@ -466,16 +466,18 @@ class Store:
     def document_texts(self, trees: Mapping[str, str]) -> dict[str, tuple[str, str | None]]:
         """doc_id -> (text, title) of the documents of TREES (doc_id -> tree id) whose
         current tree is that one, in one read per 500 documents (a few ms for eight,
-        against a few ms each one by one); a document replaced meanwhile is missing."""
+        against a few ms each one by one); a document replaced meanwhile is missing. The
+        title is None when not set, or when the table predates the column (a schema 4
+        table written before `title` was added to it)."""
         docs, out = self.table("documents"), {}
         if docs is None or not trees:
             return out
+        columns = [c for c in ("doc_id", "tree_id", "text", "title") if c in docs.schema.names]
         for ids in parts(list(trees)):
             where = f"{doc_filter(ids)} AND {in_filter('tree_id', [trees[d] for d in ids])}"
-            for row in (docs.search().where(where).select(["doc_id", "tree_id", "text", "title"])
-                        .limit(None).to_list()):
+            for row in docs.search().where(where).select(columns).limit(None).to_list():
                 if trees.get(row["doc_id"]) == row["tree_id"]:
-                    out[row["doc_id"]] = (row["text"], row["title"])
+                    out[row["doc_id"]] = (row["text"], row.get("title"))
         return out
 
     def load_tree(self, doc_id: str, tree_id: str | None = None) -> StoredTree:

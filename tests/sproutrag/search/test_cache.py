@@ -91,3 +91,21 @@ def test_a_query_reads_the_texts_of_the_documents_it_has_not_seen_once(tmp_path,
     texts = store.document_texts({"d1": store.stored_state().to_pydict()["tree_id"][1],
                                   "d2": "not-its-tree", "nope": "x"})
     assert list(texts) == ["d1"] and texts["d1"] == (" ".join(WORDS[1:] + WORDS[:1]), None)
+
+
+def test_a_documents_table_without_the_title_column_is_read(tmp_path):
+    """Schema 4 tables written before `title` was added lack it: their texts are read
+    with no title, and corpus-wide queries (which read names) still answer."""
+    import lancedb
+
+    from sproutrag.search.retriever import Retriever
+
+    store, weights = _eight_documents(tmp_path)
+    lancedb.connect(store.uri).open_table("documents").drop_columns(["title"])
+    store = toy_store(tmp_path / "db")
+    tree = dict(zip(*store.stored_state().select(["doc_id", "tree_id"]).to_pydict().values()))
+    assert store.document_texts({"d3": tree["d3"]}) == {
+        "d3": (" ".join(WORDS[3:] + WORDS[:3]), None)}
+    r = Retriever(store.uri, encoder=toy_encoder(weights), n_docs=8)
+    q = np.random.default_rng(2).normal(size=TOY_DIM).astype(np.float32)
+    assert len(r.search_vector("beta kappa", q, k=3)) == 3
