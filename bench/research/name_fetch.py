@@ -1,0 +1,162 @@
+"""Documents the first stage missed, fetched by the name the leading unit writes (issue 29,
+rule 13 of docs/results.md).
+
+    PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --fit   # train, then dev
+    PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --max-fetch 2
+
+Rule 12 follows names among the documents the first stage chose; a bridge question's
+second document is not always among them (the paragraph pool's first stage misses 12% of
+gold documents), and its name is written in the first document's best unit. Variant
+"fetch": after today's scores (the shipped search: anchored statistics, links), u1 is the
+best leaf and d1 its document; the documents of the whole pool whose name (a name no
+other document of the pool has) is written in the question or in u1's text, and that
+the first stage did not choose, are added to the searched documents (at most M, in the
+order their names are written), the nodes scored again over them all, and the shipped
+links applied (d1 leads; a fetched document is named, so it gains the link weight). A
+query with doc_ids is unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hierarchy as H  # noqa: E402 - the pools and their databases
+import title_links as T  # noqa: E402 - names, today's scores
+
+from sproutrag.search.links import LINK_WEIGHT  # noqa: E402
+from sproutrag.search.node_scores import (  # noqa: E402
+    ANCHOR_LEAVES,
+    NodeScores,
+    anchor_documents,
+    node_scores,
+)
+
+MAX_FETCH = (1, 2, 4)
+#: The longest name looked up, in words.
+MAX_NAME_WORDS = 12
+
+
+def phrases(text: str) -> list[str]:
+    """Every run of at most MAX_NAME_WORDS words of TEXT (as `words` normalises it), in
+    the order they start."""
+    ws = T.words(text).split()
+    return [" ".join(ws[i:i + n]) for i in range(len(ws))
+            for n in range(1, min(MAX_NAME_WORDS, len(ws) - i) + 1)]
+
+
+class Fetch:
+    """A pool split's name index (names no two documents share) and the variant's scores."""
+
+    def __init__(self, p: H.Pool, links: T.Links):
+        self.p, self.links = p, links
+        count = Counter(n for n in links.names.values() if n)
+        self.by_name = {n: d for d, n in links.names.items() if n and count[n] == 1}
+        self.fetched = 0
+
+    def named_in(self, text: str) -> list[str]:
+        return list(dict.fromkeys(self.by_name[g] for g in phrases(text) if g in self.by_name))
+
+    def _load(self, d: str) -> None:
+        p = self.p
+        if d not in p.trees:
+            tid, st = p.r._load_trees([d])[d]
+            p.trees[d], p.spans[d] = st.tree, st.spans
+            p.terms[d] = p.r.leaf_terms(d, tid)
+
+    def _scores(self, n: int, docs: list[str]) -> dict[str, NodeScores]:
+        p = self.p
+        anchor = anchor_documents(docs, {d: p.trees[d].n for d in docs}, ANCHOR_LEAVES)
+        return node_scores({d: p.trees[d] for d in docs}, p.qvecs[n],
+                           query=p.queries[n]["query"], lexical={d: p.terms[d] for d in docs},
+                           lexical_weight=p.base.lexical_weight, anchor=anchor)
+
+    def run(self, scope: str, max_fetch: int) -> dict:
+        """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
+        only) or without (today's shipped search)."""
+        from sproutrag.search.tree_search import search_trees
+
+        p = self.p
+        out: dict[int, list] = {k: [] for k in H.KS}
+        for n, q in enumerate(p.queries):
+            for k in H.KS:
+                docs = list(p.docs[scope][n][k])
+                base = self._scores(n, docs) if scope == "wide" else p._scores[scope, n, k]
+                if scope == "wide":
+                    leaves = {d: base[d].rank[: p.trees[d].n] for d in docs if p.trees[d].n}
+                    d1 = max(leaves, key=lambda d: float(leaves[d].max()))
+                    if max_fetch > 0:
+                        s, e = map(int, p.spans[d1][int(np.argmax(leaves[d1]))])
+                        named = self.named_in(q["query"]) + self.named_in(
+                            self.links.texts[d1][s:e])
+                        extra = [d for d in dict.fromkeys(named) if d not in docs][:max_fetch]
+                        if extra:
+                            self.fetched += 1
+                            for d in extra:
+                                self._load(d)
+                            docs = docs + extra
+                            base = self._scores(n, docs)
+                    linked = self.links.linked(docs, d1, q["query"])
+                    base = {d: NodeScores(s.cosine, s.rank + LINK_WEIGHT) if d in linked else s
+                            for d, s in base.items()}
+                chosen = search_trees({d: p.trees[d] for d in docs}, p.qvecs[n], k=k,
+                                      params=p.base, query=q["query"],
+                                      lexical={d: p.terms[d] for d in docs}, scores=base)
+                out[k].append([(c.doc_id, *map(int, p.spans[c.doc_id][u]))
+                               for c in chosen for u in c.leaves])
+        row = p.row("", out)
+        row["runs"] = out
+        return row
+
+
+def fit(pools: list[Fetch]) -> int:
+    """Rule 13's fit: the least M within one SE of the best mean IE (0: today's)."""
+    trials = []
+    for m in (0, *MAX_FETCH):
+        ies = [H.per_query(f.run("wide", m)) for f in pools]
+        trials.append((m, ies))
+        print(f"  train max_fetch {m}: " + " ".join(f"{100 * x.mean():5.1f}" for x in ies),
+              flush=True)
+    return H.one_se_choice(trials, lambda m: m, "fit")
+
+
+def compare(names: list[str], m: int, settings, encoder) -> None:
+    """Dev: the fetch of at most M documents against today's, paired; queries changed."""
+    for name in names:
+        p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
+        f = Fetch(p, T.Links(H.pool_files(name, "dev")[0]))
+        within = f.run("within", 0)
+        ref = f.run("wide", 0)
+        f.fetched = 0
+        new = f.run("wide", m)
+        print(f"{name} dev wide: today IE {100 * ref['avg']['ie']:.2f}, fetch {m} "
+              f"{H.against(new, ref, within)}; queries changed {T.changed(new, ref)} of "
+              f"{len(p.queries)} (a fetch in {f.fetched} of {len(p.queries) * len(H.KS)} "
+              f"searches); within IE {100 * within['avg']['ie']:.2f}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pools", nargs="+", default=H.POOLS)
+    ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
+    ap.add_argument("--max-fetch", type=int, help="compare this M on dev without fitting")
+    args = ap.parse_args(argv)
+    settings, encoder = H.default_encoder()
+    if args.fit:
+        m = fit([Fetch(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),
+                       T.Links(H.pool_files(n, "train")[0])) for n in args.pools])
+    elif args.max_fetch is not None:
+        m = args.max_fetch
+    else:
+        ap.error("give --fit or --max-fetch M")
+    compare(args.pools, m, settings, encoder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
