@@ -126,12 +126,20 @@ class SearchSettings(_Section):
         "unit's document names it by its title or heading-like first line: the second "
         "document of a question about two (0: off)",
     )
+    fetch_named: int = Field(
+        1, ge=0, le=10_000, description="In a query without doc_ids, at most this many "
+        "documents the first stage did not choose are searched too when the question or "
+        "the best unit writes their name (a name no other document has; "
+        "`documents.name`): the second document of a question about two, found by the "
+        "name the first one gives it (0: off)",
+    )
 
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
-        anchor_leaves, link_weight)."""
+        anchor_leaves, link_weight, fetch_named)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
-                "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight}
+                "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
+                "fetch_named": self.fetch_named}
 
 
 class PipelineSettings(_Section):

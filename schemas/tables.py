@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "4"  # 2: tree_id (documents, nodes); status, message (runs)
+SCHEMA_VERSION = "5"  # 2: tree_id (documents, nodes); status, message (runs)
 #                       3: flow_run_id (runs, results); results metadata; index_settings
 #                       4: source_size, modified_at, source_etag, title, metadata_json,
 #                          metadata_hash (documents)
-MIGRATABLE_VERSIONS = ("1", "2", "3")  # an index run migrates these in place (storage/migrate.py)
+#                       5: name, name_key (documents)
+#: Versions an index run migrates in place (storage/migrate.py).
+MIGRATABLE_VERSIONS = ("1", "2", "3", "4")
 #: Versions whose trees and vectors are those of today: migrating them adds columns and
 #: re-writes schema metadata only, never the rows (no re-index).
-ROWS_COMPATIBLE_VERSIONS = ("3",)
+ROWS_COMPATIBLE_VERSIONS = ("3", "4")
 #: The layout of the stored trees and vectors (`nodes`): the part of the schema that the
 #: index fingerprint names. It changes only when stored trees must be rebuilt.
 TREE_SCHEMA_VERSION = "3"
@@ -81,6 +83,13 @@ DOCUMENTS = pa.schema(
         pa.field("title", pa.string(), nullable=True),
         pa.field("metadata_json", pa.string(), nullable=True),
         pa.field("metadata_hash", pa.string(), nullable=True),  # of metadata_json
+        # The name other documents call this one by (`sproutrag.search.links`): `title`,
+        # else the text's first line when heading-like, lower-cased words joined by one
+        # space, a trailing parenthesis dropped; null: none. A corpus-wide search follows
+        # names written in the question or its best unit; it finds documents by
+        # `name_key` (the first 8 bytes of the name's BLAKE2b digest, signed).
+        pa.field("name", pa.string(), nullable=True),
+        pa.field("name_key", pa.int64(), nullable=True),
     ]
 )
 
@@ -89,7 +98,7 @@ STATE_COLUMNS = ("doc_id", "content_hash", "index_fingerprint", "tree_id", "n_ch
                  "source_size", "modified_at", "source_etag", "metadata_hash")
 #: What an unchanged document's listing may update in place (`Store.update_sources`).
 SOURCE_COLUMNS = ("doc_id", "source", "source_size", "modified_at", "source_etag", "title",
-                  "metadata_json", "metadata_hash")
+                  "metadata_json", "metadata_hash", "name", "name_key")
 
 
 def state_schema() -> pa.Schema:

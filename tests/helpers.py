@@ -216,30 +216,34 @@ def toy_encoder(weights, **extra):
 # -- old database schemas ------------------------------------------------------------------
 
 #: The columns schema version 4 added (the listing's facts of a document).
+#: The columns schema version 5 added, per table.
+V5_ADDED = {"documents": ["name", "name_key"]}
 V4_ADDED = {"documents": ["source_size", "modified_at", "source_etag", "title", "metadata_json",
-                          "metadata_hash"]}
+                          "metadata_hash", *V5_ADDED["documents"]]}
 #: The columns schema version 1 did not have, per table.
 V1_DROPPED = {"documents": ["tree_id", *V4_ADDED["documents"]], "nodes": ["tree_id"],
               "runs": ["status", "message", "flow_run_id"]}
 
 
-def make_schema_3(db: str) -> None:
-    """Make a current database what schema version 3 wrote: `documents` without the
-    listing's columns, metadata version 3 (rows and trees as they are)."""
+def make_schema_3(db: str, version: str = "3") -> None:
+    """Make a current database what schema version 3 (or 4: VERSION) wrote: `documents`
+    without the columns later versions added, that metadata version (rows and trees as
+    they are)."""
     import lancedb
     import pyarrow as pa
 
+    added = V4_ADDED if version == "3" else V5_ADDED
     conn = lancedb.connect(db)
     for name in conn.list_tables().tables:
         tbl = conn.open_table(name)
-        dropped = [c for c in V4_ADDED.get(name, []) if c in tbl.schema.names]
+        dropped = [c for c in added.get(name, []) if c in tbl.schema.names]
         if dropped:
             data = tbl.to_arrow().drop_columns(dropped)
-            meta = {**data.schema.metadata, b"sproutrag.schema_version": b"3"}
+            meta = {**data.schema.metadata, b"sproutrag.schema_version": version.encode()}
             schema = pa.schema(list(data.schema), metadata=meta)
             conn.create_table(name, data=data.cast(schema), schema=schema, mode="overwrite")
         else:
-            tbl.to_lance().update_schema_metadata({"sproutrag.schema_version": "3"})
+            tbl.to_lance().update_schema_metadata({"sproutrag.schema_version": version})
 
 
 def make_schema_1(db: str, fingerprint: str | None = None) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from sproutrag.documents import Failure, SourceDocument
 from sproutrag.ingest.plan import Plan
+from sproutrag.names import MAX_NAME_CHARS
 
 
 @dataclass
@@ -25,7 +26,7 @@ class Tally:
     new: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     unchanged: int = 0
-    restat: list[SourceDocument] = field(default_factory=list)  # texts dropped
+    restat: list[SourceDocument] = field(default_factory=list)  # first lines of texts only
     failures: list[Failure] = field(default_factory=list)
     repaired: dict[str, str] = field(default_factory=dict)  # damaged, re-indexed now
 
@@ -41,7 +42,9 @@ def documents_to_index(found: Iterable[SourceDocument | Failure], plan: Plan, ta
         if verdict == "unchanged":
             tally.unchanged += 1
             if plan.restat(doc):
-                tally.restat.append(SourceDocument(doc.doc_id, doc.source, "", "",
+                # the text's first line only: all its name (`documents.name`) reads
+                first_line = doc.text.lstrip().split("\n", 1)[0][: MAX_NAME_CHARS + 1]
+                tally.restat.append(SourceDocument(doc.doc_id, doc.source, first_line, "",
                                                    doc.size, doc.modified_at, doc.etag,
                                                    doc.title, doc.metadata))
             continue

@@ -24,25 +24,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sproutrag.search.lexical import STOPWORDS
+from sproutrag.names import (  # noqa: F401 - also importable from here
+    MAX_NAME_CHARS,
+    MIN_NAME_CHARS,
+    document_name,
+    is_name,
+    name_key,
+    name_phrases,
+    words,
+)
 from sproutrag.search.node_scores import NodeScores
 
 #: The rank-score points (z-units) a linked document's nodes gain: fitted on the three
 #: train pools (0.25, 0.5, 1, 2 tried; docs/results.md, rule 12).
 LINK_WEIGHT = 1.0
-#: A name is at most this long (a heading, not a sentence).
-MAX_NAME_CHARS = 100
-#: Names shorter than this name nothing ("a", "us", "7").
-MIN_NAME_CHARS = 4
-
-_WORDS = re.compile(r"\w+", re.UNICODE)
-_TRAILING_PARENTHESIS = re.compile(r"\s*\([^()]*\)\s*$")
-_SENTENCE_END = ".!?;,:。！？"
-
-
-def words(text: str) -> str:
-    """TEXT lower-cased as its words joined by one space, a space at each end."""
-    return " " + " ".join(_WORDS.findall(text.lower())) + " "
+#: Documents the first stage did not choose that a corpus-wide query adds when its best
+#: unit (or the question) writes their name: fitted on the three train pools (1, 2, 4
+#: tried; docs/results.md, rule 13).
+FETCH_NAMED = 1
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -56,20 +55,6 @@ def written_in(name: str, lowered: str) -> bool:
     shipping"): ``f" {name} " in words(text)``, without normalising the whole text."""
     first = name.split(" ", 1)[0]
     return first in lowered and _pattern(name).search(lowered) is not None
-
-
-def document_name(text: str, title: str | None = None) -> str | None:
-    """A document's name: TITLE when given, else TEXT's first line when heading-like (at
-    most 100 characters, no sentence punctuation at its end), as `words` (without the
-    spaces at its ends), a trailing parenthesis dropped ("Tim Brown (designer)" -> "tim
-    brown"). None when it is shorter than 4 characters or only stopwords and digits."""
-    line = title.strip() if title and title.strip() else text.lstrip().split("\n", 1)[0].strip()
-    if not line or len(line) > MAX_NAME_CHARS or (not title and line[-1] in _SENTENCE_END):
-        return None
-    name = words(_TRAILING_PARENTHESIS.sub("", line)).strip()
-    if len(name) < MIN_NAME_CHARS or all(w in STOPWORDS or w.isdigit() for w in name.split()):
-        return None
-    return name
 
 
 def linked_documents(names: Mapping[str, str | None], leading: str, leading_text: str,
@@ -119,4 +104,5 @@ class Links:
                 for d, s in scores.items()}
 
 
-__all__ = ["LINK_WEIGHT", "Links", "document_name", "linked_documents", "words", "written_in"]
+__all__ = ["FETCH_NAMED", "LINK_WEIGHT", "Links", "document_name", "is_name",
+           "linked_documents", "name_key", "name_phrases", "words", "written_in"]

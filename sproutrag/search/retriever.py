@@ -48,11 +48,20 @@ from sproutrag.search.context import (
 from sproutrag.search.first_stage import FIRST_STAGES, LEAF_FILTER, FirstStage
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.links import LINK_WEIGHT, Links, document_name
+from sproutrag.search.links import (
+    FETCH_NAMED,
+    LINK_WEIGHT,
+    Links,
+    document_name,
+    name_key,
+    name_phrases,
+)
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
+    NodeScores,
     anchor_documents,
     cosine_scores,
+    node_scores,
 )
 from sproutrag.search.tree_search import (
     Reranker,
@@ -101,6 +110,7 @@ class Retriever:
         first_stage: str = "hybrid",
         anchor_leaves: int = ANCHOR_LEAVES,
         link_weight: float = LINK_WEIGHT,
+        fetch_named: int = FETCH_NAMED,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -115,9 +125,12 @@ class Retriever:
         many leaves (`node_scores.anchor_documents`; 0: from every searched document).
         LINK_WEIGHT: in a query without doc_ids, the rank-score points every node of a
         searched document gains when the query or the best leaf's document names it
-        (`sproutrag.search.links`; 0: off)."""
+        (`sproutrag.search.links`; 0: off). FETCH_NAMED: in a query without doc_ids, at
+        most this many documents the first stage did not choose are searched too when
+        the query or its best leaf writes their name (`_named_elsewhere`; 0: off)."""
         self.anchor_leaves = check_count("anchor_leaves", anchor_leaves)
         self.link_weight = check_number("link_weight", link_weight)
+        self.fetch_named = check_count("fetch_named", fetch_named)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -161,7 +174,8 @@ class Retriever:
     def _resolve(self) -> tuple[SearchParams, Any]:
         """(search parameters, their defaults) for the tables as they are now: the
         database's index settings (or WEIGHTS, or the encoder's), then the overrides."""
-        version, _, _, fingerprints, _ = self._current()
+        current = self._current()
+        version, fingerprints = current.version, current.fingerprints
         infos_version, stored = self.reader.index_infos()
         key = (version, infos_version)
         if self._settings is None or self._settings[0] != key:
@@ -526,6 +540,10 @@ class Retriever:
                  mode: str, selection: str | None, cutoff: float | None) -> Context:
         params, _ = self._resolve()
         docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
+        found = None
+        if mode != "flat" and not doc_ids:
+            docs, _, _, _, found = self._searched(query, qvec, docs, params, True, allowed,
+                                                  texts=True)
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
         self._prefetch(loaded, texts=True, terms=mode != "flat" and params.lexical_weight > 0,
@@ -542,7 +560,7 @@ class Retriever:
                        if params.lexical_weight > 0 else None)
             trees = {d: st.tree for d, st in stored.items()}
             scores = rank_scores(trees, qvec, params=params, query=query, lexical=lexical,
-                                 anchor=self._anchor(docs, stored, not doc_ids),
+                                 scores=found, anchor=self._anchor(docs, stored, not doc_ids),
                                  links=self._links(query, loaded, not doc_ids))
             chosen = selection or DEFAULT_SELECTION
             if mode == "leaves" and chosen == "tree":
@@ -596,8 +614,8 @@ class Retriever:
             docs = self.choose_documents(qvec, doc_ids, k=k, query=query, allowed=allowed)
             ranked = not doc_ids  # in the first stage's order: its leading ones anchor
             if mode == "leaves":
-                return self._leaves(query, qvec, k, docs, params, ranked)
-            return self._tree(query, qvec, k, docs, params, ranked)
+                return self._leaves(query, qvec, k, docs, params, ranked, allowed)
+            return self._tree(query, qvec, k, docs, params, ranked, allowed)
 
     def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None,
               allowed: Collection[str] | None = None, again: int = 3) -> list[Hit]:
@@ -645,13 +663,14 @@ class Retriever:
                 return rows[:k]
             limit = min(4 * limit, units)
 
-    def _loaded(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool):
+    def _loaded(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
+                *, texts: bool = False):
         """(doc_id -> stored tree, doc_id -> leaf terms or None, the query's `Links` or
-        None) of DOCS' current trees."""
+        None) of DOCS' current trees (TEXTS: their texts read into the cache too)."""
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
         self._prefetch(loaded, terms=params.lexical_weight > 0,
-                       names=ranked and self.link_weight > 0)
+                       names=ranked and self.link_weight > 0, texts=texts)
         lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
         return stored, lexical, self._links(query, loaded, ranked)
@@ -681,22 +700,73 @@ class Retriever:
         leaves = {d: st.tree.n for d, st in stored.items()}
         return anchor_documents([d for d in docs if d in stored], leaves, self.anchor_leaves)
 
+    def _searched(self, query: str, qvec: np.ndarray, docs: Sequence[str],
+                  params: SearchParams, ranked: bool,
+                  allowed: Collection[str] | None = None, *, texts: bool = False):
+        """(the documents searched, their trees, leaf terms and `Links` as `_loaded`
+        gives them, and their `node_scores` when computed already, else None): DOCS, and
+        when they are the first stage's RANKED choice the documents `_named_elsewhere`
+        adds (among ALLOWED). TEXTS: their texts are read too (a context's)."""
+        stored, lexical, links = self._loaded(docs, params, query, ranked, texts=texts)
+        if not ranked or self.fetch_named <= 0 or not stored:
+            return list(docs), stored, lexical, links, None
+        scores = node_scores({d: st.tree for d, st in stored.items()}, qvec, query=query,
+                             lexical=lexical, lexical_weight=params.lexical_weight,
+                             anchor=self._anchor(docs, stored, ranked))
+        extra = self._named_elsewhere(query, stored, scores, allowed)
+        if not extra:
+            return list(docs), stored, lexical, links, scores
+        docs = [*docs, *extra]
+        stored, lexical, links = self._loaded(docs, params, query, ranked, texts=texts)
+        return docs, stored, lexical, links, None
+
+    def _named_elsewhere(self, query: str, stored: Mapping[str, StoredTree],
+                         scores: Mapping[str, NodeScores],
+                         allowed: Collection[str] | None) -> list[str]:
+        """The documents not in STORED (the searched ones) whose name the query or the
+        best leaf by SCORES writes, a name no other document has (`documents.name_key`,
+        looked up in the view's `NameIndex`: no read), among ALLOWED when given; at most
+        `fetch_named`, in the order their names are written (docs/results.md, rule 13)."""
+        index = self._current().names
+        best = max(((float(s.rank[: stored[d].tree.n].max()), d) for d, s in scores.items()
+                    if stored[d].tree.n), default=None)
+        if best is None or not len(index):
+            return []
+        d1 = best[1]
+        u1 = int(np.argmax(scores[d1].rank[: stored[d1].tree.n]))
+        phrases = dict.fromkeys([*name_phrases(query), *name_phrases(stored[d1].texts[u1])])
+        keys = [name_key(p) for p in phrases]
+        found = index.documents(keys)
+        out: list[str] = []
+        for key in keys:
+            docs = found.get(key, ())
+            if (len(docs) == 1 and docs[0] not in stored and docs[0] not in out
+                    and (allowed is None or docs[0] in allowed)):
+                out.append(docs[0])
+                if len(out) == self.fetch_named:
+                    break
+        return out
+
     def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
-              params: SearchParams, ranked: bool = False) -> list[Hit]:
-        stored, lexical, links = self._loaded(docs, params, query, ranked)
+              params: SearchParams, ranked: bool = False,
+              allowed: Collection[str] | None = None) -> list[Hit]:
+        docs, stored, lexical, links, scores = self._searched(query, qvec, docs, params,
+                                                              ranked, allowed)
         chosen = search_trees(
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
-            lexical=lexical, reranker=self.reranker,
+            lexical=lexical, reranker=self.reranker, scores=scores,
             node_text=lambda d, n: node_text(stored[d], n), fill=self.fills_k,
             anchor=self._anchor(docs, stored, ranked), links=links,
         )
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
     def _leaves(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
-                params: SearchParams, ranked: bool = False) -> list[Hit]:
+                params: SearchParams, ranked: bool = False,
+                allowed: Collection[str] | None = None) -> list[Hit]:
         """Leaves mode: the documents tree mode searches, their leaves ranked by tree mode's
         fused score and cutoffs (`tree_search.leaves_mode`), no tree."""
-        stored, lexical, links = self._loaded(docs, params, query, ranked)
+        docs, stored, lexical, links, _ = self._searched(query, qvec, docs, params, ranked,
+                                                         allowed)
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
         found = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical,
                             fill=self.fills_k, anchor=self._anchor(docs, stored, ranked),

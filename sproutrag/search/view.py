@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from sproutrag.errors import QueryError, short_error
+from sproutrag.search.name_index import EMPTY, NameIndex
 
 
 def files_gone(exc: BaseException) -> bool:
@@ -30,6 +31,7 @@ class Current(NamedTuple):
     rows: int  # node rows of the current trees
     fingerprints: frozenset[str]
     leaves: dict[str, int]  # doc_id -> evidence units (leaves) of its current tree
+    names: NameIndex = EMPTY  # the documents by name key (`documents.name_key`)
 
     @property
     def units(self) -> int:
@@ -84,13 +86,15 @@ class TablesView:
                 return Current(-1, {}, 0, frozenset(), {})
             version = self.store.version("documents")
             if self._doc_trees is None or self._doc_trees.version != version:
-                cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint"]
-                data = tbl.search().select(cols).limit(None).to_arrow().to_pydict()
+                cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint", "name_key"]
+                found = tbl.search().select(cols).limit(None).to_arrow()
+                data = found.drop_columns(["name_key"]).to_pydict()
                 rows = sum(2 * n - 1 for n in data["n_chunks"])
                 self._doc_trees = Current(
                     version, dict(zip(data["doc_id"], data["tree_id"])), rows,
                     frozenset(data["index_fingerprint"]),
-                    dict(zip(data["doc_id"], data["n_chunks"])))
+                    dict(zip(data["doc_id"], data["n_chunks"])),
+                    NameIndex(data["doc_id"], found.column("name_key")))
             current = self._doc_trees
         if pin.pinning:
             pin.pin = current

@@ -20,6 +20,10 @@ Version 4 adds the listing's facts to `documents` (`source_size`, `modified_at`,
 are added with nulls and the schema metadata is updated (two small commits per table,
 each idempotent, so a crash in between is finished by the next run); its trees stay
 valid (the fingerprint names the trees' own schema version), so nothing is re-indexed.
+
+Version 5 adds each document's name (`documents.name`, `name_key`; `sproutrag.names`).
+A version-3 or -4 table gains them computed from its `text` and `title` (one more
+commit, which reads those two columns and writes only the new ones).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sproutrag.interrupt import crash_point
+from sproutrag.names import document_name, name_key
 from sproutrag.schemas import tables
 
 LEGACY_PREFIX = "legacy:"
@@ -40,12 +45,28 @@ def _tree_id(batch: pa.RecordBatch) -> pa.Array:
     return pc.binary_join_element_wise(LEGACY_PREFIX, batch.column("doc_id"), "")
 
 
+def _names(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """`documents.name` and `name_key` of a batch of `text` (and `title`, when the table
+    has it)."""
+    texts = batch.column("text").to_pylist()
+    titles = (batch.column("title").to_pylist() if "title" in batch.schema.names
+              else [None] * len(texts))
+    names = [document_name(t, title) for t, title in zip(texts, titles, strict=True)]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(names, pa.string()), pa.array([name_key(n) for n in names], pa.int64())],
+        schema=pa.schema([tables.DOCUMENTS.field("name"), tables.DOCUMENTS.field("name_key")]))
+
+
 #: Columns a migration fills with something else than nulls: (table, column) -> values.
 _FILLERS: dict[tuple[str, str], Callable[[pa.RecordBatch], pa.Array]] = {
     ("nodes", "tree_id"): _tree_id,
     ("documents", "tree_id"): _tree_id,
     ("runs", "status"): lambda b: pa.array(["completed"] * b.num_rows, pa.string()),
+    ("documents", "name"): lambda b: _names(b).column("name"),
+    ("documents", "name_key"): lambda b: _names(b).column("name_key"),
 }
+#: Columns an in-place migration computes from the rows (the others are added as nulls).
+_COMPUTED = {"documents": ("name", "name_key")}
 
 _BASE = {"documents": tables.DOCUMENTS, "runs": tables.RUNS, "results": tables.RESULTS,
          "index_settings": tables.INDEX_SETTINGS}
@@ -72,9 +93,19 @@ def _add_in_place(tbl, name: str, encoder: str, dim: int) -> None:
     """A rows-compatible table: add the missing (nullable) columns with nulls, then write
     the current schema metadata; no row is rewritten."""
     have = set(tbl.schema.names)
-    missing = [f for f in _target_schema(name, encoder, dim) if f.name not in have]
+    computed = _COMPUTED.get(name, ())
+    missing = [f for f in _target_schema(name, encoder, dim)
+               if f.name not in have and f.name not in computed]
     if missing:
         tbl.add_columns(missing)
+    if name == "documents" and "name" not in have:
+        read = [c for c in ("text", "title") if c in tbl.schema.names]
+        import lance
+
+        udf = lance.batch_udf(output_schema=pa.schema(
+            [tables.DOCUMENTS.field("name"), tables.DOCUMENTS.field("name_key")]))(_names)
+        tbl.to_lance().add_columns(udf, read_columns=read)
+        tbl.checkout_latest()
     meta = tables.table_metadata(encoder_id=encoder, dim=dim)
     tbl.to_lance().update_schema_metadata({k.decode(): v.decode() for k, v in meta.items()})
     tbl.checkout_latest()

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from sproutrag.documents import SourceDocument
+from sproutrag.names import document_name, name_key
 from sproutrag.schemas import tables
 from sproutrag.trees.tree import Tree, validate_tree
 
@@ -90,19 +91,29 @@ def document_rows(
             "title": [i.doc.title for i in items],
             "metadata_json": [i.doc.metadata for i in items],
             "metadata_hash": [i.doc.metadata_hash for i in items],
+            **name_columns([i.doc for i in items]),
         },
         schema=tables.DOCUMENTS,
     )
 
 
+def name_columns(docs: Sequence[SourceDocument]) -> dict[str, list]:
+    """`documents.name` and `name_key` of DOCS (`sproutrag.names`: the title, else the
+    text's first line when heading-like)."""
+    names = [document_name(d.text, d.title) for d in docs]
+    return {"name": names, "name_key": [name_key(n) for n in names]}
+
+
 def source_rows(docs: Sequence[SourceDocument]) -> pa.Table:
-    """The listing columns of DOCS (`Store.update_sources`)."""
+    """The listing columns of DOCS (`Store.update_sources`), and their names (a title
+    may have changed; DOCS' texts may be only their first lines)."""
     return pa.table({
         "doc_id": [d.doc_id for d in docs], "source": [d.source for d in docs],
         "source_size": [d.size for d in docs], "modified_at": [d.modified_at for d in docs],
         "source_etag": [d.etag for d in docs], "title": [d.title for d in docs],
         "metadata_json": [d.metadata for d in docs],
         "metadata_hash": [d.metadata_hash for d in docs],
+        **name_columns(docs),
     }, schema=tables.sources_schema())
 
 

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from sproutrag.names import name_key
 from sproutrag.storage.store import Store
 from tests.helpers import TEXTS, run_index, write_files, write_jsonl
 
@@ -37,6 +38,10 @@ def test_jsonl_fields_are_metadata_and_a_metadata_change_re_encodes_nothing(
     assert json.loads(rows["a"]["metadata_json"]) == {
         "source": "crm", "tags": ["supply", "terms"], "title": "Supply terms", "year": 2025}
     assert rows["b"]["title"] is None and rows["b"]["metadata_json"] is None
+    # names: the title; none for a text whose first line is a sentence
+    assert (rows["a"]["name"], rows["a"]["name_key"]) == ("supply terms",
+                                                         name_key("supply terms"))
+    assert (rows["b"]["name"], rows["b"]["name_key"]) == (None, None)
     nodes = Store.open_existing(str(db)).table("nodes")
     before = (nodes.version, nodes.count_rows(), rows["a"]["tree_id"])
 
@@ -47,6 +52,12 @@ def test_jsonl_fields_are_metadata_and_a_metadata_change_re_encodes_nothing(
     rows = _rows(db)
     assert rows["a"]["title"] == "Supply terms (2026)"
     assert json.loads(rows["a"]["metadata_json"])["year"] == 2026
+    assert rows["a"]["name"] == "supply terms"  # the trailing parenthesis dropped
+    write_jsonl(corpus, [{k: v for k, v in LINES[0].items() if k != "title"}, LINES[1]])
+    run = run_index(corpus, db)
+    assert (run["n_changed"], run["n_nodes"]) == (0, 0)
+    rows = _rows(db)  # no title now, and the first line is a sentence: no name
+    assert (rows["a"]["title"], rows["a"]["name"], rows["a"]["name_key"]) == (None, None, None)
     nodes = Store.open_existing(str(db)).table("nodes")
     assert (nodes.version, nodes.count_rows(), rows["a"]["tree_id"]) == before
 

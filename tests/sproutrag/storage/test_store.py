@@ -250,12 +250,44 @@ def test_schema_3_gains_the_listing_columns_without_a_row_rewritten(store):
     files = {p for p in Path(store.uri).rglob("data/*.lance")}
     assert migrate(store.uri) == {"nodes": "3", "documents": "3", "runs": "3"}
     assert migrate(store.uri) == {}
-    assert {p for p in Path(store.uri).rglob("data/*.lance")} == files  # no row rewritten
+    # no row rewritten: every data file stays; the names are new files of new columns
+    after = {p for p in Path(store.uri).rglob("data/*.lance")}
+    assert files <= after
+    assert {p.parent.parent.name for p in after - files} <= {"documents.lance"}
     opened = Store.open_existing(store.uri)
     state = opened.stored_state().to_pylist()
     assert [(r["doc_id"], r["index_fingerprint"], r["source_size"]) for r in state] == [
         ("a", "fp", None)]
     assert opened.load_tree("a").texts == ["one", "two", "three"]
+
+
+def test_schema_4_gains_each_documents_name_from_its_text_and_title(store):
+    """Version 5: `documents` gains name and name_key, computed from the stored text and
+    title (a title wins; a heading-like first line else; none for a sentence); no row
+    rewritten, the index fingerprint stays."""
+    from dataclasses import replace
+
+    from sproutrag.names import name_key
+    from sproutrag.storage.migrate import migrate
+    from sproutrag.storage.store import OldSchemaError
+
+    titled = toy_document("t", "Some text here. More.")
+    titled = replace(titled, doc=replace(titled.doc, title="Tim Brown (designer)"))
+    store.write([toy_document("h", "Marlow Shipping Ltd\nThe company ships. It sails."),
+                 toy_document("s", "Not a name. Just a sentence."), titled], "fp")
+    make_schema_3(store.uri, "4")
+    with pytest.raises(OldSchemaError, match=r"schema version 4.*sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    files = {p for p in Path(store.uri).rglob("data/*.lance")}
+    assert migrate(store.uri) == {"nodes": "4", "documents": "4"}
+    assert migrate(store.uri) == {}
+    assert files <= {p for p in Path(store.uri).rglob("data/*.lance")}
+    opened = Store.open_existing(store.uri)
+    rows = {r["doc_id"]: (r["name"], r["name_key"], r["index_fingerprint"])
+            for r in opened.table("documents").to_arrow().to_pylist()}
+    assert rows == {"h": ("marlow shipping ltd", name_key("marlow shipping ltd"), "fp"),
+                    "s": (None, None, "fp"),
+                    "t": ("tim brown", name_key("tim brown"), "fp")}
 
 
 def test_retriever_reads_only_current_trees(store):

@@ -1,0 +1,47 @@
+"""The documents of one version of `documents` by name key (`documents.name_key`): what a
+corpus-wide query looks a name up in without a read (`Retriever._named_elsewhere`). Two
+arrays, 16 bytes a named document: the keys, sorted, and where each key's document is in
+the doc_id list the view already holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class NameIndex:
+    """doc_ids by name key, for one version of `documents`."""
+
+    def __init__(self, doc_ids: Sequence[str], keys: Any) -> None:
+        """DOC_IDS and their KEYS (`documents.name_key`: an Arrow array or a sequence,
+        null / None: no name), aligned."""
+        keys = pa.array(keys, pa.int64()) if not isinstance(keys, pa.Array | pa.ChunkedArray) \
+            else keys
+        raw = pc.fill_null(keys, 0).to_numpy()
+        rows = np.flatnonzero(pc.is_valid(keys).to_numpy(zero_copy_only=False))
+        order = np.argsort(raw[rows], kind="stable")
+        self._keys = raw[rows][order]
+        self._rows = rows[order]
+        self._doc_ids = doc_ids
+
+    def __len__(self) -> int:
+        """Named documents."""
+        return len(self._keys)
+
+    def documents(self, keys: Iterable[int]) -> dict[int, list[str]]:
+        """key -> the doc_ids of the documents with that key, for those of KEYS that any
+        document has."""
+        wanted = np.unique(np.fromiter(keys, np.int64))
+        lo = np.searchsorted(self._keys, wanted, "left")
+        hi = np.searchsorted(self._keys, wanted, "right")
+        return {int(k): [self._doc_ids[int(r)] for r in self._rows[a:b]]
+                for k, a, b in zip(wanted, lo, hi, strict=True) if b > a}
+
+
+EMPTY = NameIndex([], [])
+
+__all__ = ["EMPTY", "NameIndex"]

@@ -1,0 +1,122 @@
+"""Documents the first stage missed, searched because the best unit writes their name
+(`Retriever._named_elsewhere`, `documents.name_key`, `NameIndex`; docs/results.md, rule
+13), and the names' phrases and keys (no model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sproutrag.names import document_name, name_key, name_phrases
+from sproutrag.search.name_index import NameIndex
+from tests.sproutrag.search.test_links import _document, _leaf_vectors
+
+
+def test_the_phrases_of_a_text_are_its_possible_names_each_once():
+    phrases = name_phrases("Harbor Labs ships with Marlow-Shipping (UK), as Marlow Shipping.")
+    assert phrases[:3] == ["harbor", "harbor labs", "harbor labs ships"]
+    assert "marlow shipping" in phrases and "marlow shipping uk" in phrases
+    assert phrases.count("marlow shipping") == 1
+    assert "with" not in phrases and "as" not in phrases  # stopwords only
+    assert "uk" not in phrases  # shorter than 4 characters
+    assert all(len(p) <= 100 for p in name_phrases(" ".join(["word"] * 60)))
+    # a document's name is one of the phrases of any text that writes it
+    name = document_name("Tim Brown (designer)\nHe designs.")
+    assert name in name_phrases("A game by Tim Brown.")
+
+
+def test_name_keys_are_stable_signed_64_bit_integers():
+    assert name_key("marlow shipping") == name_key("marlow shipping")
+    assert name_key("marlow shipping") != name_key("harbor labs")
+    assert -2**63 <= name_key("harbor labs") < 2**63 and name_key(None) is None
+    assert name_key("tim brown") == -8690752227995877248  # stored keys must not move
+
+
+def test_the_name_index_finds_every_document_of_a_key():
+    import pyarrow as pa
+
+    index = NameIndex(["a", "b", "c", "d"], pa.chunked_array([[5, None, 5], [-7]]))
+    assert len(index) == 3
+    assert index.documents([5, -7, 9, 5]) == {5: ["a", "c"], -7: ["d"]}
+    assert NameIndex([], []).documents([1]) == {}
+
+
+@pytest.fixture
+def missed_pool(tmp_path):
+    """The question matches Harbor Labs, whose best leaf names Marlow Shipping; five
+    look-alikes match the question better than Marlow does, so a first stage of two
+    documents never chooses it. "Bay Freight" is named too, but two documents share it."""
+    from sproutrag.encoder.weights import TrainedWeights
+    from sproutrag.params import SearchParams
+    from tests.helpers import TOY_DIM, toy_encoder, toy_store
+
+    rng = np.random.default_rng(11)
+    best = np.vstack([_leaf_vectors(rng, 0.8, 1, TOY_DIM), _leaf_vectors(rng, 0.97, 1, TOY_DIM)])
+    docs = [_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping "
+                                 "and Bay Freight."], best),
+            _document("marlow", ["Marlow Shipping", "It owns three vessels."],
+                      _leaf_vectors(rng, 0.2, 2, TOY_DIM))]
+    docs += [_document(f"bay{i}", ["Bay Freight", f"Bay Freight {i} trucks goods."],
+                       _leaf_vectors(rng, 0.2, 2, TOY_DIM)) for i in range(2)]
+    docs += [_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
+                       _leaf_vectors(rng, 0.6, 2, TOY_DIM)) for i in range(5)]
+    store = toy_store(tmp_path / "db")
+    store.write(docs, "fp")
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    return store.uri, toy_encoder(weights)
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_document_the_best_unit_names_is_searched_though_the_first_stage_missed_it(
+        missed_pool, mode):
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = missed_pool
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    found = {}
+    for fetch in (0, 1):
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2, fetch_named=fetch)
+        assert "marlow" not in r.choose_documents(qvec, None, k=4)
+        found[fetch] = {h.doc_id for h in r.search_vector("Who owns the ships?", qvec, k=4,
+                                                          mode=mode)}
+    assert "marlow" not in found[0]
+    assert "marlow" in found[1] and "harbor" in found[1]
+    assert not found[1] & {"bay0", "bay1"}  # a name two documents share names neither
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2, fetch_named=1)
+    # a query within given documents, or a filter that leaves Marlow out, fetches nothing
+    within = r.search_vector("Who owns the ships?", qvec, k=4, mode=mode,
+                             doc_ids=["harbor", "look0"])
+    assert {h.doc_id for h in within} == {"harbor", "look0"}
+    allowed = {"harbor", "look0", "look1", "look2"}
+    kept = r.search_vector("Who owns the ships?", qvec, k=4, mode=mode, allowed=allowed)
+    assert {h.doc_id for h in kept} <= allowed
+
+
+def test_a_context_searches_the_named_document_too(missed_pool):
+    from types import SimpleNamespace
+
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = missed_pool
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    encoder = SimpleNamespace(**vars(encoder), encode_texts=lambda texts: np.stack(
+        [qvec] * len(texts)))
+    for fetch in (0, 1):
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2, fetch_named=fetch)
+        ctx = r.context("Who owns the ships?", budget_chars=500, k=4, selection="leaves")
+        assert ("marlow" in {s.doc_id for s in ctx.spans}) == (fetch > 0)
+
+
+def test_the_retriever_and_the_settings_check_fetch_named(missed_pool):
+    from pydantic import ValidationError
+
+    from sproutrag.schemas.settings import SearchSettings
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    db, encoder = missed_pool
+    for bad in (-1, 1.5, "x"):
+        with pytest.raises(QueryError, match="fetch_named"):
+            Retriever(db, encoder=encoder, fetch_named=bad)
+    assert SearchSettings().retriever_options()["fetch_named"] == 1
+    with pytest.raises(ValidationError, match="fetch_named"):
+        SearchSettings(fetch_named=-1)
