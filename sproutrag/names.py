@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from sproutrag.search.lexical import STOPWORDS
+from sproutrag.stopwords import STOPWORDS
 
 #: A name is at most this long (a heading, not a sentence).
 MAX_NAME_CHARS = 100

@@ -294,3 +294,32 @@ def unblock_fifo_after(path: Path, seconds: float) -> Iterator[threading.Event]:
     finally:
         done.set()
         thread.join()
+
+
+def line_document(doc_id: str, lines: list[str], vectors):
+    """An IndexedDocument whose leaves are LINES (one each) with VECTORS (n x dim)."""
+    import numpy as np
+
+    from sproutrag.documents import SourceDocument, content_hash
+    from sproutrag.storage.store import IndexedDocument
+    from sproutrag.trees.tree import build_tree
+
+    text = "\n".join(lines)
+    spans, pos = [], 0
+    for line in lines:
+        spans.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    n = len(lines)
+    i = np.arange(n - 1)
+    tree = build_tree(vectors.astype(np.float32), i, i + 1, np.full(n - 1, 0.5, np.float32))
+    return IndexedDocument(SourceDocument(doc_id, f"mem://{doc_id}", text, content_hash(text)),
+                           np.asarray(spans, np.int64), tree)
+
+
+def leaf_vectors(rng, cosine: float, n: int, dim: int):
+    """N unit vectors of cosine about COSINE with the first axis (RNG: numpy's)."""
+    import numpy as np
+
+    noise = rng.normal(size=(n, dim - 1))
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    return np.hstack([np.full((n, 1), cosine), np.sqrt(1 - cosine**2) * noise])

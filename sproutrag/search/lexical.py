@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import snowballstemmer
 
+from sproutrag.stopwords import STOPWORDS
 from sproutrag.trees.tree import Tree
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -42,13 +43,6 @@ B = 0.75
 #: docs/results.md, `bench/research/bm25_shape.py`).
 CONTEXT_WEIGHT = 2
 
-#: Very common English function words; they carry no evidence and would dominate short texts.
-STOPWORDS = frozenset(
-    "a an and are as at be been being but by can could did do does for from had has have "
-    "he her his i if in into is it its may might must my no not of on or our shall she "
-    "should so such than that the their them then there these they this those to was we "
-    "were what when where which while who whom why will with would you your".split()
-)
 
 
 _STEMMERS = threading.local()  # a Snowball stemmer keeps state: one per thread

@@ -48,7 +48,7 @@ def test_written_in_is_whole_words_of_the_normalised_text(text):
         assert written_in(name, text.lower()) == (f" {name} " in words(text)), (name, text)
 
 
-def test_links_add_their_weight_to_every_node_of_a_linked_document():
+def test_links_add_their_weight_to_every_node_of_a_linkedline_document():
     names = {"a": "harbor labs", "b": "marlow shipping", "c": "north works"}
     texts = {"a": "Harbor Labs ships with Marlow Shipping.", "b": "vessels", "c": "harbor"}
     asked = []
@@ -80,31 +80,6 @@ def test_links_add_their_weight_to_every_node_of_a_linked_document():
 # -- through the Retriever ----------------------------------------------------------------
 
 
-def _document(doc_id: str, lines: list[str], vectors: np.ndarray):
-    """An IndexedDocument whose leaves are LINES (one each) with VECTORS."""
-    from sproutrag.documents import SourceDocument, content_hash
-    from sproutrag.storage.store import IndexedDocument
-    from sproutrag.trees.tree import build_tree
-
-    text = "\n".join(lines)
-    spans, pos = [], 0
-    for line in lines:
-        spans.append((pos, pos + len(line)))
-        pos += len(line) + 1
-    n = len(lines)
-    i = np.arange(n - 1)
-    tree = build_tree(vectors.astype(np.float32), i, i + 1, np.full(n - 1, 0.5, np.float32))
-    return IndexedDocument(SourceDocument(doc_id, f"mem://{doc_id}", text, content_hash(text)),
-                           np.asarray(spans, np.int64), tree)
-
-
-def _leaf_vectors(rng, cosine: float, n: int, dim: int) -> np.ndarray:
-    """N unit vectors of cosine about COSINE with the first axis."""
-    noise = rng.normal(size=(n, dim - 1))
-    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
-    return np.hstack([np.full((n, 1), cosine), np.sqrt(1 - cosine**2) * noise])
-
-
 @pytest.fixture
 def bridge_pool(tmp_path):
     """A pool where the question matches Harbor Labs; its second document (Marlow
@@ -112,15 +87,15 @@ def bridge_pool(tmp_path):
     look-alikes of Harbor Labs do."""
     from sproutrag.encoder.weights import TrainedWeights
     from sproutrag.params import SearchParams
-    from tests.helpers import TOY_DIM, toy_encoder, toy_store
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, toy_encoder, toy_store
 
     rng = np.random.default_rng(7)
-    docs = [_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping."],
-                      _leaf_vectors(rng, 0.95, 2, TOY_DIM)),
-            _document("marlow", ["Marlow Shipping", "It owns three vessels."],
-                      _leaf_vectors(rng, 0.2, 2, TOY_DIM))]
-    docs += [_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
-                       _leaf_vectors(rng, 0.6, 2, TOY_DIM)) for i in range(5)]
+    docs = [line_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping."],
+                      leaf_vectors(rng, 0.95, 2, TOY_DIM)),
+            line_document("marlow", ["Marlow Shipping", "It owns three vessels."],
+                      leaf_vectors(rng, 0.2, 2, TOY_DIM))]
+    docs += [line_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
+                       leaf_vectors(rng, 0.6, 2, TOY_DIM)) for i in range(5)]
     store = toy_store(tmp_path / "db")
     store.write(docs, "fp")
     weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))

@@ -9,7 +9,6 @@ import pytest
 
 from sproutrag.names import document_name, name_key, name_phrases
 from sproutrag.search.name_index import NameIndex
-from tests.sproutrag.search.test_links import _document, _leaf_vectors
 
 
 def test_the_phrases_of_a_text_are_its_possible_names_each_once():
@@ -48,18 +47,18 @@ def missed_pool(tmp_path):
     documents never chooses it. "Bay Freight" is named too, but two documents share it."""
     from sproutrag.encoder.weights import TrainedWeights
     from sproutrag.params import SearchParams
-    from tests.helpers import TOY_DIM, toy_encoder, toy_store
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, toy_encoder, toy_store
 
     rng = np.random.default_rng(11)
-    best = np.vstack([_leaf_vectors(rng, 0.8, 1, TOY_DIM), _leaf_vectors(rng, 0.97, 1, TOY_DIM)])
-    docs = [_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping "
+    best = np.vstack([leaf_vectors(rng, 0.8, 1, TOY_DIM), leaf_vectors(rng, 0.97, 1, TOY_DIM)])
+    docs = [line_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping "
                                  "and Bay Freight."], best),
-            _document("marlow", ["Marlow Shipping", "It owns three vessels."],
-                      _leaf_vectors(rng, 0.2, 2, TOY_DIM))]
-    docs += [_document(f"bay{i}", ["Bay Freight", f"Bay Freight {i} trucks goods."],
-                       _leaf_vectors(rng, 0.2, 2, TOY_DIM)) for i in range(2)]
-    docs += [_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
-                       _leaf_vectors(rng, 0.6, 2, TOY_DIM)) for i in range(5)]
+            line_document("marlow", ["Marlow Shipping", "It owns three vessels."],
+                      leaf_vectors(rng, 0.2, 2, TOY_DIM))]
+    docs += [line_document(f"bay{i}", ["Bay Freight", f"Bay Freight {i} trucks goods."],
+                       leaf_vectors(rng, 0.2, 2, TOY_DIM)) for i in range(2)]
+    docs += [line_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
+                       leaf_vectors(rng, 0.6, 2, TOY_DIM)) for i in range(5)]
     store = toy_store(tmp_path / "db")
     store.write(docs, "fp")
     weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
@@ -109,8 +108,8 @@ def test_a_context_searches_the_named_document_too(missed_pool):
 
 def test_the_retriever_and_the_settings_check_fetch_named(missed_pool):
     from pydantic import ValidationError
-
     from sproutrag.schemas.settings import SearchSettings
+
     from sproutrag.search.retriever import QueryError, Retriever
 
     db, encoder = missed_pool
