@@ -2,9 +2,10 @@
 
 A document's name is its title (a JSONL line's "title") or else its first line when that
 line is heading-like, normalised to its lower-cased words joined by one space, a trailing
-parenthesis dropped ("Tim Brown (designer)" -> "tim brown"). `documents.name` stores it and
-`documents.name_key` its 64-bit key, by which a corpus-wide search finds the documents a
-question or its best unit names (`sproutrag.search.links`; docs/results.md, rules 12-13).
+parenthesis dropped ("Tim Brown (designer)" -> "tim brown"). `documents.name` stores it
+and `documents.name_key` its 64-bit key (`name_key`), by which a corpus-wide search finds
+the documents a question or its best unit names (`sproutrag.search.links`;
+docs/results.md, rules 12-13).
 
 Pure functions over strings.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 
 from sproutrag.stopwords import STOPWORDS
 
@@ -50,30 +52,48 @@ def is_name(name: str) -> bool:
             and not all(w in STOPWORDS or w.isdigit() for w in name.split()))
 
 
+def _hash32(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=4).digest(),
+                          "little")
+
+
 def name_key(name: str | None) -> int | None:
-    """The 64-bit key of a name (`documents.name_key`: the first 8 bytes of its BLAKE2b
-    digest, a signed integer): what a search looks names up by."""
+    """The 64-bit key of a name (`documents.name_key`), what a search looks names up by:
+    the first 4 bytes of the BLAKE2b digest of its first word (the high half) and of the
+    whole name (the low half), little-endian, as a signed integer. Its high half is
+    `first_word_key` of its first word, so a search tries only the phrases that start
+    with a word some name starts with."""
     if name is None:
         return None
-    digest = hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True)
+    key = (_hash32(name.split(" ", 1)[0]) << 32) | _hash32(name)
+    return key - (1 << 64) if key >= 1 << 63 else key
 
 
-def name_phrases(text: str) -> list[str]:
+def first_word_key(word: str) -> int:
+    """``name_key(name) >> 32`` of every name whose first word is WORD."""
+    high = _hash32(word)
+    return high - (1 << 32) if high >= 1 << 31 else high
+
+
+def name_phrases(text: str, starts: Callable[[str], bool] | None = None) -> list[str]:
     """The runs of words of TEXT (as `words` normalises it) that could be a document's
-    name (`is_name`), each once, in the order they start."""
+    name (`is_name`), each once, in the order they start; with STARTS, only runs whose
+    first word it accepts."""
     ws = words(text).split()
     out: dict[str, None] = {}
-    for i in range(len(ws)):
-        phrase = ""
+    for i, first in enumerate(ws):
+        if starts is not None and not starts(first):
+            continue
+        phrase, content = "", False
         for w in ws[i:]:
             phrase = f"{phrase} {w}" if phrase else w
             if len(phrase) > MAX_NAME_CHARS:
                 break
-            if is_name(phrase):
+            content = content or not (w in STOPWORDS or w.isdigit())
+            if content and len(phrase) >= MIN_NAME_CHARS:
                 out.setdefault(phrase)
     return list(out)
 
 
-__all__ = ["MAX_NAME_CHARS", "MIN_NAME_CHARS", "document_name", "is_name", "name_key",
-           "name_phrases", "words"]
+__all__ = ["MAX_NAME_CHARS", "MIN_NAME_CHARS", "document_name", "first_word_key", "is_name",
+           "name_key", "name_phrases", "words"]

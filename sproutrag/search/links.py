@@ -28,6 +28,7 @@ from sproutrag.names import (  # noqa: F401 - also importable from here
     MAX_NAME_CHARS,
     MIN_NAME_CHARS,
     document_name,
+    first_word_key,
     is_name,
     name_key,
     name_phrases,
@@ -104,5 +105,5 @@ class Links:
                 for d, s in scores.items()}
 
 
-__all__ = ["FETCH_NAMED", "LINK_WEIGHT", "Links", "document_name", "is_name",
-           "linked_documents", "name_key", "name_phrases", "words", "written_in"]
+__all__ = ["FETCH_NAMED", "LINK_WEIGHT", "Links", "document_name", "first_word_key",
+           "is_name", "linked_documents", "name_key", "name_phrases", "words", "written_in"]

@@ -1,11 +1,12 @@
 """The documents of one version of `documents` by name key (`documents.name_key`): what a
 corpus-wide query looks a name up in without a read (`Retriever._named_elsewhere`). Two
 arrays, 16 bytes a named document: the keys, sorted, and where each key's document is in
-the doc_id list the view already holds."""
+the doc_id list the view already holds; and the keys' high halves (their first words'),
+so that a query tries only the phrases starting with a word some name starts with."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,20 @@ class NameIndex:
         self._keys = raw[rows][order]
         self._rows = rows[order]
         self._doc_ids = doc_ids
+        self._firsts = np.unique(self._keys >> 32)  # `first_word_key` of every name
 
     def __len__(self) -> int:
         """Named documents."""
         return len(self._keys)
+
+    def first_words(self, keys: Mapping[str, int]) -> set[str]:
+        """The words of KEYS (word -> `first_word_key`) that some name starts with."""
+        if not keys or not len(self._firsts):
+            return set()
+        wanted = np.fromiter(keys.values(), np.int64, len(keys))
+        at = np.minimum(np.searchsorted(self._firsts, wanted), len(self._firsts) - 1)
+        hit = self._firsts[at] == wanted
+        return {w for w, h in zip(keys, hit, strict=True) if h}
 
     def documents(self, keys: Iterable[int]) -> dict[int, list[str]]:
         """key -> the doc_ids of the documents with that key, for those of KEYS that any

@@ -53,8 +53,10 @@ from sproutrag.search.links import (
     LINK_WEIGHT,
     Links,
     document_name,
+    first_word_key,
     name_key,
     name_phrases,
+    words,
 )
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
@@ -734,7 +736,10 @@ class Retriever:
             return []
         d1 = best[1]
         u1 = int(np.argmax(scores[d1].rank[: stored[d1].tree.n]))
-        phrases = dict.fromkeys([*name_phrases(query), *name_phrases(stored[d1].texts[u1])])
+        texts = (query, stored[d1].texts[u1])
+        firsts = index.first_words({w: first_word_key(w)
+                                    for w in set(words(" ".join(texts)).split())})
+        phrases = dict.fromkeys(p for t in texts for p in name_phrases(t, firsts.__contains__))
         keys = [name_key(p) for p in phrases]
         found = index.documents(keys)
         out: list[str] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sproutrag.names import document_name, name_key, name_phrases
+from sproutrag.names import document_name, first_word_key, name_key, name_phrases
 from sproutrag.search.name_index import NameIndex
 
 
@@ -24,11 +24,22 @@ def test_the_phrases_of_a_text_are_its_possible_names_each_once():
     assert name in name_phrases("A game by Tim Brown.")
 
 
-def test_name_keys_are_stable_signed_64_bit_integers():
+def test_name_keys_are_stable_signed_64_bit_integers_led_by_their_first_word():
     assert name_key("marlow shipping") == name_key("marlow shipping")
     assert name_key("marlow shipping") != name_key("harbor labs")
     assert -2**63 <= name_key("harbor labs") < 2**63 and name_key(None) is None
-    assert name_key("tim brown") == -8690752227995877248  # stored keys must not move
+    assert name_key("tim brown") == 4635955735651534170  # stored keys must not move
+    for name in ("tim brown", "marlow shipping ltd", "zebra", "the who"):
+        assert name_key(name) >> 32 == first_word_key(name.split()[0])
+    negative = next(n for n in (f"word{i} name" for i in range(100)) if name_key(n) < 0)
+    assert name_key(negative) >> 32 == first_word_key(negative.split()[0]) < 0
+
+
+def test_phrases_can_be_limited_to_the_words_names_start_with():
+    text = "Harbor Labs ships with Marlow Shipping."
+    assert name_phrases(text, {"marlow"}.__contains__) == ["marlow", "marlow shipping"]
+    every = name_phrases(text)
+    assert [p for p in every if p.startswith("marlow")] == ["marlow", "marlow shipping"]
 
 
 def test_the_name_index_finds_every_document_of_a_key():
@@ -38,6 +49,11 @@ def test_the_name_index_finds_every_document_of_a_key():
     assert len(index) == 3
     assert index.documents([5, -7, 9, 5]) == {5: ["a", "c"], -7: ["d"]}
     assert NameIndex([], []).documents([1]) == {}
+    keys = [name_key(n) for n in ("tim brown", "marlow shipping", "marlow group")]
+    index = NameIndex(["t", "m", "g"], keys)
+    words = {w: first_word_key(w) for w in ("tim", "marlow", "brown", "zebra")}
+    assert index.first_words(words) == {"tim", "marlow"}
+    assert NameIndex([], []).first_words(words) == set()
 
 
 @pytest.fixture
