@@ -3,6 +3,7 @@ rule 13 of docs/results.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --fit   # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --max-fetch 2
+    PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --links-fit   # rule 14
 
 Rule 12 follows names among the documents the first stage chose; a bridge question's
 second document is not always among them (the paragraph pool's first stage misses 12% of
@@ -14,6 +15,10 @@ the first stage did not choose, are added to the searched documents (at most M, 
 order their names are written), the nodes scored again over them all, and the shipped
 links applied (d1 leads; a fetched document is named, so it gains the link weight). A
 query with doc_ids is unchanged.
+
+Rule 14 (`--links-fit`): with the fetch on (M = 1), the link weight gamma (today 1) and a
+leader bonus lambda (today 0: d1's nodes gain lambda when d1 links to at least one
+searched document) fitted again on train, then the fitted pair against today's on dev.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from sproutrag.search.node_scores import (  # noqa: E402
 )
 
 MAX_FETCH = (1, 2, 4)
+#: Rule 14's grid: (link weight, leader bonus).
+LINK_GRID = [(g, lead) for g in (1.0, 1.5, 2.0, 3.0) for lead in (0.0, 0.5, 1.0, 2.0)]
 #: The longest name looked up, in words.
 MAX_NAME_WORDS = 12
 
@@ -76,9 +83,11 @@ class Fetch:
                            query=p.queries[n]["query"], lexical={d: p.terms[d] for d in docs},
                            lexical_weight=p.base.lexical_weight, anchor=anchor)
 
-    def run(self, scope: str, max_fetch: int) -> dict:
+    def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
+            lead: float = 0.0) -> dict:
         """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
-        only) or without (today's shipped search)."""
+        only) or without (today's shipped search); GAMMA: the link weight, LEAD: the
+        leader's bonus when it links to a searched document."""
         from sproutrag.search.tree_search import search_trees
 
         p = self.p
@@ -102,7 +111,10 @@ class Fetch:
                             docs = docs + extra
                             base = self._scores(n, docs)
                     linked = self.links.linked(docs, d1, q["query"])
-                    base = {d: NodeScores(s.cosine, s.rank + LINK_WEIGHT) if d in linked else s
+                    add = {d: gamma for d in linked}
+                    if linked and lead:
+                        add[d1] = lead
+                    base = {d: NodeScores(s.cosine, s.rank + add[d]) if d in add else s
                             for d, s in base.items()}
                 chosen = search_trees({d: p.trees[d] for d in docs}, p.qvecs[n], k=k,
                                       params=p.base, query=q["query"],
@@ -125,6 +137,32 @@ def fit(pools: list[Fetch]) -> int:
     return H.one_se_choice(trials, lambda m: m, "fit")
 
 
+def links_fit(pools: list[Fetch]) -> tuple[float, float]:
+    """Rule 14's fit (fetch on): the least leader bonus, then the least link weight, within
+    one SE of the best mean IE; today's is (1, 0)."""
+    trials = []
+    for gamma, lead in LINK_GRID:
+        ies = [H.per_query(f.run("wide", 1, gamma, lead)) for f in pools]
+        trials.append(((gamma, lead), ies))
+        print(f"  train gamma {gamma:g} lead {lead:g}: "
+              + " ".join(f"{100 * x.mean():5.1f}" for x in ies), flush=True)
+    return H.one_se_choice(trials, lambda t: (t[1], t[0]), "links fit")
+
+
+def links_compare(names: list[str], point: tuple[float, float], settings, encoder) -> None:
+    """Dev: the fitted (gamma, lead) against today's (1, 0), both with the fetch."""
+    for name in names:
+        p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
+        f = Fetch(p, T.Links(H.pool_files(name, "dev")[0]))
+        within = f.run("within", 0)
+        ref = f.run("wide", 1)
+        new = f.run("wide", 1, *point)
+        print(f"{name} dev wide: today IE {100 * ref['avg']['ie']:.2f}, gamma {point[0]:g} "
+              f"lead {point[1]:g} {H.against(new, ref, within)}; queries changed "
+              f"{T.changed(new, ref)} of {len(p.queries)}; within IE "
+              f"{100 * within['avg']['ie']:.2f}", flush=True)
+
+
 def compare(names: list[str], m: int, settings, encoder) -> None:
     """Dev: the fetch of at most M documents against today's, paired; queries changed."""
     for name in names:
@@ -145,8 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pools", nargs="+", default=H.POOLS)
     ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
     ap.add_argument("--max-fetch", type=int, help="compare this M on dev without fitting")
+    ap.add_argument("--links-fit", action="store_true",
+                    help="rule 14: fit link weight and leader bonus on train, then dev")
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
+    if args.links_fit:
+        point = links_fit([Fetch(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),
+                                 T.Links(H.pool_files(n, "train")[0])) for n in args.pools])
+        links_compare(args.pools, point, settings, encoder)
+        return 0
     if args.fit:
         m = fit([Fetch(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),
                        T.Links(H.pool_files(n, "train")[0])) for n in args.pools])
