@@ -397,7 +397,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
             loss = corpus_wide_loss(retriever, queries, runs, within, row)
             row["corpus_wide"] = loss
             row["notes"] += "; " + describe_loss(loss, retriever.n_docs, retriever.anchor_leaves,
-                                                 retriever.link_weight, retriever.fetch_named)
+                                                 retriever.link_weight, retriever.fetch_named,
+                                                 retriever.leader_weight)
             rows.append(row)
     return rows
 

@@ -121,10 +121,16 @@ class SearchSettings(_Section):
         "searched document)",
     )
     link_weight: float = Field(
-        1.0, ge=0, le=1e6, description="In a query without doc_ids, the score points "
+        3.0, ge=0, le=1e6, description="In a query without doc_ids, the score points "
         "(z-units) every unit of a searched document gains when the question or the best "
         "unit's document names it by its title or heading-like first line: the second "
         "document of a question about two (0: off)",
+    )
+    leader_weight: float = Field(
+        2.0, ge=0, le=1e6, description="In a query without doc_ids, the score points every "
+        "unit of the best unit's document gains when it (or the question) names another "
+        "searched document: a link is evidence that it is the question's first document "
+        "(0: off)",
     )
     fetch_named: int = Field(
         1, ge=0, le=10_000, description="In a query without doc_ids, at most this many "
@@ -136,10 +142,10 @@ class SearchSettings(_Section):
 
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
-        anchor_leaves, link_weight, fetch_named)."""
+        anchor_leaves, link_weight, leader_weight, fetch_named)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
-                "fetch_named": self.fetch_named}
+                "leader_weight": self.leader_weight, "fetch_named": self.fetch_named}
 
 
 class PipelineSettings(_Section):

@@ -249,10 +249,11 @@ def corpus_wide_loss(
 
 
 def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
-                  link_weight: float, fetch_named: int = 0) -> str:
+                  link_weight: float, fetch_named: int = 0, leader_weight: float = 0.0) -> str:
     """`corpus_wide_loss` as the note of a report row."""
     return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}, link_weight "
-            f"{link_weight:g}, fetch_named {fetch_named}) chose "
+            f"{link_weight:g}, leader_weight {leader_weight:g}, fetch_named {fetch_named}) "
+            "chose "
             f"{loss['gold_docs_chosen']:.0%} of the gold "
             f"documents (all of a query's for {loss['all_gold_chosen']:.0%}); "
             f"{loss['non_gold_units']:.0%} of the units from other documents; "

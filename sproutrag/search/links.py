@@ -8,8 +8,9 @@ hop by likeness finds the first document's look-alikes as often (docs/results.md
 JSONL line's "title") or else its first line when heading-like; after a corpus-wide
 query's nodes are scored, the best leaf's document d1 leads, and every other searched
 document whose name is written in the question or in d1's text gets `LINK_WEIGHT` added
-to the rank score of all its nodes (z-units). Fitted on the three train pools and adopted
-by its rule on dev (docs/results.md, rule 12; `bench/research/title_links.py`).
+to the rank score of all its nodes (z-units), and d1 then gains `LEADER_WEIGHT`. Fitted
+on the three train pools and adopted by their rules on dev (docs/results.md, rules 12 and
+14; `bench/research/title_links.py`, `bench/research/name_fetch.py`).
 
 Pure functions over strings and arrays (no model, no database).
 """
@@ -37,8 +38,12 @@ from sproutrag.names import (  # noqa: F401 - also importable from here
 from sproutrag.search.node_scores import NodeScores
 
 #: The rank-score points (z-units) a linked document's nodes gain: fitted on the three
-#: train pools (0.25, 0.5, 1, 2 tried; docs/results.md, rule 12).
-LINK_WEIGHT = 1.0
+#: train pools with the fetch on (1, 1.5, 2, 3 tried; docs/results.md, rules 12 and 14).
+LINK_WEIGHT = 3.0
+#: The points the leading document's nodes gain when it links to a searched document (a
+#: link is evidence that it is the question's first document): fitted with LINK_WEIGHT
+#: (0, 0.5, 1, 2 tried; docs/results.md, rule 14).
+LEADER_WEIGHT = 2.0
 #: Documents the first stage did not choose that a corpus-wide query adds when its best
 #: unit (or the question) writes their name: fitted on the three train pools (1, 2, 4
 #: tried; docs/results.md, rule 13).
@@ -75,12 +80,14 @@ def linked_documents(names: Mapping[str, str | None], leading: str, leading_text
 class Links:
     """What a corpus-wide query needs to follow names: the searched documents' NAMES, a
     document's text on demand (TEXT_OF: only the leading one is asked; its leaves'
-    texts do), the QUERY and the WEIGHT its linked documents gain."""
+    texts do), the QUERY, the WEIGHT its linked documents gain and the points the
+    leading document gains when it links to any (LEAD)."""
 
     names: Mapping[str, str | None]
     text_of: Callable[[str], str]
     query: str
     weight: float = LINK_WEIGHT
+    lead: float = LEADER_WEIGHT
 
     def boosts(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
         """doc_id -> the points its nodes gain, given each searched document's leaves'
@@ -93,8 +100,11 @@ class Links:
                    default=None)
         if best is None:
             return {}
-        return {d: self.weight
-                for d in linked_documents(named, best[1], self.text_of(best[1]), self.query)}
+        linked = linked_documents(named, best[1], self.text_of(best[1]), self.query)
+        out = {d: self.weight for d in linked}
+        if linked and self.lead > 0:
+            out[best[1]] = self.lead
+        return out
 
     def apply(self, scores: Mapping[str, NodeScores], n_leaves: Mapping[str, int]
               ) -> dict[str, NodeScores]:
@@ -105,5 +115,6 @@ class Links:
                 for d, s in scores.items()}
 
 
-__all__ = ["FETCH_NAMED", "LINK_WEIGHT", "Links", "document_name", "first_word_key",
-           "is_name", "linked_documents", "name_key", "name_phrases", "words", "written_in"]
+__all__ = ["FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT", "Links", "document_name",
+           "first_word_key", "is_name", "linked_documents", "name_key", "name_phrases",
+           "words", "written_in"]

@@ -50,6 +50,7 @@ from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, nod
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.links import (
     FETCH_NAMED,
+    LEADER_WEIGHT,
     LINK_WEIGHT,
     Links,
     document_name,
@@ -112,6 +113,7 @@ class Retriever:
         first_stage: str = "hybrid",
         anchor_leaves: int = ANCHOR_LEAVES,
         link_weight: float = LINK_WEIGHT,
+        leader_weight: float = LEADER_WEIGHT,
         fetch_named: int = FETCH_NAMED,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
@@ -127,11 +129,13 @@ class Retriever:
         many leaves (`node_scores.anchor_documents`; 0: from every searched document).
         LINK_WEIGHT: in a query without doc_ids, the rank-score points every node of a
         searched document gains when the query or the best leaf's document names it
-        (`sproutrag.search.links`; 0: off). FETCH_NAMED: in a query without doc_ids, at
+        (`sproutrag.search.links`; 0: off), and the best leaf's document LEADER_WEIGHT
+        when it links to any. FETCH_NAMED: in a query without doc_ids, at
         most this many documents the first stage did not choose are searched too when
         the query or its best leaf writes their name (`_named_elsewhere`; 0: off)."""
         self.anchor_leaves = check_count("anchor_leaves", anchor_leaves)
         self.link_weight = check_number("link_weight", link_weight)
+        self.leader_weight = check_number("leader_weight", leader_weight)
         self.fetch_named = check_count("fetch_named", fetch_named)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
@@ -691,7 +695,8 @@ class Retriever:
                 names[d] = self.document_name(d, t)
             except KeyError:
                 names[d] = None
-        return Links(names, lambda d: "\n".join(loaded[d][1].texts), query, self.link_weight)
+        return Links(names, lambda d: "\n".join(loaded[d][1].texts), query, self.link_weight,
+                     self.leader_weight)
 
     def _anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
                 ranked: bool) -> list[str] | None:

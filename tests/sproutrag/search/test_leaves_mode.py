@@ -37,8 +37,9 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
     """Leaves mode by brute force, written apart from the library: every leaf's cosine,
     with BM25S each document's leaf BM25 scores; z-scores over all the leaves (or those of
     the documents AMONG), fused as z(cos) + w z(BM25); with LINKS (names, texts, query,
-    weight) the best leaf's document leads and every other document whose name (held
-    by no other document) is in the query's or the leader's words gains the weight;
+    weight, lead) the best leaf's document leads and every other document whose name
+    (held by no other document) is in the query's or the leader's words gains the
+    weight, and the leader gains LEAD when it links to any;
     leaves below the threshold (or the margin) after the others (with FILL) or dropped;
     ranked best first, ties to the smaller (doc_id, leaf)."""
     rows: list[list] = []
@@ -56,7 +57,7 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
     scores = ([a + w * b for a, b in zip(z(2), z(3))] if bm25 and w > 0
               else [r[2] for r in rows])
     if links is not None:
-        names, texts, query, weight = links
+        names, texts, query, weight, lead = links
         leader = max(zip(scores, (r[0] for r in rows)))[1]
 
         def words(text):
@@ -65,7 +66,8 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
         linked = {d for d, name in names.items()
                   if name and d != leader and list(names.values()).count(name) == 1
                   and (f" {name} " in words(query) or f" {name} " in words(texts[leader]))}
-        scores = [x + (weight if r[0] in linked else 0.0) for x, r in zip(scores, rows)]
+        gain = {**{d: weight for d in linked}, **({leader: lead} if linked else {})}
+        scores = [x + gain.get(r[0], 0.0) for x, r in zip(scores, rows)]
     every = [(-s, r[0], r[1], r[2]) for s, r in zip(scores, rows)]
     kept = [x for x in every if x[3] >= params.threshold]
     if params.margin is not None and kept:
@@ -97,7 +99,7 @@ def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
         texts = {d: r.document_text(d, t) for d, t in r._tree_ids(docs).items()}
         names = {d: " ".join(t.lower().split()) if len(t) >= 4 else None
                  for d, t in texts.items()}
-        links = (names, texts, query, r.link_weight)
+        links = (names, texts, query, r.link_weight, r.leader_weight)
     ranked = _reference(vectors, q, k, r.params, bm25, among=among, links=links)
     return [(d, f"{d}:{u}", [tuple(trees[d].spans[u])]) for d, u in ranked]
 
@@ -151,10 +153,12 @@ def test_the_reference_with_words_matches_on_random_documents():
 
 @pytest.mark.parametrize("anchor_leaves", [0, 12, 32])  # every document / the leading ones
 @pytest.mark.parametrize("doc_ids", [None, ["d03", "d07", "d11"]])
-@pytest.mark.parametrize("link_weight", [0.0, 1.0])
+@pytest.mark.parametrize(("link_weight", "leader_weight"), [(0.0, 0.0), (1.0, 0.0), (3.0, 2.0)])
 def test_leaves_mode_is_tree_modes_score_over_the_same_documents(retriever, doc_ids,
-                                                                 anchor_leaves, link_weight):
+                                                                 anchor_leaves, link_weight,
+                                                                 leader_weight):
     retriever.anchor_leaves, retriever.link_weight = anchor_leaves, link_weight
+    retriever.leader_weight = leader_weight
     rng = np.random.default_rng(0)
     followed = 0  # rankings the names changed
     for query in ("notice period", "payment breach", "written cure days",

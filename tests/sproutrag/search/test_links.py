@@ -48,7 +48,7 @@ def test_written_in_is_whole_words_of_the_normalised_text(text):
         assert written_in(name, text.lower()) == (f" {name} " in words(text)), (name, text)
 
 
-def test_links_add_their_weight_to_every_node_of_a_linkedline_document():
+def test_links_add_their_weight_to_every_node_of_a_linked_document():
     names = {"a": "harbor labs", "b": "marlow shipping", "c": "north works"}
     texts = {"a": "Harbor Labs ships with Marlow Shipping.", "b": "vessels", "c": "harbor"}
     asked = []
@@ -61,7 +61,7 @@ def test_links_add_their_weight_to_every_node_of_a_linkedline_document():
               "b": NodeScores(np.array([0.1, 0.0, 0.05], np.float32), np.array([-1.5, -2, -1.7])),
               "c": NodeScores(np.array([0.5], np.float32), np.array([0.3]))}
     n_leaves = {"a": 2, "b": 2, "c": 1}
-    out = Links(names, text_of, "who owns it", weight=1.0).apply(scores, n_leaves)
+    out = Links(names, text_of, "who owns it", weight=1.0, lead=0.0).apply(scores, n_leaves)
     assert asked == ["a"]  # only the leading document's text is read
     np.testing.assert_array_equal(out["b"].rank, scores["b"].rank + 1.0)  # internal node too
     np.testing.assert_array_equal(out["b"].cosine, scores["b"].cosine)
@@ -75,6 +75,13 @@ def test_links_add_their_weight_to_every_node_of_a_linkedline_document():
     nameless = Links({"a": None, "b": None}, text_of, "harbor labs", 1.0)
     assert nameless.boosts({"a": np.array([1.0]), "b": np.array([0.0])}) == {}
     assert asked == []  # no searched document has a name: the leader's text is not read
+    # the leader gains LEAD when it links to a searched document, nothing when it links none
+    ranks = {d: s.rank[: n_leaves[d]] for d, s in scores.items()}
+    assert Links(names, text_of, "", 3.0, 2.0).boosts(ranks) == {"b": 3.0, "a": 2.0}
+    assert Links(names, text_of, "", 3.0, 0.0).boosts(ranks) == {"b": 3.0}
+    alone = {"a": "harbor labs", "c": "north works"}
+    assert Links(alone, text_of, "", 3.0, 2.0).boosts(
+        {"a": ranks["a"], "c": ranks["c"]}) == {}
 
 
 # -- through the Retriever ----------------------------------------------------------------
@@ -133,7 +140,8 @@ def test_a_context_follows_the_same_names(bridge_pool, weight):
     qvec = np.eye(encoder.dim, dtype=np.float32)[0]
     encoder = SimpleNamespace(**vars(encoder), encode_texts=lambda texts: np.stack(
         [qvec] * len(texts)))
-    r = Retriever(db, encoder=encoder, first_stage="vector", link_weight=weight)
+    r = Retriever(db, encoder=encoder, first_stage="vector", link_weight=weight,
+                  leader_weight=0.0)
     ctx = r.context("Who owns the ships?", budget_chars=500, k=4, selection="leaves")
     assert ("marlow" in {s.doc_id for s in ctx.spans}) == (weight > 0)
 
@@ -146,3 +154,7 @@ def test_the_retriever_checks_link_weight(bridge_pool):
         with pytest.raises(QueryError, match="link_weight"):
             Retriever(db, encoder=encoder, link_weight=bad)
     assert Retriever(db, encoder=encoder, link_weight=0).link_weight == 0.0
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(QueryError, match="leader_weight"):
+            Retriever(db, encoder=encoder, leader_weight=bad)
+    assert Retriever(db, encoder=encoder).leader_weight == 2.0
