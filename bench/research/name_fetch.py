@@ -4,6 +4,7 @@ rule 13 of docs/results.md).
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --fit   # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --max-fetch 2
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --links-fit   # rule 14
+    PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --guard       # rule 15
 
 Rule 12 follows names among the documents the first stage chose; a bridge question's
 second document is not always among them (the paragraph pool's first stage misses 12% of
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402 - the pools and their databases
 import title_links as T  # noqa: E402 - names, today's scores
 
-from sproutrag.search.links import LINK_WEIGHT  # noqa: E402
+from sproutrag.search.links import LEADER_WEIGHT, LINK_WEIGHT  # noqa: E402
 from sproutrag.search.node_scores import (  # noqa: E402
     ANCHOR_LEAVES,
     NodeScores,
@@ -43,6 +44,8 @@ from sproutrag.search.node_scores import (  # noqa: E402
 )
 
 MAX_FETCH = (1, 2, 4)
+#: The links as rules 12 and 13 measured them: (link weight, leader bonus).
+RULE_12 = (1.0, 0.0)
 #: Rule 14's grid: (link weight, leader bonus).
 LINK_GRID = [(g, lead) for g in (1.0, 1.5, 2.0, 3.0) for lead in (0.0, 0.5, 1.0, 2.0)]
 #: The longest name looked up, in words.
@@ -84,10 +87,11 @@ class Fetch:
                            lexical_weight=p.base.lexical_weight, anchor=anchor)
 
     def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
-            lead: float = 0.0) -> dict:
+            lead: float = LEADER_WEIGHT, corpus_unique: bool = False) -> dict:
         """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
         only) or without (today's shipped search); GAMMA: the link weight, LEAD: the
-        leader's bonus when it links to a searched document."""
+        leader's bonus when it links to a searched document; CORPUS_UNIQUE: a name links
+        only when no other document of the pool has it (rule 15)."""
         from sproutrag.search.tree_search import search_trees
 
         p = self.p
@@ -111,6 +115,8 @@ class Fetch:
                             docs = docs + extra
                             base = self._scores(n, docs)
                     linked = self.links.linked(docs, d1, q["query"])
+                    if corpus_unique:
+                        linked = [d for d in linked if self.links.names[d] in self.by_name]
                     add = {d: gamma for d in linked}
                     if linked and lead:
                         add[d1] = lead
@@ -130,7 +136,7 @@ def fit(pools: list[Fetch]) -> int:
     """Rule 13's fit: the least M within one SE of the best mean IE (0: today's)."""
     trials = []
     for m in (0, *MAX_FETCH):
-        ies = [H.per_query(f.run("wide", m)) for f in pools]
+        ies = [H.per_query(f.run("wide", m, *RULE_12)) for f in pools]
         trials.append((m, ies))
         print(f"  train max_fetch {m}: " + " ".join(f"{100 * x.mean():5.1f}" for x in ies),
               flush=True)
@@ -155,12 +161,26 @@ def links_compare(names: list[str], point: tuple[float, float], settings, encode
         p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
         f = Fetch(p, T.Links(H.pool_files(name, "dev")[0]))
         within = f.run("within", 0)
-        ref = f.run("wide", 1)
+        ref = f.run("wide", 1, *RULE_12)
         new = f.run("wide", 1, *point)
         print(f"{name} dev wide: today IE {100 * ref['avg']['ie']:.2f}, gamma {point[0]:g} "
               f"lead {point[1]:g} {H.against(new, ref, within)}; queries changed "
               f"{T.changed(new, ref)} of {len(p.queries)}; within IE "
               f"{100 * within['avg']['ie']:.2f}", flush=True)
+
+
+def guard(names: list[str], settings, encoder) -> None:
+    """Rule 15: links need a corpus-unique name, against today's (rule 14), train and dev."""
+    for split in ("train", "dev"):
+        for name in names:
+            p = H.Pool(name, *H.open_pool(name, split, settings, encoder))
+            f = Fetch(p, T.Links(H.pool_files(name, split)[0]))
+            within = f.run("within", 0)
+            ref = f.run("wide", 1)
+            new = f.run("wide", 1, corpus_unique=True)
+            print(f"{name} {split} wide: today IE {100 * ref['avg']['ie']:.2f}, corpus-unique "
+                  f"names {H.against(new, ref, within)}; queries changed "
+                  f"{T.changed(new, ref)} of {len(p.queries)}", flush=True)
 
 
 def compare(names: list[str], m: int, settings, encoder) -> None:
@@ -169,9 +189,9 @@ def compare(names: list[str], m: int, settings, encoder) -> None:
         p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
         f = Fetch(p, T.Links(H.pool_files(name, "dev")[0]))
         within = f.run("within", 0)
-        ref = f.run("wide", 0)
+        ref = f.run("wide", 0, *RULE_12)
         f.fetched = 0
-        new = f.run("wide", m)
+        new = f.run("wide", m, *RULE_12)
         print(f"{name} dev wide: today IE {100 * ref['avg']['ie']:.2f}, fetch {m} "
               f"{H.against(new, ref, within)}; queries changed {T.changed(new, ref)} of "
               f"{len(p.queries)} (a fetch in {f.fetched} of {len(p.queries) * len(H.KS)} "
@@ -185,8 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-fetch", type=int, help="compare this M on dev without fitting")
     ap.add_argument("--links-fit", action="store_true",
                     help="rule 14: fit link weight and leader bonus on train, then dev")
+    ap.add_argument("--guard", action="store_true",
+                    help="rule 15: links need a corpus-unique name (train and dev)")
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
+    if args.guard:
+        guard(args.pools, settings, encoder)
+        return 0
     if args.links_fit:
         point = links_fit([Fetch(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),
                                  T.Links(H.pool_files(n, "train")[0])) for n in args.pools])
