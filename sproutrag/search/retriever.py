@@ -686,7 +686,8 @@ class Retriever:
         """The names a query follows when LOADED (doc_id -> (tree id, tree)) are the first
         stage's RANKED choice and the link weight is not 0; else None. The leading
         document's text is its leaves' (in memory). A document replaced meanwhile has no
-        name for this query."""
+        name for this query, nor one that another document of the corpus also has (a
+        generic heading; `documents.name_key`, docs/results.md, rule 15)."""
         if not ranked or self.link_weight <= 0:
             return None
         names: dict[str, str | None] = {}
@@ -695,6 +696,10 @@ class Retriever:
                 names[d] = self.document_name(d, t)
             except KeyError:
                 names[d] = None
+        keys = {d: name_key(n) for d, n in names.items() if n}
+        held = self._current().names.documents(keys.values())
+        names = {d: n if n is None or len(held.get(keys[d], ())) <= 1 else None
+                 for d, n in names.items()}
         return Links(names, lambda d: "\n".join(loaded[d][1].texts), query, self.link_weight,
                      self.leader_weight)
 

@@ -23,6 +23,7 @@ def retriever(tmp_path) -> Retriever:
     store = toy_store(tmp_path / "db")
     docs = [toy_document(f"d{i:02d}", " ".join(WORDS[(i + j) % 10] for j in range(4 + i % 5)),
                   seed=i) for i in range(24)]
+    docs.append(toy_document("d24", "payment term party", seed=24))  # a name of its own
     store.write(docs, "fp")
     learned = SearchParams(threshold=-1.0, lexical_weight=0.75, size_penalty=2.0,
                            seed_leaves=True)
@@ -39,7 +40,8 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
     the documents AMONG), fused as z(cos) + w z(BM25); with LINKS (names, texts, query,
     weight, lead) the best leaf's document leads and every other document whose name
     (held by no other document) is in the query's or the leader's words gains the
-    weight, and the leader gains LEAD when it links to any;
+    weight, and the leader gains LEAD when it links to any (NAMES: None where another
+    document of the corpus has the name);
     leaves below the threshold (or the margin) after the others (with FILL) or dropped;
     ranked best first, ties to the smaller (doc_id, leaf)."""
     rows: list[list] = []
@@ -96,9 +98,12 @@ def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
     vectors = {d: st.tree.vectors[: st.tree.n] for d, st in trees.items()}
     links = None
     if doc_ids is None and r.link_weight:  # names: the toy documents' one line of words
-        texts = {d: r.document_text(d, t) for d, t in r._tree_ids(docs).items()}
-        names = {d: " ".join(t.lower().split()) if len(t) >= 4 else None
-                 for d, t in texts.items()}
+        every = {d: r.document_text(d, t) for d, t in r._current().trees.items()}
+        named = {d: " ".join(t.lower().split()) if len(t) >= 4 else None
+                 for d, t in every.items()}
+        held = list(named.values())  # a name another document of the corpus has: none
+        texts = {d: every[d] for d in r._tree_ids(docs)}
+        names = {d: named[d] if held.count(named[d]) == 1 else None for d in texts}
         links = (names, texts, query, r.link_weight, r.leader_weight)
     ranked = _reference(vectors, q, k, r.params, bm25, among=among, links=links)
     return [(d, f"{d}:{u}", [tuple(trees[d].spans[u])]) for d, u in ranked]
@@ -159,11 +164,18 @@ def test_leaves_mode_is_tree_modes_score_over_the_same_documents(retriever, doc_
                                                                  leader_weight):
     retriever.anchor_leaves, retriever.link_weight = anchor_leaves, link_weight
     retriever.leader_weight = leader_weight
+    retriever.fetch_named = 0  # the searched documents are the first stage's (the reference's)
     rng = np.random.default_rng(0)
     followed = 0  # rankings the names changed
     for query in ("notice period", "payment breach", "written cure days",
-                  "law breach cure days"):  # the name of d05 and d15
+                  "law breach cure days",  # the name of d05 and d15: links neither
+                  "breach days"):  # d24 is searched and named by the leader
         q = rng.normal(size=DIM).astype(np.float32)
+        if query == "breach days":  # near d02 and d24: d24 searched, d19 (naming it) leads
+            leaf = {d: retriever.tree(d, t).tree.vectors[0]
+                    for d, t in retriever._tree_ids(["d02", "d24"]).items()}
+            q = (leaf["d02"] / np.linalg.norm(leaf["d02"])
+                 + leaf["d24"] / np.linalg.norm(leaf["d24"])).astype(np.float32)
         for k in (1, 5, 12):
             hits = retriever.search_vector(query, q, k=k, doc_ids=doc_ids, mode="leaves")
             got = [(h.doc_id, h.node_id, [tuple(s) for s in h.spans]) for h in hits]

@@ -135,3 +135,38 @@ def test_the_retriever_and_the_settings_check_fetch_named(missed_pool):
     assert SearchSettings().retriever_options()["fetch_named"] == 1
     with pytest.raises(ValidationError, match="fetch_named"):
         SearchSettings(fetch_named=-1)
+
+
+def test_a_name_another_document_of_the_corpus_has_links_nothing(tmp_path):
+    """Bay Freight is the first line of two documents; only one of them is searched, so
+    among the searched documents its name is unique, but not in the corpus: the leader
+    writing "Bay Freight" does not link it (rule 15). A unique name does."""
+    from sproutrag.encoder.weights import TrainedWeights
+    from sproutrag.params import SearchParams
+    from sproutrag.search.retriever import Retriever
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, toy_encoder, toy_store
+
+    rng = np.random.default_rng(3)
+    best = np.vstack([leaf_vectors(rng, 0.8, 1, TOY_DIM), leaf_vectors(rng, 0.97, 1, TOY_DIM)])
+
+    def pool(second: str) -> list:
+        return [line_document("harbor", ["Harbor Labs", "Harbor Labs ships with Bay Freight."],
+                              best),
+                line_document("bay0", ["Bay Freight", "Bay Freight trucks goods."],
+                              leaf_vectors(rng, 0.5, 2, TOY_DIM)),
+                line_document("bay1", [second, "It trucks goods too."],
+                              leaf_vectors(rng, 0.1, 2, TOY_DIM)),
+                line_document("look0", ["Harbor Works", "Harbor Works ships."],
+                              leaf_vectors(rng, 0.6, 2, TOY_DIM))]
+
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    qvec = np.eye(TOY_DIM, dtype=np.float32)[0]
+    found = {}
+    for second in ("Bay Freight", "Bay Freight Two"):
+        store = toy_store(tmp_path / second.replace(" ", "-"))
+        store.write(pool(second), "fp")
+        r = Retriever(store.uri, encoder=toy_encoder(weights), first_stage="vector", n_docs=3)
+        assert set(r.choose_documents(qvec, None, k=3)) == {"harbor", "bay0", "look0"}
+        found[second] = [h.doc_id for h in r.search_vector("Who trucks?", qvec, k=3)]
+    assert "bay0" not in found["Bay Freight"]  # two documents of the corpus are named so
+    assert "bay0" in found["Bay Freight Two"]  # the name is bay0's alone: it links
