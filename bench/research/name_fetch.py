@@ -5,6 +5,7 @@ rule 13 of docs/results.md).
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --max-fetch 2
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --links-fit   # rule 14
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --guard       # rule 15
+    PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --links-fit --wider  # 16
 
 Rule 12 follows names among the documents the first stage chose; a bridge question's
 second document is not always among them (the paragraph pool's first stage misses 12% of
@@ -48,6 +49,8 @@ MAX_FETCH = (1, 2, 4)
 RULE_12 = (1.0, 0.0)
 #: Rule 14's grid: (link weight, leader bonus).
 LINK_GRID = [(g, lead) for g in (1.0, 1.5, 2.0, 3.0) for lead in (0.0, 0.5, 1.0, 2.0)]
+#: Rule 16's grid, past rule 14's corner (3, 2), today's.
+WIDER_GRID = [(g, lead) for g in (3.0, 4.0, 6.0) for lead in (2.0, 3.0, 4.0)]
 #: The longest name looked up, in words.
 MAX_NAME_WORDS = 12
 
@@ -87,11 +90,12 @@ class Fetch:
                            lexical_weight=p.base.lexical_weight, anchor=anchor)
 
     def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
-            lead: float = LEADER_WEIGHT, corpus_unique: bool = False) -> dict:
+            lead: float = LEADER_WEIGHT, corpus_unique: bool = True) -> dict:
         """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
         only) or without (today's shipped search); GAMMA: the link weight, LEAD: the
         leader's bonus when it links to a searched document; CORPUS_UNIQUE: a name links
-        only when no other document of the pool has it (rule 15)."""
+        only when no other document of the pool has it (rule 15, shipped; it changes no
+        figure of rules 13 and 14)."""
         from sproutrag.search.tree_search import search_trees
 
         p = self.p
@@ -143,11 +147,12 @@ def fit(pools: list[Fetch]) -> int:
     return H.one_se_choice(trials, lambda m: m, "fit")
 
 
-def links_fit(pools: list[Fetch]) -> tuple[float, float]:
-    """Rule 14's fit (fetch on): the least leader bonus, then the least link weight, within
-    one SE of the best mean IE; today's is (1, 0)."""
+def links_fit(pools: list[Fetch], grid: list[tuple[float, float]] = LINK_GRID
+              ) -> tuple[float, float]:
+    """Rule 14's fit (fetch on; rule 16: GRID = WIDER_GRID): the least leader bonus, then
+    the least link weight, within one SE of the best mean IE."""
     trials = []
-    for gamma, lead in LINK_GRID:
+    for gamma, lead in grid:
         ies = [H.per_query(f.run("wide", 1, gamma, lead)) for f in pools]
         trials.append(((gamma, lead), ies))
         print(f"  train gamma {gamma:g} lead {lead:g}: "
@@ -155,13 +160,15 @@ def links_fit(pools: list[Fetch]) -> tuple[float, float]:
     return H.one_se_choice(trials, lambda t: (t[1], t[0]), "links fit")
 
 
-def links_compare(names: list[str], point: tuple[float, float], settings, encoder) -> None:
-    """Dev: the fitted (gamma, lead) against today's (1, 0), both with the fetch."""
+def links_compare(names: list[str], point: tuple[float, float], settings, encoder,
+                  today: tuple[float, float] = RULE_12) -> None:
+    """Dev: the fitted (gamma, lead) against TODAY's (rule 14: (1, 0)), both with the
+    fetch."""
     for name in names:
         p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
         f = Fetch(p, T.Links(H.pool_files(name, "dev")[0]))
         within = f.run("within", 0)
-        ref = f.run("wide", 1, *RULE_12)
+        ref = f.run("wide", 1, *today)
         new = f.run("wide", 1, *point)
         print(f"{name} dev wide: today IE {100 * ref['avg']['ie']:.2f}, gamma {point[0]:g} "
               f"lead {point[1]:g} {H.against(new, ref, within)}; queries changed "
@@ -176,7 +183,7 @@ def guard(names: list[str], settings, encoder) -> None:
             p = H.Pool(name, *H.open_pool(name, split, settings, encoder))
             f = Fetch(p, T.Links(H.pool_files(name, split)[0]))
             within = f.run("within", 0)
-            ref = f.run("wide", 1)
+            ref = f.run("wide", 1, corpus_unique=False)
             new = f.run("wide", 1, corpus_unique=True)
             print(f"{name} {split} wide: today IE {100 * ref['avg']['ie']:.2f}, corpus-unique "
                   f"names {H.against(new, ref, within)}; queries changed "
@@ -205,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-fetch", type=int, help="compare this M on dev without fitting")
     ap.add_argument("--links-fit", action="store_true",
                     help="rule 14: fit link weight and leader bonus on train, then dev")
+    ap.add_argument("--wider", action="store_true",
+                    help="rule 16: --links-fit over a grid past (3, 2), against (3, 2)")
     ap.add_argument("--guard", action="store_true",
                     help="rule 15: links need a corpus-unique name (train and dev)")
     args = ap.parse_args(argv)
@@ -213,9 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         guard(args.pools, settings, encoder)
         return 0
     if args.links_fit:
+        grid, today = ((WIDER_GRID, (LINK_WEIGHT, LEADER_WEIGHT)) if args.wider
+                       else (LINK_GRID, RULE_12))
         point = links_fit([Fetch(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),
-                                 T.Links(H.pool_files(n, "train")[0])) for n in args.pools])
-        links_compare(args.pools, point, settings, encoder)
+                                 T.Links(H.pool_files(n, "train")[0])) for n in args.pools],
+                          grid)
+        links_compare(args.pools, point, settings, encoder, today)
         return 0
     if args.fit:
         m = fit([Fetch(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),
