@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -323,3 +324,21 @@ def leaf_vectors(rng, cosine: float, n: int, dim: int):
     noise = rng.normal(size=(n, dim - 1))
     noise /= np.linalg.norm(noise, axis=1, keepdims=True)
     return np.hstack([np.full((n, 1), cosine), np.sqrt(1 - cosine**2) * noise])
+
+
+def line_pool(db, docs: list, lookalikes: int = 0, rng=None) -> tuple[str, Any]:
+    """Write DOCS (`line_document`s) and LOOKALIKES documents "Harbor Works i" (leaf
+    cosine 0.6 with the first axis, drawn from RNG) to a toy store at DB; returns (its
+    uri, a toy encoder whose weights keep every leaf: threshold -1)."""
+    import numpy as np
+
+    from sproutrag.encoder.weights import TrainedWeights
+    from sproutrag.params import SearchParams
+
+    docs = docs + [line_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
+                                 leaf_vectors(rng, 0.6, 2, TOY_DIM))
+                   for i in range(lookalikes)]
+    store = toy_store(db)
+    store.write(docs, "fp")
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    return store.uri, toy_encoder(weights)

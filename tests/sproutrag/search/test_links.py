@@ -92,21 +92,14 @@ def bridge_pool(tmp_path):
     """A pool where the question matches Harbor Labs; its second document (Marlow
     Shipping, named only in Harbor Labs' text) matches the question less than five
     look-alikes of Harbor Labs do."""
-    from sproutrag.encoder.weights import TrainedWeights
-    from sproutrag.params import SearchParams
-    from tests.helpers import TOY_DIM, leaf_vectors, line_document, toy_encoder, toy_store
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
 
     rng = np.random.default_rng(7)
     docs = [line_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping."],
-                      leaf_vectors(rng, 0.95, 2, TOY_DIM)),
+                          leaf_vectors(rng, 0.95, 2, TOY_DIM)),
             line_document("marlow", ["Marlow Shipping", "It owns three vessels."],
-                      leaf_vectors(rng, 0.2, 2, TOY_DIM))]
-    docs += [line_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
-                       leaf_vectors(rng, 0.6, 2, TOY_DIM)) for i in range(5)]
-    store = toy_store(tmp_path / "db")
-    store.write(docs, "fp")
-    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
-    return store.uri, toy_encoder(weights)
+                          leaf_vectors(rng, 0.2, 2, TOY_DIM))]
+    return line_pool(tmp_path / "db", docs, lookalikes=5, rng=rng)
 
 
 @pytest.mark.parametrize("mode", ["tree", "leaves"])

@@ -61,24 +61,17 @@ def missed_pool(tmp_path):
     """The question matches Harbor Labs, whose best leaf names Marlow Shipping; five
     look-alikes match the question better than Marlow does, so a first stage of two
     documents never chooses it. "Bay Freight" is named too, but two documents share it."""
-    from sproutrag.encoder.weights import TrainedWeights
-    from sproutrag.params import SearchParams
-    from tests.helpers import TOY_DIM, leaf_vectors, line_document, toy_encoder, toy_store
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
 
     rng = np.random.default_rng(11)
     best = np.vstack([leaf_vectors(rng, 0.8, 1, TOY_DIM), leaf_vectors(rng, 0.97, 1, TOY_DIM)])
     docs = [line_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping "
-                                 "and Bay Freight."], best),
+                                     "and Bay Freight."], best),
             line_document("marlow", ["Marlow Shipping", "It owns three vessels."],
-                      leaf_vectors(rng, 0.2, 2, TOY_DIM))]
+                          leaf_vectors(rng, 0.2, 2, TOY_DIM))]
     docs += [line_document(f"bay{i}", ["Bay Freight", f"Bay Freight {i} trucks goods."],
-                       leaf_vectors(rng, 0.2, 2, TOY_DIM)) for i in range(2)]
-    docs += [line_document(f"look{i}", [f"Harbor Works {i}", f"Harbor Works {i} ships."],
-                       leaf_vectors(rng, 0.6, 2, TOY_DIM)) for i in range(5)]
-    store = toy_store(tmp_path / "db")
-    store.write(docs, "fp")
-    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
-    return store.uri, toy_encoder(weights)
+                           leaf_vectors(rng, 0.2, 2, TOY_DIM)) for i in range(2)]
+    return line_pool(tmp_path / "db", docs, lookalikes=5, rng=rng)
 
 
 @pytest.mark.parametrize("mode", ["tree", "leaves"])
@@ -141,10 +134,8 @@ def test_a_name_another_document_of_the_corpus_has_links_nothing(tmp_path):
     """Bay Freight is the first line of two documents; only one of them is searched, so
     among the searched documents its name is unique, but not in the corpus: the leader
     writing "Bay Freight" does not link it (rule 15). A unique name does."""
-    from sproutrag.encoder.weights import TrainedWeights
-    from sproutrag.params import SearchParams
     from sproutrag.search.retriever import Retriever
-    from tests.helpers import TOY_DIM, leaf_vectors, line_document, toy_encoder, toy_store
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
 
     rng = np.random.default_rng(3)
     best = np.vstack([leaf_vectors(rng, 0.8, 1, TOY_DIM), leaf_vectors(rng, 0.97, 1, TOY_DIM)])
@@ -155,17 +146,14 @@ def test_a_name_another_document_of_the_corpus_has_links_nothing(tmp_path):
                 line_document("bay0", ["Bay Freight", "Bay Freight trucks goods."],
                               leaf_vectors(rng, 0.5, 2, TOY_DIM)),
                 line_document("bay1", [second, "It trucks goods too."],
-                              leaf_vectors(rng, 0.1, 2, TOY_DIM)),
-                line_document("look0", ["Harbor Works", "Harbor Works ships."],
-                              leaf_vectors(rng, 0.6, 2, TOY_DIM))]
+                              leaf_vectors(rng, 0.1, 2, TOY_DIM))]
 
-    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
     qvec = np.eye(TOY_DIM, dtype=np.float32)[0]
     found = {}
     for second in ("Bay Freight", "Bay Freight Two"):
-        store = toy_store(tmp_path / second.replace(" ", "-"))
-        store.write(pool(second), "fp")
-        r = Retriever(store.uri, encoder=toy_encoder(weights), first_stage="vector", n_docs=3)
+        db, encoder = line_pool(tmp_path / second.replace(" ", "-"), pool(second),
+                                lookalikes=1, rng=rng)
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=3)
         assert set(r.choose_documents(qvec, None, k=3)) == {"harbor", "bay0", "look0"}
         found[second] = [h.doc_id for h in r.search_vector("Who trucks?", qvec, k=3)]
     assert "bay0" not in found["Bay Freight"]  # two documents of the corpus are named so
