@@ -1,11 +1,12 @@
 """The shipped corpus-wide search against LanceDB's own search over the whole corpus
-(issue 29, rules 11 and 12).
+(issue 29, rules 11-15).
 
     PYTHONPATH=. .venv/bin/python bench/research/lancedb_wide.py
 
 On each dev pool of `hierarchy.py`, corpus-wide (no doc_ids): the shipped tree mode
-(anchored statistics, `anchored_stats.py`, M 32, and names followed, `title_links.py`,
-weight 1), tree mode with the anchored statistics alone, tree and leaves before both, and
+(anchored statistics, `anchored_stats.py`, M 32; names followed, `title_links.py`, and
+fetched, `name_fetch.py`: fetch 1, link weight 3, leader bonus 2, corpus-unique names),
+tree mode with the anchored statistics alone, tree and leaves before both, and
 LanceDB's BM25 and hybrid search (`sproutrag.learn.anchors`, the evaluation's yardstick)
 over the pool's plain two-sentence chunks with no document filter; paired per query.
 """
@@ -19,12 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import anchored_stats as A  # noqa: E402
 import hierarchy as H  # noqa: E402
+import name_fetch as F  # noqa: E402
 import title_links as T  # noqa: E402
 
 from sproutrag.learn.anchors import ANCHORS, AnchorTable  # noqa: E402
 from sproutrag.learn.datasets import read_jsonl  # noqa: E402
 from sproutrag.learn.evaluation import result_row  # noqa: E402
-from sproutrag.search.links import LINK_WEIGHT  # noqa: E402
 from sproutrag.search.node_scores import ANCHOR_LEAVES  # noqa: E402
 
 
@@ -34,7 +35,7 @@ def main() -> int:
         p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
         docs = read_jsonl(H.pool_files(name, "dev")[0])
         within = A.tree_row(p, "within", math.inf)
-        shipped = T.row(p, T.Links(H.pool_files(name, "dev")[0]), "wide", LINK_WEIGHT)
+        shipped = F.Fetch(p, T.Links(H.pool_files(name, "dev")[0])).run("wide", 1)
         rows = {f"tree anchor {ANCHOR_LEAVES} alone": A.tree_row(p, "wide", ANCHOR_LEAVES),
                 "tree before": A.tree_row(p, "wide", math.inf),
                 "leaves before": p.row("", p.runs("leaves", "wide", p.base))}
