@@ -225,7 +225,8 @@ class Store:
                 f"table {name!r} in {self.uri!r} has schema version "
                 f"{found['schema_version']}; this SproutRAG reads version "
                 f"{tables.SCHEMA_VERSION}: run `sproutrag index CORPUS --db {self.uri}` once "
-                "to migrate the database in place (that run re-indexes every document)"
+                "to migrate the database in place (from versions 1 and 2 that run re-indexes "
+                "every document; from 3 and 4 it only adds columns)"
             )
         raise StaleIndexError(
             f"table {name!r} in {self.uri!r} was built with {found}, this run uses "
