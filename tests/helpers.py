@@ -226,7 +226,7 @@ V1_DROPPED = {"documents": ["tree_id", *V4_ADDED["documents"]], "nodes": ["tree_
               "runs": ["status", "message", "flow_run_id"]}
 
 
-def make_schema_3(db: str, version: str = "3") -> None:
+def make_schema_3(db: str, version: str = "3", storage_options: dict | None = None) -> None:
     """Make a current database what schema version 3 (or 4: VERSION) wrote: `documents`
     without the columns later versions added, that metadata version (rows and trees as
     they are)."""
@@ -234,7 +234,7 @@ def make_schema_3(db: str, version: str = "3") -> None:
     import pyarrow as pa
 
     added = V4_ADDED if version == "3" else V5_ADDED
-    conn = lancedb.connect(db)
+    conn = lancedb.connect(db, storage_options=storage_options)
     for name in conn.list_tables().tables:
         tbl = conn.open_table(name)
         dropped = [c for c in added.get(name, []) if c in tbl.schema.names]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sproutrag.schemas.settings import load_settings
 
-from tests.helpers import CLI, SAMPLE, SMALL_DOCS
+from tests.helpers import CLI, SAMPLE, SMALL_DOCS, make_schema_3
 from tests.processes import free_port, stop_group, wait_http
 
 KEY_ID, SECRET = "sproutrag-test-key", "sproutrag-secret-never-logged"
@@ -136,9 +136,15 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
     results = lancedb.connect(db, storage_options=options).open_table("results")
     assert results.count_rows() == len(row["results"]) >= 1
 
+    # a schema 4 database on S3 is migrated in place by the next run (names computed)
+    named = {d["doc_id"]: (d["name"], d["name_key"]) for d in documents}
+    assert named["nda_harbor_labs.txt"][0] == "mutual non disclosure agreement"
+    make_schema_3(db, "4", storage_options=options)
     changed = (SAMPLE / SMALL_DOCS[0]).read_text(encoding="utf-8") + "\nA closing note.\n"
     s3.put_object(Bucket="corpus", Key=f"docs/{SMALL_DOCS[0]}", Body=changed.encode())
     again = index_corpus(corpus=corpus, db=db, config=str(config))
+    migrated = Store.open_existing(db, storage_options=options).table("documents").to_arrow()
+    assert {d["doc_id"]: (d["name"], d["name_key"]) for d in migrated.to_pylist()} == named
     assert (again["n_changed"], again["n_unchanged"], again["n_new"]) == (1, 2, 0)
     assert again["n_nodes"] > 0  # only the changed object was read and indexed
     assert again["n_deleted"] == again["n_failed"] == 0
