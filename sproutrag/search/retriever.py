@@ -546,14 +546,14 @@ class Retriever:
                  mode: str, selection: str | None, cutoff: float | None) -> Context:
         params, _ = self._resolve()
         docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
-        found = None
+        found = links = None  # a corpus-wide query's node scores and names, from the fetch
         if mode != "flat" and not doc_ids:
-            docs, _, _, _, found = self._searched(query, qvec, docs, params, True, allowed,
-                                                  texts=True)
+            docs, _, _, links, found = self._searched(query, qvec, docs, params, True,
+                                                      allowed, texts=True)
         loaded = self._load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
         self._prefetch(loaded, texts=True, terms=mode != "flat" and params.lexical_weight > 0,
-                       names=mode != "flat" and not doc_ids and self.link_weight > 0)
+                       names=False)
         units = {d: Units(st.spans, self.document_text(d, t)) for d, (t, st) in loaded.items()}
         if mode == "flat":
             cos = {d: cosine_scores(st.tree.vectors[: st.tree.n], qvec)
@@ -567,7 +567,7 @@ class Retriever:
             trees = {d: st.tree for d, st in stored.items()}
             scores = rank_scores(trees, qvec, params=params, query=query, lexical=lexical,
                                  scores=found, anchor=self._anchor(docs, stored, not doc_ids),
-                                 links=self._links(query, loaded, not doc_ids))
+                                 links=links)
             chosen = selection or DEFAULT_SELECTION
             if mode == "leaves" and chosen == "tree":
                 chosen = "leaves"  # leaves mode has no tree to select from

@@ -62,11 +62,10 @@ _FILLERS: dict[tuple[str, str], Callable[[pa.RecordBatch], pa.Array]] = {
     ("nodes", "tree_id"): _tree_id,
     ("documents", "tree_id"): _tree_id,
     ("runs", "status"): lambda b: pa.array(["completed"] * b.num_rows, pa.string()),
-    ("documents", "name"): lambda b: _names(b).column("name"),
-    ("documents", "name_key"): lambda b: _names(b).column("name_key"),
 }
-#: Columns an in-place migration computes from the rows (the others are added as nulls).
-_COMPUTED = {"documents": ("name", "name_key")}
+#: Columns computed from a table's rows, together (table -> (columns, batch -> batch of
+#: them)): a rewrite fills them, an in-place migration adds them by one more commit.
+_COMPUTED = {"documents": (("name", "name_key"), _names)}
 
 _BASE = {"documents": tables.DOCUMENTS, "runs": tables.RUNS, "results": tables.RESULTS,
          "index_settings": tables.INDEX_SETTINGS}
@@ -78,10 +77,14 @@ def _target_schema(name: str, encoder: str, dim: int) -> pa.Schema:
 
 
 def _batches(tbl, name: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    computed, compute = _COMPUTED.get(name, ((), None))
     for batch in tbl.search().limit(None).to_batches():
         have = set(batch.schema.names)
+        extra = (dict(zip(computed, compute(batch).columns, strict=True))
+                 if compute is not None and not set(computed) <= have else {})
         columns = [
             batch.column(f.name) if f.name in have
+            else extra[f.name] if f.name in extra
             else _FILLERS[(name, f.name)](batch) if (name, f.name) in _FILLERS
             else pa.nulls(batch.num_rows, f.type)
             for f in schema
@@ -92,19 +95,18 @@ def _batches(tbl, name: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 def _add_in_place(tbl, name: str, encoder: str, dim: int) -> None:
     """A rows-compatible table: add the missing (nullable) columns with nulls, then write
     the current schema metadata; no row is rewritten."""
+    import lance
+
     have = set(tbl.schema.names)
-    computed = _COMPUTED.get(name, ())
-    missing = [f for f in _target_schema(name, encoder, dim)
-               if f.name not in have and f.name not in computed]
+    computed, compute = _COMPUTED.get(name, ((), None))
+    target = _target_schema(name, encoder, dim)
+    missing = [f for f in target if f.name not in have and f.name not in computed]
     if missing:
         tbl.add_columns(missing)
-    if name == "documents" and "name" not in have:
+    if compute is not None and not set(computed) <= have:
         read = [c for c in ("text", "title") if c in tbl.schema.names]
-        import lance
-
-        udf = lance.batch_udf(output_schema=pa.schema(
-            [tables.DOCUMENTS.field("name"), tables.DOCUMENTS.field("name_key")]))(_names)
-        tbl.to_lance().add_columns(udf, read_columns=read)
+        udf = lance.batch_udf(output_schema=pa.schema([target.field(c) for c in computed]))
+        tbl.to_lance().add_columns(udf(compute), read_columns=read)
         tbl.checkout_latest()
     meta = tables.table_metadata(encoder_id=encoder, dim=dim)
     tbl.to_lance().update_schema_metadata({k.decode(): v.decode() for k, v in meta.items()})
