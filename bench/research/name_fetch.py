@@ -6,6 +6,7 @@ rule 13 of docs/results.md).
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --links-fit   # rule 14
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --guard       # rule 15
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --links-fit --wider  # 16
+    PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --pair-fit    # rule 17
 
 Rule 12 follows names among the documents the first stage chose; a bridge question's
 second document is not always among them (the paragraph pool's first stage misses 12% of
@@ -51,6 +52,8 @@ RULE_12 = (1.0, 0.0)
 LINK_GRID = [(g, lead) for g in (1.0, 1.5, 2.0, 3.0) for lead in (0.0, 0.5, 1.0, 2.0)]
 #: Rule 16's grid, past rule 14's corner (3, 2), today's.
 WIDER_GRID = [(g, lead) for g in (3.0, 4.0, 6.0) for lead in (2.0, 3.0, 4.0)]
+#: Rule 17's candidates, simplest first: today's, the pair as scored, the pair rescored.
+PAIRS = (None, "scored", "rescored")
 #: The longest name looked up, in words.
 MAX_NAME_WORDS = 12
 
@@ -90,12 +93,15 @@ class Fetch:
                            lexical_weight=p.base.lexical_weight, anchor=anchor)
 
     def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
-            lead: float = LEADER_WEIGHT, corpus_unique: bool = True) -> dict:
+            lead: float = LEADER_WEIGHT, corpus_unique: bool = True,
+            pair: str | None = None) -> dict:
         """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
         only) or without (today's shipped search); GAMMA: the link weight, LEAD: the
         leader's bonus when it links to a searched document; CORPUS_UNIQUE: a name links
         only when no other document of the pool has it (rule 15, shipped; it changes no
-        figure of rules 13 and 14)."""
+        figure of rules 13 and 14); PAIR (rule 17): when d1 links, search only d1 and the
+        linked documents (filled to k leaves in the first stage's order), their nodes
+        "scored" as today or "rescored" over them alone."""
         from sproutrag.search.tree_search import search_trees
 
         p = self.p
@@ -126,6 +132,19 @@ class Fetch:
                         add[d1] = lead
                     base = {d: NodeScores(s.cosine, s.rank + add[d]) if d in add else s
                             for d, s in base.items()}
+                    if pair and linked:
+                        kept = [d1, *(d for d in linked if d != d1)]
+                        for d in docs:
+                            if sum(p.trees[x].n for x in kept) >= k:
+                                break
+                            if d not in kept:
+                                kept.append(d)
+                        docs = kept
+                        if pair == "rescored":
+                            base = {d: NodeScores(s.cosine, s.rank + add[d]) if d in add
+                                    else s for d, s in self._scores(n, docs).items()}
+                        else:
+                            base = {d: base[d] for d in docs}
                 chosen = search_trees({d: p.trees[d] for d in docs}, p.qvecs[n], k=k,
                                       params=p.base, query=q["query"],
                                       lexical={d: p.terms[d] for d in docs}, scores=base)
@@ -158,6 +177,31 @@ def links_fit(pools: list[Fetch], grid: list[tuple[float, float]] = LINK_GRID
         print(f"  train gamma {gamma:g} lead {lead:g}: "
               + " ".join(f"{100 * x.mean():5.1f}" for x in ies), flush=True)
     return H.one_se_choice(trials, lambda t: (t[1], t[0]), "links fit")
+
+
+def pair_fit(pools: list[Fetch]) -> str | None:
+    """Rule 17's fit: the simplest of today's (None), "scored" and "rescored" within one
+    SE of the best mean IE."""
+    trials = []
+    for pair in PAIRS:
+        ies = [H.per_query(f.run("wide", 1, pair=pair)) for f in pools]
+        trials.append((pair, ies))
+        print(f"  train pair {pair}: " + " ".join(f"{100 * x.mean():5.1f}" for x in ies),
+              flush=True)
+    return H.one_se_choice(trials, PAIRS.index, "pair fit")
+
+
+def pair_compare(names: list[str], pair: str | None, settings, encoder) -> None:
+    """Dev: rule 17's fitted PAIR against today's, paired; queries changed."""
+    for name in names:
+        p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
+        f = Fetch(p, T.Links(H.pool_files(name, "dev")[0]))
+        within = f.run("within", 0)
+        ref = f.run("wide", 1)
+        new = f.run("wide", 1, pair=pair)
+        print(f"{name} dev wide: today IE {100 * ref['avg']['ie']:.2f}, pair {pair} "
+              f"{H.against(new, ref, within)}; queries changed {T.changed(new, ref)} of "
+              f"{len(p.queries)}; within IE {100 * within['avg']['ie']:.2f}", flush=True)
 
 
 def links_compare(names: list[str], point: tuple[float, float], settings, encoder,
@@ -216,8 +260,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="rule 16: --links-fit over a grid past (3, 2), against (3, 2)")
     ap.add_argument("--guard", action="store_true",
                     help="rule 15: links need a corpus-unique name (train and dev)")
+    ap.add_argument("--pair-fit", action="store_true",
+                    help="rule 17: a linked pair searched alone (train fit, then dev)")
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
+    if args.pair_fit:
+        pair = pair_fit([Fetch(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),
+                               T.Links(H.pool_files(n, "train")[0])) for n in args.pools])
+        pair_compare(args.pools, pair, settings, encoder)
+        return 0
     if args.guard:
         guard(args.pools, settings, encoder)
         return 0
