@@ -87,7 +87,8 @@ DOCUMENTS = pa.schema(
         # else the text's first line when heading-like, lower-cased words joined by one
         # space, a trailing parenthesis dropped; null: none. A corpus-wide search follows
         # names written in the question or its best unit; it finds documents by
-        # `name_key` (the first 8 bytes of the name's BLAKE2b digest, signed).
+        # `name_key` (`sproutrag.names.name_key`: 4 bytes of BLAKE2b of its first word in
+        # the high half, of the whole name in the low half, signed).
         pa.field("name", pa.string(), nullable=True),
         pa.field("name_key", pa.int64(), nullable=True),
     ]
