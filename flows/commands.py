@@ -398,7 +398,7 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
             row["corpus_wide"] = loss
             row["notes"] += "; " + describe_loss(loss, retriever.n_docs, retriever.anchor_leaves,
                                                  retriever.link_weight, retriever.fetch_named,
-                                                 retriever.leader_weight)
+                                                 retriever.leader_weight, mode)
             rows.append(row)
     return rows
 

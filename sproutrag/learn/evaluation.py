@@ -225,37 +225,45 @@ def corpus_wide_loss(
 ) -> dict[str, float]:
     """Where corpus-wide search loses against search within each query's documents
     (`sproutrag evaluate --corpus-wide`): the share of gold documents the first stage
-    chose (`Retriever.choose_documents`, at the largest k), the share of queries with
-    every gold document chosen, the share of the units at the largest k that come from
-    documents without gold, and the ratios of unit IE and char-IE (corpus-wide /
-    within) of the result rows WITHIN and CORPUS."""
+    chose (`Retriever.choose_documents`, at the largest k) and the share searched once
+    the documents named by the best unit are added (`Retriever.searched_documents`),
+    the share of queries with every gold document chosen, the share of the units at the
+    largest k that come from documents without gold, and the ratios of unit IE and
+    char-IE (corpus-wide / within) of the result rows WITHIN and CORPUS."""
     k = max(runs)
-    found = every = other = units = 0.0
+    found = searched = every = other = units = 0.0
     for q, ranked in zip(queries, runs[k], strict=True):
         gold = set(q["doc_ids"])
         qvec = retriever._embed([q["query"]])[0]
         with retriever._one_view():
             chosen = set(retriever.choose_documents(qvec, None, k=k, query=q["query"]))
+        looked = set(retriever.searched_documents(q["query"], qvec, k=k))
         found += len(gold & chosen) / max(len(gold), 1)
+        searched += len(gold & looked) / max(len(gold), 1)
         every += gold <= chosen
         other += sum(d not in gold for d, _, _ in ranked)
         units += len(ranked)
     n = max(len(queries), 1)
     ratio = {m: corpus["avg"][m] / within["avg"][m] if within["avg"][m] else 0.0
              for m in ("ie", "char_ie")}
-    return {"gold_docs_chosen": found / n, "all_gold_chosen": every / n,
-            "non_gold_units": other / max(units, 1), "ie_ratio": ratio["ie"],
-            "char_ie_ratio": ratio["char_ie"]}
+    return {"gold_docs_chosen": found / n, "gold_docs_searched": searched / n,
+            "all_gold_chosen": every / n, "non_gold_units": other / max(units, 1),
+            "ie_ratio": ratio["ie"], "char_ie_ratio": ratio["char_ie"]}
 
 
 def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
-                  link_weight: float, fetch_named: int = 0, leader_weight: float = 0.0) -> str:
-    """`corpus_wide_loss` as the note of a report row."""
+                  link_weight: float, fetch_named: int = 0, leader_weight: float = 0.0,
+                  mode: str = "tree") -> str:
+    """`corpus_wide_loss` as the note of a report row of MODE (flat mode searches every
+    leaf: no document is fetched for it)."""
+    searched = ("" if mode == "flat" else
+                f", {loss['gold_docs_searched']:.0%} searched with the documents fetched by "
+                "name")
     return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}, link_weight "
             f"{link_weight:g}, leader_weight {leader_weight:g}, fetch_named {fetch_named}) "
             "chose "
             f"{loss['gold_docs_chosen']:.0%} of the gold "
-            f"documents (all of a query's for {loss['all_gold_chosen']:.0%}); "
+            f"documents (all of a query's for {loss['all_gold_chosen']:.0%}){searched}; "
             f"{loss['non_gold_units']:.0%} of the units from other documents; "
             f"{loss['ie_ratio']:.2f}x unit IE, {loss['char_ie_ratio']:.2f}x char-IE of "
             "within")

@@ -377,6 +377,16 @@ class Retriever:
             return list(doc_ids)
         return self.first.choose(qvec, k=k, query=query, allowed=allowed)
 
+    def searched_documents(self, query: str, qvec: np.ndarray, *, k: int = 5) -> list[str]:
+        """The documents a corpus-wide query (no doc_ids, no filter) searches in tree and
+        leaves mode: the first stage's choice (`choose_documents`), then the documents
+        its best unit names that the first stage missed (`fetch_named`; docs/results.md,
+        rule 13). `sproutrag evaluate --corpus-wide` reports both shares."""
+        with self._one_view():
+            params, _ = self._resolve()
+            docs = self.choose_documents(qvec, None, k=k, query=query)
+            return self._searched(query, qvec, docs, params, True)[0]
+
     def scope(self, doc_ids: Sequence[str] | None, where: str | None
               ) -> tuple[list[str] | None, set[str] | None]:
         """(doc_ids to search, documents the first stage may choose) of a search given

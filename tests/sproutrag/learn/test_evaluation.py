@@ -174,9 +174,12 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
         assert wide["per_query"]["qid"] == ["q1", "q2"] and wide["avg"]["recall"] > 0
         loss = wide["corpus_wide"]  # where corpus-wide search loses against within
         assert 0 < loss["gold_docs_chosen"] <= 1 and 0 <= loss["all_gold_chosen"] <= 1
+        assert loss["gold_docs_chosen"] <= loss["gold_docs_searched"] <= 1
         assert 0 <= loss["non_gold_units"] <= 1
         assert loss["ie_ratio"] == pytest.approx(wide["avg"]["ie"] / stored["avg"]["ie"])
         assert "of the gold documents" in wide["notes"]
+        assert ("searched with the documents fetched by name" in wide["notes"]) == (
+            mode != "flat")  # flat mode searches every leaf: nothing is fetched
     text = (out / "results.md").read_text()
     assert "Where corpus-wide search loses against within" in text
     assert "doc_weight 0.0" in text and "ancestor_weight 0.0" in text  # the search reported

@@ -84,7 +84,11 @@ def test_a_document_the_best_unit_names_is_searched_though_the_first_stage_misse
     found = {}
     for fetch in (0, 1):
         r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2, fetch_named=fetch)
-        assert "marlow" not in r.choose_documents(qvec, None, k=4)
+        chosen = r.choose_documents(qvec, None, k=4)
+        assert "marlow" not in chosen
+        # what the query searches: the first stage's choice, then the fetched document
+        searched = r.searched_documents("Who owns the ships?", qvec, k=4)
+        assert searched == chosen + ["marlow"] * fetch
         found[fetch] = {h.doc_id for h in r.search_vector("Who owns the ships?", qvec, k=4,
                                                           mode=mode)}
     assert "marlow" not in found[0]
