@@ -400,6 +400,12 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
                                                  retriever.link_weight, retriever.fetch_named,
                                                  retriever.leader_weight, mode)
             rows.append(row)
+    if args.budgets:  # the shipped context through the database, under each budget
+        from sproutrag.learn.budgets import retriever_budget_rows
+
+        meta.setdefault("budget_rows", []).extend(retriever_budget_rows(
+            retriever, queries, args.budgets, f"database {args.db}",
+            corpus_wide=args.corpus_wide))
     return rows
 
 

@@ -173,6 +173,35 @@ def anchor_budget_rows(
     return rows
 
 
+def retriever_budget_rows(
+    retriever: Any, queries: Sequence[dict[str, Any]], budgets: Sequence[int], label: str,
+    *, corpus_wide: bool = False,
+) -> list[dict[str, Any]]:
+    """The shipped context through a database `Retriever` (`Retriever.context`: its
+    default selection and cutoff) under each character budget: a `budget_row` within each
+    query's documents, and with CORPUS_WIDE one over the whole database (no doc_ids: the
+    first stage chooses, as `sproutrag query --budget-chars` does), its mean P x R paired
+    against the first in ``row["corpus_wide"]`` and its notes. LABEL names the database."""
+    scopes = [("", True)] + ([(" corpus-wide", False)] if corpus_wide else [])
+    rows = []
+    for scope, within in scopes:
+        contexts = [{b: [(s.doc_id, s.start, s.end) for s in retriever.context(
+                        q["query"], budget_chars=b,
+                        doc_ids=list(q["doc_ids"]) if within else None).spans]
+                     for b in budgets} for q in queries]
+        rows.append(budget_row(f"shipped context{scope} [{label}]", contexts, queries,
+                               budgets, mode="context",
+                               notes="stored path" + ("" if within else ", no doc_ids")))
+    if corpus_wide:
+        inside, wide = rows
+        mean, se = paired_difference(wide["per_query"]["pr"], inside["per_query"]["pr"])
+        ratio = wide["mean_pr"] / inside["mean_pr"] if inside["mean_pr"] else 0.0
+        wide["corpus_wide"] = {"pr_ratio": ratio, "pr_difference": mean, "pr_se": se}
+        wide["notes"] += (f"; mean char P x R under the budgets {ratio:.2f}x within "
+                          f"({100 * mean:+.2f} +/- {100 * se:.2f}, paired)")
+    return rows
+
+
 def budget_table(rows: Sequence[dict[str, Any]]) -> str:
     """Markdown: per row P, R and P x R per budget, mean P x R, spans per context; the
     ratio and paired difference of mean P x R to the better LanceDB baseline, and to the
@@ -214,4 +243,5 @@ def _paired(row: dict[str, Any], ref: dict[str, Any]) -> str:
 
 
 __all__ = ["BUDGETS", "Selection", "anchor_budget_rows", "budget_row", "budget_rows",
-           "budget_table", "char_pr", "default_selections", "query_contexts"]
+           "budget_table", "char_pr", "default_selections", "query_contexts",
+           "retriever_budget_rows"]

@@ -131,7 +131,7 @@ def write_report(
     if search:
         text += ("Search parameters of the weights (" + str(meta["weights"].get("source"))
                  + "): " + ", ".join(f"{k} {v}" for k, v in search.items()) + "\n\n")
-    wide = [r for r in rows if r.get("corpus_wide")]
+    wide = [r for r in [*rows, *meta.get("budget_rows", ())] if r.get("corpus_wide")]
     if wide:
         text += "Where corpus-wide search loses against within:\n\n" + "".join(
             f"- {r['name']}: {r['notes']}\n" for r in wide) + "\n"

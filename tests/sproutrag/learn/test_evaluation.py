@@ -161,7 +161,7 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
     out = tmp_path / "eval"
     assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
                  "flat", "leaves", "tree", "--db", str(tmp_path / "db"), "--out", str(out),
-                 "--cache", str(cache), "--corpus-wide"]) == 0
+                 "--cache", str(cache), "--corpus-wide", "--budgets", "60", "200"]) == 0
     report = json.loads((out / "results.json").read_text())
     rows = {r["name"]: r for r in report["rows"]}
     assert report["meta"]["features"] != str(decoy)
@@ -182,6 +182,16 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
             mode != "flat")  # flat mode searches every leaf: nothing is fetched
     text = (out / "results.md").read_text()
     assert "Where corpus-wide search loses against within" in text
+    # the shipped context through the database under each budget: within the queries'
+    # documents it is the in-memory shipped row's context; corpus-wide paired against it
+    budget = {r["name"]: r for r in report["meta"]["budget_rows"]}
+    stored = budget[f"shipped context [database {tmp_path / 'db'}]"]
+    memory = next(r for n, r in budget.items() if n.endswith("(shipped)"))
+    assert stored["per_query"] == memory["per_query"] and stored["mean_pr"] > 0
+    wide = budget[f"shipped context corpus-wide [database {tmp_path / 'db'}]"]
+    assert list(wide["budgets"]) == ["60", "200"]
+    assert wide["corpus_wide"]["pr_ratio"] == pytest.approx(wide["mean_pr"] / stored["mean_pr"])
+    assert "under the budgets" in wide["notes"] and wide["name"] in text
     assert "doc_weight 0.0" in text and "ancestor_weight 0.0" in text  # the search reported
     assert report["meta"]["weights"]["search"]["doc_diversity"] == 0.0
 
