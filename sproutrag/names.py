@@ -69,6 +69,22 @@ def name_key(name: str | None) -> int | None:
     return key - (1 << 64) if key >= 1 << 63 else key
 
 
+#: Why a check names a document whose stored `name` or `name_key` is not what its text and
+#: title give (`name_problem`).
+NAME_CHANGED = "its stored name or name key does not match its text and title"
+
+
+def name_problem(text: str, title: str | None, name: str | None, key: int | None
+                 ) -> str | None:
+    """`NAME_CHANGED` when NAME (a `documents.name`) is not `document_name(TEXT, TITLE)`
+    or KEY (its `name_key`) not `name_key(NAME)`, else None: what `sproutrag check` and
+    `sproutrag index --verify` ask of every stored document (a wrong key hides a document
+    from the corpus-wide fetch, docs/results.md rule 13)."""
+    if name != document_name(text, title) or key != name_key(name):
+        return NAME_CHANGED
+    return None
+
+
 def first_word_key(word: str) -> int:
     """``name_key(name) >> 32`` of every name whose first word is WORD."""
     high = _hash32(word)
@@ -95,5 +111,5 @@ def name_phrases(text: str, starts: Callable[[str], bool] | None = None) -> list
     return list(out)
 
 
-__all__ = ["MAX_NAME_CHARS", "MIN_NAME_CHARS", "document_name", "first_word_key", "is_name",
-           "name_key", "name_phrases", "words"]
+__all__ = ["MAX_NAME_CHARS", "MIN_NAME_CHARS", "NAME_CHANGED", "document_name",
+           "first_word_key", "is_name", "name_key", "name_phrases", "name_problem", "words"]

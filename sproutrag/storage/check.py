@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,6 +41,7 @@ from sproutrag.storage.tree_check import (
     TEXT_CHANGED,
     TreeFindings,
     leaf_problem,
+    name_problems,
     read_nodes,
     size_problem,
 )
@@ -113,11 +115,15 @@ def _check_documents(tbl, health: Health, columns: list[str] | None) -> None:
     for batch in _scan(tbl, columns):
         rows = batch.to_pydict()
         health.n_documents += batch.num_rows
+        names = dict(name_problems(batch, rows["text"], np.ones(batch.num_rows, bool)))
         for i, doc_id in enumerate(rows["doc_id"]):
             if "tree_id" in rows:
                 health.named[doc_id] = rows["tree_id"][i]
             if content_hash(rows["text"][i]) != rows["content_hash"][i]:
                 health.documents[doc_id] = TEXT_CHANGED
+                continue
+            if i in names:
+                health.documents[doc_id] = names[i]
                 continue
             if not nodes_ok or "tree_id" not in rows:
                 continue

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sproutrag.documents import content_hash
+from sproutrag.names import name_problem
 from sproutrag.storage.rows import StoredTree, stored_tree
 
 #: The int32 columns of a tree (as `Tree.from_columns` casts them) and `idx`.
@@ -328,6 +329,26 @@ def leaf_problem(stored: StoredTree, tree_id: str, text: str) -> str | None:
     return None
 
 
+def name_problems(batch: pa.RecordBatch, texts: list[str], whole: np.ndarray
+                  ) -> Iterator[tuple[int, str]]:
+    """(row, why) of the rows of a `documents` BATCH whose stored name or name key is not
+    what their text (TEXTS, its column) and title give (`sproutrag.names.name_problem`),
+    among the rows whose text is WHOLE; none for a table without the columns (schema 4,
+    migrated by the next index run)."""
+    names = batch.schema.names
+    if "name_key" not in names or "name" not in names:
+        return
+    titles = (batch.column("title").to_pylist() if "title" in names
+              else [None] * batch.num_rows)
+    stored = zip(batch.column("name").to_pylist(), batch.column("name_key").to_pylist(),
+                 strict=True)
+    for i, (text, title, (name, key)) in enumerate(zip(texts, titles, stored, strict=True)):
+        if whole[i]:
+            why = name_problem(text, title, name, key)
+            if why:
+                yield i, why
+
+
 @dataclass
 class TreeFindings:
     """The documents' side of the check: their texts, tree sizes, trees and leaf texts.
@@ -375,6 +396,8 @@ class TreeFindings:
             damaged[rows["doc_id"][i]] = (
                 TEXT_CHANGED if not same[i] else
                 size_problem(rows["tree_id"][i], int(got[i]), int(want[i])))
+        for i, why in name_problems(batch, rows["text"], same):
+            damaged.setdefault(rows["doc_id"][i], why)
         whole = same & (got == want)  # the tree's rows exist: codes >= 0
         invalid = whole & (self.table.bad[codes.clip(0)] if has.any() else False)
         texts = self.table.leaf_mismatches(np.where(whole & ~invalid, codes, -1), rows["text"])

@@ -60,6 +60,13 @@ def test_damaged_documents_are_reindexed(prefect_harness, tmp_path):
     assert "2 documents were damaged" in run["message"]
     assert check_database(str(db)).healthy
     assert set(index_state(db)) == {"a.txt", "b.txt"}
+    # a name key its text does not give (the corpus-wide fetch would miss the document)
+    store.refresh(["documents"])
+    store.table("documents").update(where="doc_id = 'a.txt'", values={"name_key": 5})
+    assert len(check_database(str(db)).problems) == 1
+    run = run_index(corpus, db, verify=True)
+    assert (run["n_changed"], run["n_unchanged"]) == (1, 1)
+    assert check_database(str(db)).healthy
 
 
 def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_path):
