@@ -8,7 +8,8 @@ back to an older version) is skipped by every query.
 * `check_database` (`sproutrag check`): every column of every table read once, every
   stored tree validated (2n - 1 nodes for the document's n chunks, `validate_tree`'s
   checks for all trees at once: `sproutrag.storage.tree_check`), its leaf texts compared
-  with the document's text and every stored text hashed; never more than a batch of
+  with the document's text, every stored text hashed and every name checked against its
+  text and title (`sproutrag.names.name_problem`); never more than a batch of
   vectors in memory (bench/check.py: a million documents, 5 million `nodes` rows, in
   15-25 s, 1.8 GB). A table that cannot be read is reported from reads of every column
   (`_check_tables`).
