@@ -25,9 +25,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from sproutrag.documents import content_hash
 from sproutrag.errors import short_error
-from sproutrag.names import name_problem
+from sproutrag.storage.tree_check import TEXT_CHANGED, name_problems
 
 #: The tables an index run reads or writes, in the order they are checked.
 TABLES = ("nodes", "documents", "runs", "index_settings", "results")
@@ -101,30 +103,20 @@ def _fsspec(storage_options: dict[str, str] | None) -> dict[str, Any]:
 
 def verify_texts(documents: Any) -> dict[str, str]:
     """doc_id -> why, of the stored documents whose text does not hash to their content
-    hash, or whose stored name or name key is not what their text and title give (reads
-    every stored text, in batches)."""
+    hash, or whose stored name or name key is not what their text and title give
+    (`tree_check.name_problems`; reads every stored text, in batches)."""
     bad: dict[str, str] = {}
     if documents is None:
         return bad
     have = set(documents.schema.names)
     columns = ["doc_id", "content_hash", "text",
                *(c for c in ("title", "name", "name_key") if c in have)]
-    query = documents.search().select(columns).limit(None)
-    for batch in query.to_batches():
+    for batch in documents.search().select(columns).limit(None).to_batches():
         rows = batch.to_pydict()
-        for i, (doc_id, digest, text) in enumerate(zip(rows["doc_id"], rows["content_hash"],
-                                                      rows["text"], strict=True)):
-            if content_hash(text) != digest:
-                bad[doc_id] = "its stored text does not match its content hash"
-            elif "name_key" in rows:
-                why = name_problem(text, rows["title"][i] if "title" in rows else None,
-                                   rows["name"][i], rows["name_key"][i])
-                if why:
-                    bad[doc_id] = why
-    return bad
-    query = documents.search().select(["doc_id", "content_hash", "text"]).limit(None)
-    for batch in query.to_batches():
-        for doc_id, digest, text in zip(*batch.to_pydict().values()):
-            if content_hash(text) != digest:
-                bad[doc_id] = "its stored text does not match its content hash"
+        same = np.fromiter((content_hash(t) == h for t, h in zip(rows["text"],
+                                                                 rows["content_hash"])),
+                           dtype=bool, count=batch.num_rows)
+        bad.update((rows["doc_id"][i], TEXT_CHANGED) for i in np.flatnonzero(~same).tolist())
+        bad.update((rows["doc_id"][i], why)
+                   for i, why in name_problems(batch, rows["text"], same))
     return bad
