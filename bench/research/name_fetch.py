@@ -7,6 +7,7 @@ rule 13 of docs/results.md).
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --guard       # rule 15
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --links-fit --wider  # 16
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --pair-fit    # rule 17
+    PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --unit-links  # rule 18
 
 Rule 12 follows names among the documents the first stage chose; a bridge question's
 second document is not always among them (the paragraph pool's first stage misses 12% of
@@ -94,14 +95,15 @@ class Fetch:
 
     def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
             lead: float = LEADER_WEIGHT, corpus_unique: bool = True,
-            pair: str | None = None) -> dict:
+            pair: str | None = None, unit_links: bool = False) -> dict:
         """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
         only) or without (today's shipped search); GAMMA: the link weight, LEAD: the
         leader's bonus when it links to a searched document; CORPUS_UNIQUE: a name links
         only when no other document of the pool has it (rule 15, shipped; it changes no
         figure of rules 13 and 14); PAIR (rule 17): when d1 links, search only d1 and the
         linked documents (filled to k leaves in the first stage's order), their nodes
-        "scored" as today or "rescored" over them alone."""
+        "scored" as today or "rescored" over them alone; UNIT_LINKS (rule 18): names
+        are looked for in the question and d1's best unit, not d1's whole text."""
         from sproutrag.search.tree_search import search_trees
 
         p = self.p
@@ -124,7 +126,15 @@ class Fetch:
                                 self._load(d)
                             docs = docs + extra
                             base = self._scores(n, docs)
-                    linked = self.links.linked(docs, d1, q["query"])
+                    if unit_links:
+                        leaves = {d: base[d].rank[: p.trees[d].n] for d in docs
+                                  if p.trees[d].n}
+                        u1 = int(np.argmax(leaves[d1]))
+                        s, e = map(int, p.spans[d1][u1])
+                        linked = self.links.linked(docs, d1, q["query"],
+                                                   self.links.texts[d1][s:e])
+                    else:
+                        linked = self.links.linked(docs, d1, q["query"])
                     if corpus_unique:
                         linked = [d for d in linked if self.links.names[d] in self.by_name]
                     add = {d: gamma for d in linked}
@@ -204,6 +214,21 @@ def pair_compare(names: list[str], pair: str | None, settings, encoder) -> None:
               f"{len(p.queries)}; within IE {100 * within['avg']['ie']:.2f}", flush=True)
 
 
+def unit_links(names: list[str], settings, encoder) -> None:
+    """Rule 18: links from the question and d1's best unit against today's (d1's whole
+    text), train and dev."""
+    for split in ("train", "dev"):
+        for name in names:
+            p = H.Pool(name, *H.open_pool(name, split, settings, encoder))
+            f = Fetch(p, T.Links(H.pool_files(name, split)[0]))
+            within = f.run("within", 0)
+            ref = f.run("wide", 1)
+            new = f.run("wide", 1, unit_links=True)
+            print(f"{name} {split} wide: today IE {100 * ref['avg']['ie']:.2f}, links from "
+                  f"the best unit {H.against(new, ref, within)}; queries changed "
+                  f"{T.changed(new, ref)} of {len(p.queries)}", flush=True)
+
+
 def links_compare(names: list[str], point: tuple[float, float], settings, encoder,
                   today: tuple[float, float] = RULE_12) -> None:
     """Dev: the fitted (gamma, lead) against TODAY's (rule 14: (1, 0)), both with the
@@ -262,8 +287,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="rule 15: links need a corpus-unique name (train and dev)")
     ap.add_argument("--pair-fit", action="store_true",
                     help="rule 17: a linked pair searched alone (train fit, then dev)")
+    ap.add_argument("--unit-links", action="store_true",
+                    help="rule 18: links from the best unit, not the leader's text")
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
+    if args.unit_links:
+        unit_links(args.pools, settings, encoder)
+        return 0
     if args.pair_fit:
         pair = pair_fit([Fetch(H.Pool(n, *H.open_pool(n, "train", settings, encoder)),
                                T.Links(H.pool_files(n, "train")[0])) for n in args.pools])

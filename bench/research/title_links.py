@@ -80,11 +80,12 @@ class Links:
             self._words[doc_id] = words(self.texts[doc_id])
         return self._words[doc_id]
 
-    def linked(self, docs: list[str], d1: str, query: str) -> list[str]:
-        """The documents of DOCS other than D1 named in QUERY or in D1's text (a name
-        two of DOCS share names nothing)."""
+    def linked(self, docs: list[str], d1: str, query: str, text: str | None = None
+               ) -> list[str]:
+        """The documents of DOCS other than D1 named in QUERY or in D1's text (TEXT: in
+        that text instead, rule 18's best unit; a name two of DOCS share names nothing)."""
         count = Counter(self.names[d] for d in docs if self.names[d])
-        q, t = words(query), self.words_of(d1)
+        q, t = words(query), self.words_of(d1) if text is None else words(text)
         return [d for d in docs if d != d1 and self.names[d] and count[self.names[d]] == 1
                 and (f" {self.names[d]} " in q or f" {self.names[d]} " in t)]
 

@@ -6,11 +6,14 @@ company). No score of the question against the second document finds it, and a s
 hop by likeness finds the first document's look-alikes as often (docs/results.md, rules
 5-10). What the two share is the second one's name. A document's name is its title (a
 JSONL line's "title") or else its first line when heading-like; after a corpus-wide
-query's nodes are scored, the best leaf's document d1 leads, and every other searched
-document whose name is written in the question or in d1's text gets `LINK_WEIGHT` added
-to the rank score of all its nodes (z-units), and d1 then gains `LEADER_WEIGHT`. Fitted
-on the three train pools and adopted by their rules on dev (docs/results.md, rules 12 and
-14; `bench/research/title_links.py`, `bench/research/name_fetch.py`).
+query's nodes are scored, the best leaf u1 leads (its document d1), and every other
+searched document whose name is written in the question or in u1's text gets
+`LINK_WEIGHT` added to the rank score of all its nodes (z-units), and d1 then gains
+`LEADER_WEIGHT`. Fitted on the three train pools and adopted by their rules on dev
+(docs/results.md, rules 12 and 14; `bench/research/title_links.py`,
+`bench/research/name_fetch.py`). The names are looked for in u1, not in d1's whole text
+(rule 18): a long leader (a report, a contract) writes the names of many documents of its
+corpus, which would all gain the weight.
 
 Pure functions over strings and arrays (no model, no database).
 """
@@ -67,8 +70,8 @@ def linked_documents(names: Mapping[str, str | None], leading: str, leading_text
                      query: str) -> list[str]:
     """The documents of NAMES (doc_id -> name, the searched documents) other than LEADING
     whose name is written (`written_in`) in QUERY or in LEADING_TEXT (the leading
-    document's). A name two searched documents share names neither (a generic heading
-    such as "non-disclosure agreement")."""
+    document's best unit). A name two searched documents share names neither (a generic
+    heading such as "non-disclosure agreement")."""
     count = Counter(n for n in names.values() if n)
     q, text = query.lower(), leading_text.lower()
     return [d for d, n in names.items()
@@ -79,20 +82,21 @@ def linked_documents(names: Mapping[str, str | None], leading: str, leading_text
 @dataclass(frozen=True)
 class Links:
     """What a corpus-wide query needs to follow names: the searched documents' NAMES, a
-    document's text on demand (TEXT_OF: only the leading one is asked; its leaves'
-    texts do), the QUERY, the WEIGHT its linked documents gain and the points the
-    leading document gains when it links to any (LEAD)."""
+    leaf's text on demand (UNIT_TEXT(doc_id, leaf): only the best leaf is asked), the
+    QUERY, the WEIGHT its linked documents gain and the points the leading document gains
+    when it links to any (LEAD)."""
 
     names: Mapping[str, str | None]
-    text_of: Callable[[str], str]
+    unit_text: Callable[[str, int], str]
     query: str
     weight: float = LINK_WEIGHT
     lead: float = LEADER_WEIGHT
 
     def boosts(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
         """doc_id -> the points its nodes gain, given each searched document's leaves'
-        rank scores (LEAF_RANKS; the best leaf's document leads). Empty when the weight
-        is 0 or no searched document has a name (the leader's text is not read)."""
+        rank scores (LEAF_RANKS; the best leaf leads, and names are looked for in its
+        text). Empty when the weight is 0 or no searched document has a name (no text is
+        read)."""
         named = {d: self.names.get(d) for d in leaf_ranks}
         if self.weight <= 0 or not any(named.values()):
             return {}
@@ -100,10 +104,12 @@ class Links:
                    default=None)
         if best is None:
             return {}
-        linked = linked_documents(named, best[1], self.text_of(best[1]), self.query)
+        leader = best[1]
+        text = self.unit_text(leader, int(np.argmax(leaf_ranks[leader])))
+        linked = linked_documents(named, leader, text, self.query)
         out = {d: self.weight for d in linked}
         if linked and self.lead > 0:
-            out[best[1]] = self.lead
+            out[leader] = self.lead
         return out
 
     def apply(self, scores: Mapping[str, NodeScores], n_leaves: Mapping[str, int]

@@ -694,8 +694,8 @@ class Retriever:
     def _links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
                ranked: bool) -> Links | None:
         """The names a query follows when LOADED (doc_id -> (tree id, tree)) are the first
-        stage's RANKED choice and the link weight is not 0; else None. The leading
-        document's text is its leaves' (in memory). A document replaced meanwhile has no
+        stage's RANKED choice and the link weight is not 0; else None. The best leaf's
+        text (where names are looked for) is in memory. A document replaced meanwhile has no
         name for this query, nor one that another document of the corpus also has (a
         generic heading; `documents.name_key`, docs/results.md, rule 15)."""
         if not ranked or self.link_weight <= 0:
@@ -710,7 +710,7 @@ class Retriever:
         held = self._current().names.documents(keys.values())
         names = {d: n if n is None or len(held.get(keys[d], ())) <= 1 else None
                  for d, n in names.items()}
-        return Links(names, lambda d: "\n".join(loaded[d][1].texts), query, self.link_weight,
+        return Links(names, lambda d, u: loaded[d][1].texts[u], query, self.link_weight,
                      self.leader_weight)
 
     def _anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],

@@ -23,7 +23,7 @@ def retriever(tmp_path) -> Retriever:
     store = toy_store(tmp_path / "db")
     docs = [toy_document(f"d{i:02d}", " ".join(WORDS[(i + j) % 10] for j in range(4 + i % 5)),
                   seed=i) for i in range(24)]
-    docs.append(toy_document("d24", "payment term party", seed=24))  # a name of its own
+    docs.append(toy_document("d24", "cure", seed=24))  # a name of its own, one leaf long
     store.write(docs, "fp")
     learned = SearchParams(threshold=-1.0, lexical_weight=0.75, size_penalty=2.0,
                            seed_leaves=True)
@@ -37,9 +37,9 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
                ) -> list[tuple[str, int]]:
     """Leaves mode by brute force, written apart from the library: every leaf's cosine,
     with BM25S each document's leaf BM25 scores; z-scores over all the leaves (or those of
-    the documents AMONG), fused as z(cos) + w z(BM25); with LINKS (names, texts, query,
-    weight, lead) the best leaf's document leads and every other document whose name
-    (held by no other document) is in the query's or the leader's words gains the
+    the documents AMONG), fused as z(cos) + w z(BM25); with LINKS (names, unit_text,
+    query, weight, lead) the best leaf's document leads and every other document whose
+    name (held by no other document) is in the query's or the best leaf's words gains the
     weight, and the leader gains LEAD when it links to any (NAMES: None where another
     document of the corpus has the name);
     leaves below the threshold (or the margin) after the others (with FILL) or dropped;
@@ -59,15 +59,16 @@ def _reference(vectors: dict[str, np.ndarray], q: np.ndarray, k: int, params: Se
     scores = ([a + w * b for a, b in zip(z(2), z(3))] if bm25 and w > 0
               else [r[2] for r in rows])
     if links is not None:
-        names, texts, query, weight, lead = links
-        leader = max(zip(scores, (r[0] for r in rows)))[1]
+        names, unit_text, query, weight, lead = links
+        _, leader, best = max(zip(scores, (r[0] for r in rows), (r[1] for r in rows)))
 
         def words(text):
             return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
 
         linked = {d for d, name in names.items()
                   if name and d != leader and list(names.values()).count(name) == 1
-                  and (f" {name} " in words(query) or f" {name} " in words(texts[leader]))}
+                  and (f" {name} " in words(query)
+                       or f" {name} " in words(unit_text(leader, best)))}
         gain = {**{d: weight for d in linked}, **({leader: lead} if linked else {})}
         scores = [x + gain.get(r[0], 0.0) for x, r in zip(scores, rows)]
     every = [(-s, r[0], r[1], r[2]) for s, r in zip(scores, rows)]
@@ -102,9 +103,12 @@ def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
         named = {d: " ".join(t.lower().split()) if len(t) >= 4 else None
                  for d, t in every.items()}
         held = list(named.values())  # a name another document of the corpus has: none
-        texts = {d: every[d] for d in r._tree_ids(docs)}
-        names = {d: named[d] if held.count(named[d]) == 1 else None for d in texts}
-        links = (names, texts, query, r.link_weight, r.leader_weight)
+        names = {d: named[d] if held.count(named[d]) == 1 else None for d in trees}
+
+        def unit_text(d, u):  # the leaf's text: names are looked for in the best leaf
+            start, end = trees[d].spans[u]
+            return every[d][int(start):int(end)]
+        links = (names, unit_text, query, r.link_weight, r.leader_weight)
     ranked = _reference(vectors, q, k, r.params, bm25, among=among, links=links)
     return [(d, f"{d}:{u}", [tuple(trees[d].spans[u])]) for d, u in ranked]
 
@@ -169,13 +173,14 @@ def test_leaves_mode_is_tree_modes_score_over_the_same_documents(retriever, doc_
     followed = 0  # rankings the names changed
     for query in ("notice period", "payment breach", "written cure days",
                   "law breach cure days",  # the name of d05 and d15: links neither
-                  "breach days"):  # d24 is searched and named by the leader
+                  "quarterly report"):  # no word of the corpus: the best leaf is d03's
+        # word "cure" by its vector alone, and "cure" is d24's name
         q = rng.normal(size=DIM).astype(np.float32)
-        if query == "breach days":  # near d02 and d24: d24 searched, d19 (naming it) leads
-            leaf = {d: retriever.tree(d, t).tree.vectors[0]
-                    for d, t in retriever._tree_ids(["d02", "d24"]).items()}
-            q = (leaf["d02"] / np.linalg.norm(leaf["d02"])
-                 + leaf["d24"] / np.linalg.norm(leaf["d24"])).astype(np.float32)
+        retriever.first.n_docs = 8
+        if query == "quarterly report":  # every document searched; d03's "cure" leads
+            retriever.first.n_docs = 25
+            tid = retriever._tree_ids(["d03"])["d03"]
+            q = retriever.tree("d03", tid).tree.vectors[4].copy()
         for k in (1, 5, 12):
             hits = retriever.search_vector(query, q, k=k, doc_ids=doc_ids, mode="leaves")
             got = [(h.doc_id, h.node_id, [tuple(s) for s in h.spans]) for h in hits]

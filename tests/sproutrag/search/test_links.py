@@ -50,19 +50,20 @@ def test_written_in_is_whole_words_of_the_normalised_text(text):
 
 def test_links_add_their_weight_to_every_node_of_a_linked_document():
     names = {"a": "harbor labs", "b": "marlow shipping", "c": "north works"}
-    texts = {"a": "Harbor Labs ships with Marlow Shipping.", "b": "vessels", "c": "harbor"}
+    texts = {"a": ["Harbor Labs ships with Marlow Shipping.", "It works with North Works."],
+             "b": ["vessels", "crews"], "c": ["harbor"]}
     asked = []
 
-    def text_of(d):
-        asked.append(d)
-        return texts[d]
+    def text_of(d, u):
+        asked.append((d, u))
+        return texts[d][u]
 
     scores = {"a": NodeScores(np.array([0.9, 0.2, 0.5], np.float32), np.array([2.0, -1.0, 0.5])),
               "b": NodeScores(np.array([0.1, 0.0, 0.05], np.float32), np.array([-1.5, -2, -1.7])),
               "c": NodeScores(np.array([0.5], np.float32), np.array([0.3]))}
     n_leaves = {"a": 2, "b": 2, "c": 1}
     out = Links(names, text_of, "who owns it", weight=1.0, lead=0.0).apply(scores, n_leaves)
-    assert asked == ["a"]  # only the leading document's text is read
+    assert asked == [("a", 0)]  # only the best leaf's text is read
     np.testing.assert_array_equal(out["b"].rank, scores["b"].rank + 1.0)  # internal node too
     np.testing.assert_array_equal(out["b"].cosine, scores["b"].cosine)
     assert out["a"] is scores["a"] and out["c"] is scores["c"]
@@ -82,24 +83,38 @@ def test_links_add_their_weight_to_every_node_of_a_linked_document():
     alone = {"a": "harbor labs", "c": "north works"}
     assert Links(alone, text_of, "", 3.0, 2.0).boosts(
         {"a": ranks["a"], "c": ranks["c"]}) == {}
+    # names are looked for in the best leaf, not in the leader's other leaves (rule 18):
+    # "North Works", written in a's second leaf, links only when that leaf is the best
+    assert Links(names, text_of, "", 3.0, 2.0).boosts(
+        {"a": np.array([-1.0, 2.0]), "c": ranks["c"]}) == {"c": 3.0, "a": 2.0}
+    assert Links(names, text_of, "", 3.0, 2.0).boosts(
+        {"a": np.array([2.0, -1.0]), "c": ranks["c"]}) == {}
 
 
 # -- through the Retriever ----------------------------------------------------------------
 
 
-@pytest.fixture
-def bridge_pool(tmp_path):
+def _bridge_pool(db, naming_leads: bool = True):
     """A pool where the question matches Harbor Labs; its second document (Marlow
     Shipping, named only in Harbor Labs' text) matches the question less than five
-    look-alikes of Harbor Labs do."""
+    look-alikes of Harbor Labs do. NAMING_LEADS: Harbor Labs' best leaf is the one that
+    names Marlow Shipping (else its heading line is)."""
     from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
 
     rng = np.random.default_rng(7)
+    heading, naming = leaf_vectors(rng, 0.9, 1, TOY_DIM), leaf_vectors(rng, 0.97, 1, TOY_DIM)
+    if not naming_leads:
+        heading, naming = naming, heading
     docs = [line_document("harbor", ["Harbor Labs", "Harbor Labs ships with Marlow Shipping."],
-                          leaf_vectors(rng, 0.95, 2, TOY_DIM)),
+                          np.vstack([heading, naming])),
             line_document("marlow", ["Marlow Shipping", "It owns three vessels."],
                           leaf_vectors(rng, 0.2, 2, TOY_DIM))]
-    return line_pool(tmp_path / "db", docs, lookalikes=5, rng=rng)
+    return line_pool(db, docs, lookalikes=5, rng=rng)
+
+
+@pytest.fixture
+def bridge_pool(tmp_path):
+    return _bridge_pool(tmp_path / "db")
 
 
 @pytest.mark.parametrize("mode", ["tree", "leaves"])
@@ -121,6 +136,23 @@ def test_the_second_document_is_found_by_its_name(bridge_pool, mode):
                              doc_ids=["harbor", "marlow", "look0", "look1"])
     assert "marlow" not in {h.doc_id for h in within}
 
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_names_the_leader_writes_outside_its_best_leaf_link_nothing(tmp_path, mode):
+    """Rule 18: a long leader (a report, a contract) writes the names of many documents of
+    its corpus; only the names its best leaf (or the question) writes are followed."""
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _bridge_pool(tmp_path / "db", naming_leads=False)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", link_weight=3.0)
+    assert r.search_vector("Who owns the ships?", qvec, k=4, mode=mode)[0].doc_id == "harbor"
+    assert "marlow" not in {h.doc_id for h in r.search_vector("Who owns the ships?", qvec,
+                                                               k=4, mode=mode)}
+    # the question naming it links it
+    named = r.search_vector("Who owns Marlow Shipping?", qvec, k=4, mode=mode)
+    assert "marlow" in {h.doc_id for h in named}
 
 
 @pytest.mark.parametrize("weight", [0.0, 1.0])
