@@ -6,7 +6,8 @@
 
 On each dev pool of `hierarchy.py`, corpus-wide (no doc_ids): the shipped tree mode
 (anchored statistics, `anchored_stats.py`, M 32; names followed, `title_links.py`, and
-fetched, `name_fetch.py`: fetch 1, link weight 3, leader bonus 2, corpus-unique names),
+fetched, `name_fetch.py`: fetch 1, link weight 3, leader bonus 2, corpus-unique names,
+links from the best unit: rule 18),
 tree mode with the anchored statistics alone, tree and leaves before both, and
 LanceDB's BM25 and hybrid search (`sproutrag.learn.anchors`, the evaluation's yardstick)
 over the pool's plain two-sentence chunks with no document filter; paired per query.
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
         docs = read_jsonl(H.pool_files(name, "dev")[0])
         within = A.tree_row(p, "within", math.inf)
-        shipped = F.Fetch(p, T.Links(H.pool_files(name, "dev")[0])).run("wide", 1)
+        shipped = F.Fetch(p, T.Links(H.pool_files(name, "dev")[0])).run("wide", 1,
+                                                                       unit_links=True)
         rows = {f"tree anchor {ANCHOR_LEAVES} alone": A.tree_row(p, "wide", ANCHOR_LEAVES),
                 "tree before": A.tree_row(p, "wide", math.inf),
                 "leaves before": p.row("", p.runs("leaves", "wide", p.base))}
