@@ -201,17 +201,23 @@ def pair_fit(pools: list[Fetch]) -> str | None:
     return H.one_se_choice(trials, PAIRS.index, "pair fit")
 
 
+def _against_today(name: str, split: str, label: str, settings, encoder, **variant) -> None:
+    """Print the pool NAME's SPLIT: the variant (`Fetch.run` options VARIANT, fetch on)
+    against today's shipped search, paired; queries changed; within IE."""
+    p = H.Pool(name, *H.open_pool(name, split, settings, encoder))
+    f = Fetch(p, T.Links(H.pool_files(name, split)[0]))
+    within = f.run("within", 0)
+    ref = f.run("wide", 1)
+    new = f.run("wide", 1, **variant)
+    print(f"{name} {split} wide: today IE {100 * ref['avg']['ie']:.2f}, {label} "
+          f"{H.against(new, ref, within)}; queries changed {T.changed(new, ref)} of "
+          f"{len(p.queries)}; within IE {100 * within['avg']['ie']:.2f}", flush=True)
+
+
 def pair_compare(names: list[str], pair: str | None, settings, encoder) -> None:
-    """Dev: rule 17's fitted PAIR against today's, paired; queries changed."""
+    """Dev: rule 17's fitted PAIR against today's."""
     for name in names:
-        p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
-        f = Fetch(p, T.Links(H.pool_files(name, "dev")[0]))
-        within = f.run("within", 0)
-        ref = f.run("wide", 1)
-        new = f.run("wide", 1, pair=pair)
-        print(f"{name} dev wide: today IE {100 * ref['avg']['ie']:.2f}, pair {pair} "
-              f"{H.against(new, ref, within)}; queries changed {T.changed(new, ref)} of "
-              f"{len(p.queries)}; within IE {100 * within['avg']['ie']:.2f}", flush=True)
+        _against_today(name, "dev", f"pair {pair}", settings, encoder, pair=pair)
 
 
 def unit_links(names: list[str], settings, encoder) -> None:
@@ -219,14 +225,8 @@ def unit_links(names: list[str], settings, encoder) -> None:
     text), train and dev."""
     for split in ("train", "dev"):
         for name in names:
-            p = H.Pool(name, *H.open_pool(name, split, settings, encoder))
-            f = Fetch(p, T.Links(H.pool_files(name, split)[0]))
-            within = f.run("within", 0)
-            ref = f.run("wide", 1)
-            new = f.run("wide", 1, unit_links=True)
-            print(f"{name} {split} wide: today IE {100 * ref['avg']['ie']:.2f}, links from "
-                  f"the best unit {H.against(new, ref, within)}; queries changed "
-                  f"{T.changed(new, ref)} of {len(p.queries)}", flush=True)
+            _against_today(name, split, "links from the best unit", settings, encoder,
+                           unit_links=True)
 
 
 def links_compare(names: list[str], point: tuple[float, float], settings, encoder,
