@@ -236,8 +236,9 @@ def corpus_wide_loss(
         gold = set(q["doc_ids"])
         qvec = retriever._embed([q["query"]])[0]
         with retriever._one_view():
-            chosen = set(retriever.choose_documents(qvec, None, k=k, query=q["query"]))
-        looked = set(retriever.searched_documents(q["query"], qvec, k=k))
+            first = retriever.choose_documents(qvec, None, k=k, query=q["query"])
+            looked = set(retriever.searched_documents(q["query"], qvec, first))
+        chosen = set(first)
         found += len(gold & chosen) / max(len(gold), 1)
         searched += len(gold & looked) / max(len(gold), 1)
         every += gold <= chosen

@@ -79,6 +79,16 @@ def linked_documents(names: Mapping[str, str | None], leading: str, leading_text
             and (written_in(n, q) or written_in(n, text))]
 
 
+def best_leaf(leaf_ranks: Mapping[str, np.ndarray]) -> tuple[str, int] | None:
+    """(doc_id, leaf) of the best leaf by LEAF_RANKS (each searched document's leaves'
+    rank scores; ties to the greater doc_id), None when no document has a leaf: the unit
+    that leads a corpus-wide query, whose names are followed and fetched."""
+    best = max(((float(r.max()), d) for d, r in leaf_ranks.items() if len(r)), default=None)
+    if best is None:
+        return None
+    return best[1], int(np.argmax(leaf_ranks[best[1]]))
+
+
 @dataclass(frozen=True)
 class Links:
     """What a corpus-wide query needs to follow names: the searched documents' NAMES, a
@@ -100,13 +110,11 @@ class Links:
         named = {d: self.names.get(d) for d in leaf_ranks}
         if self.weight <= 0 or not any(named.values()):
             return {}
-        best = max(((float(r.max()), d) for d, r in leaf_ranks.items() if len(r)),
-                   default=None)
+        best = best_leaf(leaf_ranks)
         if best is None:
             return {}
-        leader = best[1]
-        text = self.unit_text(leader, int(np.argmax(leaf_ranks[leader])))
-        linked = linked_documents(named, leader, text, self.query)
+        leader = best[0]
+        linked = linked_documents(named, leader, self.unit_text(*best), self.query)
         out = {d: self.weight for d in linked}
         if linked and self.lead > 0:
             out[leader] = self.lead
@@ -121,6 +129,6 @@ class Links:
                 for d, s in scores.items()}
 
 
-__all__ = ["FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT", "Links", "document_name",
+__all__ = ["FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT", "Links", "best_leaf", "document_name",
            "first_word_key", "is_name", "linked_documents", "name_key", "name_phrases",
            "words", "written_in"]

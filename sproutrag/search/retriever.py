@@ -53,6 +53,7 @@ from sproutrag.search.links import (
     LEADER_WEIGHT,
     LINK_WEIGHT,
     Links,
+    best_leaf,
     document_name,
     first_word_key,
     name_key,
@@ -377,15 +378,16 @@ class Retriever:
             return list(doc_ids)
         return self.first.choose(qvec, k=k, query=query, allowed=allowed)
 
-    def searched_documents(self, query: str, qvec: np.ndarray, *, k: int = 5) -> list[str]:
+    def searched_documents(self, query: str, qvec: np.ndarray, chosen: Sequence[str]
+                           ) -> list[str]:
         """The documents a corpus-wide query (no doc_ids, no filter) searches in tree and
-        leaves mode: the first stage's choice (`choose_documents`), then the documents
-        its best unit names that the first stage missed (`fetch_named`; docs/results.md,
-        rule 13). `sproutrag evaluate --corpus-wide` reports both shares."""
+        leaves mode, given the first stage's CHOSEN (`choose_documents`): those, then the
+        documents its best unit names that the first stage missed (`fetch_named`;
+        docs/results.md, rule 13). `sproutrag evaluate --corpus-wide` reports both
+        shares."""
         with self._one_view():
             params, _ = self._resolve()
-            docs = self.choose_documents(qvec, None, k=k, query=query)
-            return self._searched(query, qvec, docs, params, True)[0]
+            return self._searched(query, qvec, chosen, params, True)[0]
 
     def scope(self, doc_ids: Sequence[str] | None, where: str | None
               ) -> tuple[list[str] | None, set[str] | None]:
@@ -750,13 +752,10 @@ class Retriever:
         looked up in the view's `NameIndex`: no read), among ALLOWED when given; at most
         `fetch_named`, in the order their names are written (docs/results.md, rule 13)."""
         index = self._current().names
-        best = max(((float(s.rank[: stored[d].tree.n].max()), d) for d, s in scores.items()
-                    if stored[d].tree.n), default=None)
+        best = best_leaf({d: s.rank[: stored[d].tree.n] for d, s in scores.items()})
         if best is None or not len(index):
             return []
-        d1 = best[1]
-        u1 = int(np.argmax(scores[d1].rank[: stored[d1].tree.n]))
-        texts = (query, stored[d1].texts[u1])
+        texts = (query, stored[best[0]].texts[best[1]])
         firsts = index.first_words({w: first_word_key(w)
                                     for w in set(words(" ".join(texts)).split())})
         phrases = dict.fromkeys(p for t in texts for p in name_phrases(t, firsts.__contains__))

@@ -27,11 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sproutrag.documents import content_hash
 from sproutrag.errors import (  # also importable from here
     DamagedIndexError,
     DamagedTableError,
@@ -41,6 +39,7 @@ from sproutrag.storage.run_check import check_files
 from sproutrag.storage.tree_check import (
     TEXT_CHANGED,
     TreeFindings,
+    hashes_match,
     leaf_problem,
     name_problems,
     read_nodes,
@@ -116,11 +115,12 @@ def _check_documents(tbl, health: Health, columns: list[str] | None) -> None:
     for batch in _scan(tbl, columns):
         rows = batch.to_pydict()
         health.n_documents += batch.num_rows
-        names = dict(name_problems(batch, rows["text"], np.ones(batch.num_rows, bool)))
+        same = hashes_match(rows["text"], rows["content_hash"])
+        names = dict(name_problems(batch, rows["text"], same))
         for i, doc_id in enumerate(rows["doc_id"]):
             if "tree_id" in rows:
                 health.named[doc_id] = rows["tree_id"][i]
-            if content_hash(rows["text"][i]) != rows["content_hash"][i]:
+            if not same[i]:
                 health.documents[doc_id] = TEXT_CHANGED
                 continue
             if i in names:

@@ -27,9 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.documents import content_hash
 from sproutrag.errors import short_error
-from sproutrag.storage.tree_check import TEXT_CHANGED, name_problems
+from sproutrag.storage.tree_check import TEXT_CHANGED, hashes_match, name_problems
 
 #: The tables an index run reads or writes, in the order they are checked.
 TABLES = ("nodes", "documents", "runs", "index_settings", "results")
@@ -113,9 +112,7 @@ def verify_texts(documents: Any) -> dict[str, str]:
                *(c for c in ("title", "name", "name_key") if c in have)]
     for batch in documents.search().select(columns).limit(None).to_batches():
         rows = batch.to_pydict()
-        same = np.fromiter((content_hash(t) == h for t, h in zip(rows["text"],
-                                                                 rows["content_hash"])),
-                           dtype=bool, count=batch.num_rows)
+        same = hashes_match(rows["text"], rows["content_hash"])
         bad.update((rows["doc_id"][i], TEXT_CHANGED) for i in np.flatnonzero(~same).tolist())
         bad.update((rows["doc_id"][i], why)
                    for i, why in name_problems(batch, rows["text"], same))

@@ -329,6 +329,12 @@ def leaf_problem(stored: StoredTree, tree_id: str, text: str) -> str | None:
     return None
 
 
+def hashes_match(texts: list[str], digests: list[str]) -> np.ndarray:
+    """Per stored text of TEXTS, whether it hashes to its content hash (DIGESTS)."""
+    return np.fromiter((content_hash(t) == h for t, h in zip(texts, digests, strict=True)),
+                       dtype=bool, count=len(texts))
+
+
 def name_problems(batch: pa.RecordBatch, texts: list[str], whole: np.ndarray
                   ) -> Iterator[tuple[int, str]]:
     """(row, why) of the rows of a `documents` BATCH whose stored name or name key is not
@@ -389,9 +395,7 @@ class TreeFindings:
         got = np.where(has, self.table.counts[codes.clip(0)] if has.any() else 0, 0)
         n_chunks = batch.column("n_chunks").to_numpy(zero_copy_only=False)
         want = 2 * n_chunks.astype(np.int64) - 1
-        same = np.fromiter((content_hash(t) == h for t, h in zip(rows["text"],
-                                                                 rows["content_hash"])),
-                           dtype=bool, count=batch.num_rows)
+        same = hashes_match(rows["text"], rows["content_hash"])
         for i in np.flatnonzero(~same | (got != want)).tolist():
             damaged[rows["doc_id"][i]] = (
                 TEXT_CHANGED if not same[i] else

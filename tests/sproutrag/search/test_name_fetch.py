@@ -87,7 +87,7 @@ def test_a_document_the_best_unit_names_is_searched_though_the_first_stage_misse
         chosen = r.choose_documents(qvec, None, k=4)
         assert "marlow" not in chosen
         # what the query searches: the first stage's choice, then the fetched document
-        searched = r.searched_documents("Who owns the ships?", qvec, k=4)
+        searched = r.searched_documents("Who owns the ships?", qvec, chosen)
         assert searched == chosen + ["marlow"] * fetch
         found[fetch] = {h.doc_id for h in r.search_vector("Who owns the ships?", qvec, k=4,
                                                           mode=mode)}
