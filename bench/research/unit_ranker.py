@@ -37,13 +37,49 @@ from sproutrag.stopwords import STOPWORDS  # noqa: E402
 
 FEATURES = ("rank", "cosine", "linked", "leader", "d1", "doc_gap", "place_in_doc",
             "first_stage_place", "fetched", "name_in_question", "opens_document")
+#: --maxsim: late interaction (ColBERT's MaxSim) of MiniLM's token states, query tokens
+#: that are not stopwords against the leaf's tokens, z-standardised over the query's leaves.
+MAXSIM = ("maxsim",)
+
+
+class TokenStates:
+    """MiniLM's L2-normalised token states of texts (special tokens dropped), cached."""
+
+    def __init__(self, encoder) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(encoder.model_path, device="cpu")
+        self.tok = self.model.tokenizer
+        self.cache: dict[str, tuple[np.ndarray, list[str]]] = {}
+
+    def states(self, texts: list[str]) -> list[tuple[np.ndarray, list[str]]]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if todo:
+            embs = self.model.encode(todo, output_value="token_embeddings", batch_size=64,
+                                     convert_to_numpy=False, show_progress_bar=False)
+            for t, e in zip(todo, embs, strict=True):
+                ids = self.tok(t, truncation=True, max_length=256)["input_ids"]
+                toks = self.tok.convert_ids_to_tokens(ids)
+                e = e.cpu().numpy()[: len(toks)]
+                keep = [i for i, w in enumerate(toks) if w not in ("[CLS]", "[SEP]")]
+                v = e[keep]
+                v /= np.linalg.norm(v, axis=1, keepdims=True) + 1e-9
+                self.cache[t] = (v, [toks[i] for i in keep])
+        return [self.cache[t] for t in texts]
+
+    def maxsim(self, query: str, leaves: list[str]) -> np.ndarray:
+        (q, qt), *ls = self.states([query, *leaves])
+        keep = [i for i, w in enumerate(qt) if w.isalnum() and w not in STOPWORDS]
+        q = q[keep] if keep else q
+        out = np.array([float((q @ v.T).max(1).mean()) for v, _ in ls])
+        return (out - out.mean()) / (out.std() + 1e-9)
 
 
 def overlaps(span: tuple[int, int], gold: list[tuple[int, int]]) -> bool:
     return any(s < span[1] and span[0] < e for s, e in gold)
 
 
-def query_rows(f: F.Fetch, n: int, k: int):
+def query_rows(f: F.Fetch, n: int, k: int, tokens: TokenStates | None = None):
     """(features [m, F], labels [m], units [(doc, start, end)]) of query N's searched
     leaves at K, as the shipped search (fetch 1, unit links, corpus-unique names) sees
     them."""
@@ -89,7 +125,11 @@ def query_rows(f: F.Fetch, n: int, k: int):
                       np.log1p(place), d in extra, in_q, u == 0])
             y.append(overlaps(span, gold.get(d, [])))
             units.append((d, *span))
-    return np.asarray(X, np.float64), np.asarray(y, bool), units
+    X = np.asarray(X, np.float64)
+    if tokens is not None:
+        texts = [f.links.texts[d][s:e] for d, s, e in units]
+        X = np.column_stack([X, tokens.maxsim(q["query"], texts)])
+    return X, np.asarray(y, bool), units
 
 
 def today_score(X: np.ndarray) -> np.ndarray:
@@ -116,15 +156,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="train")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--C", type=float, default=1.0)
+    ap.add_argument("--maxsim", action="store_true", help="add the MaxSim feature")
     ap.add_argument("--per-query", action="store_true",
                     help="every query weighs the same in the fit (not every leaf)")
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
     pools = {}
+    tokens = TokenStates(encoder) if args.maxsim else None
+    names = FEATURES + (MAXSIM if args.maxsim else ())
     for name in args.pools:
         p = H.Pool(name, *H.open_pool(name, args.split, settings, encoder))
         f = F.Fetch(p, T.Links(H.pool_files(name, args.split)[0]))
-        pools[name] = (p, [{k: query_rows(f, n, k) for k in H.KS}
+        pools[name] = (p, [{k: query_rows(f, n, k, tokens) for k in H.KS}
                            for n in range(len(p.queries))])
         print(f"{name}: {len(p.queries)} queries", flush=True)
     rng = np.random.default_rng(0)
@@ -149,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in np.flatnonzero(fold_of[name] == fold):
                 preds[name][i] = (scaler, model)
     print("coefficients (per raw unit, mean over folds):",
-          ", ".join(f"{n} {c:+.2f}" for n, c in zip(FEATURES, np.mean(coefs, 0), strict=True)))
+          ", ".join(f"{n} {c:+.2f}" for n, c in zip(names, np.mean(coefs, 0), strict=True)))
     for name, (p, data) in pools.items():
         ref = p.row("today", runs_of(data, today_score))
         out: dict[int, list] = {k: [] for k in H.KS}
