@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 db = build(src, H.OUT / f"db-named-{v}-{pool}-{split}", v, encoder)
                 new = rows(db, queries, settings, encoder)
                 for scope in ("wide", "within"):
-                    print(f"  {v:13s} {scope:6s} {H.against(new[scope], today[scope], today['within'])}",
-                          flush=True)
+                    change = H.against(new[scope], today[scope], today["within"])
+                    print(f"  {v:13s} {scope:6s} {change}", flush=True)
     return 0
 
 

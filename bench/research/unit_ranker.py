@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             scaler.transform(np.vstack(Xs)), np.concatenate(ys),
             sample_weight=np.concatenate(ws) * len(ws) / sum(w.sum() for w in ws))
         coefs.append(model.coef_[0] / scaler.scale_)
-        for name, (_, data) in pools.items():
+        for name in pools:
             for i in np.flatnonzero(fold_of[name] == fold):
                 preds[name][i] = (scaler, model)
     print("coefficients (per raw unit, mean over folds):",
