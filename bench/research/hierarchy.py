@@ -136,7 +136,7 @@ class Pool:
                 {k: list(dict.fromkeys(wide[k] + list(q["doc_ids"]))) for k in KS})
             for d in set(q["doc_ids"]).union(*wide.values()):
                 if d not in self.trees:
-                    tid, st = retriever._load_trees([d])[d]
+                    tid, st = retriever.documents.load_trees([d])[d]
                     self.trees[d], self.spans[d] = st.tree, st.spans
                     self.terms[d] = retriever.leaf_terms(d, tid)
         # node scores per query and scope, over the union of the k's documents

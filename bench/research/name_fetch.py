@@ -82,7 +82,7 @@ class Fetch:
     def _load(self, d: str) -> None:
         p = self.p
         if d not in p.trees:
-            tid, st = p.r._load_trees([d])[d]
+            tid, st = p.r.documents.load_trees([d])[d]
             p.trees[d], p.spans[d] = st.tree, st.spans
             p.terms[d] = p.r.leaf_terms(d, tid)
 

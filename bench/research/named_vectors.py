@@ -138,7 +138,7 @@ def rows(db: Path, queries_file: Path, settings: Any, encoder: Any) -> dict[str,
         known = set(r._current().trees)
     qs = usable_queries(read_jsonl(queries_file), known)
     gold = sorted({d for q in qs for d in q["doc_ids"]})
-    spans = {d: st.spans for d, (_, st) in r._load_trees(gold).items()}
+    spans = {d: st.spans for d, (_, st) in r.documents.load_trees(gold).items()}
     return {scope: result_row(scope, retriever_runs(r, qs, KS, "tree",
                                                     corpus_wide=scope == "wide"),
                               {}, qs, units=spans)

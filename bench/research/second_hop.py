@@ -60,7 +60,7 @@ def hop_scores(p: H.Pool, scope_name: str, n: int, k: int, gamma: float,
     docs, (d1, u1) = list(base), best
     hop = p.trees[d1].vectors[u1]
     if ENCODER is not None:  # rule 10: the question and u1's text, encoded
-        text = p.queries[n]["query"] + " " + p.r._load_trees([d1])[d1][1].texts[u1]
+        text = p.queries[n]["query"] + " " + p.r.documents.load_trees([d1])[d1][1].texts[u1]
         if text not in _ENCODED:
             _ENCODED[text] = ENCODER.encode_texts([text])[0]
         hop = _ENCODED[text]
@@ -95,7 +95,7 @@ def lexical_hop_scores(p: H.Pool, scope_name: str, n: int, k: int,
     if best is None:
         return base
     docs, (d1, u1) = list(base), best
-    text = p.r._load_trees([d1])[d1][1].texts[u1]
+    text = p.r.documents.load_trees([d1])[d1][1].texts[u1]
     new_words = set(tokenize(text)) - set(tokenize(p.queries[n]["query"]))
     gets = [d for d in docs if d != d1]
     if not new_words or not gets:

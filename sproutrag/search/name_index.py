@@ -1,17 +1,19 @@
 """The documents of one version of `documents` by name key (`documents.name_key`): what a
-corpus-wide query looks a name up in without a read (`Retriever._named_elsewhere`). Two
+corpus-wide query looks a name up in without a read (`NameIndex.named_in`). Two
 arrays, 16 bytes a named document: the keys, sorted, and where each key's document is in
 the doc_id list the view already holds; and the keys' high halves (their first words'),
 so that a query tries only the phrases starting with a word some name starts with."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from sproutrag.names import first_word_key, name_key, name_phrases, words
 
 
 class NameIndex:
@@ -51,6 +53,38 @@ class NameIndex:
         hi = np.searchsorted(self._keys, wanted, "right")
         return {int(k): [self._doc_ids[int(r)] for r in self._rows[a:b]]
                 for k, a, b in zip(wanted, lo, hi, strict=True) if b > a}
+
+    def unique(self, names: Mapping[str, str | None]) -> dict[str, str | None]:
+        """NAMES (doc_id -> name) with None for a name some other document of the corpus
+        also has (a generic heading names nothing; docs/results.md, rule 15)."""
+        keys = {d: name_key(n) for d, n in names.items() if n}
+        held = self.documents(keys.values())
+        return {d: n if n is None or len(held.get(keys[d], ())) <= 1 else None
+                for d, n in names.items()}
+
+    def named_in(self, texts: Sequence[str], limit: int, *,
+                 skip: Collection[str] = (), allowed: Collection[str] | None = None
+                 ) -> list[str]:
+        """The documents whose name, one no other document has, TEXTS write (the query
+        and its best unit), at most LIMIT, in the order the names are written; not those
+        of SKIP (already searched), only those of ALLOWED when given (docs/results.md,
+        rule 13). Only phrases starting with a word some name starts with are hashed."""
+        if not len(self) or limit <= 0:
+            return []
+        firsts = self.first_words({w: first_word_key(w)
+                                   for w in set(words(" ".join(texts)).split())})
+        phrases = dict.fromkeys(p for t in texts for p in name_phrases(t, firsts.__contains__))
+        keys = [name_key(p) for p in phrases]
+        found = self.documents(keys)
+        out: list[str] = []
+        for key in keys:
+            docs = found.get(key, ())
+            if (len(docs) == 1 and docs[0] not in skip and docs[0] not in out
+                    and (allowed is None or docs[0] in allowed)):
+                out.append(docs[0])
+                if len(out) == limit:
+                    break
+        return out
 
 
 EMPTY = NameIndex([], [])

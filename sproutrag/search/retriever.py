@@ -32,7 +32,6 @@ from typing import Any, Literal
 import numpy as np
 
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count, check_number
-from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.context import (
     DEFAULT_LENGTH_PENALTY,
     DEFAULT_MARGIN,
@@ -54,11 +53,6 @@ from sproutrag.search.links import (
     LINK_WEIGHT,
     Links,
     best_leaf,
-    document_name,
-    first_word_key,
-    name_key,
-    name_phrases,
-    words,
 )
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
@@ -67,6 +61,7 @@ from sproutrag.search.node_scores import (
     cosine_scores,
     node_scores,
 )
+from sproutrag.search.stored_documents import CACHE_BYTES, StoredDocuments
 from sproutrag.search.tree_search import (
     Reranker,
     Selected,
@@ -88,12 +83,6 @@ Mode = Literal["tree", "leaves", "flat"]
 #: A filter matching at most this many documents searches them all (as doc_ids do); past
 #: it the first stage ranks the documents among those it matches.
 FILTER_DIRECT = 64
-
-#: Reads of a search's trees before a tree replaced under it each time is an error.
-LOAD_ATTEMPTS = 5
-
-#: Default bound of the tree and term-count cache (about 170k nodes of 384-d vectors).
-CACHE_BYTES = 512 * 2**20
 
 
 class Retriever:
@@ -160,10 +149,11 @@ class Retriever:
             )
         self.encoder, self.weights = encoder, weights
         self.reranker = reranker
-        self._cache = LRUCache(cache_bytes)  # ("tree" | "terms", doc_id, tree_id) -> value
+        self.view = TablesView(self.reader)  # per thread: one `documents` read a search
+        # Trees, term counts, texts and names, cached by tree id in one LRU.
+        self.documents = StoredDocuments(self.store, self.view, cache_bytes)
         # The documents of a query without doc_ids; vectors from memory while `nodes`
         # has at most `memory_rows` rows (about 1.5 KB each), LanceDB beyond.
-        self.view = TablesView(self.reader)  # per thread: one `documents` read a search
         self.first = FirstStage(self.store, self.view.current, n_docs=n_docs,
                                 kind=first_stage, memory_rows=memory_rows)
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
@@ -262,96 +252,21 @@ class Retriever:
         """The documents the database holds now (0: none indexed, or all deleted)."""
         return len(self._current().trees)
 
-    def _tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
-        """The current tree_id of each known doc_id."""
-        known = self._current().trees
-        return {d: known[d] for d in doc_ids if d in known}
-
     def tree(self, doc_id: str, tree_id: str) -> StoredTree:
-        """The tree TREE_ID of DOC_ID (tree ids are fresh for every stored version)."""
-        key = ("tree", doc_id, tree_id)
-        found = self._cache.get(key)
-        if found is None:
-            found = self.store.load_tree(doc_id, tree_id)
-            self._cache.put(key, found, stored_tree_nbytes(found))
-        return found
-
-    def _load_trees(self, docs: Sequence[str]) -> dict[str, tuple[str, StoredTree]]:
-        """doc_id -> (tree_id, current tree) of DOCS. A tree an index run replaced (and
-        removed) since `documents` was read is read again from the new `documents`
-        version, up to `LOAD_ATTEMPTS` times (a run that commits faster than a search
-        reads can replace it again meanwhile)."""
-        for attempt in range(LOAD_ATTEMPTS):
-            try:
-                return {d: (t, self.tree(d, t)) for d, t in self._tree_ids(docs).items()}
-            except KeyError:
-                if attempt == LOAD_ATTEMPTS - 1:
-                    raise
-                self._forget_view()
-        raise AssertionError("unreachable")
+        """The tree TREE_ID of DOC_ID, cached (`StoredDocuments.tree`)."""
+        return self.documents.tree(doc_id, tree_id)
 
     def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
-        """Term counts of a tree's leaves with their section headings (lexical scores),
-        cached like the tree. Should the document be replaced meanwhile, the leaves are
-        counted without headings for this query."""
-        key = ("terms", doc_id, tree_id)
-        found = self._cache.get(key)
-        if found is None:
-            st = self.tree(doc_id, tree_id)
-            try:
-                text = self.store.document_text(doc_id, tree_id)
-            except KeyError:
-                return LeafTerms.of(st.texts)
-            found = LeafTerms.of_document(text, st.spans.tolist())
-            self._cache.put(key, found, leaf_terms_nbytes(found))
-        return found
+        """Term counts of a tree's leaves, cached (`StoredDocuments.leaf_terms`)."""
+        return self.documents.leaf_terms(doc_id, tree_id)
 
     def document_text(self, doc_id: str, tree_id: str) -> str:
-        """The text of DOC_ID whose current tree is TREE_ID (a context's spans are cut from
-        it), cached like the tree; KeyError when the document was replaced meanwhile."""
-        key = ("text", doc_id, tree_id)
-        found = self._cache.get(key)
-        if found is None:
-            found = self.store.document_text(doc_id, tree_id)
-            self._cache.put(key, found, 2 * len(found) + 64)
-        return found
+        """The text of DOC_ID's tree TREE_ID, cached (`StoredDocuments.text`)."""
+        return self.documents.text(doc_id, tree_id)
 
     def document_name(self, doc_id: str, tree_id: str) -> str | None:
-        """The name other documents may call DOC_ID by (`links.document_name`: its title
-        or heading-like first line), cached; KeyError as `document_text`."""
-        key = ("name", doc_id, tree_id)
-        found = self._cache.get(key)
-        if found is None:
-            found = self._put_name(doc_id, tree_id,
-                                   *self.store.document_text_and_title(doc_id, tree_id))
-        return found[0]
-
-    def _put_name(self, doc_id: str, tree_id: str, text: str, title: str | None
-                  ) -> tuple[str | None]:
-        found = (document_name(text, title),)
-        self._cache.put(("name", doc_id, tree_id), found, 2 * len(found[0] or "") + 96)
-        return found
-
-    def _prefetch(self, loaded: Mapping[str, tuple[str, StoredTree]], *, terms: bool,
-                  names: bool, texts: bool = False) -> None:
-        """Term counts (TERMS), names (NAMES) and texts (TEXTS) of the LOADED documents
-        not cached yet, from one read of their texts: a query over documents it has not
-        seen pays one read, not one per document (`Store.document_texts`)."""
-        want = {d: t for d, (t, _) in loaded.items()
-                if (terms and ("terms", d, t) not in self._cache)
-                or (names and ("name", d, t) not in self._cache)
-                or (texts and ("text", d, t) not in self._cache)}
-        if not want:
-            return
-        for d, (text, title) in self.store.document_texts(want).items():
-            t = want[d]
-            if texts and ("text", d, t) not in self._cache:
-                self._cache.put(("text", d, t), text, 2 * len(text) + 64)
-            if terms and ("terms", d, t) not in self._cache:
-                found = LeafTerms.of_document(text, loaded[d][1].spans.tolist())
-                self._cache.put(("terms", d, t), found, leaf_terms_nbytes(found))
-            if names and ("name", d, t) not in self._cache:
-                self._put_name(d, t, text, title)
+        """The name other documents may call DOC_ID by (`StoredDocuments.name`)."""
+        return self.documents.name(doc_id, tree_id)
 
     @property
     def n_docs(self) -> int:
@@ -562,10 +477,10 @@ class Retriever:
         if mode != "flat" and not doc_ids:
             docs, _, _, links, found = self._searched(query, qvec, docs, params, True,
                                                       allowed, texts=True)
-        loaded = self._load_trees(docs)
+        loaded = self.documents.load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
-        self._prefetch(loaded, texts=True, terms=mode != "flat" and params.lexical_weight > 0,
-                       names=False)
+        self.documents.prefetch(loaded, texts=True, names=False,
+                                terms=mode != "flat" and params.lexical_weight > 0)
         units = {d: Units(st.spans, self.document_text(d, t)) for d, (t, st) in loaded.items()}
         if mode == "flat":
             cos = {d: cosine_scores(st.tree.vectors[: st.tree.n], qvec)
@@ -644,7 +559,7 @@ class Retriever:
         where = LEAF_FILTER
         current = self._current()
         if doc_ids:
-            trees = self._tree_ids(doc_ids)
+            trees = self.documents.tree_ids(doc_ids)
             if not trees:
                 return []
             where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
@@ -685,10 +600,10 @@ class Retriever:
                 *, texts: bool = False):
         """(doc_id -> stored tree, doc_id -> leaf terms or None, the query's `Links` or
         None) of DOCS' current trees (TEXTS: their texts read into the cache too)."""
-        loaded = self._load_trees(docs)
+        loaded = self.documents.load_trees(docs)
         stored = {d: st for d, (_, st) in loaded.items()}
-        self._prefetch(loaded, terms=params.lexical_weight > 0,
-                       names=ranked and self.link_weight > 0, texts=texts)
+        self.documents.prefetch(loaded, terms=params.lexical_weight > 0,
+                                names=ranked and self.link_weight > 0, texts=texts)
         lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
         return stored, lexical, self._links(query, loaded, ranked)
@@ -708,12 +623,8 @@ class Retriever:
                 names[d] = self.document_name(d, t)
             except KeyError:
                 names[d] = None
-        keys = {d: name_key(n) for d, n in names.items() if n}
-        held = self._current().names.documents(keys.values())
-        names = {d: n if n is None or len(held.get(keys[d], ())) <= 1 else None
-                 for d, n in names.items()}
-        return Links(names, lambda d, u: loaded[d][1].texts[u], query, self.link_weight,
-                     self.leader_weight)
+        return Links(self._current().names.unique(names), lambda d, u: loaded[d][1].texts[u],
+                     query, self.link_weight, self.leader_weight)
 
     def _anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
                 ranked: bool) -> list[str] | None:
@@ -751,25 +662,12 @@ class Retriever:
         best leaf by SCORES writes, a name no other document has (`documents.name_key`,
         looked up in the view's `NameIndex`: no read), among ALLOWED when given; at most
         `fetch_named`, in the order their names are written (docs/results.md, rule 13)."""
-        index = self._current().names
         best = best_leaf({d: s.rank[: stored[d].tree.n] for d, s in scores.items()})
-        if best is None or not len(index):
+        if best is None:
             return []
         texts = (query, stored[best[0]].texts[best[1]])
-        firsts = index.first_words({w: first_word_key(w)
-                                    for w in set(words(" ".join(texts)).split())})
-        phrases = dict.fromkeys(p for t in texts for p in name_phrases(t, firsts.__contains__))
-        keys = [name_key(p) for p in phrases]
-        found = index.documents(keys)
-        out: list[str] = []
-        for key in keys:
-            docs = found.get(key, ())
-            if (len(docs) == 1 and docs[0] not in stored and docs[0] not in out
-                    and (allowed is None or docs[0] in allowed)):
-                out.append(docs[0])
-                if len(out) == self.fetch_named:
-                    break
-        return out
+        return self._current().names.named_in(texts, self.fetch_named, skip=stored,
+                                              allowed=allowed)
 
     def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
               params: SearchParams, ranked: bool = False,

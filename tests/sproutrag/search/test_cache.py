@@ -52,18 +52,18 @@ def test_retriever_cache_is_bounded_and_follows_replaced_trees(tmp_path):
         for doc in (["d1"], ["d5", "d2"], None):
             want = unbounded.search_vector("beta kappa", q, k=3, doc_ids=doc)
             assert small.search_vector("beta kappa", q, k=3, doc_ids=doc) == want
-            assert 0 < small._cache.nbytes <= budget
+            assert 0 < small.documents.cache.nbytes <= budget
     # unbounded grows: 8 trees, 8 term counts and 8 names
-    assert len(unbounded._cache) == 24
-    assert len(small._cache) < 24
+    assert len(unbounded.documents.cache) == 24
+    assert len(small.documents.cache) < 24
     # Kinds share the cache and the tree id is part of every key.
-    assert {k[0] for k in unbounded._cache.keys()} == {"tree", "terms", "name"}
-    old = {k for k in unbounded._cache.keys() if k[1] == "d1"}
+    assert {k[0] for k in unbounded.documents.cache.keys()} == {"tree", "terms", "name"}
+    old = {k for k in unbounded.documents.cache.keys() if k[1] == "d1"}
     store.write([toy_document("d1", "replaced text now", seed=99)], "fp")
     [hit] = unbounded.search_vector("replaced", rng.normal(size=TOY_DIM).astype(np.float32),
                                     k=1, doc_ids=["d1"])
     assert hit.text in ("replaced", "text", "now")
-    assert old and not ({k for k in unbounded._cache.keys() if k[1] == "d1"} <= old)
+    assert old and not ({k for k in unbounded.documents.cache.keys() if k[1] == "d1"} <= old)
 
 
 def test_a_query_reads_the_texts_of_the_documents_it_has_not_seen_once(tmp_path, monkeypatch):

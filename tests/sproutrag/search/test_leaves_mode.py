@@ -85,8 +85,8 @@ def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
     from sproutrag.search.lexical import bm25_leaves
 
     docs = r.choose_documents(q, doc_ids, k=k)
-    trees = {d: r.tree(d, t) for d, t in r._tree_ids(docs).items()}
-    terms = {d: r.leaf_terms(d, t) for d, t in r._tree_ids(docs).items()}
+    trees = {d: r.tree(d, t) for d, t in r.documents.tree_ids(docs).items()}
+    terms = {d: r.leaf_terms(d, t) for d, t in r.documents.tree_ids(docs).items()}
     among = None  # a corpus-wide query: the statistics of the leading documents
     if doc_ids is None and r.anchor_leaves:
         among, held = [], 0
@@ -179,7 +179,7 @@ def test_leaves_mode_is_tree_modes_score_over_the_same_documents(retriever, doc_
         retriever.first.n_docs = 8
         if query == "quarterly report":  # every document searched; d03's "cure" leads
             retriever.first.n_docs = 25
-            tid = retriever._tree_ids(["d03"])["d03"]
+            tid = retriever.documents.tree_ids(["d03"])["d03"]
             q = retriever.tree("d03", tid).tree.vectors[4].copy()
         for k in (1, 5, 12):
             hits = retriever.search_vector(query, q, k=k, doc_ids=doc_ids, mode="leaves")

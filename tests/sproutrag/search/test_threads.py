@@ -55,7 +55,7 @@ def test_threads_share_a_retriever_while_a_run_replaces_documents(tmp_path):
         for hit in hits:
             versions = {word.split("w")[0] for word in hit.text.split()}
             assert len(versions) == 1, hit  # one version of the document
-    assert len(retriever._cache) >= 1 and retriever._cache.nbytes <= 20_000
+    assert len(retriever.documents.cache) >= 1 and retriever.documents.cache.nbytes <= 20_000
 
 
 def test_search_many_encodes_in_batches_and_answers_as_search_does(tmp_path):

@@ -1,0 +1,127 @@
+"""What a search reads of its documents, cached: current trees, their leaves' term
+counts, texts and names, in one LRU bounded by bytes and keyed by (kind, doc_id,
+tree_id), so a re-indexed document (a new tree id) is never answered from an old entry.
+
+The `Retriever` owns one (`Retriever.documents`) over its `TablesView`: the current tree
+of each document is the one the view's `documents` version names; a tree an index run
+replaced (and removed) meanwhile is read again from a fresh view (`load_trees`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
+from sproutrag.search.lexical import LeafTerms
+from sproutrag.search.links import document_name
+from sproutrag.search.view import TablesView
+from sproutrag.storage.rows import StoredTree
+
+#: Reads of a search's trees before a tree replaced under it each time is an error.
+LOAD_ATTEMPTS = 5
+
+#: Default bound of the cache (about 170k nodes of 384-d vectors).
+CACHE_BYTES = 512 * 2**20
+
+
+class StoredDocuments:
+    """The current trees, term counts, texts and names of a database's documents."""
+
+    def __init__(self, store: Any, view: TablesView, cache_bytes: int = CACHE_BYTES) -> None:
+        self.store, self.view = store, view
+        self.cache = LRUCache(cache_bytes)  # (kind, doc_id, tree_id) -> value
+
+    def tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The current tree_id of each known doc_id."""
+        known = self.view.current().trees
+        return {d: known[d] for d in doc_ids if d in known}
+
+    def tree(self, doc_id: str, tree_id: str) -> StoredTree:
+        """The tree TREE_ID of DOC_ID (tree ids are fresh for every stored version)."""
+        key = ("tree", doc_id, tree_id)
+        found = self.cache.get(key)
+        if found is None:
+            found = self.store.load_tree(doc_id, tree_id)
+            self.cache.put(key, found, stored_tree_nbytes(found))
+        return found
+
+    def load_trees(self, docs: Sequence[str]) -> dict[str, tuple[str, StoredTree]]:
+        """doc_id -> (tree_id, current tree) of DOCS. A tree an index run replaced (and
+        removed) since `documents` was read is read again from the new `documents`
+        version, up to `LOAD_ATTEMPTS` times (a run that commits faster than a search
+        reads can replace it again meanwhile)."""
+        for attempt in range(LOAD_ATTEMPTS):
+            try:
+                return {d: (t, self.tree(d, t)) for d, t in self.tree_ids(docs).items()}
+            except KeyError:
+                if attempt == LOAD_ATTEMPTS - 1:
+                    raise
+                self.view.forget()
+        raise AssertionError("unreachable")
+
+    def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
+        """Term counts of a tree's leaves with their section headings (lexical scores),
+        cached like the tree. Should the document be replaced meanwhile, the leaves are
+        counted without headings for this query."""
+        key = ("terms", doc_id, tree_id)
+        found = self.cache.get(key)
+        if found is None:
+            st = self.tree(doc_id, tree_id)
+            try:
+                text = self.store.document_text(doc_id, tree_id)
+            except KeyError:
+                return LeafTerms.of(st.texts)
+            found = LeafTerms.of_document(text, st.spans.tolist())
+            self.cache.put(key, found, leaf_terms_nbytes(found))
+        return found
+
+    def text(self, doc_id: str, tree_id: str) -> str:
+        """The text of DOC_ID whose current tree is TREE_ID (a context's spans are cut from
+        it), cached like the tree; KeyError when the document was replaced meanwhile."""
+        key = ("text", doc_id, tree_id)
+        found = self.cache.get(key)
+        if found is None:
+            found = self.store.document_text(doc_id, tree_id)
+            self.cache.put(key, found, 2 * len(found) + 64)
+        return found
+
+    def name(self, doc_id: str, tree_id: str) -> str | None:
+        """The name other documents may call DOC_ID by (`links.document_name`: its title
+        or heading-like first line), cached; KeyError as `text`."""
+        found = self.cache.get(("name", doc_id, tree_id))
+        if found is None:
+            found = self._put_name(doc_id, tree_id,
+                                   *self.store.document_text_and_title(doc_id, tree_id))
+        return found[0]
+
+    def _put_name(self, doc_id: str, tree_id: str, text: str, title: str | None
+                  ) -> tuple[str | None]:
+        found = (document_name(text, title),)
+        self.cache.put(("name", doc_id, tree_id), found, 2 * len(found[0] or "") + 96)
+        return found
+
+    def prefetch(self, loaded: Mapping[str, tuple[str, StoredTree]], *, terms: bool,
+                 names: bool, texts: bool = False) -> None:
+        """Term counts (TERMS), names (NAMES) and texts (TEXTS) of the LOADED documents
+        not cached yet, from one read of their texts: a query over documents it has not
+        seen pays one read, not one per document (`Store.document_texts`)."""
+        cache = self.cache
+        want = {d: t for d, (t, _) in loaded.items()
+                if (terms and ("terms", d, t) not in cache)
+                or (names and ("name", d, t) not in cache)
+                or (texts and ("text", d, t) not in cache)}
+        if not want:
+            return
+        for d, (text, title) in self.store.document_texts(want).items():
+            t = want[d]
+            if texts and ("text", d, t) not in cache:
+                cache.put(("text", d, t), text, 2 * len(text) + 64)
+            if terms and ("terms", d, t) not in cache:
+                found = LeafTerms.of_document(text, loaded[d][1].spans.tolist())
+                cache.put(("terms", d, t), found, leaf_terms_nbytes(found))
+            if names and ("name", d, t) not in cache:
+                self._put_name(d, t, text, title)
+
+
+__all__ = ["CACHE_BYTES", "LOAD_ATTEMPTS", "StoredDocuments"]
