@@ -93,6 +93,39 @@ class Fetch:
                            query=p.queries[n]["query"], lexical={d: p.terms[d] for d in docs},
                            lexical_weight=p.base.lexical_weight, anchor=anchor)
 
+    def searched(self, n: int, k: int, max_fetch: int = 1, corpus_unique: bool = True,
+                 unit_links: bool = True):
+        """Query N at K corpus-wide, before the links are added: (the documents searched,
+        their node scores, d1, the documents d1 links, the fetched ones), with the fetch of
+        at most MAX_FETCH documents and the guards of `run` (the defaults: the shipped
+        search, rules 13-18)."""
+        p = self.p
+        q = p.queries[n]
+        docs = list(p.docs["wide"][n][k])
+        base = self._scores(n, docs)
+        leaves = {d: base[d].rank[: p.trees[d].n] for d in docs if p.trees[d].n}
+        d1 = max(leaves, key=lambda d: float(leaves[d].max()))
+        extra: list[str] = []
+        if max_fetch > 0:
+            s, e = map(int, p.spans[d1][int(np.argmax(leaves[d1]))])
+            named = self.named_in(q["query"]) + self.named_in(self.links.texts[d1][s:e])
+            extra = [d for d in dict.fromkeys(named) if d not in docs][:max_fetch]
+            if extra:
+                self.fetched += 1
+                for d in extra:
+                    self._load(d)
+                docs = docs + extra
+                base = self._scores(n, docs)
+        if unit_links:
+            leaves = {d: base[d].rank[: p.trees[d].n] for d in docs if p.trees[d].n}
+            s, e = map(int, p.spans[d1][int(np.argmax(leaves[d1]))])
+            linked = self.links.linked(docs, d1, q["query"], self.links.texts[d1][s:e])
+        else:
+            linked = self.links.linked(docs, d1, q["query"])
+        if corpus_unique:
+            linked = [d for d in linked if self.links.names[d] in self.by_name]
+        return docs, base, d1, linked, extra
+
     def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
             lead: float = LEADER_WEIGHT, corpus_unique: bool = True,
             pair: str | None = None, unit_links: bool = False) -> dict:
@@ -113,30 +146,8 @@ class Fetch:
                 docs = list(p.docs[scope][n][k])
                 base = self._scores(n, docs) if scope == "wide" else p._scores[scope, n, k]
                 if scope == "wide":
-                    leaves = {d: base[d].rank[: p.trees[d].n] for d in docs if p.trees[d].n}
-                    d1 = max(leaves, key=lambda d: float(leaves[d].max()))
-                    if max_fetch > 0:
-                        s, e = map(int, p.spans[d1][int(np.argmax(leaves[d1]))])
-                        named = self.named_in(q["query"]) + self.named_in(
-                            self.links.texts[d1][s:e])
-                        extra = [d for d in dict.fromkeys(named) if d not in docs][:max_fetch]
-                        if extra:
-                            self.fetched += 1
-                            for d in extra:
-                                self._load(d)
-                            docs = docs + extra
-                            base = self._scores(n, docs)
-                    if unit_links:
-                        leaves = {d: base[d].rank[: p.trees[d].n] for d in docs
-                                  if p.trees[d].n}
-                        u1 = int(np.argmax(leaves[d1]))
-                        s, e = map(int, p.spans[d1][u1])
-                        linked = self.links.linked(docs, d1, q["query"],
-                                                   self.links.texts[d1][s:e])
-                    else:
-                        linked = self.links.linked(docs, d1, q["query"])
-                    if corpus_unique:
-                        linked = [d for d in linked if self.links.names[d] in self.by_name]
+                    docs, base, d1, linked, _ = self.searched(n, k, max_fetch, corpus_unique,
+                                                              unit_links)
                     add = {d: gamma for d in linked}
                     if linked and lead:
                         add[d1] = lead

@@ -85,24 +85,8 @@ def query_rows(f: F.Fetch, n: int, k: int, tokens: TokenStates | None = None):
     them."""
     p = f.p
     q = p.queries[n]
-    first = list(p.docs["wide"][n][k])
-    docs = list(first)
-    base = f._scores(n, docs)
+    docs, base, d1, linked, extra = f.searched(n, k)
     leaves = {d: base[d].rank[: p.trees[d].n] for d in docs if p.trees[d].n}
-    d1 = max(leaves, key=lambda d: float(leaves[d].max()))
-    s, e = map(int, p.spans[d1][int(np.argmax(leaves[d1]))])
-    named = f.named_in(q["query"]) + f.named_in(f.links.texts[d1][s:e])
-    extra = [d for d in dict.fromkeys(named) if d not in docs][:1]
-    if extra:
-        for d in extra:
-            f._load(d)
-        docs = docs + extra
-        base = f._scores(n, docs)
-        leaves = {d: base[d].rank[: p.trees[d].n] for d in docs if p.trees[d].n}
-    u1 = int(np.argmax(leaves[d1]))
-    s, e = map(int, p.spans[d1][u1])
-    linked = [d for d in f.links.linked(docs, d1, q["query"], f.links.texts[d1][s:e])
-              if f.links.names[d] in f.by_name]
     top = max(float(v.max()) for v in leaves.values())
     qwords = set(words(q["query"]).split())
     gold = {}

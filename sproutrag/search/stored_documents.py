@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sproutrag.names import document_name
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.links import document_name
 from sproutrag.search.view import TablesView
 from sproutrag.storage.rows import StoredTree
 
