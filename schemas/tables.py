@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "5"  # 2: tree_id (documents, nodes); status, message (runs)
+SCHEMA_VERSION = "6"  # 2: tree_id (documents, nodes); status, message (runs)
 #                       3: flow_run_id (runs, results); results metadata; index_settings
 #                       4: source_size, modified_at, source_etag, title, metadata_json,
 #                          metadata_hash (documents)
 #                       5: name, name_key (documents)
+#                       6: doc_key (documents)
 #: Versions an index run migrates in place (storage/migrate.py).
-MIGRATABLE_VERSIONS = ("1", "2", "3", "4")
+MIGRATABLE_VERSIONS = ("1", "2", "3", "4", "5")
 #: Versions whose trees and vectors are those of today: migrating them adds columns and
 #: re-writes schema metadata only, never the rows (no re-index).
-ROWS_COMPATIBLE_VERSIONS = ("3", "4")
+ROWS_COMPATIBLE_VERSIONS = ("3", "4", "5")
 #: The layout of the stored trees and vectors (`nodes`): the part of the schema that the
 #: index fingerprint names. It changes only when stored trees must be rebuilt.
 TREE_SCHEMA_VERSION = "3"
@@ -91,6 +92,10 @@ DOCUMENTS = pa.schema(
         # the high half, of the whole name in the low half, signed).
         pa.field("name", pa.string(), nullable=True),
         pa.field("name_key", pa.int64(), nullable=True),
+        # The doc_id's 64-bit key (`sproutrag.doc_keys.doc_key`: 8 bytes of its BLAKE2b
+        # digest, signed), by which a query process finds a document among the current
+        # ones without a dict of every doc_id (version 6; never null once written).
+        pa.field("doc_key", pa.int64(), nullable=True),
     ]
 )
 

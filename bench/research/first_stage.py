@@ -49,7 +49,7 @@ def rankings(r, query: str, qvec: np.ndarray, limit: int) -> dict[str, list[str]
 
     from sproutrag.search.first_stage import fuse_rankings
 
-    current = r.first.current().trees
+    current = dict(r.first.current().items())
     nodes = r.store.table("nodes")
     vec_rows = r.first.nearest_nodes(qvec, limit, None)
     cos: dict[str, float] = {}

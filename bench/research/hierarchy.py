@@ -106,7 +106,7 @@ def open_pool(pool: str, split: str, settings: Any, encoder: Any):
     r = Retriever(str(db), encoder=encoder, n_docs=settings.search.n_docs,
                   first_stage=settings.search.first_stage)
     with r._one_view():
-        known = set(r._current().trees)
+        known = set(r._current().doc_ids.to_pylist())
     qs = usable_queries(read_jsonl(queries), known)
     return r, qs, encoder.encode_texts([q["query"] for q in qs])
 

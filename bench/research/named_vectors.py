@@ -135,7 +135,7 @@ def rows(db: Path, queries_file: Path, settings: Any, encoder: Any) -> dict[str,
 
     r = Retriever(str(db), encoder=encoder, **settings.search.retriever_options())
     with r._one_view():
-        known = set(r._current().trees)
+        known = set(r._current().doc_ids.to_pylist())
     qs = usable_queries(read_jsonl(queries_file), known)
     gold = sorted({d for q in qs for d in q["doc_ids"]})
     spans = {d: st.spans for d, (_, st) in r.documents.load_trees(gold).items()}

@@ -23,7 +23,7 @@ from sproutrag.errors import short_error
 from sproutrag.storage.indexes import vector_index_record
 
 if TYPE_CHECKING:
-    from sproutrag.search.view import Current
+    from sproutrag.search.current import Current
     from sproutrag.storage.store import Store
 
 #: How a query without doc_ids picks its documents (`FirstStage.choose`).
@@ -145,7 +145,6 @@ class FirstStage:
     def _node_rows(self) -> _NodeRows:
         """The current nodes held in memory, read once per version of `nodes` and of the
         current trees (nothing past memory_rows)."""
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         tbl = self.store.table("nodes")
@@ -157,8 +156,7 @@ class FirstStage:
             else:
                 data = (tbl.search().select(["doc_id", "tree_id", "left", "vector"])
                         .with_row_id(True).limit(None).to_arrow())
-                trees = pa.array(list(current.trees.values()), pa.string())
-                data = data.filter(pc.is_in(data["tree_id"], trees))
+                data = data.filter(pc.is_in(data["tree_id"], current.tree_ids))
                 vecs = data.column("vector").combine_chunks().flatten().to_numpy()
                 vecs = vecs.reshape(data.num_rows, self.store.dim).astype(np.float32)
                 vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
@@ -195,8 +193,8 @@ class FirstStage:
                       "an index run builds it again")
             rows = self._vector_query(nodes, qvec, limit, where, columns,
                                       bypass=True).to_list()
-        current = self.current().trees
-        return [r for r in rows if current.get(r["doc_id"]) == r["tree_id"]][:limit]
+        now = self.current().is_current([r["doc_id"] for r in rows], [r["tree_id"] for r in rows])
+        return [r for r, ok in zip(rows, now.tolist(), strict=True) if ok][:limit]
 
     def _vector_query(self, nodes: Any, qvecs: np.ndarray, limit: int, where: str | None,
                       columns: Sequence[str], bypass: bool = False) -> Any:
@@ -235,11 +233,11 @@ class FirstStage:
                 ranked = fuse_rankings([ranked, self.ranked_by_text(query, limit)])
             if allowed is not None:
                 ranked = [d for d in ranked if d in allowed]
-            for doc in ranked:
+            for doc, leaves in zip(ranked, current.leaves_of(ranked).tolist(), strict=True):
                 if len(chosen) >= self.n_docs and units >= k:
                     break
                 chosen.append(doc)
-                units += current.leaves.get(doc, 0)
+                units += leaves
             if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
                 return chosen
             limit = min(4 * limit, current.rows)  # widen: rank more nodes
@@ -274,13 +272,13 @@ class FirstStage:
             rows = self._vector_query(nodes, qvecs, limit, None, ("_distance",)).to_arrow()
         except (RuntimeError, OSError):
             return
-        current = self.current().trees
         per_query: list[list[str]] = [[] for _ in qvecs]
         which = rows["query_index"].to_numpy()
         order = np.lexsort((rows["_distance"].to_numpy(), which)).tolist()
         docs, trees = rows["doc_id"].to_pylist(), rows["tree_id"].to_pylist()
-        for i, d, t in ((int(which[j]), docs[j], trees[j]) for j in order):
-            if current.get(d) == t and len(per_query[i]) < limit:
+        now = self.current().is_current(docs, trees)
+        for i, d, ok in ((int(which[j]), docs[j], now[j]) for j in order):
+            if ok and len(per_query[i]) < limit:
                 per_query[i].append(d)
         for qvec, ranked in zip(qvecs, per_query):
             self._ranked.found[qvec.tobytes()] = (id(None), limit, np.array(ranked, object))
@@ -338,10 +336,9 @@ class FirstStage:
                       f"({short_error(exc)}): corpus-wide queries rank documents by their "
                       "vectors alone until an index run builds it again")
             return []
-        current = self.current().trees
-        return list(dict.fromkeys(d for d, t in zip(found["doc_id"].to_pylist(),
-                                                    found["tree_id"].to_pylist())
-                                  if current.get(d) == t))
+        docs = found["doc_id"].to_pylist()
+        now = self.current().is_current(docs, found["tree_id"].to_pylist())
+        return list(dict.fromkeys(d for d, ok in zip(docs, now.tolist(), strict=True) if ok))
 
     @staticmethod
     def _text_query(nodes: Any, query: str, columns: list[str], limit: int) -> Any:

@@ -2,7 +2,8 @@
 corpus-wide query looks a name up in without a read (`NameIndex.named_in`). Two
 arrays, 16 bytes a named document: the keys, sorted, and where each key's document is in
 the doc_id list the view already holds; and the keys' high halves (their first words'),
-so that a query tries only the phrases starting with a word some name starts with."""
+so that a query tries only the phrases starting with a word some name starts with. The
+doc_ids are the view's Arrow array (`sproutrag.search.current`)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ class NameIndex:
     """doc_ids by name key, for one version of `documents`."""
 
     def __init__(self, doc_ids: Sequence[str], keys: Any) -> None:
-        """DOC_IDS and their KEYS (`documents.name_key`: an Arrow array or a sequence,
-        null / None: no name), aligned."""
+        """DOC_IDS (an Arrow string array or a sequence) and their KEYS
+        (`documents.name_key`: an Arrow array or a sequence, null / None: no name),
+        aligned."""
         keys = pa.array(keys, pa.int64()) if not isinstance(keys, pa.Array | pa.ChunkedArray) \
             else keys
         raw = pc.fill_null(keys, 0).to_numpy()
@@ -29,7 +31,8 @@ class NameIndex:
         order = np.argsort(raw[rows], kind="stable")
         self._keys = raw[rows][order]
         self._rows = rows[order]
-        self._doc_ids = doc_ids
+        self._doc_ids = doc_ids if isinstance(doc_ids, pa.Array) \
+            else pa.array(list(doc_ids), pa.string())
         self._firsts = np.unique(self._keys >> 32)  # `first_word_key` of every name
 
     def __len__(self) -> int:
@@ -51,8 +54,13 @@ class NameIndex:
         wanted = np.unique(np.fromiter(keys, np.int64))
         lo = np.searchsorted(self._keys, wanted, "left")
         hi = np.searchsorted(self._keys, wanted, "right")
-        return {int(k): [self._doc_ids[int(r)] for r in self._rows[a:b]]
-                for k, a, b in zip(wanted, lo, hi, strict=True) if b > a}
+        hit = hi > lo
+        if not hit.any():
+            return {}
+        rows = np.concatenate([self._rows[a:b] for a, b in zip(lo[hit], hi[hit], strict=True)])
+        ids = iter(self._doc_ids.take(pa.array(rows)).to_pylist())
+        return {int(k): [next(ids) for _ in range(b - a)]
+                for k, a, b in zip(wanted[hit], lo[hit], hi[hit], strict=True)}
 
     def unique(self, names: Mapping[str, str | None]) -> dict[str, str | None]:
         """NAMES (doc_id -> name) with None for a name some other document of the corpus

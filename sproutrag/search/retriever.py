@@ -44,6 +44,7 @@ from sproutrag.search.context import (
     ranked_pieces,
     selection_pieces,
 )
+from sproutrag.search.current import Current
 from sproutrag.search.first_stage import FIRST_STAGES, LEAF_FILTER, FirstStage
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
@@ -70,7 +71,7 @@ from sproutrag.search.tree_search import (
     rank_scores,
     search_trees,
 )
-from sproutrag.search.view import Current, TablesView, files_gone
+from sproutrag.search.view import TablesView, files_gone
 from sproutrag.storage.filters import doc_filter, in_filter, sql_quote
 from sproutrag.storage.index_info import search_defaults
 from sproutrag.storage.reader import Reader
@@ -234,8 +235,7 @@ class Retriever:
 
     def known_doc_ids(self, doc_ids: Sequence[str]) -> list[str]:
         """DOC_IDS that the database holds (once each, in their order)."""
-        known = self._current().trees
-        return [d for d in dict.fromkeys(doc_ids) if d in known]
+        return list(self._current().tree_ids_of(doc_ids))
 
     def _one_view(self):
         """One view of the tables for a search (`TablesView.one_view`)."""
@@ -250,7 +250,7 @@ class Retriever:
 
     def n_documents(self) -> int:
         """The documents the database holds now (0: none indexed, or all deleted)."""
-        return len(self._current().trees)
+        return len(self._current())
 
     def tree(self, doc_id: str, tree_id: str) -> StoredTree:
         """The tree TREE_ID of DOC_ID, cached (`StoredDocuments.tree`)."""
@@ -563,9 +563,9 @@ class Retriever:
             if not trees:
                 return []
             where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
-            units = sum(current.leaves[d] for d in trees)
+            units = int(current.leaves_of(trees).sum())
         elif allowed is not None:
-            units = sum(current.leaves.get(d, 0) for d in allowed)
+            units = int(current.leaves_of(allowed).sum())
         else:
             units = current.units  # no more rows to ask LanceDB for
         want = min(k, units)

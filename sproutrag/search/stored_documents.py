@@ -34,8 +34,7 @@ class StoredDocuments:
 
     def tree_ids(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The current tree_id of each known doc_id."""
-        known = self.view.current().trees
-        return {d: known[d] for d in doc_ids if d in known}
+        return self.view.current().tree_ids_of(doc_ids)
 
     def tree(self, doc_id: str, tree_id: str) -> StoredTree:
         """The tree TREE_ID of DOC_ID (tree ids are fresh for every stored version)."""

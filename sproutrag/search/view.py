@@ -1,6 +1,7 @@
-"""What a search sees of the tables: the current trees (`Current`, read once per version
-of `documents`), each thread's view during a search (`TablesView.one_view`), and the
-documents a filter on `documents` columns matches (`TablesView.matching`).
+"""What a search sees of the tables: the current trees (`Current`, in
+sproutrag.search.current; read once per version of `documents`), each thread's view
+during a search (`TablesView.one_view`), and the documents a filter on `documents`
+columns matches (`TablesView.matching`).
 
 The `Retriever` and its first stage share one `TablesView`: the table handles move to
 the latest versions at most once per search, a thread's search keeps one `documents`
@@ -12,10 +13,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
 from sproutrag.errors import QueryError, short_error
-from sproutrag.search.name_index import EMPTY, NameIndex
+from sproutrag.search.current import COLUMNS, Current
 
 
 def files_gone(exc: BaseException) -> bool:
@@ -23,20 +24,17 @@ def files_gone(exc: BaseException) -> bool:
     return "not found" in str(exc).lower() and "lance" in str(exc).lower()
 
 
-class Current(NamedTuple):
-    """What one version of the `documents` table says about the current trees."""
+#: Above this many `documents` rows the view scans them with Lance itself (2.6x faster
+#: than a LanceDB query at 10^6 rows); below, opening a Lance dataset costs more than it
+#: saves (40 ms and 40 MB at 10^4; bench/view.py, docs/results.md).
+LANCE_SCAN_ROWS = 250_000
 
-    version: int
-    trees: dict[str, str]  # doc_id -> current tree_id
-    rows: int  # node rows of the current trees
-    fingerprints: frozenset[str]
-    leaves: dict[str, int]  # doc_id -> evidence units (leaves) of its current tree
-    names: NameIndex = EMPTY  # the documents by name key (`documents.name_key`)
 
-    @property
-    def units(self) -> int:
-        """Evidence units of all current trees (a tree of n leaves has 2n - 1 rows)."""
-        return (self.rows + len(self.trees)) // 2
+def _read_columns(tbl: Any) -> Any:
+    """`current.COLUMNS` of every row of the `documents` table TBL (its pinned version)."""
+    if tbl.count_rows() > LANCE_SCAN_ROWS:
+        return tbl.to_lance().to_table(columns=list(COLUMNS))
+    return tbl.search().select(list(COLUMNS)).limit(None).to_arrow()
 
 
 class _Pin(threading.local):
@@ -83,18 +81,11 @@ class TablesView:
             self.reader.refresh()
             tbl = self.store.table("documents")
             if tbl is None:  # the first run was killed before its first documents commit
-                return Current(-1, {}, 0, frozenset(), {})
+                return Current.empty()
             version = self.store.version("documents")
             if self._doc_trees is None or self._doc_trees.version != version:
-                cols = ["doc_id", "tree_id", "n_chunks", "index_fingerprint", "name_key"]
-                found = tbl.search().select(cols).limit(None).to_arrow()
-                data = found.drop_columns(["name_key"]).to_pydict()
-                rows = sum(2 * n - 1 for n in data["n_chunks"])
-                self._doc_trees = Current(
-                    version, dict(zip(data["doc_id"], data["tree_id"])), rows,
-                    frozenset(data["index_fingerprint"]),
-                    dict(zip(data["doc_id"], data["n_chunks"])),
-                    NameIndex(data["doc_id"], found.column("name_key")))
+                found = _read_columns(tbl)
+                self._doc_trees = Current.from_table(version, found)
             current = self._doc_trees
         if pin.pinning:
             pin.pin = current
@@ -116,7 +107,7 @@ class TablesView:
         filter, e.g. `title = 'Q3 report' AND modified_at > '2025-01-01'`), in table
         order; `QueryError` naming the filter when it is not valid SQL or names an
         unknown column."""
-        current = self.current().trees
+        current = self.current()
         tbl = self.store.table("documents")
         if tbl is None:
             return []
@@ -126,4 +117,5 @@ class TablesView:
         except (ValueError, RuntimeError) as exc:
             raise QueryError(f"where {where!r}: {short_error(exc)} (a SQL filter over the "
                              "documents table's columns)") from None
-        return [d for d, t in zip(found["doc_id"], found["tree_id"]) if current.get(d) == t]
+        now = current.is_current(found["doc_id"], found["tree_id"])
+        return [d for d, ok in zip(found["doc_id"], now.tolist(), strict=True) if ok]

@@ -1,4 +1,4 @@
-"""In-place migration of a database of an older schema version (1, 2 or 3) to the current one.
+"""In-place migration of a database of an older schema version (1 to 5) to the current one.
 
 Version 2 added `tree_id` to `documents` and `nodes` (readers join the two on
 (doc_id, tree_id)) and `status` / `message` to `runs`, whose `finished_at` became
@@ -24,6 +24,9 @@ valid (the fingerprint names the trees' own schema version), so nothing is re-in
 Version 5 adds each document's name (`documents.name`, `name_key`; `sproutrag.names`).
 A version-3 or -4 table gains them computed from its `text` and `title` (one more
 commit, which reads those two columns and writes only the new ones).
+
+Version 6 adds `documents.doc_key` (`sproutrag.doc_keys`), computed from `doc_id` by one
+more commit in the same way.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sproutrag.doc_keys import doc_keys
 from sproutrag.interrupt import crash_point
 from sproutrag.names import document_name, name_key
 from sproutrag.schemas import tables
@@ -63,9 +67,18 @@ _FILLERS: dict[tuple[str, str], Callable[[pa.RecordBatch], pa.Array]] = {
     ("documents", "tree_id"): _tree_id,
     ("runs", "status"): lambda b: pa.array(["completed"] * b.num_rows, pa.string()),
 }
-#: Columns computed from a table's rows, together (table -> (columns, batch -> batch of
-#: them)): a rewrite fills them, an in-place migration adds them by one more commit.
-_COMPUTED = {"documents": (("name", "name_key"), _names)}
+def _doc_keys(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """`documents.doc_key` of a batch of `doc_id`."""
+    keys = pa.array(doc_keys(batch.column("doc_id").to_pylist()), pa.int64())
+    return pa.RecordBatch.from_arrays(
+        [keys], schema=pa.schema([tables.DOCUMENTS.field("doc_key")]))
+
+
+#: Columns computed from a table's rows (table -> [(columns, batch -> batch of them, the
+#: columns they are computed from)]): a rewrite fills them, an in-place migration adds
+#: each group by one more commit.
+_COMPUTED = {"documents": [(("name", "name_key"), _names, ("text", "title")),
+                           (("doc_key",), _doc_keys, ("doc_id",))]}
 
 _BASE = {"documents": tables.DOCUMENTS, "runs": tables.RUNS, "results": tables.RESULTS,
          "index_settings": tables.INDEX_SETTINGS}
@@ -77,11 +90,12 @@ def _target_schema(name: str, encoder: str, dim: int) -> pa.Schema:
 
 
 def _batches(tbl, name: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    computed, compute = _COMPUTED.get(name, ((), None))
     for batch in tbl.search().limit(None).to_batches():
         have = set(batch.schema.names)
-        extra = (dict(zip(computed, compute(batch).columns, strict=True))
-                 if compute is not None and not set(computed) <= have else {})
+        extra = {}
+        for computed, compute, _ in _COMPUTED.get(name, ()):
+            if not set(computed) <= have:
+                extra.update(zip(computed, compute(batch).columns, strict=True))
         columns = [
             batch.column(f.name) if f.name in have
             else extra[f.name] if f.name in extra
@@ -93,19 +107,23 @@ def _batches(tbl, name: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 
 
 def _add_in_place(tbl, name: str, encoder: str, dim: int) -> None:
-    """A rows-compatible table: add the missing (nullable) columns with nulls, then write
-    the current schema metadata; no row is rewritten."""
+    """A rows-compatible table: add the missing (nullable) columns with nulls, and the
+    computed ones (`_COMPUTED`) a commit per group, then write the current schema
+    metadata; no row is rewritten."""
     import lance
 
     have = set(tbl.schema.names)
-    computed, compute = _COMPUTED.get(name, ((), None))
+    groups = _COMPUTED.get(name, [])
+    computed = {c for cols, _, _ in groups for c in cols}
     target = _target_schema(name, encoder, dim)
     missing = [f for f in target if f.name not in have and f.name not in computed]
     if missing:
         tbl.add_columns(missing)
-    if compute is not None and not set(computed) <= have:
-        read = [c for c in ("text", "title") if c in tbl.schema.names]
-        udf = lance.batch_udf(output_schema=pa.schema([target.field(c) for c in computed]))
+    for cols, compute, sources in groups:
+        if set(cols) <= set(tbl.schema.names):
+            continue  # added by an earlier, interrupted migration
+        read = [c for c in sources if c in tbl.schema.names]
+        udf = lance.batch_udf(output_schema=pa.schema([target.field(c) for c in cols]))
         tbl.to_lance().add_columns(udf(compute), read_columns=read)
         tbl.checkout_latest()
     meta = tables.table_metadata(encoder_id=encoder, dim=dim)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sproutrag.doc_keys import doc_key
 from sproutrag.documents import SourceDocument
 from sproutrag.names import document_name, name_key
 from sproutrag.schemas import tables
@@ -92,6 +93,7 @@ def document_rows(
             "metadata_json": [i.doc.metadata for i in items],
             "metadata_hash": [i.doc.metadata_hash for i in items],
             **name_columns([i.doc for i in items]),
+            "doc_key": [doc_key(i.doc.doc_id) for i in items],
         },
         schema=tables.DOCUMENTS,
     )

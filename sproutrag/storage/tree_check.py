@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sproutrag.doc_keys import KEY_CHANGED, doc_key
 from sproutrag.documents import content_hash
 from sproutrag.names import name_problem
 from sproutrag.storage.rows import StoredTree, stored_tree
@@ -337,11 +338,17 @@ def hashes_match(texts: list[str], digests: list[str]) -> np.ndarray:
 
 def name_problems(batch: pa.RecordBatch, texts: list[str], whole: np.ndarray
                   ) -> Iterator[tuple[int, str]]:
-    """(row, why) of the rows of a `documents` BATCH whose stored name or name key is not
-    what their text (TEXTS, its column) and title give (`sproutrag.names.name_problem`),
-    among the rows whose text is WHOLE; none for a table without the columns (schema 4,
-    migrated by the next index run)."""
+    """(row, why) of the rows of a `documents` BATCH whose stored doc key is not their
+    doc_id's (`sproutrag.doc_keys.KEY_CHANGED`: a query would not find the document), and
+    of those whose text (TEXTS, its column) is WHOLE but whose stored name or name key is
+    not what their text and title give (`sproutrag.names.name_problem`); nothing for the
+    columns a table lacks (an older schema, migrated by the next index run)."""
     names = batch.schema.names
+    if "doc_key" in names and "doc_id" in names:
+        stored_keys = batch.column("doc_key").to_pylist()
+        for i, doc_id in enumerate(batch.column("doc_id").to_pylist()):
+            if stored_keys[i] != doc_key(doc_id):
+                yield i, KEY_CHANGED
     if "name_key" not in names or "name" not in names:
         return
     titles = (batch.column("title").to_pylist() if "title" in names

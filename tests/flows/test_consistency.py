@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sproutrag.search.retriever import Retriever
 from sproutrag.storage.check import DamagedTableError, check_database
 from sproutrag.storage.store import Store
 from tests.helpers import index_state, run_cli, run_index, write_files
@@ -67,6 +68,14 @@ def test_damaged_documents_are_reindexed(prefect_harness, tmp_path):
     run = run_index(corpus, db, verify=True)
     assert (run["n_changed"], run["n_unchanged"]) == (1, 1)
     assert check_database(str(db)).healthy
+    # a doc key that is not its doc_id's: queries would not find the document
+    store.refresh(["documents"])
+    store.table("documents").update(where="doc_id = 'b.txt'", values={"doc_key": 5})
+    assert Retriever(str(db)).known_doc_ids(["a.txt", "b.txt"]) == ["a.txt"]
+    assert len(check_database(str(db)).problems) == 1
+    run = run_index(corpus, db, verify=True)
+    assert (run["n_changed"], run["n_unchanged"]) == (1, 1)
+    assert Retriever(str(db)).known_doc_ids(["a.txt", "b.txt"]) == ["a.txt", "b.txt"]
 
 
 def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_path):

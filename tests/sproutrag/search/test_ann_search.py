@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from sproutrag.search import first_stage
+from sproutrag.search.current import Current
 from sproutrag.search.first_stage import FirstStage, ann_probes
-from sproutrag.search.retriever import Current
 from sproutrag.storage import indexes
 
 DIM = 8
@@ -45,7 +45,7 @@ def two_clusters(tmp_path):
         "vector": pa.FixedSizeListArray.from_arrays(vecs.ravel(), DIM)}))
     assert indexes.ensure_vector_index(tbl, min_rows=0)
     assert indexes.ensure_text_index(tbl)
-    current = Current(1, {"a": "t-a", "b": "t-b"}, 10_000, frozenset(), {"a": 4000, "b": 1000})
+    current = Current.of(1, {"a": "t-a", "b": "t-b"}, {"a": 4000, "b": 1000})
     store = SimpleNamespace(table=lambda name: tbl, version=lambda name: tbl.version,
                             text_index=lambda: indexes.text_index(tbl), dim=DIM)
     return FirstStage(store, lambda: current, n_docs=1, kind="hybrid", memory_rows=0), tbl
@@ -78,7 +78,7 @@ def test_the_text_search_finds_leaves_of_current_trees(two_clusters, memory_rows
     assert stage.ranked_by_text("word10", 5) == ["a"]
     assert stage.ranked_by_text("word10 word9998 b", 5) == ["b", "a"]  # best first
     assert stage.ranked_by_text("zebra", 5) == []
-    stage.current = lambda: Current(2, {"a": "t-a"}, 8000, frozenset(), {"a": 4000})
+    stage.current = lambda: Current.of(2, {"a": "t-a"}, {"a": 4000})
     assert "b" not in stage.ranked_by_text("clause b", 5)  # rows of other trees dropped
     assert stage.ranked_by_text("word10 word9998 b", 5) == ["a"]
 

@@ -99,7 +99,7 @@ def _expected(r: Retriever, q: np.ndarray, query: str, k: int, doc_ids=None):
     vectors = {d: st.tree.vectors[: st.tree.n] for d, st in trees.items()}
     links = None
     if doc_ids is None and r.link_weight:  # names: the toy documents' one line of words
-        every = {d: r.document_text(d, t) for d, t in r._current().trees.items()}
+        every = {d: r.document_text(d, t) for d, t in r._current().items()}
         named = {d: " ".join(t.lower().split()) if len(t) >= 4 else None
                  for d, t in every.items()}
         held = list(named.values())  # a name another document of the corpus has: none

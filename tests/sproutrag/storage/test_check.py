@@ -94,23 +94,28 @@ def test_a_stored_text_that_does_not_match_its_hash_is_found(store):
     assert "--verify` re-indexes the damaged documents" in report.lines()[-1]
 
 
-@pytest.mark.parametrize("change", [{"name_key": 5}, {"name": "'another name'"}])
+@pytest.mark.parametrize("change", [{"name_key": 5}, {"name": "'another name'"},
+                                    {"doc_key": 5}])
 def test_a_stored_name_that_its_text_does_not_give_is_found(store, change):
     """A name or name key that is not what the text and title give (the corpus-wide
-    fetch would miss the document, or find it by another name) is damage: `check` and
+    fetch would miss the document, or find it by another name), or a doc key that is not
+    the doc_id's (a query would not find the document), is damage: `check` and
     `--verify` name the document, as the fallback reads do."""
+    from sproutrag.doc_keys import KEY_CHANGED
     from sproutrag.names import NAME_CHANGED
     from sproutrag.storage.check import _check_tables
+
+    why = KEY_CHANGED if "doc_key" in change else NAME_CHANGED
 
     assert store.table("documents").to_arrow().to_pydict()["name"] == [
         "one two three", None, "p q r s"]  # "x y" is too short to name anything
     store.table("documents").update(where="doc_id = 'c'", values_sql={
         k: str(v) for k, v in change.items()})
-    assert verify_texts(store.table("documents")) == {"c": NAME_CHANGED}
+    assert verify_texts(store.table("documents")) == {"c": why}
     report = check_database(store.uri)
-    assert report.problems == [f"document 'c': {NAME_CHANGED}"]
+    assert report.problems == [f"document 'c': {why}"]
     assert "--verify` re-indexes the damaged documents" in report.lines()[-1]
-    assert _check_tables(store.uri, None).documents == {"c": NAME_CHANGED}
+    assert _check_tables(store.uri, None).documents == {"c": why}
 
 
 @pytest.mark.parametrize("damage", ["delete", "truncate"])

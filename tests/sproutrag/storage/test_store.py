@@ -290,6 +290,34 @@ def test_schema_4_gains_each_documents_name_from_its_text_and_title(store):
                     "t": ("tim brown", name_key("tim brown"), "fp")}
 
 
+def test_schema_5_gains_each_documents_key_and_a_search_finds_them(store):
+    """Version 6: `documents` gains doc_key, computed from doc_id by one more commit; no
+    row rewritten, the index fingerprint stays, and the view finds every document by it."""
+    from sproutrag.doc_keys import doc_key
+    from sproutrag.search.view import TablesView
+    from sproutrag.storage.migrate import migrate
+    from sproutrag.storage.reader import Reader
+    from sproutrag.storage.store import OldSchemaError
+
+    store.write([toy_document("a", "one two three"), toy_document("b/é.txt", "four five")],
+                "fp")
+    make_schema_3(store.uri, "5")
+    with pytest.raises(OldSchemaError, match=r"schema version 5.*sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    files = {p for p in Path(store.uri).rglob("data/*.lance")}
+    assert migrate(store.uri) == {"nodes": "5", "documents": "5"}
+    assert migrate(store.uri) == {}
+    assert files <= {p for p in Path(store.uri).rglob("data/*.lance")}
+    opened = Store.open_existing(store.uri)
+    rows = {r["doc_id"]: (r["doc_key"], r["index_fingerprint"])
+            for r in opened.table("documents").to_arrow().to_pylist()}
+    assert rows == {"a": (doc_key("a"), "fp"), "b/é.txt": (doc_key("b/é.txt"), "fp")}
+    current = TablesView(Reader.open(store.uri)).current()
+    trees = opened.current_trees()
+    assert current.tree_ids_of(["b/é.txt", "zz", "a"]) == {
+        "b/é.txt": trees["b/é.txt"][0], "a": trees["a"][0]}
+
+
 def test_retriever_reads_only_current_trees(store):
     """Tree and flat search (memory and LanceDB first stage) over a database holding
     other trees than the current ones: those rows are never returned."""
