@@ -1,11 +1,10 @@
 """Documents' 64-bit keys (`documents.doc_key`): what a search looks a doc_id up by.
 
-A query process holds every current document's doc_id -> tree as three columns (the
-doc_ids as one Arrow array, the keys sorted, and the rows in that order) instead of
-Python dicts: about 30 bytes a document besides the doc_ids, against about 400
-(docs/results.md, "The query view at 10^6 documents"). A key is the first 8 bytes of
-the doc_id's BLAKE2b digest, little-endian, signed; two doc_ids may share one, so a
-lookup compares the doc_id itself.
+A query process holds every current document's doc_id -> tree as columns (the doc_ids
+as one Arrow array, the keys sorted, and the rows in that order) instead of Python dicts
+(`sproutrag.search.current`; docs/results.md, "The query view as columns"). A key is the
+first 8 bytes of the doc_id's BLAKE2b digest, little-endian, signed; two doc_ids may
+share one, so a lookup compares the doc_id itself.
 
 Pure functions over strings.
 """

@@ -56,3 +56,35 @@ def test_no_documents():
     assert (len(cur), cur.units, cur.rows, cur.version) == (0, 0, 0, -1)
     assert cur.tree_ids_of(["a"]) == {} and cur.leaves_of(["a"]).tolist() == [0]
     assert cur.is_current(["a"], ["t"]).tolist() == [False] and cur.items() == []
+
+
+def test_remembered_rows_answer_as_the_keys_do(monkeypatch):
+    """Lookups are remembered up to MEMO doc_ids, then forgotten; answers never change."""
+    monkeypatch.setattr(current_module, "MEMO", 3)
+    cur = Current.of(1, TREES, LEAVES)
+    for _ in range(3):
+        assert cur.tree_ids_of(["d", "zz", "a.txt"]) == {"d": "t4", "a.txt": "t1"}
+        assert cur.leaves_of(["é c", "dir/b.txt", "d", "zz"]).tolist() == [5, 1, 2, 0]
+        assert len(cur._memo) <= 3
+
+
+def test_rows_of_16_character_tree_ids_are_checked_by_their_trees(monkeypatch):
+    """Stored tree ids (`new_tree_id`: 16 hex digits) are compared as numpy bytes: an
+    old tree of a known document, another document's tree, a legacy tree id and a key
+    every doc_id shares answer as the comparison of strings does."""
+    from sproutrag.storage.rows import new_tree_id
+
+    trees = {d: new_tree_id() for d in TREES}
+    old = new_tree_id()
+    pairs = ([*trees, "a.txt", "d", "zz", "é c"],
+             [*trees.values(), old, trees["a.txt"], trees["d"], "legacy:é c"])
+    want = [True] * 4 + [False] * 4
+    for same_key in (False, True):
+        if same_key:
+            monkeypatch.setattr(current_module, "doc_keys",
+                                lambda ids: np.zeros(len(list(ids)), np.int64))
+        cur = Current.of(1, trees, LEAVES)
+        assert cur._tree16 is not None
+        assert cur.is_current(*pairs).tolist() == want
+        assert cur.is_current(pairs[0][:5], pairs[1][:5]).tolist() == want[:5]  # all 16 long
+    assert Current.of(1, TREES, LEAVES)._tree16 is None  # other lengths: by doc_id
