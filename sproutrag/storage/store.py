@@ -226,7 +226,7 @@ class Store:
                 f"{found['schema_version']}; this SproutRAG reads version "
                 f"{tables.SCHEMA_VERSION}: run `sproutrag index CORPUS --db {self.uri}` once "
                 "to migrate the database in place (from versions 1 and 2 that run re-indexes "
-                "every document; from 3 and 4 it only adds columns)"
+                "every document; from 3, 4 and 5 it only adds columns)"
             )
         raise StaleIndexError(
             f"table {name!r} in {self.uri!r} was built with {found}, this run uses "
