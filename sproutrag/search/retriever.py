@@ -32,47 +32,26 @@ from typing import Any, Literal
 import numpy as np
 
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count, check_number
-from sproutrag.search.context import (
-    DEFAULT_LENGTH_PENALTY,
-    DEFAULT_MARGIN,
-    DEFAULT_SELECTION,
-    DEFAULT_WINDOW,
-    SELECTIONS,
-    Context,
-    Units,
-    build_context,
-    ranked_pieces,
-    selection_pieces,
-)
+from sproutrag.search.context import DEFAULT_MARGIN, Context, Units, build_context
 from sproutrag.search.current import Current
-from sproutrag.search.first_stage import FIRST_STAGES, LEAF_FILTER, FirstStage
+from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
+from sproutrag.search.flat_search import FlatSearch
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.links import (
-    FETCH_NAMED,
-    LEADER_WEIGHT,
-    LINK_WEIGHT,
-    Links,
-    best_leaf,
-)
-from sproutrag.search.node_scores import (
-    ANCHOR_LEAVES,
-    NodeScores,
-    anchor_documents,
-    cosine_scores,
-    node_scores,
-)
+from sproutrag.search.links import FETCH_NAMED, LEADER_WEIGHT, LINK_WEIGHT
+from sproutrag.search.node_scores import ANCHOR_LEAVES
+from sproutrag.search.query_context import check_budget, flat_pieces, scored_pieces
+from sproutrag.search.searched import SearchedDocuments
 from sproutrag.search.stored_documents import CACHE_BYTES, StoredDocuments
 from sproutrag.search.tree_search import (
     Reranker,
     Selected,
     cosine_rerank,
     leaves_mode,
-    rank_scores,
     search_trees,
 )
 from sproutrag.search.view import TablesView, files_gone
-from sproutrag.storage.filters import doc_filter, in_filter, sql_quote
+from sproutrag.storage.filters import sql_quote
 from sproutrag.storage.index_info import search_defaults
 from sproutrag.storage.reader import Reader
 from sproutrag.storage.rows import StoredTree
@@ -121,13 +100,10 @@ class Retriever:
         LINK_WEIGHT: in a query without doc_ids, the rank-score points every node of a
         searched document gains when the query or the best leaf's document names it
         (`sproutrag.search.links`; 0: off), and the best leaf's document LEADER_WEIGHT
-        when it links to any. FETCH_NAMED: in a query without doc_ids, at
-        most this many documents the first stage did not choose are searched too when
-        the query or its best leaf writes their name (`_named_elsewhere`; 0: off)."""
-        self.anchor_leaves = check_count("anchor_leaves", anchor_leaves)
-        self.link_weight = check_number("link_weight", link_weight)
-        self.leader_weight = check_number("leader_weight", leader_weight)
-        self.fetch_named = check_count("fetch_named", fetch_named)
+        when it links to any. FETCH_NAMED: in a query without doc_ids, at most this many
+        documents the first stage did not choose are searched too when the query or its
+        best leaf writes their name (`SearchedDocuments.named_elsewhere`; 0: off). The
+        four are checked and kept by `SearchedDocuments` (`self.searching`)."""
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -157,6 +133,11 @@ class Retriever:
         # has at most `memory_rows` rows (about 1.5 KB each), LanceDB beyond.
         self.first = FirstStage(self.store, self.view.current, n_docs=n_docs,
                                 kind=first_stage, memory_rows=memory_rows)
+        self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode
+        # What a tree or leaves search reads: the documents, links, anchor and fetch.
+        self.searching = SearchedDocuments(
+            self.documents, self.view.current, anchor_leaves=anchor_leaves,
+            link_weight=link_weight, leader_weight=leader_weight, fetch_named=fetch_named)
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._resolve()  # refuses a mismatched encoder or weights file now
 
@@ -268,6 +249,16 @@ class Retriever:
         """The name other documents may call DOC_ID by (`StoredDocuments.name`)."""
         return self.documents.name(doc_id, tree_id)
 
+    # The corpus-wide search's settings (`SearchedDocuments`), read and set there.
+    anchor_leaves = property(lambda self: self.searching.anchor_leaves,
+                             lambda self, v: setattr(self.searching, "anchor_leaves", v))
+    link_weight = property(lambda self: self.searching.link_weight,
+                           lambda self, v: setattr(self.searching, "link_weight", v))
+    leader_weight = property(lambda self: self.searching.leader_weight,
+                             lambda self, v: setattr(self.searching, "leader_weight", v))
+    fetch_named = property(lambda self: self.searching.fetch_named,
+                           lambda self, v: setattr(self.searching, "fetch_named", v))
+
     @property
     def n_docs(self) -> int:
         """Documents a query without doc_ids searches (at least; see `choose_documents`)."""
@@ -302,7 +293,7 @@ class Retriever:
         shares."""
         with self._one_view():
             params, _ = self._resolve()
-            return self._searched(query, qvec, chosen, params, True)[0]
+            return self.searching.find(query, qvec, chosen, params, True).docs
 
     def scope(self, doc_ids: Sequence[str] | None, where: str | None
               ) -> tuple[list[str] | None, set[str] | None]:
@@ -425,7 +416,7 @@ class Retriever:
         budget (`SELECTIONS`; default `DEFAULT_SELECTION`, the one the evaluation chose);
         mode flat takes leaves by cosine."""
         check_query_text(query)
-        self._check_budget(budget_chars, budget_tokens, k, mode, selection)
+        check_budget(budget_chars, budget_tokens, k, mode, selection)
         if cutoff is not None:
             check_number("cutoff", cutoff)
         measure = None
@@ -451,56 +442,27 @@ class Retriever:
                     self._forget_view()
         raise AssertionError("unreachable")
 
-    @staticmethod
-    def _check_budget(budget_chars: int | None, budget_tokens: int | None, k: int | None,
-                      mode: str, selection: str | None) -> None:
-        if budget_chars is None and budget_tokens is None:
-            raise QueryError("a context needs a budget: give budget_chars or budget_tokens")
-        for name, value in (("budget_chars", budget_chars), ("budget_tokens", budget_tokens)):
-            if value is not None:
-                check_count(name, value)
-        if k is not None:
-            check_count("k", k)
-        if mode not in MODES:
-            raise QueryError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-        if selection is not None and selection not in SELECTIONS:
-            raise QueryError(f"selection must be one of {', '.join(SELECTIONS)}; got "
-                             f"{selection!r}")
-
     def _context(self, query: str, qvec: np.ndarray, budget_chars: int | None,
                  budget_tokens: int | None, measure: Any, k: int | None,
                  doc_ids: Sequence[str] | None, allowed: Collection[str] | None,
                  mode: str, selection: str | None, cutoff: float | None) -> Context:
         params, _ = self._resolve()
         docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
-        found = links = None  # a corpus-wide query's node scores and names, from the fetch
-        if mode != "flat" and not doc_ids:
-            docs, _, _, links, found = self._searched(query, qvec, docs, params, True,
-                                                      allowed, texts=True)
+        found = None
+        if mode != "flat":  # a corpus-wide query's fetch, links and anchor; texts read
+            found = self.searching.find(query, qvec, docs, params, not doc_ids, allowed,
+                                        texts=True)
+            docs = found.docs
         loaded = self.documents.load_trees(docs)
-        stored = {d: st for d, (_, st) in loaded.items()}
-        self.documents.prefetch(loaded, texts=True, names=False,
-                                terms=mode != "flat" and params.lexical_weight > 0)
+        self.documents.prefetch(loaded, texts=True, names=False, terms=False)
         units = {d: Units(st.spans, self.document_text(d, t)) for d, (t, st) in loaded.items()}
-        if mode == "flat":
-            cos = {d: cosine_scores(st.tree.vectors[: st.tree.n], qvec)
-                   for d, st in stored.items()}
-            order = sorted((-float(c[u]), d, u) for d, c in cos.items() for u in range(len(c)))
-            pieces, overlap = ranked_pieces((d, u, -r) for r, d, u in order), "skip"
+        if found is None:
+            pieces, overlap = flat_pieces({d: st for d, (_, st) in loaded.items()}, qvec)
             chosen = "flat"
         else:
-            lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
-                       if params.lexical_weight > 0 else None)
-            trees = {d: st.tree for d, st in stored.items()}
-            scores = rank_scores(trees, qvec, params=params, query=query, lexical=lexical,
-                                 scores=found, anchor=self._anchor(docs, stored, not doc_ids),
-                                 links=links)
-            chosen = selection or DEFAULT_SELECTION
-            if mode == "leaves" and chosen == "tree":
-                chosen = "leaves"  # leaves mode has no tree to select from
-            pieces, overlap = selection_pieces(
-                chosen, {d: s.rank for d, s in scores.items()}, units, trees=trees,
-                length_penalty=DEFAULT_LENGTH_PENALTY, window=DEFAULT_WINDOW, margin=cutoff)
+            pieces, overlap, chosen = scored_pieces(
+                found, qvec, units, params=params, query=query, mode=mode,
+                selection=selection, cutoff=cutoff)
         ctx = build_context(pieces, units, budget_chars=budget_chars,
                             budget_tokens=budget_tokens, measure=measure, k=k,
                             overlap=overlap)
@@ -543,142 +505,24 @@ class Retriever:
         with self._one_view():  # one refresh, one `documents` read for this query
             params, _ = self._resolve()  # re-checks the encoder if the tables changed
             if mode == "flat":
-                return self._flat(qvec, k, doc_ids, allowed=allowed)
+                return self.flat.search(qvec, k, doc_ids, allowed,
+                                        threshold=self.flat_threshold)
             docs = self.choose_documents(qvec, doc_ids, k=k, query=query, allowed=allowed)
             ranked = not doc_ids  # in the first stage's order: its leading ones anchor
             if mode == "leaves":
                 return self._leaves(query, qvec, k, docs, params, ranked, allowed)
             return self._tree(query, qvec, k, docs, params, ranked, allowed)
 
-    def _flat(self, qvec: np.ndarray, k: int, doc_ids: Sequence[str] | None,
-              allowed: Collection[str] | None = None, again: int = 3) -> list[Hit]:
-        """Cosine top-k over the current trees' leaves (of DOC_IDS, or among ALLOWED). An
-        index run may have replaced the trees this search's view names since it read
-        them (their rows gone): then the search runs again on a fresh view, up to AGAIN
-        more times (a view can be several batches old on a loaded machine)."""
-        where = LEAF_FILTER
-        current = self._current()
-        if doc_ids:
-            trees = self.documents.tree_ids(doc_ids)
-            if not trees:
-                return []
-            where += f" AND {doc_filter(trees)} AND {in_filter('tree_id', trees.values())}"
-            units = int(current.leaves_of(trees).sum())
-        elif allowed is not None:
-            units = int(current.leaves_of(allowed).sum())
-        else:
-            units = current.units  # no more rows to ask LanceDB for
-        want = min(k, units)
-        rows = self._nearest_leaves(qvec, want, where, allowed) if units else []
-        if again and len(rows) < want:  # trees replaced under this view
-            self._forget_view()
-            return self._flat(qvec, k, doc_ids, allowed, again=again - 1)
-        hits = [
-            Hit(r["doc_id"], f"{r['doc_id']}:{r['idx']}", 1.0 - float(r["_distance"]),
-                [(int(r["start"]), int(r["end"]))], r["text"])
-            for r in rows
-        ]
-        if self.flat_threshold is not None:
-            hits = [h for h in hits if h.score >= self.flat_threshold]
-        return hits
-
-    def _nearest_leaves(self, qvec: np.ndarray, k: int, where: str,
-                        allowed: Collection[str] | None) -> list[dict[str, Any]]:
-        """The K nearest leaves matching WHERE (and of the ALLOWED documents: asked for
-        four times as many until K of them are found, or every row was)."""
-        if allowed is None:
-            return self.first.nearest_nodes(qvec, k, where)
-        limit, units = 4 * k, self._current().units
-        while True:
-            rows = [r for r in self.first.nearest_nodes(qvec, limit, where)
-                    if r["doc_id"] in allowed]
-            if len(rows) >= k or limit >= units:
-                return rows[:k]
-            limit = min(4 * limit, units)
-
-    def _loaded(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
-                *, texts: bool = False):
-        """(doc_id -> stored tree, doc_id -> leaf terms or None, the query's `Links` or
-        None) of DOCS' current trees (TEXTS: their texts read into the cache too)."""
-        loaded = self.documents.load_trees(docs)
-        stored = {d: st for d, (_, st) in loaded.items()}
-        self.documents.prefetch(loaded, terms=params.lexical_weight > 0,
-                                names=ranked and self.link_weight > 0, texts=texts)
-        lexical = ({d: self.leaf_terms(d, t) for d, (t, _) in loaded.items()}
-                   if params.lexical_weight > 0 else None)
-        return stored, lexical, self._links(query, loaded, ranked)
-
-    def _links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-               ranked: bool) -> Links | None:
-        """The names a query follows when LOADED (doc_id -> (tree id, tree)) are the first
-        stage's RANKED choice and the link weight is not 0; else None. The best leaf's
-        text (where names are looked for) is in memory. A document replaced meanwhile has no
-        name for this query, nor one that another document of the corpus also has (a
-        generic heading; `documents.name_key`, docs/results.md, rule 15)."""
-        if not ranked or self.link_weight <= 0:
-            return None
-        names: dict[str, str | None] = {}
-        for d, (t, _) in loaded.items():
-            try:
-                names[d] = self.document_name(d, t)
-            except KeyError:
-                names[d] = None
-        return Links(self._current().names.unique(names), lambda d, u: loaded[d][1].texts[u],
-                     query, self.link_weight, self.leader_weight)
-
-    def _anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
-                ranked: bool) -> list[str] | None:
-        """The documents a query's statistics come from: the first stage's leading ones
-        when DOCS are its RANKED choice (`anchor_documents`), else all (None)."""
-        if not ranked:
-            return None
-        leaves = {d: st.tree.n for d, st in stored.items()}
-        return anchor_documents([d for d in docs if d in stored], leaves, self.anchor_leaves)
-
-    def _searched(self, query: str, qvec: np.ndarray, docs: Sequence[str],
-                  params: SearchParams, ranked: bool,
-                  allowed: Collection[str] | None = None, *, texts: bool = False):
-        """(the documents searched, their trees, leaf terms and `Links` as `_loaded`
-        gives them, and their `node_scores` when computed already, else None): DOCS, and
-        when they are the first stage's RANKED choice the documents `_named_elsewhere`
-        adds (among ALLOWED). TEXTS: their texts are read too (a context's)."""
-        stored, lexical, links = self._loaded(docs, params, query, ranked, texts=texts)
-        if not ranked or self.fetch_named <= 0 or not stored:
-            return list(docs), stored, lexical, links, None
-        scores = node_scores({d: st.tree for d, st in stored.items()}, qvec, query=query,
-                             lexical=lexical, lexical_weight=params.lexical_weight,
-                             anchor=self._anchor(docs, stored, ranked))
-        extra = self._named_elsewhere(query, stored, scores, allowed)
-        if not extra:
-            return list(docs), stored, lexical, links, scores
-        docs = [*docs, *extra]
-        stored, lexical, links = self._loaded(docs, params, query, ranked, texts=texts)
-        return docs, stored, lexical, links, None
-
-    def _named_elsewhere(self, query: str, stored: Mapping[str, StoredTree],
-                         scores: Mapping[str, NodeScores],
-                         allowed: Collection[str] | None) -> list[str]:
-        """The documents not in STORED (the searched ones) whose name the query or the
-        best leaf by SCORES writes, a name no other document has (`documents.name_key`,
-        looked up in the view's `NameIndex`: no read), among ALLOWED when given; at most
-        `fetch_named`, in the order their names are written (docs/results.md, rule 13)."""
-        best = best_leaf({d: s.rank[: stored[d].tree.n] for d, s in scores.items()})
-        if best is None:
-            return []
-        texts = (query, stored[best[0]].texts[best[1]])
-        return self._current().names.named_in(texts, self.fetch_named, skip=stored,
-                                              allowed=allowed)
-
     def _tree(self, query: str, qvec: np.ndarray, k: int, docs: Sequence[str],
               params: SearchParams, ranked: bool = False,
               allowed: Collection[str] | None = None) -> list[Hit]:
-        docs, stored, lexical, links, scores = self._searched(query, qvec, docs, params,
-                                                              ranked, allowed)
+        found = self.searching.find(query, qvec, docs, params, ranked, allowed)
+        stored = found.stored
         chosen = search_trees(
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
-            lexical=lexical, reranker=self.reranker, scores=scores,
+            lexical=found.lexical, reranker=self.reranker, scores=found.scores,
             node_text=lambda d, n: node_text(stored[d], n), fill=self.fills_k,
-            anchor=self._anchor(docs, stored, ranked), links=links,
+            anchor=found.anchor, links=found.links,
         )
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
@@ -687,13 +531,13 @@ class Retriever:
                 allowed: Collection[str] | None = None) -> list[Hit]:
         """Leaves mode: the documents tree mode searches, their leaves ranked by tree mode's
         fused score and cutoffs (`tree_search.leaves_mode`), no tree."""
-        docs, stored, lexical, links, _ = self._searched(query, qvec, docs, params, ranked,
-                                                         allowed)
+        found = self.searching.find(query, qvec, docs, params, ranked, allowed)
+        stored = found.stored
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
-        found = leaves_mode(vectors, qvec, k=k, params=params, query=query, lexical=lexical,
-                            fill=self.fills_k, anchor=self._anchor(docs, stored, ranked),
-                            links=links)
-        return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in found]
+        best = leaves_mode(vectors, qvec, k=k, params=params, query=query,
+                           lexical=found.lexical, fill=self.fills_k, anchor=found.anchor,
+                           links=found.links)
+        return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in best]
 
 
 __all__ = ["FIRST_STAGES", "MODES", "Current", "Hit", "QueryError", "Retriever", "sql_quote"]

@@ -1,6 +1,6 @@
 """Documents the first stage missed, searched because the best unit writes their name
-(`Retriever._named_elsewhere`, `documents.name_key`, `NameIndex`; docs/results.md, rule
-13), and the names' phrases and keys (no model)."""
+(`SearchedDocuments.named_elsewhere`, `documents.name_key`, `NameIndex`; docs/results.md,
+rule 13), and the names' phrases and keys (no model)."""
 
 from __future__ import annotations
 

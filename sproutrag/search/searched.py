@@ -1,0 +1,139 @@
+"""The documents a tree or leaves search looks at, read and ready to score.
+
+A query restricted to doc_ids (or to a filter's few documents) searches those. A query
+over the whole corpus searches the first stage's ranked choice, and with it:
+
+- its statistics come from the leading documents (`node_scores.anchor_documents`,
+  ANCHOR_LEAVES; docs/results.md, rule 11);
+- the documents the query or its best leaf names gain LINK_WEIGHT, and the best leaf's
+  document LEADER_WEIGHT when it links to any (`sproutrag.search.links`; rules 12-18);
+- at most FETCH_NAMED documents the first stage missed are searched too when the query
+  or its best leaf writes their name (`named_elsewhere`; rule 13).
+
+`SearchedDocuments.find` returns all of it as one `Searched`; the Retriever's modes and
+its context score it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from sproutrag.params import SearchParams, check_count, check_number
+from sproutrag.search.current import Current
+from sproutrag.search.lexical import LeafTerms
+from sproutrag.search.links import FETCH_NAMED, LEADER_WEIGHT, LINK_WEIGHT, Links, best_leaf
+from sproutrag.search.node_scores import (
+    ANCHOR_LEAVES,
+    NodeScores,
+    anchor_documents,
+    node_scores,
+)
+from sproutrag.search.stored_documents import StoredDocuments
+from sproutrag.storage.rows import StoredTree
+
+
+class Searched(NamedTuple):
+    """What a search scores: DOCS in their order, their current trees (STORED), leaf
+    term counts (LEXICAL, None without a lexical weight), the query's LINKS (None when
+    off), its statistics' documents (ANCHOR, None: all) and the `node_scores` when the
+    fetch computed them already (SCORES, else None)."""
+
+    docs: list[str]
+    stored: dict[str, StoredTree]
+    lexical: dict[str, LeafTerms] | None
+    links: Links | None
+    anchor: list[str] | None
+    scores: dict[str, NodeScores] | None
+
+
+class SearchedDocuments:
+    """Reads the documents a search looks at from the trees' cache (DOCUMENTS) and the
+    current trees (CURRENT: the view's, read when called). The four weights are
+    attributes: a Retriever's settings, validated here."""
+
+    def __init__(self, documents: StoredDocuments, current: Callable[[], Current], *,
+                 anchor_leaves: int = ANCHOR_LEAVES, link_weight: float = LINK_WEIGHT,
+                 leader_weight: float = LEADER_WEIGHT, fetch_named: int = FETCH_NAMED
+                 ) -> None:
+        self.documents, self.current = documents, current
+        self.anchor_leaves = check_count("anchor_leaves", anchor_leaves)
+        self.link_weight = check_number("link_weight", link_weight)
+        self.leader_weight = check_number("leader_weight", leader_weight)
+        self.fetch_named = check_count("fetch_named", fetch_named)
+
+    def find(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
+             ranked: bool, allowed: Collection[str] | None = None, *,
+             texts: bool = False) -> Searched:
+        """DOCS, and when they are the first stage's RANKED choice the documents
+        `named_elsewhere` adds (among ALLOWED), read (TEXTS: their texts too, a
+        context's)."""
+        found = self._read(docs, params, query, ranked, texts=texts)
+        if not ranked or self.fetch_named <= 0 or not found.stored:
+            return found
+        scores = node_scores({d: st.tree for d, st in found.stored.items()}, qvec,
+                             query=query, lexical=found.lexical,
+                             lexical_weight=params.lexical_weight, anchor=found.anchor)
+        extra = self.named_elsewhere(query, found.stored, scores, allowed)
+        if not extra:
+            return found._replace(scores=scores)
+        return self._read([*docs, *extra], params, query, ranked, texts=texts)
+
+    def _read(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
+              *, texts: bool = False) -> Searched:
+        """DOCS' current trees, leaf terms (when the lexical weight is not 0), links and
+        anchor; no scores."""
+        loaded = self.documents.load_trees(docs)
+        stored = {d: st for d, (_, st) in loaded.items()}
+        self.documents.prefetch(loaded, terms=params.lexical_weight > 0,
+                                names=ranked and self.link_weight > 0, texts=texts)
+        lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
+                   if params.lexical_weight > 0 else None)
+        return Searched(list(docs), stored, lexical, self.links(query, loaded, ranked),
+                        self.anchor(docs, stored, ranked), None)
+
+    def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
+              ranked: bool) -> Links | None:
+        """The names a query follows when LOADED (doc_id -> (tree id, tree)) are the first
+        stage's RANKED choice and the link weight is not 0; else None. The best leaf's
+        text (where names are looked for) is in memory. A document replaced meanwhile has no
+        name for this query, nor one that another document of the corpus also has (a
+        generic heading; `documents.name_key`, docs/results.md, rule 15)."""
+        if not ranked or self.link_weight <= 0:
+            return None
+        names: dict[str, str | None] = {}
+        for d, (t, _) in loaded.items():
+            try:
+                names[d] = self.documents.name(d, t)
+            except KeyError:
+                names[d] = None
+        return Links(self.current().names.unique(names), lambda d, u: loaded[d][1].texts[u],
+                     query, self.link_weight, self.leader_weight)
+
+    def anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
+               ranked: bool) -> list[str] | None:
+        """The documents a query's statistics come from: the first stage's leading ones
+        when DOCS are its RANKED choice (`anchor_documents`), else all (None)."""
+        if not ranked:
+            return None
+        leaves = {d: st.tree.n for d, st in stored.items()}
+        return anchor_documents([d for d in docs if d in stored], leaves, self.anchor_leaves)
+
+    def named_elsewhere(self, query: str, stored: Mapping[str, StoredTree],
+                        scores: Mapping[str, NodeScores],
+                        allowed: Collection[str] | None) -> list[str]:
+        """The documents not in STORED (the searched ones) whose name the query or the
+        best leaf by SCORES writes, a name no other document has (`documents.name_key`,
+        looked up in the view's `NameIndex`: no read), among ALLOWED when given; at most
+        `fetch_named`, in the order their names are written (docs/results.md, rule 13)."""
+        best = best_leaf({d: s.rank[: stored[d].tree.n] for d, s in scores.items()})
+        if best is None:
+            return []
+        texts = (query, stored[best[0]].texts[best[1]])
+        return self.current().names.named_in(texts, self.fetch_named, skip=stored,
+                                             allowed=allowed)
+
+
+__all__ = ["Searched", "SearchedDocuments"]
