@@ -104,6 +104,43 @@ def test_a_document_the_best_unit_names_is_searched_though_the_first_stage_misse
     assert {h.doc_id for h in kept} <= allowed
 
 
+def test_what_a_search_reads_keeps_the_fetch_s_scores_only_when_nothing_was_fetched(
+        missed_pool):
+    """`SearchedDocuments.find`: the first stage's documents and the fetched one, read;
+    the node scores the fetch computed are handed on only while they are the searched
+    documents' (a fetched document changes the collection)."""
+    from sproutrag.search.node_scores import node_scores
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = missed_pool
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    query = "Who owns the ships?"
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2, fetch_named=1,
+                  lexical_weight=0.5, anchor_leaves=2)
+    chosen = r.choose_documents(qvec, None, k=4)
+    no_marlow = {d for d in r.view.current().doc_ids.to_pylist() if d != "marlow"}
+    with r.view.one_view():
+        fetched = r.searching.find(query, qvec, chosen, r.params, True)
+        kept = r.searching.find(query, qvec, chosen, r.params, True, no_marlow)
+        within = r.searching.find(query, qvec, ["harbor", "look0"], r.params, False)
+    assert fetched.docs == chosen + ["marlow"] and fetched.scores is None
+    assert kept.docs == chosen and kept.scores is not None
+    for found in (fetched, kept):
+        assert list(found.stored) == found.docs and set(found.lexical) == set(found.docs)
+        assert found.links is not None
+        assert found.anchor == found.docs[:1]  # the leader holds the two leaves asked for
+    again = node_scores({d: st.tree for d, st in kept.stored.items()}, qvec, query=query,
+                        lexical=kept.lexical, lexical_weight=0.5, anchor=kept.anchor)
+    assert set(kept.scores) == set(again)
+    for d, scores in again.items():
+        np.testing.assert_array_equal(kept.scores[d].rank, scores.rank)
+    # a query within given documents: no links, all of them its statistics, no fetch
+    assert within.docs == ["harbor", "look0"]
+    assert (within.links, within.anchor, within.scores) == (None, None, None)
+    r.link_weight = 0.0  # the Retriever's settings are the reader's
+    assert r.searching.link_weight == 0.0
+
+
 def test_a_context_searches_the_named_document_too(missed_pool):
     from types import SimpleNamespace
 
