@@ -261,6 +261,23 @@ def test_schema_3_gains_the_listing_columns_without_a_row_rewritten(store):
     assert opened.load_tree("a").texts == ["one", "two", "three"]
 
 
+def migrated_in_place(store, version: str) -> Store:
+    """STORE turned into schema VERSION, refused until migrated, then migrated once (a
+    second run finds nothing to do) without rewriting a data file; opened."""
+    from sproutrag.storage.migrate import migrate
+    from sproutrag.storage.store import OldSchemaError
+
+    make_schema_3(store.uri, version)
+    with pytest.raises(OldSchemaError,
+                       match=rf"schema version {version}.*sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    files = {p for p in Path(store.uri).rglob("data/*.lance")}
+    assert migrate(store.uri) == {"nodes": version, "documents": version}
+    assert migrate(store.uri) == {}
+    assert files <= {p for p in Path(store.uri).rglob("data/*.lance")}
+    return Store.open_existing(store.uri)
+
+
 def test_schema_4_gains_each_documents_name_from_its_text_and_title(store):
     """Version 5: `documents` gains name and name_key, computed from the stored text and
     title (a title wins; a heading-like first line else; none for a sentence); no row
@@ -268,21 +285,12 @@ def test_schema_4_gains_each_documents_name_from_its_text_and_title(store):
     from dataclasses import replace
 
     from sproutrag.names import name_key
-    from sproutrag.storage.migrate import migrate
-    from sproutrag.storage.store import OldSchemaError
 
     titled = toy_document("t", "Some text here. More.")
     titled = replace(titled, doc=replace(titled.doc, title="Tim Brown (designer)"))
     store.write([toy_document("h", "Marlow Shipping Ltd\nThe company ships. It sails."),
                  toy_document("s", "Not a name. Just a sentence."), titled], "fp")
-    make_schema_3(store.uri, "4")
-    with pytest.raises(OldSchemaError, match=r"schema version 4.*sproutrag index CORPUS"):
-        Store.open_existing(store.uri)
-    files = {p for p in Path(store.uri).rglob("data/*.lance")}
-    assert migrate(store.uri) == {"nodes": "4", "documents": "4"}
-    assert migrate(store.uri) == {}
-    assert files <= {p for p in Path(store.uri).rglob("data/*.lance")}
-    opened = Store.open_existing(store.uri)
+    opened = migrated_in_place(store, "4")
     rows = {r["doc_id"]: (r["name"], r["name_key"], r["index_fingerprint"])
             for r in opened.table("documents").to_arrow().to_pylist()}
     assert rows == {"h": ("marlow shipping ltd", name_key("marlow shipping ltd"), "fp"),
@@ -295,20 +303,11 @@ def test_schema_5_gains_each_documents_key_and_a_search_finds_them(store):
     row rewritten, the index fingerprint stays, and the view finds every document by it."""
     from sproutrag.doc_keys import doc_key
     from sproutrag.search.view import TablesView
-    from sproutrag.storage.migrate import migrate
     from sproutrag.storage.reader import Reader
-    from sproutrag.storage.store import OldSchemaError
 
     store.write([toy_document("a", "one two three"), toy_document("b/é.txt", "four five")],
                 "fp")
-    make_schema_3(store.uri, "5")
-    with pytest.raises(OldSchemaError, match=r"schema version 5.*sproutrag index CORPUS"):
-        Store.open_existing(store.uri)
-    files = {p for p in Path(store.uri).rglob("data/*.lance")}
-    assert migrate(store.uri) == {"nodes": "5", "documents": "5"}
-    assert migrate(store.uri) == {}
-    assert files <= {p for p in Path(store.uri).rglob("data/*.lance")}
-    opened = Store.open_existing(store.uri)
+    opened = migrated_in_place(store, "5")
     rows = {r["doc_id"]: (r["doc_key"], r["index_fingerprint"])
             for r in opened.table("documents").to_arrow().to_pylist()}
     assert rows == {"a": (doc_key("a"), "fp"), "b/é.txt": (doc_key("b/é.txt"), "fp")}
