@@ -67,6 +67,8 @@ _FILLERS: dict[tuple[str, str], Callable[[pa.RecordBatch], pa.Array]] = {
     ("documents", "tree_id"): _tree_id,
     ("runs", "status"): lambda b: pa.array(["completed"] * b.num_rows, pa.string()),
 }
+
+
 def _doc_keys(batch: pa.RecordBatch) -> pa.RecordBatch:
     """`documents.doc_key` of a batch of `doc_id`."""
     keys = pa.array(doc_keys(batch.column("doc_id").to_pylist()), pa.int64())
