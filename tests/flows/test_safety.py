@@ -331,6 +331,13 @@ def test_an_unchanged_run_writes_only_its_runs_row(prefect_harness, tmp_path):
     assert after["runs"] - before["runs"] <= 3 * 2 + 1  # start + end; a compaction at most
 
 
+def set_times(corpus, when: float) -> None:
+    """Every file of CORPUS modified at WHEN (seconds since the epoch)."""
+    for path in corpus.rglob("*"):
+        if path.is_file():
+            os.utime(path, (when, when))
+
+
 def test_files_are_read_again_until_their_times_settle(prefect_harness, tmp_path):
     """A file modified within seconds of the listing may change again within the same
     modification time: its time is not stored, so the next run reads it (and, its text
@@ -339,12 +346,15 @@ def test_files_are_read_again_until_their_times_settle(prefect_harness, tmp_path
 
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)
-    run_index(corpus, db)  # every file is fresh
+    # every file is fresh: its time is at least the listing's less RACY, here whatever
+    # the run's start costs on a loaded machine (the times one hour ahead)
+    set_times(corpus, time.time() + 3600)
+    run_index(corpus, db)
     stored = Store.open_existing(str(db)).stored_state().to_pylist()
     assert {r["doc_id"]: r["modified_at"] for r in stored} == dict.fromkeys(TEXTS)
     assert [r["source_size"] for r in stored] == [len(TEXTS[r["doc_id"]].encode())
                                                   for r in stored]
-    time.sleep(2.1)
+    set_times(corpus, time.time() - 60)  # settled: a minute before the listing
     again = run_index(corpus, db)
     assert (again["n_unchanged"], again["n_changed"]) == (3, 0)
     stored = Store.open_existing(str(db)).stored_state().to_pylist()
