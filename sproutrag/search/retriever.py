@@ -104,6 +104,8 @@ class Retriever:
         documents the first stage did not choose are searched too when the query or its
         best leaf writes their name (`SearchedDocuments.named_elsewhere`; 0: off). The
         four are checked and kept by `SearchedDocuments` (`self.searching`)."""
+        # checked before the database is opened and the encoder loaded
+        SearchedDocuments.checked(anchor_leaves, link_weight, leader_weight, fetch_named)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")

@@ -59,10 +59,17 @@ class SearchedDocuments:
                  leader_weight: float = LEADER_WEIGHT, fetch_named: int = FETCH_NAMED
                  ) -> None:
         self.documents, self.current = documents, current
-        self.anchor_leaves = check_count("anchor_leaves", anchor_leaves)
-        self.link_weight = check_number("link_weight", link_weight)
-        self.leader_weight = check_number("leader_weight", leader_weight)
-        self.fetch_named = check_count("fetch_named", fetch_named)
+        self.anchor_leaves, self.link_weight, self.leader_weight, self.fetch_named = (
+            self.checked(anchor_leaves, link_weight, leader_weight, fetch_named))
+
+    @staticmethod
+    def checked(anchor_leaves: int, link_weight: float, leader_weight: float,
+                fetch_named: int) -> tuple[int, float, float, int]:
+        """The four weights, each checked (QueryError naming the first bad one)."""
+        return (check_count("anchor_leaves", anchor_leaves),
+                check_number("link_weight", link_weight),
+                check_number("leader_weight", leader_weight),
+                check_count("fetch_named", fetch_named))
 
     def find(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
              ranked: bool, allowed: Collection[str] | None = None, *,

@@ -63,4 +63,6 @@ def test_the_retriever_checks_anchor_leaves(tmp_path):
     encoder = toy_encoder(TrainedWeights(np.zeros((1, 1), np.float32), SearchParams()))
     with pytest.raises(QueryError, match="anchor_leaves"):
         Retriever(store.uri, encoder=encoder, anchor_leaves=-1)
+    with pytest.raises(QueryError, match="link_weight"):  # before any database is opened
+        Retriever(str(store.uri) + "-not-there", encoder=encoder, link_weight=float("nan"))
     assert Retriever(store.uri, encoder=encoder, anchor_leaves=0).anchor_leaves == 0
