@@ -65,6 +65,12 @@ Mode = Literal["tree", "leaves", "flat"]
 FILTER_DIRECT = 64
 
 
+def _searching_setting(name: str) -> property:
+    """A Retriever attribute that reads and sets NAME of its `SearchedDocuments`."""
+    return property(lambda self: getattr(self.searching, name),
+                    lambda self, value: setattr(self.searching, name, value))
+
+
 class Retriever:
     """Search a database built by `sproutrag index`; trees are cached by tree id."""
 
@@ -252,14 +258,10 @@ class Retriever:
         return self.documents.name(doc_id, tree_id)
 
     # The corpus-wide search's settings (`SearchedDocuments`), read and set there.
-    anchor_leaves = property(lambda self: self.searching.anchor_leaves,
-                             lambda self, v: setattr(self.searching, "anchor_leaves", v))
-    link_weight = property(lambda self: self.searching.link_weight,
-                           lambda self, v: setattr(self.searching, "link_weight", v))
-    leader_weight = property(lambda self: self.searching.leader_weight,
-                             lambda self, v: setattr(self.searching, "leader_weight", v))
-    fetch_named = property(lambda self: self.searching.fetch_named,
-                           lambda self, v: setattr(self.searching, "fetch_named", v))
+    anchor_leaves = _searching_setting("anchor_leaves")
+    link_weight = _searching_setting("link_weight")
+    leader_weight = _searching_setting("leader_weight")
+    fetch_named = _searching_setting("fetch_named")
 
     @property
     def n_docs(self) -> int:
@@ -454,9 +456,10 @@ class Retriever:
         if mode != "flat":  # a corpus-wide query's fetch, links and anchor; texts read
             found = self.searching.find(query, qvec, docs, params, not doc_ids, allowed,
                                         texts=True)
-            docs = found.docs
-        loaded = self.documents.load_trees(docs)
-        self.documents.prefetch(loaded, texts=True, names=False, terms=False)
+            loaded = found.loaded
+        else:
+            loaded = self.documents.load_trees(docs)
+            self.documents.prefetch(loaded, texts=True, names=False, terms=False)
         units = {d: Units(st.spans, self.document_text(d, t)) for d, (t, st) in loaded.items()}
         if found is None:
             pieces, overlap = flat_pieces({d: st for d, (_, st) in loaded.items()}, qvec)

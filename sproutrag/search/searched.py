@@ -36,17 +36,23 @@ from sproutrag.storage.rows import StoredTree
 
 
 class Searched(NamedTuple):
-    """What a search scores: DOCS in their order, their current trees (STORED), leaf
-    term counts (LEXICAL, None without a lexical weight), the query's LINKS (None when
-    off), its statistics' documents (ANCHOR, None: all) and the `node_scores` when the
-    fetch computed them already (SCORES, else None)."""
+    """What a search scores: DOCS in their order, their current trees (LOADED: doc_id ->
+    (tree id, tree), as `StoredDocuments.load_trees` gives them), leaf term counts
+    (LEXICAL, None without a lexical weight), the query's LINKS (None when off), its
+    statistics' documents (ANCHOR, None: all) and the `node_scores` when the fetch
+    computed them already (SCORES, else None)."""
 
     docs: list[str]
-    stored: dict[str, StoredTree]
+    loaded: dict[str, tuple[str, StoredTree]]
     lexical: dict[str, LeafTerms] | None
     links: Links | None
     anchor: list[str] | None
     scores: dict[str, NodeScores] | None
+
+    @property
+    def stored(self) -> dict[str, StoredTree]:
+        """doc_id -> current tree."""
+        return {d: st for d, (_, st) in self.loaded.items()}
 
 
 class SearchedDocuments:
@@ -78,12 +84,13 @@ class SearchedDocuments:
         `named_elsewhere` adds (among ALLOWED), read (TEXTS: their texts too, a
         context's)."""
         found = self._read(docs, params, query, ranked, texts=texts)
-        if not ranked or self.fetch_named <= 0 or not found.stored:
+        if not ranked or self.fetch_named <= 0 or not found.loaded:
             return found
-        scores = node_scores({d: st.tree for d, st in found.stored.items()}, qvec,
+        stored = found.stored
+        scores = node_scores({d: st.tree for d, st in stored.items()}, qvec,
                              query=query, lexical=found.lexical,
                              lexical_weight=params.lexical_weight, anchor=found.anchor)
-        extra = self.named_elsewhere(query, found.stored, scores, allowed)
+        extra = self.named_elsewhere(query, stored, scores, allowed)
         if not extra:
             return found._replace(scores=scores)
         return self._read([*docs, *extra], params, query, ranked, texts=texts)
@@ -98,7 +105,7 @@ class SearchedDocuments:
                                 names=ranked and self.link_weight > 0, texts=texts)
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
-        return Searched(list(docs), stored, lexical, self.links(query, loaded, ranked),
+        return Searched(list(docs), loaded, lexical, self.links(query, loaded, ranked),
                         self.anchor(docs, stored, ranked), None)
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
