@@ -19,7 +19,7 @@ from sproutrag.search.view import TablesView
 from sproutrag.storage.rows import StoredTree
 
 #: Reads of a search's trees before a tree replaced under it each time is an error.
-LOAD_ATTEMPTS = 5
+LOAD_ATTEMPTS = 20
 
 #: Default bound of the cache (about 170k nodes of 384-d vectors).
 CACHE_BYTES = 512 * 2**20
@@ -49,14 +49,23 @@ class StoredDocuments:
         """doc_id -> (tree_id, current tree) of DOCS. A tree an index run replaced (and
         removed) since `documents` was read is read again from the new `documents`
         version, up to `LOAD_ATTEMPTS` times (a run that commits faster than a search
-        reads can replace it again meanwhile)."""
+        reads can replace it again meanwhile); the trees read already that are still
+        current are kept, so each attempt reads only what the run replaced."""
+        loaded: dict[str, tuple[str, StoredTree]] = {}
         for attempt in range(LOAD_ATTEMPTS):
+            ids = self.tree_ids(docs)
+            loaded = {d: loaded[d] for d, t in ids.items()
+                      if d in loaded and loaded[d][0] == t}
             try:
-                return {d: (t, self.tree(d, t)) for d, t in self.tree_ids(docs).items()}
+                for d, t in ids.items():
+                    if d not in loaded:
+                        loaded[d] = (t, self.tree(d, t))
             except KeyError:
                 if attempt == LOAD_ATTEMPTS - 1:
                     raise
                 self.view.forget()
+                continue
+            return {d: loaded[d] for d in ids}
         raise AssertionError("unreachable")
 
     def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
