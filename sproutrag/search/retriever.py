@@ -456,11 +456,10 @@ class Retriever:
         if mode != "flat":  # a corpus-wide query's fetch, links and anchor; texts read
             found = self.searching.find(query, qvec, docs, params, not doc_ids, allowed,
                                         texts=True)
-            loaded = found.loaded
+            loaded, texts = found.loaded, found.texts
         else:
-            loaded = self.documents.load_trees(docs)
-            self.documents.prefetch(loaded, texts=True, names=False, terms=False)
-        units = {d: Units(st.spans, self.document_text(d, t)) for d, (t, st) in loaded.items()}
+            loaded, texts = self.documents.read(docs, texts=True)
+        units = {d: Units(st.spans, texts[d]) for d, (_, st) in loaded.items()}
         if found is None:
             pieces, overlap = flat_pieces({d: st for d, (_, st) in loaded.items()}, qvec)
             chosen = "flat"

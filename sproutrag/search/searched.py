@@ -37,13 +37,15 @@ from sproutrag.storage.rows import StoredTree
 
 class Searched(NamedTuple):
     """What a search scores: DOCS in their order, their current trees (LOADED: doc_id ->
-    (tree id, tree), as `StoredDocuments.load_trees` gives them), leaf term counts
+    (tree id, tree), as `StoredDocuments.read` gives them), their TEXTS when asked for
+    (a context's; else {}), leaf term counts
     (LEXICAL, None without a lexical weight), the query's LINKS (None when off), its
     statistics' documents (ANCHOR, None: all) and the `node_scores` when the fetch
     computed them already (SCORES, else None)."""
 
     docs: list[str]
     loaded: dict[str, tuple[str, StoredTree]]
+    texts: dict[str, str]
     lexical: dict[str, LeafTerms] | None
     links: Links | None
     anchor: list[str] | None
@@ -97,15 +99,15 @@ class SearchedDocuments:
 
     def _read(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
               *, texts: bool = False) -> Searched:
-        """DOCS' current trees, leaf terms (when the lexical weight is not 0), links and
-        anchor; no scores."""
-        loaded = self.documents.load_trees(docs)
+        """DOCS' current trees, their texts (TEXTS), leaf terms (when the lexical weight is
+        not 0), links and anchor; no scores."""
+        loaded, texts_read = self.documents.read(
+            docs, texts=texts, terms=params.lexical_weight > 0,
+            names=ranked and self.link_weight > 0)
         stored = {d: st for d, (_, st) in loaded.items()}
-        self.documents.prefetch(loaded, terms=params.lexical_weight > 0,
-                                names=ranked and self.link_weight > 0, texts=texts)
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
-        return Searched(list(docs), loaded, lexical, self.links(query, loaded, ranked),
+        return Searched(list(docs), loaded, texts_read, lexical, self.links(query, loaded, ranked),
                         self.anchor(docs, stored, ranked), None)
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],

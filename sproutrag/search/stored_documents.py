@@ -46,26 +46,47 @@ class StoredDocuments:
         return found
 
     def load_trees(self, docs: Sequence[str]) -> dict[str, tuple[str, StoredTree]]:
-        """doc_id -> (tree_id, current tree) of DOCS. A tree an index run replaced (and
-        removed) since `documents` was read is read again from the new `documents`
-        version, up to `LOAD_ATTEMPTS` times (a run that commits faster than a search
-        reads can replace it again meanwhile); the trees read already that are still
-        current are kept, so each attempt reads only what the run replaced."""
+        """doc_id -> (tree_id, current tree) of DOCS (`read` without texts)."""
+        return self.read(docs)[0]
+
+    def read(self, docs: Sequence[str], *, texts: bool = False, terms: bool = False,
+             names: bool = False) -> tuple[dict[str, tuple[str, StoredTree]], dict[str, str]]:
+        """(doc_id -> (tree_id, current tree), doc_id -> text) of DOCS; the texts only
+        with TEXTS (a context cuts its spans from them), else {}. TERMS and NAMES: the
+        term counts and names are cached too, from the same read of the texts
+        (`prefetch`).
+
+        A tree or text an index run replaced (and removed) since `documents` was read is
+        read again from the new `documents` version, up to `LOAD_ATTEMPTS` times (a run
+        that commits faster than a search reads can replace it again meanwhile); what was
+        read already and is still current is kept, so each attempt reads only what the
+        run replaced. A document deleted meanwhile is left out."""
         loaded: dict[str, tuple[str, StoredTree]] = {}
+        text_of: dict[str, str] = {}
         for attempt in range(LOAD_ATTEMPTS):
             ids = self.tree_ids(docs)
             loaded = {d: loaded[d] for d, t in ids.items()
                       if d in loaded and loaded[d][0] == t}
+            text_of = {d: x for d, x in text_of.items() if d in loaded}
             try:
                 for d, t in ids.items():
                     if d not in loaded:
                         loaded[d] = (t, self.tree(d, t))
+                if texts or terms or names:
+                    text_of.update(self.prefetch({d: v for d, v in loaded.items()
+                                                  if d not in text_of},
+                                                 terms=terms, names=names, texts=texts))
+                gone = [d for d in loaded if texts and d not in text_of]
+                if gone:  # replaced after its tree was read: its text is no longer stored
+                    for d in gone:
+                        del loaded[d]
+                    raise KeyError(f"the texts of {gone} were replaced meanwhile")
             except KeyError:
                 if attempt == LOAD_ATTEMPTS - 1:
                     raise
                 self.view.forget()
                 continue
-            return {d: loaded[d] for d in ids}
+            return {d: loaded[d] for d in ids}, {d: text_of[d] for d in ids if texts}
         raise AssertionError("unreachable")
 
     def leaf_terms(self, doc_id: str, tree_id: str) -> LeafTerms:
@@ -110,26 +131,36 @@ class StoredDocuments:
         return found
 
     def prefetch(self, loaded: Mapping[str, tuple[str, StoredTree]], *, terms: bool,
-                 names: bool, texts: bool = False) -> None:
+                 names: bool, texts: bool = False) -> dict[str, str]:
         """Term counts (TERMS), names (NAMES) and texts (TEXTS) of the LOADED documents
         not cached yet, from one read of their texts: a query over documents it has not
-        seen pays one read, not one per document (`Store.document_texts`)."""
+        seen pays one read, not one per document (`Store.document_texts`). Returns the
+        texts of LOADED with TEXTS (cached or read; a document replaced meanwhile is
+        missing), else {}."""
         cache = self.cache
+        out: dict[str, str] = {}
+        if texts:
+            for d, (t, _) in loaded.items():
+                found = cache.get(("text", d, t))
+                if found is not None:
+                    out[d] = found
         want = {d: t for d, (t, _) in loaded.items()
                 if (terms and ("terms", d, t) not in cache)
                 or (names and ("name", d, t) not in cache)
-                or (texts and ("text", d, t) not in cache)}
+                or (texts and d not in out)}
         if not want:
-            return
+            return out
         for d, (text, title) in self.store.document_texts(want).items():
             t = want[d]
-            if texts and ("text", d, t) not in cache:
-                cache.put(("text", d, t), text, 2 * len(text) + 64)
+            if texts:
+                out[d] = text
+                if ("text", d, t) not in cache:
+                    cache.put(("text", d, t), text, 2 * len(text) + 64)
             if terms and ("terms", d, t) not in cache:
                 found = LeafTerms.of_document(text, loaded[d][1].spans.tolist())
                 cache.put(("terms", d, t), found, leaf_terms_nbytes(found))
             if names and ("name", d, t) not in cache:
                 self._put_name(d, t, text, title)
-
+        return out
 
 __all__ = ["CACHE_BYTES", "LOAD_ATTEMPTS", "StoredDocuments"]

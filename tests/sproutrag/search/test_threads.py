@@ -58,6 +58,45 @@ def test_threads_share_a_retriever_while_a_run_replaces_documents(tmp_path):
     assert len(retriever.documents.cache) >= 1 and retriever.documents.cache.nbytes <= 20_000
 
 
+def test_contexts_while_a_run_replaces_documents(tmp_path):
+    """A context cuts its spans from the documents' texts, read with their trees: none
+    fails when the run replaces them between the two reads, and every span is one
+    version of its document."""
+    store = toy_store(tmp_path / "db")
+    store.write([_version(d, 0) for d in DOCS], "fp")
+    rng = np.random.default_rng(1)
+    queries = rng.normal(size=(150, TOY_DIM)).astype(np.float32)
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    encoder = toy_encoder(weights, encode_texts=lambda texts: queries[
+        [int(t.split()[1]) for t in texts]])
+    retriever = Retriever(store.uri, encoder=encoder, memory_rows=0, cache_bytes=20_000)
+    done = threading.Event()
+
+    def index_run() -> int:
+        writer, v = toy_store(tmp_path / "db"), 0
+        while not done.is_set() and v < 30:
+            v += 1
+            writer.write([_version(d, v) for d in DOCS[v % 3::3]], "fp", stored=DOCS)
+            writer.tidy(run_id="r", keep_versions_days=0, min_small=4)
+        return v
+
+    def ask(n: int):
+        doc_ids = [DOCS[n % 12], DOCS[(n + 5) % 12]] if n % 2 else None
+        return retriever.context(f"q {n}", budget_chars=40, doc_ids=doc_ids,
+                                 mode=("tree", "leaves", "flat")[n % 3])
+
+    with ThreadPoolExecutor(max_workers=9) as pool:
+        writer = pool.submit(index_run)
+        contexts = list(pool.map(ask, range(len(queries))))
+        done.set()
+        assert writer.result() > 1
+    for n, ctx in enumerate(contexts):
+        assert ctx.spans, n
+        for span in ctx.spans:
+            versions = {word.split("w")[0] for word in span.text.split()}
+            assert len(versions) == 1, (n, span)
+
+
 def test_search_many_encodes_in_batches_and_answers_as_search_does(tmp_path):
     import pytest
 
