@@ -21,6 +21,21 @@ def _version(doc_id: str, v: int):
     return toy_document(doc_id, " ".join(f"v{v}w{j}" for j in range(3 + v % 3)), seed=v)
 
 
+def _replacing(db, done: threading.Event, versions: int):
+    """An index run that replaces a third of DOCS per commit and prunes every old version,
+    until DONE or VERSIONS commits; returns the commits made."""
+
+    def index_run() -> int:
+        writer, v = toy_store(db), 0
+        while not done.is_set() and v < versions:
+            v += 1
+            writer.write([_version(d, v) for d in DOCS[v % 3::3]], "fp", stored=DOCS)
+            writer.tidy(run_id="r", keep_versions_days=0, min_small=4)
+        return v
+
+    return index_run
+
+
 def test_threads_share_a_retriever_while_a_run_replaces_documents(tmp_path):
     store = toy_store(tmp_path / "db")
     store.write([_version(d, 0) for d in DOCS], "fp")
@@ -28,14 +43,7 @@ def test_threads_share_a_retriever_while_a_run_replaces_documents(tmp_path):
     retriever = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=0,
                           cache_bytes=20_000)  # a small cache: entries evicted all along
     done = threading.Event()
-
-    def index_run() -> int:
-        writer, v = toy_store(tmp_path / "db"), 0
-        while not done.is_set() and v < 40:
-            v += 1
-            writer.write([_version(d, v) for d in DOCS[v % 3::3]], "fp", stored=DOCS)
-            writer.tidy(run_id="r", keep_versions_days=0, min_small=4)
-        return v
+    index_run = _replacing(tmp_path / "db", done, 40)
 
     rng = np.random.default_rng(0)
     queries = rng.normal(size=(240, TOY_DIM)).astype(np.float32)
@@ -71,14 +79,7 @@ def test_contexts_while_a_run_replaces_documents(tmp_path):
         [int(t.split()[1]) for t in texts]])
     retriever = Retriever(store.uri, encoder=encoder, memory_rows=0, cache_bytes=20_000)
     done = threading.Event()
-
-    def index_run() -> int:
-        writer, v = toy_store(tmp_path / "db"), 0
-        while not done.is_set() and v < 30:
-            v += 1
-            writer.write([_version(d, v) for d in DOCS[v % 3::3]], "fp", stored=DOCS)
-            writer.tidy(run_id="r", keep_versions_days=0, min_small=4)
-        return v
+    index_run = _replacing(tmp_path / "db", done, 30)
 
     def ask(n: int):
         doc_ids = [DOCS[n % 12], DOCS[(n + 5) % 12]] if n % 2 else None
