@@ -107,8 +107,9 @@ class SearchedDocuments:
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
-        return Searched(list(docs), loaded, texts_read, lexical, self.links(query, loaded, ranked),
-                        self.anchor(docs, stored, ranked), None)
+        return Searched(list(docs), loaded, texts_read, lexical,
+                        self.links(query, loaded, ranked), self.anchor(docs, stored, ranked),
+                        None)
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
               ranked: bool) -> Links | None:

@@ -4,7 +4,7 @@ tree_id), so a re-indexed document (a new tree id) is never answered from an old
 
 The `Retriever` owns one (`Retriever.documents`) over its `TablesView`: the current tree
 of each document is the one the view's `documents` version names; a tree an index run
-replaced (and removed) meanwhile is read again from a fresh view (`load_trees`).
+replaced (and removed) meanwhile is read again from a fresh view (`read`).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class StoredDocuments:
                     text_of.update(self.prefetch({d: v for d, v in loaded.items()
                                                   if d not in text_of},
                                                  terms=terms, names=names, texts=texts))
-                gone = [d for d in loaded if texts and d not in text_of]
+                gone = [d for d in loaded if d not in text_of] if texts else []
                 if gone:  # replaced after its tree was read: its text is no longer stored
                     for d in gone:
                         del loaded[d]
@@ -162,5 +162,6 @@ class StoredDocuments:
             if names and ("name", d, t) not in cache:
                 self._put_name(d, t, text, title)
         return out
+
 
 __all__ = ["CACHE_BYTES", "LOAD_ATTEMPTS", "StoredDocuments"]
