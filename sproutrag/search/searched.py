@@ -38,10 +38,9 @@ from sproutrag.storage.rows import StoredTree
 class Searched(NamedTuple):
     """What a search scores: DOCS in their order, their current trees (LOADED: doc_id ->
     (tree id, tree), as `StoredDocuments.read` gives them), their TEXTS when asked for
-    (a context's; else {}), leaf term counts
-    (LEXICAL, None without a lexical weight), the query's LINKS (None when off), its
-    statistics' documents (ANCHOR, None: all) and the `node_scores` when the fetch
-    computed them already (SCORES, else None)."""
+    (a context's; else {}), leaf term counts (LEXICAL, None without a lexical weight),
+    the query's LINKS (None when off), its statistics' documents (ANCHOR, None: all) and
+    the `node_scores` when the fetch computed them already (SCORES, else None)."""
 
     docs: list[str]
     loaded: dict[str, tuple[str, StoredTree]]
