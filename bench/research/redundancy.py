@@ -3,6 +3,7 @@ docs/results.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/redundancy.py --fit    # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/redundancy.py --point 1 others  # dev only
+    PYTHONPATH=. .venv/bin/python bench/research/redundancy.py --cohesion-fit  # rule 21
 
 Variant "redundancy" (maximal marginal relevance over the taken units): while tree mode
 spends its k units (`select_evidence`, then `fill_to_k`), a candidate node of document d
@@ -13,6 +14,9 @@ every taken unit. Everything else is today's search through each pool's database
 documents and corpus-wide. The fit's objective is the mean corpus-wide tree unit IE over
 the three train pools; the simplest point (least mu, then "others") within one SE of the
 best is compared with today's on dev, paired.
+
+Rule 21 (`--cohesion-fit`), corpus-wide only: a candidate of a document that already
+holds a taken unit competes at its rank score plus beta (once, not per unit).
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ import sproutrag.search.tree_search as TS  # noqa: E402
 
 MUS = (0.5, 1.0, 2.0, 4.0)
 SCOPES = ("others", "all")
-#: The variant every search of this process runs: (mu, scope); mu 0 is today's.
-VARIANT: dict[str, Any] = {"mu": 0.0, "scope": "others"}
+BETAS = (0.25, 0.5, 1.0, 2.0, 4.0)
+#: The variant every search of this process runs: redundancy (mu, scope) and cohesion
+#: (beta); both 0 is today's.
+VARIANT: dict[str, Any] = {"mu": 0.0, "scope": "others", "beta": 0.0}
 _SELECT, _FILL = TS.select_evidence, TS.fill_to_k
 
 
@@ -43,18 +49,23 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def _penalty(doc_id: str, vecs: np.ndarray, taken: list[tuple[str, np.ndarray]]) -> np.ndarray:
     """mu x the largest cosine of each row of VECS (normalised) with the taken units
-    (of other documents only under scope "others"); 0 where none counts."""
+    (of other documents only under scope "others"), less beta when DOC_ID holds one."""
+    cohesion = VARIANT["beta"] * any(d == doc_id for d, _ in taken)
     others = VARIANT["scope"] == "others"
     ref = [v for d, v in taken if not (others and d == doc_id)]
-    if not ref:
-        return np.zeros(len(vecs), np.float64)
-    return VARIANT["mu"] * (vecs @ np.stack(ref).T).max(axis=1).astype(np.float64)
+    if not ref or VARIANT["mu"] == 0:
+        return np.full(len(vecs), -cohesion, np.float64)
+    return VARIANT["mu"] * (vecs @ np.stack(ref).T).max(axis=1).astype(np.float64) - cohesion
+
+
+def _today() -> bool:
+    return VARIANT["mu"] == 0 and VARIANT["beta"] == 0
 
 
 def select_evidence(trees, candidates, *, k, diversity=0.0):
     """`tree_search.select_evidence` with the redundancy penalty (greedy: the candidate
     with the best penalised score next; ties to the smaller (doc_id, node))."""
-    if VARIANT["mu"] == 0:
+    if _today():
         return _SELECT(trees, candidates, k=k, diversity=diversity)
     assert diversity == 0, "the variant is measured without document diversity"
     taken_mask = {d: np.zeros(t.n, dtype=bool) for d, t in trees.items()}
@@ -83,7 +94,7 @@ def select_evidence(trees, candidates, *, k, diversity=0.0):
 def fill_to_k(trees, scores, chosen, *, k):
     """`tree_search.fill_to_k` with the redundancy penalty: the best other leaf by its
     penalised rank score next, until k units."""
-    if VARIANT["mu"] == 0:
+    if _today():
         return _FILL(trees, scores, chosen, k=k)
     used = sum(len(s.leaves) for s in chosen)
     taken = [(s.doc_id, _unit(trees[s.doc_id].vectors[int(u)])) for s in chosen
@@ -127,15 +138,18 @@ class Pool:
         loaded = self.r.documents.load_trees(gold)
         self.spans = {d: st.spans for d, (_, st) in loaded.items()}
 
-    def row(self, scope: str, point: tuple[float, str]) -> dict[str, Any]:
+    def row(self, scope: str, point: tuple[float, str], beta: float = 0.0) -> dict[str, Any]:
+        """Tree mode within the queries' documents or corpus-wide (SCOPE) with redundancy
+        POINT (mu, scope) and, corpus-wide only, cohesion BETA."""
         from sproutrag.learn.evaluation import result_row, retriever_runs
 
         VARIANT["mu"], VARIANT["scope"] = point
+        VARIANT["beta"] = beta if scope == "wide" else 0.0
         try:
             runs = retriever_runs(self.r, self.queries, H.KS, "tree",
                                   corpus_wide=scope == "wide")
         finally:
-            VARIANT["mu"] = 0.0
+            VARIANT["mu"], VARIANT["beta"] = 0.0, 0.0
         return result_row(f"{self.name} {scope} {point}", runs, {}, self.queries,
                           units=self.spans)
 
@@ -153,6 +167,23 @@ def fit(pools: list[Pool]) -> tuple[float, str]:
     return H.one_se_choice(trials, lambda pt: (pt[0], SCOPES.index(pt[1])), "rule 19")
 
 
+def cohesion_fit(pools: list[Pool]) -> float:
+    trials = []
+    for beta in (0.0, *BETAS):
+        ies = [H.per_query(p.row("wide", TODAY, beta)) for p in pools]
+        print(f"train beta {beta}: corpus-wide tree IE " + " / ".join(
+            f"{100 * x.mean():.2f}" for x in ies), flush=True)
+        trials.append((beta, ies))
+    return H.one_se_choice(trials, lambda b: b, "rule 21")
+
+
+def cohesion_compare(pools: list[Pool], beta: float) -> None:
+    for p in pools:
+        within, ref = p.row("within", TODAY), p.row("wide", TODAY)
+        print(f"{p.name} wide: today IE {100 * ref['avg']['ie']:.2f}, beta {beta} "
+              f"{H.against(p.row('wide', TODAY, beta), ref, within)}", flush=True)
+
+
 def compare(pools: list[Pool], point: tuple[float, str]) -> None:
     for p in pools:
         within = p.row("within", TODAY)
@@ -167,9 +198,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true", help="fit on train, then compare on dev")
     ap.add_argument("--point", nargs=2, metavar=("MU", "SCOPE"),
                     help="compare this point with today's on dev (no fit)")
+    ap.add_argument("--cohesion-fit", action="store_true",
+                    help="rule 21: fit beta on train, then compare on dev")
+    ap.add_argument("--cohesion", type=float, help="rule 21: compare this beta on dev")
     ap.add_argument("--pools", nargs="+", default=H.POOLS)
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
+    if args.cohesion_fit or args.cohesion is not None:
+        beta = (cohesion_fit([Pool(n, "train", settings, encoder) for n in args.pools])
+                if args.cohesion_fit else args.cohesion)
+        cohesion_compare([Pool(n, "dev", settings, encoder) for n in args.pools], beta)
+        return 0
     if args.fit:
         point = fit([Pool(n, "train", settings, encoder) for n in args.pools])
     elif args.point:
