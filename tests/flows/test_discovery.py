@@ -73,16 +73,19 @@ def test_pipes_folder_symlinks_and_huge_files_are_reported(
     prefect_harness, tmp_path, monkeypatch
 ):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
-    write_files(corpus, {**TEXTS, "big.txt": "A long document. " * 100})
+    write_files(corpus, {**TEXTS, "big.txt": "A long document. " * 100,
+                         "settled.txt": "An old document. " * 100})
+    an_hour_ago = os.stat(corpus / "settled.txt").st_mtime - 3600
+    os.utime(corpus / "settled.txt", (an_hour_ago, an_hour_ago))  # outside the racy window
     write_files(tmp_path / "elsewhere", {"z.txt": "Not in the corpus."})
     run_flow(corpus, db)
     before = indexed(db)
     (corpus / "b.txt").unlink()
     os.mkfifo(corpus / "b.txt")  # an indexed document replaced by a named pipe
     (corpus / "linked").symlink_to(tmp_path / "elsewhere")
-    # changed, so read again: the limit guards reading, and an unchanged document is not
-    # read (whether the first run stored its modification time depends on the machine's
-    # speed: git's racy rule)
+    # changed, so read again: the limit guards reading, and a document the listing finds
+    # unchanged (settled.txt) is not read (whether the first run stored big.txt's
+    # modification time depends on the machine's speed: git's racy rule)
     (corpus / "big.txt").write_text("A longer document. " * 100)
     monkeypatch.setenv("SPROUTRAG_PIPELINE__MAX_DOC_BYTES", "1000")
     with unblock_fifo_after(corpus / "b.txt", 30) as fired:
@@ -91,6 +94,7 @@ def test_pipes_folder_symlinks_and_huge_files_are_reported(
     assert state.is_failed() and (row["n_failed"], row["n_deleted"]) == (2, 0)
     assert indexed(db) == before  # both keep their indexed version
     reasons = _reasons(row)
+    assert "settled.txt" not in reasons and row["n_unchanged"] == 3  # a.txt, c.txt, it
     assert "b.txt: a named pipe, not a regular file" in reasons["b.txt"]
     assert "1,900 bytes, over the limit of 1,000 bytes (pipeline.max_doc_bytes)" in (
         reasons["big.txt"])
