@@ -39,6 +39,8 @@ BETAS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: The variant every search of this process runs: redundancy (mu, scope) and cohesion
 #: (beta); both 0 is today's.
 VARIANT: dict[str, Any] = {"mu": 0.0, "scope": "others", "beta": 0.0}
+#: Today's search as a redundancy point (mu, scope).
+TODAY = (0.0, "others")
 _SELECT, _FILL = TS.select_evidence, TS.fill_to_k
 
 
@@ -153,8 +155,6 @@ class Pool:
         return result_row(f"{self.name} {scope} {point}", runs, {}, self.queries,
                           units=self.spans)
 
-
-TODAY = (0.0, "others")
 
 
 def fit(pools: list[Pool]) -> tuple[float, str]:
