@@ -20,6 +20,8 @@ from sproutrag.schemas.paths import is_s3
 if TYPE_CHECKING:  # pydantic is imported by the checks, not by `sproutrag --help`
     from sproutrag.schemas.settings import Settings
 
+    from sproutrag.encoder.weights import TrainedWeights
+
 
 def positive_int(text: str) -> int:
     try:
@@ -88,9 +90,30 @@ def check_encoding(settings: Settings, *, model: bool = True) -> None:
             raise SettingsError(str(exc)) from None
     if enc.weights is not None:
         try:
-            load_default_weights(enc.weights)
+            weights = load_default_weights(enc.weights)
         except WeightsFileError as exc:
             raise SettingsError(f"encoding.weights: {exc}") from None
+        if model:
+            _check_weights_fit(weights, enc.model)
+
+
+def _check_weights_fit(weights: TrainedWeights, model: str | None) -> None:
+    """The weights file the settings name fits the model's layers x heads (SettingsError
+    naming both otherwise; a hub model's shape is checked when it loads)."""
+    from sproutrag.schemas.settings import SettingsError
+
+    from sproutrag.encoder.loading import load_config, resolve_model
+    from sproutrag.encoder.weights import WeightsMismatchError, for_model
+
+    path, model_id = resolve_model(model)
+    if not Path(path).is_dir():
+        return
+    config = load_config(path)
+    try:
+        for_model(weights, model_id, int(config.num_hidden_layers),
+                  int(config.num_attention_heads))
+    except WeightsMismatchError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def check_writable(db: str) -> None:

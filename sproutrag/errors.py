@@ -111,6 +111,11 @@ class WeightsFileError(SproutragError, ValueError):
     """A weights file cannot be read: names the file and the problem."""
 
 
+class WeightsMismatchError(WeightsFileError):
+    """A weights file learned for a model of another shape (layers x heads) than
+    `encoding.model`: names both and what to do."""
+
+
 class QueryError(SproutragError, ValueError):
     """A query that cannot run (empty text, bad k, only unknown doc_ids)."""
 

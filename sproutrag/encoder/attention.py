@@ -81,6 +81,12 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(vec, dim=-1)
 
 
+#: Model classes whose self-attention modules return their probabilities to a forward
+#: hook without `output_attentions` (BERT's eager attention: True; MPNet's: False, so
+#: its probabilities come from `output_attentions`, every layer's held at once).
+_HOOKS: dict[str, bool] = {}
+
+
 def reference_forward(
     net: Any,
     ids: torch.Tensor,
@@ -109,18 +115,33 @@ def reference_forward(
         if heads:
             acc["heads"].append(block_attention(attn, seg))
 
+    kind = type(net).__name__
     mods = [m for m in net.modules() if type(m).__name__.endswith("SelfAttention")]
-    mods = mods if len(mods) == net.config.num_hidden_layers else []
-    hooks = [m.register_forward_hook(
-        functools.partial(lambda li, _m, _a, out: reduce(li, out[1]), li))
-        for li, m in enumerate(mods)]
+    mods = mods if len(mods) == net.config.num_hidden_layers and _HOOKS.get(kind, True) else []
+    missing: list[int] = []
+
+    def hooked(layer: int, _module: Any, _args: Any, out: Any) -> None:
+        if isinstance(out, tuple) and len(out) > 1 and out[1] is not None:
+            reduce(layer, out[1])
+        else:  # this architecture returns probabilities only when asked (MPNet)
+            missing.append(layer)
+
+    hooks = [m.register_forward_hook(functools.partial(hooked, li))
+             for li, m in enumerate(mods)]
     try:
         out = net(input_ids=ids, attention_mask=valid.long(), output_attentions=not mods)
-        for li, attn in enumerate(() if mods else out.attentions or ()):
-            reduce(li, attn)
     finally:
         for h in hooks:
             h.remove()
+    if missing:
+        _HOOKS[kind] = False
+        acc.update(tok=None, heads=[])
+        out = net(input_ids=ids, attention_mask=valid.long(), output_attentions=True)
+    elif mods:
+        _HOOKS[kind] = True
+    if not mods or missing:
+        for li, attn in enumerate(out.attentions or ()):
+            reduce(li, attn)
     res = {"blocks": block_attention(acc["tok"].unsqueeze(1), seg)[:, 0]}
     if states:
         res["states"] = seg.transpose(1, 2) @ out.last_hidden_state.float()

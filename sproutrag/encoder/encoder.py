@@ -38,7 +38,7 @@ from sproutrag.encoder.loading import (
     resolve_device,
     resolve_model,
 )
-from sproutrag.encoder.weights import TrainedWeights
+from sproutrag.encoder.weights import TrainedWeights, for_model
 from sproutrag.encoder.windows import (
     Plan,
     Window,
@@ -217,14 +217,18 @@ class Encoder:
 
     @property
     def weights(self) -> TrainedWeights:
+        """The aggregation weights and search parameters this encoder indexes with.
+        The packaged weights were learned for all-MiniLM-L6-v2 (6 layers x 12 heads):
+        with a model of another shape their alpha cannot apply, so its trees use uniform
+        attention weights over the same layers (the untrained aggregation) and the
+        packaged search parameters, and a warning says how to train weights for it
+        (`for_model`). A weights file the user named that does not fit the model raises
+        WeightsMismatchError (a WeightsFileError) naming both."""
         if self._weights is None:
             self._weights = TrainedWeights.uniform(self.n_layers, self.n_heads)
         if self._weights.alpha.shape != (self.n_layers, self.n_heads):
-            raise ValueError(
-                f"weights {self._weights.source}: alpha shape "
-                f"{self._weights.alpha.shape} does not match {self.model_id} "
-                f"({self.n_layers} layers x {self.n_heads} heads)"
-            )
+            self._weights = for_model(self._weights, self.model_id, self.n_layers,
+                                      self.n_heads)
         return self._weights
 
     @property

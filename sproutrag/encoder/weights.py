@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +33,13 @@ import numpy as np
 from sproutrag.errors import (
     SearchParamsError,
     WeightsFileError,  # noqa: F401 - also importable from here
+    WeightsMismatchError,
 )
 from sproutrag.params import SearchParams
 
 FORMAT = "sproutrag-weights/1"
+
+log = logging.getLogger(__name__)
 
 #: The search parameters the weights fingerprint always hashed (when any is trained);
 #: a parameter added later enters it only when it differs from its default, so the
@@ -227,3 +231,30 @@ def load_default_weights(path: str | os.PathLike[str] | None) -> TrainedWeights:
     if PACKAGED_WEIGHTS.is_file():
         return TrainedWeights.load(PACKAGED_WEIGHTS)
     return TrainedWeights.uniform()
+
+
+def for_model(weights: TrainedWeights, model: str, n_layers: int,
+              n_heads: int) -> TrainedWeights:
+    """WEIGHTS for MODEL (N_LAYERS x N_HEADS). The packaged weights (learned for
+    all-MiniLM-L6-v2) of another shape give way to uniform alpha over the same first
+    layers (all of them when the model has fewer) with the packaged search parameters,
+    and a warning says how to learn weights for MODEL; any other file of another shape
+    raises WeightsMismatchError."""
+    if weights.alpha.shape == (n_layers, n_heads):
+        return weights
+    shape = f"{weights.n_layers} layers x {weights.n_heads} heads"
+    train = ("learn weights for it with `sproutrag train --docs D.jsonl --queries Q.jsonl "
+             "--out DIR` (with this encoding.model) and set encoding.weights: DIR/weights.json")
+    if Path(weights.source) != PACKAGED_WEIGHTS:
+        raise WeightsMismatchError(
+            f"encoding.weights {weights.source} was learned for a model of {shape} "
+            f"({weights.encoder or 'encoder not recorded'}), but encoding.model {model} has "
+            f"{n_layers} layers x {n_heads} heads: name weights learned for this model, or "
+            f"none (uniform attention weights); {train}")
+    layers = weights.layers if weights.layers is not None and weights.layers <= n_layers else None
+    log.warning("the packaged weights were learned for %s (%s); encoding.model %s has %d "
+                "layers x %d heads, so its trees use uniform attention weights (untrained) "
+                "and the packaged search parameters: %s", weights.encoder, shape, model,
+                n_layers, n_heads, train)
+    return TrainedWeights(np.zeros((n_layers, n_heads), np.float32), weights.search,
+                          f"uniform ({model}; packaged search parameters)", layers=layers)
