@@ -340,6 +340,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = args.settings
     weights = load_default_weights(args.weights or settings.encoding.weights)
     encoder = encoder_from_settings(settings.encoding, weights)
+    weights = encoder.weights  # fitted to the model (uniform alpha for another shape)
     anchors = [m for m in args.modes if m in ANCHORS]
     variants = make_variants([m for m in args.modes if m not in ANCHORS], weights,
                              settings.tree.parent_embedding)

@@ -148,3 +148,24 @@ def test_the_cli_indexes_with_another_model_and_refuses_a_mismatched_weights_fil
                    "where is another one?")
     assert done.returncode == 0, done.stderr
     assert "a.txt" in done.stdout
+
+
+def test_evaluate_scores_another_model_with_its_own_tree_weights(small_bert, tmp_path,
+                                                                  prefect_harness):
+    # the variants took the packaged alpha (72 heads) to the model's features (4 heads)
+    from tests.helpers import write_jsonl
+
+    text = ("The river rose overnight. The bridge was closed at dawn. Crews opened it at "
+            "noon. The mayor thanked them.")
+    start = text.index("Crews")
+    docs = write_jsonl(tmp_path / "docs.jsonl", [{"doc_id": "r", "text": text}])
+    queries = write_jsonl(tmp_path / "queries.jsonl", [
+        {"qid": "q1", "query": "When was the bridge opened?", "doc_ids": ["r"],
+         "gold": [{"doc_id": "r", "start": start, "end": start + 27}]}])
+    config = tmp_path / "settings.yaml"
+    config.write_text(f"encoding:\n  model: {small_bert}\n", encoding="utf-8")
+    done = run_cli("evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                   "tree", "leaves", "--config", str(config), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "out" / "results.md").read_text(encoding="utf-8")
+    assert "| tree (trained) |" in report and "| leaves" in report
