@@ -116,6 +116,10 @@ class WeightsMismatchError(WeightsFileError):
     `encoding.model`: names both and what to do."""
 
 
+class TrainingDataError(SproutragError, ValueError):
+    """Labelled data `sproutrag train` cannot learn from: says what is missing."""
+
+
 class QueryError(SproutragError, ValueError):
     """A query that cannot run (empty text, bad k, only unknown doc_ids)."""
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from sproutrag.errors import TrainingDataError
 from sproutrag.learn.features import DocFeatures
 
 TAU = 0.05
@@ -73,7 +74,11 @@ def collect_gold_pairs(
             rows.append((row_mass[d][f.pair_i[idx]] + row_mass[d][f.pair_j[idx]]) / 2)
             qids.append(np.full(len(idx), qn))
     if not heads:
-        raise ValueError("no gold pairs: no training query has two gold chunks in one window")
+        raise TrainingDataError(
+            f"no gold pairs to learn the attention weights from: none of the {len(queries)} "
+            "training queries has two gold chunks within one window of the encoder "
+            "(encoding.window_tokens) of its document; give more labelled queries, with "
+            "evidence that spans two or more nearby sentences")
     return GoldPairs(np.concatenate(heads), np.concatenate(qids), np.concatenate(rows))
 
 
