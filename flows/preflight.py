@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from sproutrag.schemas.paths import is_s3
 
 if TYPE_CHECKING:  # pydantic is imported by the checks, not by `sproutrag --help`
-    from sproutrag.schemas.settings import Settings
+    from sproutrag.schemas.settings import EncodingSettings, Settings
 
     from sproutrag.encoder.weights import TrainedWeights
 
@@ -88,27 +88,37 @@ def check_encoding(settings: Settings, *, model: bool = True) -> None:
             model_sha256(enc.model)
         except FileNotFoundError as exc:  # ModelNotFoundError
             raise SettingsError(str(exc)) from None
+    weights = None
     if enc.weights is not None:
         try:
             weights = load_default_weights(enc.weights)
         except WeightsFileError as exc:
             raise SettingsError(f"encoding.weights: {exc}") from None
-        if model:
-            _check_weights_fit(weights, enc.model)
+    if model:
+        _check_model_fits(enc, weights)
 
 
-def _check_weights_fit(weights: TrainedWeights, model: str | None) -> None:
-    """The weights file the settings name fits the model's layers x heads (SettingsError
-    naming both otherwise; a hub model's shape is checked when it loads)."""
+def _check_model_fits(enc: EncodingSettings, weights: TrainedWeights | None) -> None:
+    """A local model folder holds the windows the settings ask for (its positions) and
+    the weights file they name fits its layers x heads (SettingsError naming the setting
+    and the model otherwise; a hub model is checked when it loads)."""
     from sproutrag.schemas.settings import SettingsError
 
     from sproutrag.encoder.loading import load_config, resolve_model
     from sproutrag.encoder.weights import WeightsMismatchError, for_model
 
-    path, model_id = resolve_model(model)
+    path, model_id = resolve_model(enc.model)
     if not Path(path).is_dir():
         return
     config = load_config(path)
+    limit = int(config.max_position_embeddings)
+    if max(enc.window_tokens, enc.chunk_max_tokens) > limit:
+        raise SettingsError(
+            f"encoding.window_tokens {enc.window_tokens} and encoding.chunk_max_tokens "
+            f"{enc.chunk_max_tokens} must be at most the {limit} positions of "
+            f"encoding.model {model_id}: set them to {limit} or less")
+    if weights is None:
+        return
     try:
         for_model(weights, model_id, int(config.num_hidden_layers),
                   int(config.num_attention_heads))

@@ -169,3 +169,29 @@ def test_evaluate_scores_another_model_with_its_own_tree_weights(small_bert, tmp
     assert done.returncode == 0, done.stderr
     report = (tmp_path / "out" / "results.md").read_text(encoding="utf-8")
     assert "| tree (trained) |" in report and "| leaves" in report
+
+
+def test_windows_longer_than_the_model_holds_are_refused_before_work(tmp_path, prefect_harness):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64,
+                        max_position_embeddings=128)
+    model = _save(BertModel(config).eval(), tmp_path / "short")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("One sentence here. Another one there.", encoding="utf-8")
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(f"encoding:\n  model: {model}\n", encoding="utf-8")
+    done = run_cli("index", str(corpus), "--db", str(tmp_path / "db"), "--config",
+                   str(settings))
+    assert done.returncode == 2, done.stderr
+    assert "encoding.window_tokens 512" in done.stderr and "128 positions" in done.stderr
+    assert not (tmp_path / "db").exists()
+    settings.write_text(f"encoding:\n  model: {model}\n  window_tokens: 128\n"
+                        "  chunk_max_tokens: 64\n", encoding="utf-8")
+    done = run_cli("index", str(corpus), "--db", str(tmp_path / "db"), "--config",
+                   str(settings))
+    assert done.returncode == 0, done.stderr
+    assert "1 new" in done.stdout
