@@ -236,16 +236,16 @@ def load_default_weights(path: str | os.PathLike[str] | None) -> TrainedWeights:
 def for_model(weights: TrainedWeights, model: str, n_layers: int,
               n_heads: int) -> TrainedWeights:
     """WEIGHTS for MODEL (N_LAYERS x N_HEADS). The packaged weights (learned for
-    all-MiniLM-L6-v2; uniform ones where the package holds none) of another shape give
-    way to uniform alpha over the same first layers (all of them when the model has
-    fewer) with the packaged search parameters, and a warning says how to learn weights
-    for MODEL; any other file of another shape raises WeightsMismatchError."""
+    all-MiniLM-L6-v2) of another shape give way to uniform alpha over the same first
+    layers (all of them when the model has fewer) with the packaged search parameters,
+    and a warning says how to learn weights for MODEL; any other weights of another
+    shape (a file the user named, weights a caller passed) raise WeightsMismatchError."""
     if weights.alpha.shape == (n_layers, n_heads):
         return weights
     shape = f"{weights.n_layers} layers x {weights.n_heads} heads"
     train = ("learn weights for it with `sproutrag train --docs D.jsonl --queries Q.jsonl "
              "--out DIR` (with this encoding.model) and set encoding.weights: DIR/weights.json")
-    if weights.source != "uniform" and Path(weights.source) != PACKAGED_WEIGHTS:
+    if Path(weights.source) != PACKAGED_WEIGHTS:
         raise WeightsMismatchError(
             f"encoding.weights {weights.source} was learned for a model of {shape} "
             f"({weights.encoder or 'encoder not recorded'}), but encoding.model {model} has "
