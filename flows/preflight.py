@@ -70,9 +70,11 @@ def _check_question(question: str) -> None:
         raise UsageError(str(exc)) from None
 
 
-def check_encoding(settings: Settings, *, model: bool = True) -> None:
+def check_encoding(settings: Settings, *, model: bool = True,
+                   weights_flag: str | None = None) -> None:
     """The model folder and weights file the settings name can be read (SettingsError
-    naming the setting otherwise)."""
+    naming the setting otherwise); WEIGHTS_FLAG: a command's `--weights FILE`, which
+    replaces `encoding.weights`."""
     from sproutrag.schemas.settings import SettingsError
 
     from sproutrag.encoder.identity import model_sha256
@@ -89,19 +91,22 @@ def check_encoding(settings: Settings, *, model: bool = True) -> None:
         except FileNotFoundError as exc:  # ModelNotFoundError
             raise SettingsError(str(exc)) from None
     weights = None
-    if enc.weights is not None:
+    path, setting = ((weights_flag, "--weights") if weights_flag
+                     else (enc.weights, "encoding.weights"))
+    if path is not None:
         try:
-            weights = load_default_weights(enc.weights)
+            weights = load_default_weights(path)
         except WeightsFileError as exc:
-            raise SettingsError(f"encoding.weights: {exc}") from None
+            raise SettingsError(f"{setting}: {exc}") from None
     if model:
-        _check_model_fits(enc, weights)
+        _check_model_fits(enc, weights, setting)
 
 
-def _check_model_fits(enc: EncodingSettings, weights: TrainedWeights | None) -> None:
+def _check_model_fits(enc: EncodingSettings, weights: TrainedWeights | None,
+                      setting: str = "encoding.weights") -> None:
     """A local model folder holds the windows the settings ask for (its positions) and
-    the weights file they name fits its layers x heads (SettingsError naming the setting
-    and the model otherwise; a hub model is checked when it loads)."""
+    the weights file they name (SETTING) fits its layers x heads (SettingsError naming
+    the setting and the model otherwise; a hub model is checked when it loads)."""
     from sproutrag.schemas.settings import SettingsError
 
     from sproutrag.encoder.loading import load_config, resolve_model
@@ -123,7 +128,7 @@ def _check_model_fits(enc: EncodingSettings, weights: TrainedWeights | None) -> 
         for_model(weights, model_id, int(config.num_hidden_layers),
                   int(config.num_attention_heads))
     except WeightsMismatchError as exc:
-        raise SettingsError(str(exc)) from None
+        raise SettingsError(f"{setting}: {exc}") from None
 
 
 def check_writable(db: str) -> None:
@@ -169,7 +174,7 @@ def preflight(args: argparse.Namespace) -> Settings:
         if args.corpus_wide and not args.db:
             raise UsageError("--corpus-wide queries a database: give --db DIR too")
     settings = load_settings(getattr(args, "config", None))
-    check_encoding(settings)
+    check_encoding(settings, weights_flag=getattr(args, "weights", None))
     if command == "index":
         from sproutrag.ingest.corpus import check_corpus
 

@@ -247,10 +247,10 @@ def for_model(weights: TrainedWeights, model: str, n_layers: int,
              "--out DIR` (with this encoding.model) and set encoding.weights: DIR/weights.json")
     if Path(weights.source) != PACKAGED_WEIGHTS:
         raise WeightsMismatchError(
-            f"encoding.weights {weights.source} was learned for a model of {shape} "
+            f"weights {weights.source} were learned for a model of {shape} "
             f"({weights.encoder or 'encoder not recorded'}), but encoding.model {model} has "
-            f"{n_layers} layers x {n_heads} heads: name weights learned for this model, or "
-            f"none (uniform attention weights); {train}")
+            f"{n_layers} layers x {n_heads} heads: name weights learned for this model in "
+            f"encoding.weights, or none (uniform attention weights); {train}")
     layers = weights.layers if weights.layers is not None and weights.layers <= n_layers else None
     log.warning("the packaged weights were learned for %s (%s); encoding.model %s has %d "
                 "layers x %d heads, so its trees use uniform attention weights (untrained) "

@@ -169,6 +169,14 @@ def test_evaluate_scores_another_model_with_its_own_tree_weights(small_bert, tmp
     assert done.returncode == 0, done.stderr
     report = (tmp_path / "out" / "results.md").read_text(encoding="utf-8")
     assert "| tree (trained) |" in report and "| leaves" in report
+    # weights of another shape given by --weights: refused before work, naming the flag
+    wrong = TrainedWeights.uniform(6, 12).save(tmp_path / "minilm-shaped.json")
+    done = run_cli("evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                   "tree", "--config", str(config), "--weights", str(wrong), "--out",
+                   str(tmp_path / "out2"))
+    assert done.returncode == 2, done.stderr
+    assert "--weights" in done.stderr and "6 layers x 12 heads" in done.stderr
+    assert not (tmp_path / "out2").exists()
 
 
 def test_windows_longer_than_the_model_holds_are_refused_before_work(tmp_path, prefect_harness):
