@@ -109,19 +109,17 @@ def _check_model_fits(enc: EncodingSettings, weights: TrainedWeights | None,
     the setting and the model otherwise; a hub model is checked when it loads)."""
     from sproutrag.schemas.settings import SettingsError
 
-    from sproutrag.encoder.loading import load_config, resolve_model
+    from sproutrag.encoder.loading import load_config, resolve_model, window_problem
     from sproutrag.encoder.weights import WeightsMismatchError, for_model
 
     path, model_id = resolve_model(enc.model)
     if not Path(path).is_dir():
         return
     config = load_config(path)
-    limit = int(config.max_position_embeddings)
-    if max(enc.window_tokens, enc.chunk_max_tokens) > limit:
-        raise SettingsError(
-            f"encoding.window_tokens {enc.window_tokens} and encoding.chunk_max_tokens "
-            f"{enc.chunk_max_tokens} must be at most the {limit} positions of "
-            f"encoding.model {model_id}: set them to {limit} or less")
+    problem = window_problem(model_id, int(config.max_position_embeddings),
+                             enc.window_tokens, enc.chunk_max_tokens)
+    if problem:
+        raise SettingsError(problem)
     if weights is None:
         return
     try:

@@ -117,29 +117,12 @@ def reference_forward(
 
     kind = type(net).__name__
     mods = [m for m in net.modules() if type(m).__name__.endswith("SelfAttention")]
-    mods = mods if len(mods) == net.config.num_hidden_layers and _HOOKS.get(kind, True) else []
-    missing: list[int] = []
-
-    def hooked(layer: int, _module: Any, _args: Any, out: Any) -> None:
-        if isinstance(out, tuple) and len(out) > 1 and out[1] is not None:
-            reduce(layer, out[1])
-        else:  # this architecture returns probabilities only when asked (MPNet)
-            missing.append(layer)
-
-    hooks = [m.register_forward_hook(functools.partial(hooked, li))
-             for li, m in enumerate(mods)]
-    try:
-        out = net(input_ids=ids, attention_mask=valid.long(), output_attentions=not mods)
-    finally:
-        for h in hooks:
-            h.remove()
-    if missing:
-        _HOOKS[kind] = False
+    out = None
+    if len(mods) == net.config.num_hidden_layers and _HOOKS.get(kind, True):
+        out, _HOOKS[kind] = _hooked_forward(net, mods, ids, valid, reduce)
+    if out is None or not _HOOKS[kind]:  # no hooks, or they saw no probabilities (MPNet)
         acc.update(tok=None, heads=[])
         out = net(input_ids=ids, attention_mask=valid.long(), output_attentions=True)
-    elif mods:
-        _HOOKS[kind] = True
-    if not mods or missing:
         for li, attn in enumerate(out.attentions or ()):
             reduce(li, attn)
     res = {"blocks": block_attention(acc["tok"].unsqueeze(1), seg)[:, 0]}
@@ -148,6 +131,29 @@ def reference_forward(
     if heads:
         res["heads"] = torch.cat(acc["heads"], dim=1)
     return res
+
+
+def _hooked_forward(net: Any, mods: list[Any], ids: torch.Tensor, valid: torch.Tensor,
+                    reduce: Any) -> tuple[Any, bool]:
+    """NET's forward with a hook on each layer's self-attention module (MODS) handing its
+    probabilities to REDUCE(layer, probabilities) as the layer ends, so one layer's are
+    held at a time: (the output, whether every layer's module returned them)."""
+    seen: list[bool] = []
+
+    def hooked(layer: int, _module: Any, _args: Any, out: Any) -> None:
+        probs = out[1] if isinstance(out, tuple) and len(out) > 1 else None
+        seen.append(probs is not None)
+        if probs is not None:
+            reduce(layer, probs)
+
+    hooks = [m.register_forward_hook(functools.partial(hooked, li))
+             for li, m in enumerate(mods)]
+    try:
+        out = net(input_ids=ids, attention_mask=valid.long(), output_attentions=False)
+    finally:
+        for h in hooks:
+            h.remove()
+    return out, len(seen) == len(mods) and all(seen)
 
 
 def _slices(batch: int, heads: int, per_window: bool, group: int) -> Iterator[tuple]:

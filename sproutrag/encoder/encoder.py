@@ -37,6 +37,7 @@ from sproutrag.encoder.loading import (
     precision,
     resolve_device,
     resolve_model,
+    window_problem,
 )
 from sproutrag.encoder.weights import TrainedWeights, for_model
 from sproutrag.encoder.windows import (
@@ -226,9 +227,7 @@ class Encoder:
         WeightsMismatchError (a WeightsFileError) naming both."""
         if self._weights is None:
             self._weights = TrainedWeights.uniform(self.n_layers, self.n_heads)
-        if self._weights.alpha.shape != (self.n_layers, self.n_heads):
-            self._weights = for_model(self._weights, self.model_id, self.n_layers,
-                                      self.n_heads)
+        self._weights = for_model(self._weights, self.model_id, self.n_layers, self.n_heads)
         return self._weights
 
     @property
@@ -242,11 +241,10 @@ class Encoder:
 
     def _load(self) -> tuple[Any, Any]:
         tok, net = load_model(self._path, self.device, self.model_sha256)
-        limit = int(net.config.max_position_embeddings)
-        if max(self.window_tokens, self.chunk_max_tokens) > limit:
-            raise ValueError(
-                f"window_tokens/chunk_max_tokens exceed {self.model_id}'s {limit} positions"
-            )
+        problem = window_problem(self.model_id, int(net.config.max_position_embeddings),
+                                 self.window_tokens, self.chunk_max_tokens)
+        if problem:
+            raise ValueError(problem)
         return tok, net
 
     # -- embeddings --------------------------------------------------------------------

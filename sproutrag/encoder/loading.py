@@ -147,6 +147,17 @@ def load_config(model: str) -> Any:
     return AutoConfig.from_pretrained(model, local_files_only=path.is_dir())
 
 
+def window_problem(model: str, positions: int, window_tokens: int,
+                   chunk_max_tokens: int) -> str | None:
+    """Why windows of WINDOW_TOKENS and chunks of CHUNK_MAX_TOKENS cannot run on MODEL,
+    whose position embeddings hold POSITIONS tokens; None when they can."""
+    if max(window_tokens, chunk_max_tokens) <= positions:
+        return None
+    return (f"encoding.window_tokens {window_tokens} and encoding.chunk_max_tokens "
+            f"{chunk_max_tokens} must be at most the {positions} positions of "
+            f"encoding.model {model}: set them to {positions} or less")
+
+
 def precision(device: str, mixed: bool = False) -> str:
     """The precision the model runs in on DEVICE (what `autocast` picks): float32, or with
     MIXED on cuda bfloat16 where supported, else float16 (MIXED is ignored elsewhere)."""
