@@ -64,6 +64,13 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
     if pool == "paragraphs":
         src = SHARED / "hotpotqa-paragraphs"
         return src / f"{split}.docs.jsonl", src / f"{split}.queries.jsonl"
+    if pool == "named-contracts":  # bench/research/named_contracts.py (rule 23)
+        src = OUT / "data" / "named-contracts"
+        if not (src / f"{split}.queries.jsonl").is_file():
+            import subprocess
+            subprocess.run([sys.executable, str(ROOT / "bench" / "research" /
+                                                "named_contracts.py")], check=True)
+        return src / f"{split}.docs.jsonl", src / f"{split}.queries.jsonl"
     other = "train" if split == "dev" else "dev"
     if pool == "hotpot-pooled":
         src = SHARED / "hotpotqa"

@@ -76,6 +76,16 @@ class Fetch:
         self.by_name = {n: d for d, n in links.names.items() if n and count[n] == 1}
         self.fetched = 0
 
+    def mentioned(self, query: str, docs: list[str]) -> list[str]:
+        """Rule 23: the DOCS that are the only one of them to write an entity of QUERY."""
+        from sproutrag.search.mentions import mentioned_documents, question_entities
+
+        lowered = self.__dict__.setdefault("_lowered", {})
+        for d in docs:
+            if d not in lowered:
+                lowered[d] = self.links.texts[d].lower()
+        return mentioned_documents(question_entities(query), {d: lowered[d] for d in docs})
+
     def named_in(self, text: str) -> list[str]:
         return list(dict.fromkeys(self.by_name[g] for g in phrases(text) if g in self.by_name))
 
@@ -128,7 +138,8 @@ class Fetch:
 
     def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
             lead: float = LEADER_WEIGHT, corpus_unique: bool = True,
-            pair: str | None = None, unit_links: bool = False) -> dict:
+            pair: str | None = None, unit_links: bool = False, mention: float = 0.0
+            ) -> dict:
         """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
         only) or without (today's shipped search); GAMMA: the link weight, LEAD: the
         leader's bonus when it links to a searched document; CORPUS_UNIQUE: a name links
@@ -136,7 +147,9 @@ class Fetch:
         figure of rules 13 and 14); PAIR (rule 17): when d1 links, search only d1 and the
         linked documents (filled to k leaves in the first stage's order), their nodes
         "scored" as today or "rescored" over them alone; UNIT_LINKS (rule 18): names
-        are looked for in the question and d1's best unit, not d1's whole text."""
+        are looked for in the question and d1's best unit, not d1's whole text; MENTION
+        (rule 23): the points of a searched document that is the only one to write an
+        entity of the question (`sproutrag.search.mentions`)."""
         from sproutrag.search.tree_search import search_trees
 
         p = self.p
@@ -151,6 +164,9 @@ class Fetch:
                     add = {d: gamma for d in linked}
                     if linked and lead:
                         add[d1] = lead
+                    if mention:
+                        for d in self.mentioned(q["query"], docs):
+                            add[d] = max(add.get(d, 0.0), mention)
                     base = {d: NodeScores(s.cosine, s.rank + add[d]) if d in add else s
                             for d, s in base.items()}
                     if pair and linked:

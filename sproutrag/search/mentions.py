@@ -1,0 +1,91 @@
+"""Documents the question names in their text: a company, a party, a case (a mention).
+
+A question about one of many look-alike documents names what it is about ("What does the
+agreement with Wollaston School say about ...", "X's revenue in 2019"). The name is
+rarely a document's title (the titles of look-alikes are alike: "Non-disclosure
+agreement"), but it is written in the document's text and in no other searched one's.
+Leaves are scored alone, so the look-alikes' leaves that answer the question's words
+compete with the named document's on equal terms; search within the named document does
+not have that loss (issue 29; docs/results.md, rule 23).
+
+The question's entities are its runs of capitalised words (with "of", "the", "for", "&"
+between them; "3M" counts as capitalised), stopwords trimmed from their ends, as `words`
+normalises them; a single capitalised word that opens a sentence is no entity ("Under",
+"Some").
+A searched document is mentioned when it is the only searched document whose text
+writes one of them (`written_in`): an entity two searched documents write ("Receiving
+Party", "Agreement") names neither.
+
+Pure functions over strings (no model, no database).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from sproutrag.search.links import written_in
+from sproutrag.stopwords import STOPWORDS
+
+#: Lower-case words that may join two capitalised words of one name.
+_JOINERS = frozenset({"of", "the", "for", "&", "de", "du", "la", "von", "van"})
+_TOKEN = re.compile(r"\w+(?:['’.&-]\w+)*|&")
+#: What may separate two words of one run: spaces, or nothing else.
+_GAP = re.compile(r"\s+")
+#: The shortest entity ("IBM", "Eli"): shorter ones ("3M", "GE") name too much by chance.
+MIN_ENTITY_CHARS = 3
+_POSSESSIVE = re.compile(r"['’]s$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s*)$")
+
+
+def question_entities(query: str) -> list[str]:
+    """The runs of capitalised words of QUERY (joined by `_JOINERS`; not one word opening a
+    sentence), lower-cased, their words joined by one space, stopwords trimmed from both
+    ends, each once, in order; only those of 3 characters or more, not only stopwords
+    and digits."""
+    runs: list[tuple[bool, list[str]]] = []
+    current: list[str] = []
+    end = 0
+    for m in _TOKEN.finditer(query):
+        word, gap = m.group(), query[end:m.start()]
+        end = m.end()
+        joined = not gap or _GAP.fullmatch(gap) is not None
+        if word[0].isupper() or (word[0].isdigit() and any(c.isupper() for c in word)):
+            if current and joined:
+                current.append(word)
+            else:
+                current = [word]
+                runs.append((_SENTENCE_START.search(query[:m.start()]) is not None, current))
+        elif current and joined and word.lower() in _JOINERS:
+            current.append(word)
+        else:
+            current = []
+    out: dict[str, None] = {}
+    for opens, run in runs:
+        while run and run[-1].lower() in _JOINERS:
+            run.pop()
+        if opens and len(run) == 1:
+            continue
+        ws = re.findall(r"\w+", " ".join(_POSSESSIVE.sub("", w) for w in run).lower())
+        while ws and (ws[0] in STOPWORDS or ws[0] in _JOINERS):
+            ws.pop(0)
+        while ws and (ws[-1] in STOPWORDS or ws[-1] in _JOINERS):
+            ws.pop()
+        name = " ".join(ws)
+        if len(name) >= MIN_ENTITY_CHARS and not all(w in STOPWORDS or w.isdigit() for w in ws):
+            out.setdefault(name)
+    return list(out)
+
+
+def mentioned_documents(entities: list[str], lowered: Mapping[str, str]) -> list[str]:
+    """The documents of LOWERED (doc_id -> its lower-cased text) that are the only one to
+    write one of ENTITIES (`question_entities`), in the order of the entities."""
+    out: dict[str, None] = {}
+    for entity in entities:
+        holders = [d for d, text in lowered.items() if written_in(entity, text)]
+        if len(holders) == 1:
+            out.setdefault(holders[0])
+    return list(out)
+
+
+__all__ = ["MIN_ENTITY_CHARS", "mentioned_documents", "question_entities"]
