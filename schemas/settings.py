@@ -140,12 +140,21 @@ class SearchSettings(_Section):
         "name the first one gives it (0: off)",
     )
 
+    mention_weight: float = Field(
+        3.0, ge=0, le=1e6, description="In a query without doc_ids, the score points every "
+        "unit of a searched document gains when it is the only searched document whose "
+        "text writes an entity the question names (a run of capitalised words: a company, "
+        "a party, a case): the document a question about one of many look-alikes asks "
+        "about (0: off)",
+    )
+
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
-        anchor_leaves, link_weight, leader_weight, fetch_named)."""
+        anchor_leaves, link_weight, leader_weight, fetch_named, mention_weight)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
-                "leader_weight": self.leader_weight, "fetch_named": self.fetch_named}
+                "leader_weight": self.leader_weight, "fetch_named": self.fetch_named,
+                "mention_weight": self.mention_weight}
 
 
 class PipelineSettings(_Section):

@@ -12,6 +12,7 @@ Pure functions over strings.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -50,6 +51,19 @@ def is_name(name: str) -> bool:
     most 100 characters, not only stopwords and digits (`document_name`'s rule)."""
     return (MIN_NAME_CHARS <= len(name) <= MAX_NAME_CHARS
             and not all(w in STOPWORDS or w.isdigit() for w in name.split()))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _pattern(name: str) -> re.Pattern:
+    return re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, name.split())) + r"(?!\w)")
+
+
+def written_in(name: str, lowered: str) -> bool:
+    """Whether NAME (as `document_name` gives it) is written in LOWERED (a lower-cased
+    text) as whole words, whatever separates them ("Marlow-Shipping" writes "marlow
+    shipping"): ``f" {name} " in words(text)``, without normalising the whole text."""
+    first = name.split(" ", 1)[0]
+    return first in lowered and _pattern(name).search(lowered) is not None
 
 
 def _hash32(text: str) -> int:
@@ -112,4 +126,5 @@ def name_phrases(text: str, starts: Callable[[str], bool] | None = None) -> list
 
 
 __all__ = ["MAX_NAME_CHARS", "MIN_NAME_CHARS", "NAME_CHANGED", "document_name",
-           "first_word_key", "is_name", "name_key", "name_phrases", "name_problem", "words"]
+           "first_word_key", "is_name", "name_key", "name_phrases", "name_problem", "words",
+           "written_in"]

@@ -13,15 +13,15 @@ searched document whose name is written in the question or in u1's text gets
 (docs/results.md, rules 12 and 14; `bench/research/title_links.py`,
 `bench/research/name_fetch.py`). The names are looked for in u1, not in d1's whole text
 (rule 18): a long leader (a report, a contract) writes the names of many documents of its
-corpus, which would all gain the weight.
+corpus, which would all gain the weight. A searched document that is the only one whose
+text writes an entity the question names (`sproutrag.search.mentions`) gains
+`MENTION_WEIGHT` (the larger of it and its link points; rule 23).
 
 Pure functions over strings and arrays (no model, no database).
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,7 +37,9 @@ from sproutrag.names import (  # noqa: F401 - also importable from here
     name_key,
     name_phrases,
     words,
+    written_in,
 )
+from sproutrag.search.mentions import mentioned_documents, question_entities
 from sproutrag.search.node_scores import NodeScores
 
 #: The rank-score points (z-units) a linked document's nodes gain: fitted on the three
@@ -51,19 +53,10 @@ LEADER_WEIGHT = 2.0
 #: unit (or the question) writes their name: fitted on the three train pools (1, 2, 4
 #: tried; docs/results.md, rule 13).
 FETCH_NAMED = 1
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _pattern(name: str) -> re.Pattern:
-    return re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, name.split())) + r"(?!\w)")
-
-
-def written_in(name: str, lowered: str) -> bool:
-    """Whether NAME (as `document_name` gives it) is written in LOWERED (a lower-cased
-    text) as whole words, whatever separates them ("Marlow-Shipping" writes "marlow
-    shipping"): ``f" {name} " in words(text)``, without normalising the whole text."""
-    first = name.split(" ", 1)[0]
-    return first in lowered and _pattern(name).search(lowered) is not None
+#: The points a searched document gains when it is the only one whose text writes an
+#: entity the question names (a company, a party, a case): fitted on the four train pools
+#: (0.5, 1, 2, 3 tried; docs/results.md, rule 23).
+MENTION_WEIGHT = 3.0
 
 
 def linked_documents(names: Mapping[str, str | None], leading: str, leading_text: str,
@@ -94,19 +87,35 @@ class Links:
     """What a corpus-wide query needs to follow names: the searched documents' NAMES, a
     leaf's text on demand (UNIT_TEXT(doc_id, leaf): only the best leaf is asked), the
     QUERY, the WEIGHT its linked documents gain and the points the leading document gains
-    when it links to any (LEAD)."""
+    when it links to any (LEAD); MENTION: the points a searched document gains when it is
+    the only one whose text (LOWERED(doc_id): lower-cased, asked only when the question
+    has entities) writes an entity of the question (`sproutrag.search.mentions`; rule
+    23)."""
 
     names: Mapping[str, str | None]
     unit_text: Callable[[str, int], str]
     query: str
     weight: float = LINK_WEIGHT
     lead: float = LEADER_WEIGHT
+    mention: float = 0.0
+    lowered: Callable[[str], str] | None = None
 
     def boosts(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
         """doc_id -> the points its nodes gain, given each searched document's leaves'
         rank scores (LEAF_RANKS; the best leaf leads, and names are looked for in its
-        text). Empty when the weight is 0 or no searched document has a name (no text is
-        read)."""
+        text): the link points, and for a mentioned document the larger of them and the
+        mention's. Empty when nothing links or is mentioned (no text is read for links
+        when the weight is 0 or no searched document has a name)."""
+        out = self._linked(leaf_ranks)
+        if self.mention > 0 and self.lowered is not None and leaf_ranks:
+            entities = question_entities(self.query)
+            if entities:
+                lowered = {d: self.lowered(d) for d in leaf_ranks}
+                for d in mentioned_documents(entities, lowered):
+                    out[d] = max(out.get(d, 0.0), self.mention)
+        return out
+
+    def _linked(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
         named = {d: self.names.get(d) for d in leaf_ranks}
         if self.weight <= 0 or not any(named.values()):
             return {}
@@ -129,6 +138,6 @@ class Links:
                 for d, s in scores.items()}
 
 
-__all__ = ["FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT", "Links", "best_leaf", "document_name",
-           "first_word_key", "is_name", "linked_documents", "name_key", "name_phrases",
-           "words", "written_in"]
+__all__ = ["FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT", "MENTION_WEIGHT", "Links", "best_leaf",
+           "document_name", "first_word_key", "is_name", "linked_documents", "name_key",
+           "name_phrases", "words", "written_in"]

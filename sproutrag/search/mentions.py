@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from sproutrag.search.links import written_in
+from sproutrag.names import written_in
 from sproutrag.stopwords import STOPWORDS
 
 #: Lower-case words that may join two capitalised words of one name.

@@ -38,7 +38,7 @@ from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
 from sproutrag.search.flat_search import FlatSearch
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.links import FETCH_NAMED, LEADER_WEIGHT, LINK_WEIGHT
+from sproutrag.search.links import FETCH_NAMED, LEADER_WEIGHT, LINK_WEIGHT, MENTION_WEIGHT
 from sproutrag.search.node_scores import ANCHOR_LEAVES
 from sproutrag.search.query_context import check_budget, flat_pieces, scored_pieces
 from sproutrag.search.searched import SearchedDocuments
@@ -91,6 +91,7 @@ class Retriever:
         link_weight: float = LINK_WEIGHT,
         leader_weight: float = LEADER_WEIGHT,
         fetch_named: int = FETCH_NAMED,
+        mention_weight: float = MENTION_WEIGHT,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -108,10 +109,14 @@ class Retriever:
         (`sproutrag.search.links`; 0: off), and the best leaf's document LEADER_WEIGHT
         when it links to any. FETCH_NAMED: in a query without doc_ids, at most this many
         documents the first stage did not choose are searched too when the query or its
-        best leaf writes their name (`SearchedDocuments.named_elsewhere`; 0: off). The
-        four are checked and kept by `SearchedDocuments` (`self.searching`)."""
+        best leaf writes their name (`SearchedDocuments.named_elsewhere`; 0: off).
+        MENTION_WEIGHT: in a query without doc_ids, the points every node of a searched
+        document gains when it is the only one whose text writes an entity the question
+        names (`sproutrag.search.mentions`; 0: off). The five are checked and kept by
+        `SearchedDocuments` (`self.searching`)."""
         # checked before the database is opened and the encoder loaded
-        SearchedDocuments.checked(anchor_leaves, link_weight, leader_weight, fetch_named)
+        SearchedDocuments.checked(anchor_leaves, link_weight, leader_weight, fetch_named,
+                                  mention_weight)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -145,7 +150,8 @@ class Retriever:
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
         self.searching = SearchedDocuments(
             self.documents, self.view.current, anchor_leaves=anchor_leaves,
-            link_weight=link_weight, leader_weight=leader_weight, fetch_named=fetch_named)
+            link_weight=link_weight, leader_weight=leader_weight, fetch_named=fetch_named,
+            mention_weight=mention_weight)
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._resolve()  # refuses a mismatched encoder or weights file now
 
@@ -262,6 +268,7 @@ class Retriever:
     link_weight = _searching_setting("link_weight")
     leader_weight = _searching_setting("leader_weight")
     fetch_named = _searching_setting("fetch_named")
+    mention_weight = _searching_setting("mention_weight")
 
     @property
     def n_docs(self) -> int:

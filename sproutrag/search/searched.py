@@ -8,7 +8,9 @@ over the whole corpus searches the first stage's ranked choice, and with it:
 - the documents the query or its best leaf names gain LINK_WEIGHT, and the best leaf's
   document LEADER_WEIGHT when it links to any (`sproutrag.search.links`; rules 12-18);
 - at most FETCH_NAMED documents the first stage missed are searched too when the query
-  or its best leaf writes their name (`named_elsewhere`; rule 13).
+  or its best leaf writes their name (`named_elsewhere`; rule 13);
+- a searched document that is the only one whose text writes an entity of the question
+  gains MENTION_WEIGHT (`sproutrag.search.mentions`; rule 23).
 
 `SearchedDocuments.find` returns all of it as one `Searched`; the Retriever's modes and
 its context score it.
@@ -24,7 +26,14 @@ import numpy as np
 from sproutrag.params import SearchParams, check_count, check_number
 from sproutrag.search.current import Current
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.links import FETCH_NAMED, LEADER_WEIGHT, LINK_WEIGHT, Links, best_leaf
+from sproutrag.search.links import (
+    FETCH_NAMED,
+    LEADER_WEIGHT,
+    LINK_WEIGHT,
+    MENTION_WEIGHT,
+    Links,
+    best_leaf,
+)
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     NodeScores,
@@ -58,25 +67,28 @@ class Searched(NamedTuple):
 
 class SearchedDocuments:
     """Reads the documents a search looks at from the trees' cache (DOCUMENTS) and the
-    current trees (CURRENT: the view's, read when called). The four weights are
+    current trees (CURRENT: the view's, read when called). The five weights are
     attributes: a Retriever's settings, validated here."""
 
     def __init__(self, documents: StoredDocuments, current: Callable[[], Current], *,
                  anchor_leaves: int = ANCHOR_LEAVES, link_weight: float = LINK_WEIGHT,
-                 leader_weight: float = LEADER_WEIGHT, fetch_named: int = FETCH_NAMED
-                 ) -> None:
+                 leader_weight: float = LEADER_WEIGHT, fetch_named: int = FETCH_NAMED,
+                 mention_weight: float = MENTION_WEIGHT) -> None:
         self.documents, self.current = documents, current
-        self.anchor_leaves, self.link_weight, self.leader_weight, self.fetch_named = (
-            self.checked(anchor_leaves, link_weight, leader_weight, fetch_named))
+        (self.anchor_leaves, self.link_weight, self.leader_weight, self.fetch_named,
+         self.mention_weight) = self.checked(anchor_leaves, link_weight, leader_weight,
+                                             fetch_named, mention_weight)
 
     @staticmethod
     def checked(anchor_leaves: int, link_weight: float, leader_weight: float,
-                fetch_named: int) -> tuple[int, float, float, int]:
-        """The four weights, each checked (QueryError naming the first bad one)."""
+                fetch_named: int, mention_weight: float = MENTION_WEIGHT
+                ) -> tuple[int, float, float, int, float]:
+        """The five weights, each checked (QueryError naming the first bad one)."""
         return (check_count("anchor_leaves", anchor_leaves),
                 check_number("link_weight", link_weight),
                 check_number("leader_weight", leader_weight),
-                check_count("fetch_named", fetch_named))
+                check_count("fetch_named", fetch_named),
+                check_number("mention_weight", mention_weight))
 
     def find(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
              ranked: bool, allowed: Collection[str] | None = None, *,
@@ -102,7 +114,8 @@ class SearchedDocuments:
         not 0), links and anchor; no scores."""
         loaded, texts_read = self.documents.read(
             docs, texts=texts, terms=params.lexical_weight > 0,
-            names=ranked and self.link_weight > 0)
+            names=ranked and self.link_weight > 0,
+            lowered=ranked and self.mention_weight > 0)
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
@@ -112,21 +125,32 @@ class SearchedDocuments:
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
               ranked: bool) -> Links | None:
-        """The names a query follows when LOADED (doc_id -> (tree id, tree)) are the first
-        stage's RANKED choice and the link weight is not 0; else None. The best leaf's
-        text (where names are looked for) is in memory. A document replaced meanwhile has no
-        name for this query, nor one that another document of the corpus also has (a
-        generic heading; `documents.name_key`, docs/results.md, rule 15)."""
-        if not ranked or self.link_weight <= 0:
+        """The names and entities a query follows when LOADED (doc_id -> (tree id, tree))
+        are the first stage's RANKED choice and the link or mention weight is not 0; else
+        None. The best leaf's text (where names are looked for) is in memory, the
+        documents' lower-cased texts (where entities are) cached. A document replaced
+        meanwhile has no name for this query and mentions nothing, nor has one a name that
+        another document of the corpus also has (a generic heading; `documents.name_key`,
+        docs/results.md, rule 15)."""
+        if not ranked or (self.link_weight <= 0 and self.mention_weight <= 0):
             return None
         names: dict[str, str | None] = {}
-        for d, (t, _) in loaded.items():
+        if self.link_weight > 0:
+            for d, (t, _) in loaded.items():
+                try:
+                    names[d] = self.documents.name(d, t)
+                except KeyError:
+                    names[d] = None
+            names = self.current().names.unique(names)
+
+        def lowered(d: str) -> str:
             try:
-                names[d] = self.documents.name(d, t)
+                return self.documents.lowered(d, loaded[d][0])
             except KeyError:
-                names[d] = None
-        return Links(self.current().names.unique(names), lambda d, u: loaded[d][1].texts[u],
-                     query, self.link_weight, self.leader_weight)
+                return ""
+
+        return Links(names, lambda d, u: loaded[d][1].texts[u], query, self.link_weight,
+                     self.leader_weight, self.mention_weight, lowered)
 
     def anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
                ranked: bool) -> list[str] | None:

@@ -1,0 +1,108 @@
+"""Documents the question names in their text (`sproutrag.search.mentions`; docs/results.md,
+rule 23): the question's entities, the documents they name, and a corpus-wide search over
+look-alike documents that keeps to the named ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sproutrag.search.mentions import mentioned_documents, question_entities
+
+
+@pytest.mark.parametrize(("query", "entities"), [
+    ("Under the agreement with Canadian Pacific Railway: Some obligations survive.",
+     ["canadian pacific railway"]),  # "Under", "Some": one word opening a sentence
+    ("Were Scott Derrickson and Ed Wood of the same nationality?",
+     ["scott derrickson", "ed wood"]),  # "and" separates two names
+    ("In the agreements with the University of Bristol and with Add-X Biotech: x",
+     ["university of bristol", "add x biotech"]),  # joiners inside, stopwords trimmed
+    ("What was IBM's revenue in 2019, Procter & Gamble's?", ["ibm", "procter gamble"]),
+    ("Did Acme, Inc. report it?", ["acme", "inc"]),  # punctuation ends a run
+    ("what does the contract say about payment?", []),
+    ("The Hague", ["hague"]),
+    ("Is it GE's?", []),  # shorter than 3 characters
+])
+def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
+    assert question_entities(query) == entities
+
+
+def test_a_document_is_mentioned_when_it_alone_writes_an_entity():
+    texts = {"a": "this agreement is made with canadian pacific railway company.",
+             "b": "the receiving party and the disclosing party agree.",
+             "c": "the receiving party shall return it. acme-holdings ltd"}
+    assert mentioned_documents(["canadian pacific railway"], texts) == ["a"]
+    assert mentioned_documents(["receiving party"], texts) == []  # two write it
+    # whole words, whatever separates them; each document once, in the entities' order
+    assert mentioned_documents(["acme holdings", "canadian pacific railway", "acme holdings"],
+                               texts) == ["c", "a"]
+    assert mentioned_documents(["pacific rail"], texts) == []
+    assert mentioned_documents([], texts) == []
+
+
+def _pool(tmp_path, rng):
+    """Acme's and Zenith's agreements and three look-alikes whose payment sentence matches
+    the question's vector better than theirs. "Beta Corp" is written by two look-alikes."""
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+
+    def agreement(doc_id: str, party: str, payment: float):
+        lines = [f"Supply agreement with {party}.", "Payment is due in thirty days.",
+                 "Either party may end it on notice.", "Notices are given in writing."]
+        vectors = np.vstack([leaf_vectors(rng, 0.3, 1, TOY_DIM),
+                             leaf_vectors(rng, payment, 1, TOY_DIM),
+                             leaf_vectors(rng, payment - 0.1, 2, TOY_DIM)])
+        return line_document(doc_id, lines, vectors)
+
+    docs = [agreement("acme", "Acme Holdings", 0.6), agreement("zenith", "Zenith Mills", 0.6)]
+    docs += [agreement(f"other{i}", "Beta Corp" if i < 2 else "Gamma Trading", 0.95)
+             for i in range(3)]
+    return line_pool(tmp_path / "db", docs, rng=rng)
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_corpus_wide_search_keeps_to_the_documents_the_question_names(tmp_path, mode):
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _pool(tmp_path, np.random.default_rng(5))
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    one = "When is payment due under the agreement with Acme Holdings?"
+    two = "When is payment due to Acme Holdings and to Zenith Mills?"
+    found = {}
+    for weight in (0.0, 3.0):
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5,
+                      mention_weight=weight)
+        assert set(r.choose_documents(qvec, None, k=3)) >= {"acme", "zenith"}
+        for query in (one, two):
+            found[weight, query] = [h.doc_id for h in r.search_vector(query, qvec, k=3,
+                                                                      mode=mode)]
+    # without the mention the look-alikes' payment sentences crowd the named documents out
+    assert set(found[0.0, one]) - {"acme"} and set(found[0.0, two]) - {"acme", "zenith"}
+    assert set(found[3.0, one]) == {"acme"}
+    assert set(found[3.0, two]) == {"acme", "zenith"}  # both named documents keep room
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5)
+    assert r.mention_weight == 3.0  # the default (rule 23)
+    # an entity two searched documents write names neither; within doc_ids nothing changes
+    beta = [h.doc_id for h in r.search_vector("When is payment due to Beta Corp?", qvec,
+                                              k=3, mode=mode)]
+    assert beta == [h.doc_id for h in Retriever(
+        db, encoder=encoder, first_stage="vector", n_docs=5, mention_weight=0.0
+    ).search_vector("When is payment due to Beta Corp?", qvec, k=3, mode=mode)]
+    within = {w: [h.doc_id for h in Retriever(db, encoder=encoder, mention_weight=w)
+                  .search_vector(one, qvec, k=3, mode=mode, doc_ids=["acme", "other0"])]
+              for w in (0.0, 3.0)}
+    assert within[0.0] == within[3.0] and "other0" in within[0.0]
+
+
+def test_the_retriever_and_the_settings_check_mention_weight(tmp_path):
+    from pydantic import ValidationError
+    from sproutrag.schemas.settings import SearchSettings
+
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    db, encoder = _pool(tmp_path, np.random.default_rng(5))
+    for bad in (-1, float("nan"), "x"):
+        with pytest.raises(QueryError, match="mention_weight"):
+            Retriever(db, encoder=encoder, mention_weight=bad)
+    assert SearchSettings().retriever_options()["mention_weight"] == 3.0
+    with pytest.raises(ValidationError, match="mention_weight"):
+        SearchSettings(mention_weight=-1)
