@@ -400,7 +400,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
             row["notes"] += "; " + describe_loss(loss, retriever.n_docs, retriever.anchor_leaves,
                                                  retriever.link_weight, retriever.fetch_named,
                                                  retriever.leader_weight, mode,
-                                                 retriever.mention_weight)
+                                                 retriever.mention_weight,
+                                                 retriever.entity_ranking)
             rows.append(row)
     if args.budgets:  # the shipped context through the database, under each budget
         from sproutrag.learn.budgets import retriever_budget_rows

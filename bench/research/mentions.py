@@ -32,9 +32,36 @@ GRID = (0.0, 0.5, 1.0, 2.0, 3.0)
 WIDER = (3.0, 4.0, 6.0, 10.0)
 
 
-def open_fetch(name: str, split: str, settings, encoder) -> N.Fetch:
-    p = H.Pool(f"{name}-{split}", *H.open_pool(name, split, settings, encoder))
+def open_fetch(name: str, split: str, settings, encoder, entities: bool = False,
+               entity_documents: int = 0) -> N.Fetch:
+    """The pool's split with the first stage's documents chosen (ENTITIES: rule 25's
+    third ranking; ENTITY_DOCUMENTS: rule 26's M)."""
+    r, queries, qvecs = H.open_pool(name, split, settings, encoder)
+    r.first.entities = entities
+    r.first.entity_documents = entity_documents
+    p = H.Pool(f"{name}-{split}", r, queries, qvecs)
     return N.Fetch(p, T.Links(H.pool_files(name, split)[0]))
+
+
+def entities_compare(names: list[str], splits: list[str], settings, encoder) -> None:
+    """Rule 25: the first stage with the entities' ranking against today's, both with the
+    shipped second stage (mu 3), paired per query."""
+    for split in splits:
+        for name in names:
+            ref_f = open_fetch(name, split, settings, encoder)
+            new_f = open_fetch(name, split, settings, encoder, entities=True)
+            within = ref_f.run("within", 0)
+            ref, new = wide(ref_f, 3.0), wide(new_f, 3.0)
+            gold = [sum(d in set(q["doc_ids"]) for d in f.p.docs["wide"][n][max(H.KS)])
+                    / len(q["doc_ids"]) for f in (ref_f, new_f)
+                    for n, q in enumerate(f.p.queries)]
+            half = len(gold) // 2
+            print(f"{name} {split}: within IE {100 * within['avg']['ie']:.2f}; today "
+                  f"{100 * ref['avg']['ie']:.2f} ({ref['avg']['ie'] / within['avg']['ie']:.3f}x)"
+                  f" char-IE {100 * ref['avg']['char_ie']:.2f}; entities "
+                  f"{H.against(new, ref, within)}; gold documents chosen "
+                  f"{sum(gold[:half]) / half:.0%} -> {sum(gold[half:]) / half:.0%}; queries "
+                  f"changed {T.changed(new, ref)} of {len(ref_f.p.queries)}", flush=True)
 
 
 def wide(f: N.Fetch, mu: float) -> dict:
@@ -68,16 +95,51 @@ def compare(names: list[str], split: str, mu: float, settings, encoder,
               f"{len(f.p.queries)}", flush=True)
 
 
+ENTITY_DOCS = (0, 1, 2)
+
+
+def entity_docs(names: list[str], settings, encoder) -> None:
+    """Rule 26: M fitted on train (both rules 23 and 25 on), then against M 0 on dev."""
+    trials = []
+    for m in ENTITY_DOCS:
+        ies = [H.per_query(wide(open_fetch(n, "train", settings, encoder, True, m), 3.0))
+               for n in names]
+        trials.append((m, ies))
+        print(f"  train M {m}: " + " / ".join(f"{100 * x.mean():5.2f}" for x in ies),
+              flush=True)
+    m = H.one_se_choice(trials, lambda m: m, "entity documents fit")
+    for name in names:
+        ref_f = open_fetch(name, "dev", settings, encoder, True, 0)
+        new_f = open_fetch(name, "dev", settings, encoder, True, m)
+        within = ref_f.run("within", 0)
+        ref, new = wide(ref_f, 3.0), wide(new_f, 3.0)
+        print(f"{name} dev: within IE {100 * within['avg']['ie']:.2f}; today "
+              f"{100 * ref['avg']['ie']:.2f} ({ref['avg']['ie'] / within['avg']['ie']:.3f}x)"
+              f" char-IE {100 * ref['avg']['char_ie']:.2f}; M {m}: "
+              f"{H.against(new, ref, within)}; queries changed {T.changed(new, ref)} of "
+              f"{len(ref_f.p.queries)}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pools", nargs="+", default=POOLS)
     ap.add_argument("--fit", action="store_true", help="fit MU on train, then dev")
     ap.add_argument("--mu", type=float, help="compare this MU with today's on dev")
     ap.add_argument("--splits", nargs="+", default=["dev"])
+    ap.add_argument("--entity-docs", action="store_true",
+                    help="rule 26: M fitted on train, then dev")
+    ap.add_argument("--entities", action="store_true",
+                    help="rule 25: the entities' ranking in the first stage, train and dev")
     ap.add_argument("--wider", action="store_true",
                     help="rule 24: fit over WIDER, against today's mu 3")
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
+    if args.entity_docs:
+        entity_docs(args.pools, settings, encoder)
+        return 0
+    if args.entities:
+        entities_compare(args.pools, ["train", "dev"], settings, encoder)
+        return 0
     mu = args.mu
     if args.fit:
         mu = fit([open_fetch(n, "train", settings, encoder) for n in args.pools],

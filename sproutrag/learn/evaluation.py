@@ -254,7 +254,8 @@ def corpus_wide_loss(
 
 def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
                   link_weight: float, fetch_named: int = 0, leader_weight: float = 0.0,
-                  mode: str = "tree", mention_weight: float = 0.0) -> str:
+                  mode: str = "tree", mention_weight: float = 0.0,
+                  entity_ranking: bool = False) -> str:
     """`corpus_wide_loss` as the note of a report row of MODE (flat mode searches every
     leaf: no document is fetched for it)."""
     searched = ("" if mode == "flat" else
@@ -262,7 +263,8 @@ def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
                 "name")
     return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}, link_weight "
             f"{link_weight:g}, leader_weight {leader_weight:g}, fetch_named {fetch_named}, "
-            f"mention_weight {mention_weight:g}) "
+            f"mention_weight {mention_weight:g}, entity_ranking "
+            f"{'on' if entity_ranking else 'off'}) "
             "chose "
             f"{loss['gold_docs_chosen']:.0%} of the gold "
             f"documents (all of a query's for {loss['all_gold_chosen']:.0%}){searched}; "

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from sproutrag.errors import short_error
+from sproutrag.search.mentions import question_entities
 from sproutrag.storage.indexes import vector_index_record
 
 if TYPE_CHECKING:
@@ -108,10 +109,11 @@ class FirstStage:
     """Candidate documents of a query over the current trees of STORE."""
 
     def __init__(self, store: Store, current: Callable[[], Current], *, n_docs: int,
-                 kind: str, memory_rows: int) -> None:
+                 kind: str, memory_rows: int, entities: bool = True) -> None:
         """CURRENT: the current trees now (the Retriever's pinned view during a search).
         KIND: "hybrid" or "vector" (`FIRST_STAGES`). MEMORY_ROWS: up to this many `nodes`
-        rows the vectors are ranked from memory (about 1.5 KB a row), LanceDB beyond."""
+        rows the vectors are ranked from memory (about 1.5 KB a row), LanceDB beyond.
+        ENTITIES: the hybrid stage also ranks by the question's entities (`choose`)."""
         self.store, self.current = store, current
         self.n_docs, self.kind, self.memory_rows = n_docs, kind, memory_rows
         self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
@@ -119,6 +121,12 @@ class FirstStage:
         self._probes: tuple[int, int] | None = None  # (nodes version, ANN probes)
         self._matrix: _NodeRows | None = None
         self._ranked = threading.local()  # `prefetch`: node rankings of a batch's questions
+        # A third ranking of the hybrid stage: the full-text index's for the question's
+        # entities alone (docs/results.md, rule 25).
+        self.entities = entities
+        # At most this many of the entities' ranking's first documents are searched even
+        # when the fusion leaves them out (rule 26).
+        self.entity_documents = 0
 
     def _count(self, nodes: Any) -> int:
         """Rows of the `nodes` table at its version (counted once per version)."""
@@ -221,25 +229,35 @@ class FirstStage:
         Documents are ranked by their nearest nodes (`ranked_by_vector`); with QUERY and
         the hybrid first stage, that ranking and the one of the documents of the best
         leaves by the full-text index (`ranked_by_text`) are fused by reciprocal rank, so
-        a document that only the words match is looked at too. ALLOWED: only these
+        a document that only the words match is looked at too; with `entities` and a
+        question that names any (`question_entities`), so is the full-text ranking for
+        their words alone (a company's or party's few rare words among the question's
+        common ones; docs/results.md, rule 25). ALLOWED: only these
         documents (a filter): the ranking widens until it holds enough of them."""
         current = self.current()
         limit = self.default_limit
         hybrid = query is not None and self.kind == "hybrid"
+        names = question_entities(query) if hybrid and self.entities else []
         while True:
-            chosen, units = [], 0
+            chosen, units, named = [], 0, []
             ranked = self.ranked_by_vector(qvec, limit)
             if hybrid:
-                ranked = fuse_rankings([ranked, self.ranked_by_text(query, limit)])
+                rankings = [ranked, self.ranked_by_text(query, limit)]
+                if names:
+                    named = self.ranked_by_text(" ".join(names), limit)
+                    rankings.append(named)
+                ranked = fuse_rankings(rankings)
             if allowed is not None:
                 ranked = [d for d in ranked if d in allowed]
+                named = [d for d in named if d in allowed]
             for doc, leaves in zip(ranked, current.leaves_of(ranked).tolist(), strict=True):
                 if len(chosen) >= self.n_docs and units >= k:
                     break
                 chosen.append(doc)
                 units += leaves
             if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
-                return chosen
+                top = named[: min(self.entity_documents, len(names))]
+                return chosen + [d for d in top if d not in chosen]
             limit = min(4 * limit, current.rows)  # widen: rank more nodes
 
     def prefetch(self, qvecs: np.ndarray, limit: int) -> None:
