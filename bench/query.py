@@ -61,6 +61,12 @@ QUESTIONS = [
     "How long are records kept?",
     "Can employees work remotely?",
     "What is the liability cap?",
+    # questions that name entities: the first stage's entity ranking and the mentions
+    # (docs/results.md, rules 23 and 25) run for these
+    "What must the Receiving Party do with Confidential Information?",
+    "When must the Provider report a Security Incident affecting Customer Data?",
+    "What does Harbor Labs disclose under the agreement?",
+    "Which Service Levels apply to the Hosted Services?",
 ]
 
 

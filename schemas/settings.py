@@ -113,6 +113,12 @@ class SearchSettings(_Section):
         "nearest nodes and LanceDB's full-text index over the leaves, fused by reciprocal "
         "rank; vector = nearest nodes only",
     )
+    entity_ranking: bool = Field(
+        True, description="With the hybrid first stage, also rank documents by the "
+        "full-text index's best leaves for the question's entities alone (its runs of "
+        "capitalised words: a company, a party, a case), fused with the other two rankings: "
+        "a named document's few rare words are not drowned by the question's common ones",
+    )
     anchor_leaves: int = Field(
         32, ge=0, le=2**31 - 1, description="A query without doc_ids takes BM25's "
         "collection and the standardisation of its scores from the first stage's leading "
@@ -150,8 +156,10 @@ class SearchSettings(_Section):
 
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
-        anchor_leaves, link_weight, leader_weight, fetch_named, mention_weight)."""
+        entity_ranking, anchor_leaves, link_weight, leader_weight, fetch_named,
+        mention_weight)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
+                "entity_ranking": self.entity_ranking,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
                 "leader_weight": self.leader_weight, "fetch_named": self.fetch_named,
                 "mention_weight": self.mention_weight}

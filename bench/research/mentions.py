@@ -32,13 +32,12 @@ GRID = (0.0, 0.5, 1.0, 2.0, 3.0)
 WIDER = (3.0, 4.0, 6.0, 10.0)
 
 
-def open_fetch(name: str, split: str, settings, encoder, entities: bool = False,
-               entity_documents: int = 0) -> N.Fetch:
+def open_fetch(name: str, split: str, settings, encoder, entities: bool = False
+               ) -> N.Fetch:
     """The pool's split with the first stage's documents chosen (ENTITIES: rule 25's
-    third ranking; ENTITY_DOCUMENTS: rule 26's M)."""
+    third ranking). Rule 26's run (`--entity-docs`) is in commit b1100b4."""
     r, queries, qvecs = H.open_pool(name, split, settings, encoder)
     r.first.entities = entities
-    r.first.entity_documents = entity_documents
     p = H.Pool(f"{name}-{split}", r, queries, qvecs)
     return N.Fetch(p, T.Links(H.pool_files(name, split)[0]))
 
@@ -95,48 +94,18 @@ def compare(names: list[str], split: str, mu: float, settings, encoder,
               f"{len(f.p.queries)}", flush=True)
 
 
-ENTITY_DOCS = (0, 1, 2)
-
-
-def entity_docs(names: list[str], settings, encoder) -> None:
-    """Rule 26: M fitted on train (both rules 23 and 25 on), then against M 0 on dev."""
-    trials = []
-    for m in ENTITY_DOCS:
-        ies = [H.per_query(wide(open_fetch(n, "train", settings, encoder, True, m), 3.0))
-               for n in names]
-        trials.append((m, ies))
-        print(f"  train M {m}: " + " / ".join(f"{100 * x.mean():5.2f}" for x in ies),
-              flush=True)
-    m = H.one_se_choice(trials, lambda m: m, "entity documents fit")
-    for name in names:
-        ref_f = open_fetch(name, "dev", settings, encoder, True, 0)
-        new_f = open_fetch(name, "dev", settings, encoder, True, m)
-        within = ref_f.run("within", 0)
-        ref, new = wide(ref_f, 3.0), wide(new_f, 3.0)
-        print(f"{name} dev: within IE {100 * within['avg']['ie']:.2f}; today "
-              f"{100 * ref['avg']['ie']:.2f} ({ref['avg']['ie'] / within['avg']['ie']:.3f}x)"
-              f" char-IE {100 * ref['avg']['char_ie']:.2f}; M {m}: "
-              f"{H.against(new, ref, within)}; queries changed {T.changed(new, ref)} of "
-              f"{len(ref_f.p.queries)}", flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pools", nargs="+", default=POOLS)
     ap.add_argument("--fit", action="store_true", help="fit MU on train, then dev")
     ap.add_argument("--mu", type=float, help="compare this MU with today's on dev")
     ap.add_argument("--splits", nargs="+", default=["dev"])
-    ap.add_argument("--entity-docs", action="store_true",
-                    help="rule 26: M fitted on train, then dev")
     ap.add_argument("--entities", action="store_true",
                     help="rule 25: the entities' ranking in the first stage, train and dev")
     ap.add_argument("--wider", action="store_true",
                     help="rule 24: fit over WIDER, against today's mu 3")
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
-    if args.entity_docs:
-        entity_docs(args.pools, settings, encoder)
-        return 0
     if args.entities:
         entities_compare(args.pools, ["train", "dev"], settings, encoder)
         return 0

@@ -124,9 +124,6 @@ class FirstStage:
         # A third ranking of the hybrid stage: the full-text index's for the question's
         # entities alone (docs/results.md, rule 25).
         self.entities = entities
-        # At most this many of the entities' ranking's first documents are searched even
-        # when the fusion leaves them out (rule 26).
-        self.entity_documents = 0
 
     def _count(self, nodes: Any) -> int:
         """Rows of the `nodes` table at its version (counted once per version)."""
@@ -239,25 +236,22 @@ class FirstStage:
         hybrid = query is not None and self.kind == "hybrid"
         names = question_entities(query) if hybrid and self.entities else []
         while True:
-            chosen, units, named = [], 0, []
+            chosen, units = [], 0
             ranked = self.ranked_by_vector(qvec, limit)
             if hybrid:
                 rankings = [ranked, self.ranked_by_text(query, limit)]
                 if names:
-                    named = self.ranked_by_text(" ".join(names), limit)
-                    rankings.append(named)
+                    rankings.append(self.ranked_by_text(" ".join(names), limit))
                 ranked = fuse_rankings(rankings)
             if allowed is not None:
                 ranked = [d for d in ranked if d in allowed]
-                named = [d for d in named if d in allowed]
             for doc, leaves in zip(ranked, current.leaves_of(ranked).tolist(), strict=True):
                 if len(chosen) >= self.n_docs and units >= k:
                     break
                 chosen.append(doc)
                 units += leaves
             if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
-                top = named[: min(self.entity_documents, len(names))]
-                return chosen + [d for d in top if d not in chosen]
+                return chosen
             limit = min(4 * limit, current.rows)  # widen: rank more nodes
 
     def prefetch(self, qvecs: np.ndarray, limit: int) -> None:

@@ -87,6 +87,7 @@ class Retriever:
         overrides: Mapping[str, Any] | None = None,
         n_docs: int = 8,
         first_stage: str = "hybrid",
+        entity_ranking: bool = True,
         anchor_leaves: int = ANCHOR_LEAVES,
         link_weight: float = LINK_WEIGHT,
         leader_weight: float = LEADER_WEIGHT,
@@ -101,6 +102,8 @@ class Retriever:
         `SearchParams` field) replace the database's defaults (`_resolve`). FIRST_STAGE:
         how a query without doc_ids picks its documents (`choose_documents`): "hybrid"
         (nearest nodes and the full-text index's best leaves, fused) or "vector".
+        ENTITY_RANKING: the hybrid first stage fuses a third ranking, the full-text
+        index's for the question's entities alone, when it has any (rule 25).
         ANCHOR_LEAVES: a query without doc_ids takes BM25's collection and the z-scores
         of its rank scores from the first stage's leading documents until they hold this
         many leaves (`node_scores.anchor_documents`; 0: from every searched document).
@@ -120,6 +123,8 @@ class Retriever:
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
+        if not isinstance(entity_ranking, bool):
+            raise QueryError(f"entity_ranking must be true or false; got {entity_ranking!r}")
         given = {"threshold": threshold, "lexical_weight": lexical_weight}
         self._overrides = SearchParams.overrides({
             "beam_width": beam_width, "margin": margin, **(overrides or {}),
@@ -145,7 +150,8 @@ class Retriever:
         # The documents of a query without doc_ids; vectors from memory while `nodes`
         # has at most `memory_rows` rows (about 1.5 KB each), LanceDB beyond.
         self.first = FirstStage(self.store, self.view.current, n_docs=n_docs,
-                                kind=first_stage, memory_rows=memory_rows)
+                                kind=first_stage, memory_rows=memory_rows,
+                                entities=entity_ranking)
         self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
         self.searching = SearchedDocuments(
@@ -278,6 +284,11 @@ class Retriever:
     @property
     def first_stage(self) -> str:
         return self.first.kind
+
+    @property
+    def entity_ranking(self) -> bool:
+        """Whether the hybrid first stage also ranks by the question's entities."""
+        return self.first.entities
 
     @property
     def memory_rows(self) -> int:

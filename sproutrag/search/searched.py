@@ -34,6 +34,7 @@ from sproutrag.search.links import (
     Links,
     best_leaf,
 )
+from sproutrag.search.mentions import question_entities
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     NodeScores,
@@ -115,7 +116,7 @@ class SearchedDocuments:
         loaded, texts_read = self.documents.read(
             docs, texts=texts, terms=params.lexical_weight > 0,
             names=ranked and self.link_weight > 0,
-            lowered=ranked and self.mention_weight > 0)
+            lowered=ranked and self.mention_weight > 0 and bool(question_entities(query)))
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)

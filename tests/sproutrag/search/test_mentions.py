@@ -106,3 +106,63 @@ def test_the_retriever_and_the_settings_check_mention_weight(tmp_path):
     assert SearchSettings().retriever_options()["mention_weight"] == 3.0
     with pytest.raises(ValidationError, match="mention_weight"):
         SearchSettings(mention_weight=-1)
+
+
+def test_the_first_stage_ranks_documents_by_the_question_s_entities_too(tmp_path):
+    """Quokka Holdings' agreement is the words' best document but the vectors' last; four
+    look-alikes rank well in both, so the two rankings fused leave it out. The entities'
+    own full-text ranking (rule 25) is fused as a third and brings it in."""
+    from sproutrag.search.first_stage import fuse_rankings
+    from sproutrag.search.retriever import QueryError, Retriever
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+
+    rng = np.random.default_rng(7)
+    docs = [line_document("named", ["Supply terms of Quokka Holdings.", "Goods ship on request."],
+                          leaf_vectors(rng, 0.1, 2, TOY_DIM)),
+            line_document("near", ["Shipping notes.", "Crates and pallets."],
+                          leaf_vectors(rng, 0.9, 2, TOY_DIM))]
+    docs += [line_document(f"w{i}", [f"Payment is due under the agreement with Holdings {i}.",
+                                     "When payment is due, the agreement says so."],
+                           leaf_vectors(rng, 0.5, 2, TOY_DIM)) for i in range(4)]
+    db, encoder = line_pool(tmp_path / "db", docs, rng=rng)
+    query = "When is payment due under the agreement with Quokka Holdings?"
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    chosen = {}
+    for entities in (False, True):
+        r = Retriever(db, encoder=encoder, n_docs=2, entity_ranking=entities)
+        assert r.store.ensure_text_index() or r.has_text_index()
+        assert r.entity_ranking is entities
+        with r.view.one_view():
+            first = r.first
+            rankings = [first.ranked_by_vector(qvec, 100), first.ranked_by_text(query, 100)]
+            if entities:
+                rankings.append(first.ranked_by_text("quokka holdings", 100))
+            chosen[entities] = r.choose_documents(qvec, None, k=1, query=query)
+            assert chosen[entities] == fuse_rankings(rankings)[:2]
+            # a question without entities is ranked as before
+            plain = "when is payment due under the agreement?"
+            assert r.choose_documents(qvec, None, k=1, query=plain) == fuse_rankings(
+                [first.ranked_by_vector(qvec, 100), first.ranked_by_text(plain, 100)])[:2]
+    assert "named" not in chosen[False] and chosen[True][0] == "named"
+    with pytest.raises(QueryError, match="entity_ranking"):
+        Retriever(db, encoder=encoder, entity_ranking="yes")
+
+
+def test_lower_cased_texts_are_read_once_and_only_for_questions_with_entities(tmp_path):
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _pool(tmp_path, np.random.default_rng(5))
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5)
+
+    def lowered_cached() -> set[str]:
+        return {key[1] for key in r.documents.cache.keys() if key[0] == "lower"}
+
+    r.search_vector("when is payment due?", qvec, k=3)  # no entity: nothing lower-cased
+    assert lowered_cached() == set()
+    r.search_vector("When is payment due to Acme Holdings?", qvec, k=3)
+    assert lowered_cached() == {"acme", "zenith", "other0", "other1", "other2"}
+    tree = r.documents.tree_ids(["acme"])["acme"]
+    assert r.documents.lowered("acme", tree) == (
+        "supply agreement with acme holdings.\npayment is due in thirty days.\n"
+        "either party may end it on notice.\nnotices are given in writing.")
