@@ -35,7 +35,8 @@ _GAP = re.compile(r"\s+")
 #: The shortest entity ("IBM", "Eli"): shorter ones ("3M", "GE") name too much by chance.
 MIN_ENTITY_CHARS = 3
 _POSSESSIVE = re.compile(r"['’]s$")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s*)$")
+#: What ends a sentence: a capitalised word after it (or first) opens the next.
+_SENTENCE_END = ".!?:;"
 
 
 def question_entities(query: str) -> list[str]:
@@ -48,14 +49,16 @@ def question_entities(query: str) -> list[str]:
     end = 0
     for m in _TOKEN.finditer(query):
         word, gap = m.group(), query[end:m.start()]
+        before = gap.rstrip() or (query[end - 1] if end else "")
         end = m.end()
         joined = not gap or _GAP.fullmatch(gap) is not None
+        opens = not before or before[-1] in _SENTENCE_END
         if word[0].isupper() or (word[0].isdigit() and any(c.isupper() for c in word)):
             if current and joined:
                 current.append(word)
             else:
                 current = [word]
-                runs.append((_SENTENCE_START.search(query[:m.start()]) is not None, current))
+                runs.append((opens, current))
         elif current and joined and word.lower() in _JOINERS:
             current.append(word)
         else:
