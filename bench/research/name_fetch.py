@@ -80,11 +80,11 @@ class Fetch:
         """Rule 23: the DOCS that are the only one of them to write an entity of QUERY."""
         from sproutrag.search.mentions import mentioned_documents, question_entities
 
-        lowered = self.__dict__.setdefault("_lowered", {})
+        texts = self.__dict__.setdefault("_word_texts", {})
         for d in docs:
-            if d not in lowered:
-                lowered[d] = self.links.texts[d].lower()
-        return mentioned_documents(question_entities(query), {d: lowered[d] for d in docs})
+            if d not in texts:
+                texts[d] = T.words(self.links.texts[d])
+        return mentioned_documents(question_entities(query), {d: texts[d] for d in docs})
 
     def named_in(self, text: str) -> list[str]:
         return list(dict.fromkeys(self.by_name[g] for g in phrases(text) if g in self.by_name))

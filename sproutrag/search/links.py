@@ -88,9 +88,9 @@ class Links:
     leaf's text on demand (UNIT_TEXT(doc_id, leaf): only the best leaf is asked), the
     QUERY, the WEIGHT its linked documents gain and the points the leading document gains
     when it links to any (LEAD); MENTION: the points a searched document gains when it is
-    the only one whose text (LOWERED(doc_id): lower-cased, asked only when the question
-    has entities) writes an entity of the question (`sproutrag.search.mentions`; rule
-    23)."""
+    the only one whose text (WORD_TEXT(doc_id): its words, `sproutrag.names.words`, asked
+    only when the question has entities) writes an entity of the question
+    (`sproutrag.search.mentions`; rule 23)."""
 
     names: Mapping[str, str | None]
     unit_text: Callable[[str, int], str]
@@ -98,7 +98,7 @@ class Links:
     weight: float = LINK_WEIGHT
     lead: float = LEADER_WEIGHT
     mention: float = 0.0
-    lowered: Callable[[str], str] | None = None
+    word_text: Callable[[str], str] | None = None
 
     def boosts(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
         """doc_id -> the points its nodes gain, given each searched document's leaves'
@@ -107,11 +107,11 @@ class Links:
         mention's. Empty when nothing links or is mentioned (no text is read for links
         when the weight is 0 or no searched document has a name)."""
         out = self._linked(leaf_ranks)
-        if self.mention > 0 and self.lowered is not None and leaf_ranks:
+        if self.mention > 0 and self.word_text is not None and leaf_ranks:
             entities = question_entities(self.query)
             if entities:
-                lowered = {d: self.lowered(d) for d in leaf_ranks}
-                for d in mentioned_documents(entities, lowered):
+                texts = {d: self.word_text(d) for d in leaf_ranks}
+                for d in mentioned_documents(entities, texts):
                     out[d] = max(out.get(d, 0.0), self.mention)
         return out
 

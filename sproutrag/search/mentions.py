@@ -13,7 +13,7 @@ between them; "3M" counts as capitalised), stopwords trimmed from their ends, as
 normalises them; a single capitalised word that opens a sentence is no entity ("Under",
 "Some").
 A searched document is mentioned when it is the only searched document whose text
-writes one of them (`written_in`): an entity two searched documents write ("Receiving
+writes one of them (as whole words): an entity two searched documents write ("Receiving
 Party", "Agreement") names neither.
 
 Pure functions over strings (no model, no database).
@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from sproutrag.names import written_in
 from sproutrag.stopwords import STOPWORDS
 
 #: Lower-case words that may join two capitalised words of one name.
@@ -80,12 +79,14 @@ def question_entities(query: str) -> list[str]:
     return list(out)
 
 
-def mentioned_documents(entities: list[str], lowered: Mapping[str, str]) -> list[str]:
-    """The documents of LOWERED (doc_id -> its lower-cased text) that are the only one to
-    write one of ENTITIES (`question_entities`), in the order of the entities."""
+def mentioned_documents(entities: list[str], word_texts: Mapping[str, str]) -> list[str]:
+    """The documents of WORD_TEXTS (doc_id -> its text as `sproutrag.names.words` gives
+    it) that are the only one to write one of ENTITIES (`question_entities`: words joined
+    by one space) as whole words, in the order of the entities."""
     out: dict[str, None] = {}
     for entity in entities:
-        holders = [d for d, text in lowered.items() if written_in(entity, text)]
+        phrase = f" {entity} "
+        holders = [d for d, text in word_texts.items() if phrase in text]
         if len(holders) == 1:
             out.setdefault(holders[0])
     return list(out)

@@ -116,7 +116,7 @@ class SearchedDocuments:
         loaded, texts_read = self.documents.read(
             docs, texts=texts, terms=params.lexical_weight > 0,
             names=ranked and self.link_weight > 0,
-            lowered=ranked and self.mention_weight > 0 and bool(question_entities(query)))
+            word_texts=ranked and self.mention_weight > 0 and bool(question_entities(query)))
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
@@ -129,7 +129,7 @@ class SearchedDocuments:
         """The names and entities a query follows when LOADED (doc_id -> (tree id, tree))
         are the first stage's RANKED choice and the link or mention weight is not 0; else
         None. The best leaf's text (where names are looked for) is in memory, the
-        documents' lower-cased texts (where entities are) cached. A document replaced
+        documents' word texts (where entities are) cached. A document replaced
         meanwhile has no name for this query and mentions nothing, nor has one a name that
         another document of the corpus also has (a generic heading; `documents.name_key`,
         docs/results.md, rule 15)."""
@@ -144,14 +144,14 @@ class SearchedDocuments:
                     names[d] = None
             names = self.current().names.unique(names)
 
-        def lowered(d: str) -> str:
+        def word_text(d: str) -> str:
             try:
-                return self.documents.lowered(d, loaded[d][0])
+                return self.documents.word_text(d, loaded[d][0])
             except KeyError:
                 return ""
 
         return Links(names, lambda d, u: loaded[d][1].texts[u], query, self.link_weight,
-                     self.leader_weight, self.mention_weight, lowered)
+                     self.leader_weight, self.mention_weight, word_text)
 
     def anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
                ranked: bool) -> list[str] | None:

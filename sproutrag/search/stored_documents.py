@@ -1,5 +1,5 @@
 """What a search reads of its documents, cached: current trees, their leaves' term
-counts, texts (as stored and lower-cased) and names, in one LRU bounded by bytes and
+counts, texts (as stored and as their words) and names, in one LRU bounded by bytes and
 keyed by (kind, doc_id, tree_id), so a re-indexed document (a new tree id) is never
 answered from an old entry.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sproutrag.names import document_name
+from sproutrag.names import document_name, words
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.view import TablesView
@@ -51,12 +51,12 @@ class StoredDocuments:
         return self.read(docs)[0]
 
     def read(self, docs: Sequence[str], *, texts: bool = False, terms: bool = False,
-             names: bool = False, lowered: bool = False
+             names: bool = False, word_texts: bool = False
              ) -> tuple[dict[str, tuple[str, StoredTree]], dict[str, str]]:
         """(doc_id -> (tree_id, current tree), doc_id -> text) of DOCS; the texts only
         with TEXTS (a context cuts its spans from them), else {}. TERMS, NAMES and
-        LOWERED: the term counts, names and lower-cased texts are cached too, from the
-        same read of the texts (`prefetch`).
+        WORD_TEXTS: the term counts, names and word texts (`word_text`) are cached too,
+        from the same read of the texts (`prefetch`).
 
         A tree or text an index run replaced (and removed) since `documents` was read is
         read again from the new `documents` version, up to `LOAD_ATTEMPTS` times (a run
@@ -74,10 +74,11 @@ class StoredDocuments:
                 for d, t in ids.items():
                     if d not in loaded:
                         loaded[d] = (t, self.tree(d, t))
-                if texts or terms or names or lowered:
+                if texts or terms or names or word_texts:
                     text_of.update(self.prefetch({d: v for d, v in loaded.items()
                                                   if d not in text_of}, terms=terms,
-                                                 names=names, texts=texts, lowered=lowered))
+                                                 names=names, texts=texts,
+                                                 word_texts=word_texts))
                 gone = [d for d in loaded if d not in text_of] if texts else []
                 if gone:  # replaced after its tree was read: its text is no longer stored
                     for d in gone:
@@ -117,18 +118,20 @@ class StoredDocuments:
             self.cache.put(key, found, 2 * len(found) + 64)
         return found
 
-    def lowered(self, doc_id: str, tree_id: str) -> str:
-        """DOC_ID's title and text lower-cased (where a question's entities are looked
-        for, `sproutrag.search.mentions`), cached; KeyError as `text`."""
-        found = self.cache.get(("lower", doc_id, tree_id))
+    def word_text(self, doc_id: str, tree_id: str) -> str:
+        """DOC_ID's title and text as their lower-cased words joined by one space, a space
+        at each end (`sproutrag.names.words`: where a question's entities are looked for,
+        `sproutrag.search.mentions`), cached; KeyError as `text`."""
+        found = self.cache.get(("words", doc_id, tree_id))
         if found is None:
-            found = self._put_lowered(doc_id, tree_id,
-                                      *self.store.document_text_and_title(doc_id, tree_id))
+            found = self._put_word_text(doc_id, tree_id,
+                                        *self.store.document_text_and_title(doc_id, tree_id))
         return found
 
-    def _put_lowered(self, doc_id: str, tree_id: str, text: str, title: str | None) -> str:
-        found = f"{title}\n{text}".lower() if title else text.lower()
-        self.cache.put(("lower", doc_id, tree_id), found, 2 * len(found) + 64)
+    def _put_word_text(self, doc_id: str, tree_id: str, text: str, title: str | None
+                       ) -> str:
+        found = words(f"{title}\n{text}" if title else text)
+        self.cache.put(("words", doc_id, tree_id), found, 2 * len(found) + 64)
         return found
 
     def name(self, doc_id: str, tree_id: str) -> str | None:
@@ -147,9 +150,10 @@ class StoredDocuments:
         return found
 
     def prefetch(self, loaded: Mapping[str, tuple[str, StoredTree]], *, terms: bool,
-                 names: bool, texts: bool = False, lowered: bool = False) -> dict[str, str]:
-        """Term counts (TERMS), names (NAMES), texts (TEXTS) and lower-cased texts
-        (LOWERED) of the LOADED documents
+                 names: bool, texts: bool = False, word_texts: bool = False
+                 ) -> dict[str, str]:
+        """Term counts (TERMS), names (NAMES), texts (TEXTS) and word texts (WORD_TEXTS)
+        of the LOADED documents
         not cached yet, from one read of their texts: a query over documents it has not
         seen pays one read, not one per document (`Store.document_texts`). Returns the
         texts of LOADED with TEXTS (cached or read; a document replaced meanwhile is
@@ -164,7 +168,7 @@ class StoredDocuments:
         want = {d: t for d, (t, _) in loaded.items()
                 if (terms and ("terms", d, t) not in cache)
                 or (names and ("name", d, t) not in cache)
-                or (lowered and ("lower", d, t) not in cache)
+                or (word_texts and ("words", d, t) not in cache)
                 or (texts and d not in out)}
         if not want:
             return out
@@ -179,8 +183,8 @@ class StoredDocuments:
                 cache.put(("terms", d, t), found, leaf_terms_nbytes(found))
             if names and ("name", d, t) not in cache:
                 self._put_name(d, t, text, title)
-            if lowered and ("lower", d, t) not in cache:
-                self._put_lowered(d, t, text, title)
+            if word_texts and ("words", d, t) not in cache:
+                self._put_word_text(d, t, text, title)
         return out
 
 

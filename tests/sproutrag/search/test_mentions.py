@@ -28,9 +28,12 @@ def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, ent
 
 
 def test_a_document_is_mentioned_when_it_alone_writes_an_entity():
-    texts = {"a": "this agreement is made with canadian pacific railway company.",
-             "b": "the receiving party and the disclosing party agree.",
-             "c": "the receiving party shall return it. acme-holdings ltd"}
+    from sproutrag.names import words
+
+    texts = {d: words(t) for d, t in {
+        "a": "This Agreement is made with Canadian Pacific Railway Company.",
+        "b": "The Receiving Party and the Disclosing Party agree.",
+        "c": "The Receiving Party shall return it. Acme-Holdings Ltd"}.items()}
     assert mentioned_documents(["canadian pacific railway"], texts) == ["a"]
     assert mentioned_documents(["receiving party"], texts) == []  # two write it
     # whole words, whatever separates them; each document once, in the entities' order
@@ -148,21 +151,21 @@ def test_the_first_stage_ranks_documents_by_the_question_s_entities_too(tmp_path
         Retriever(db, encoder=encoder, entity_ranking="yes")
 
 
-def test_lower_cased_texts_are_read_once_and_only_for_questions_with_entities(tmp_path):
+def test_word_texts_are_read_once_and_only_for_questions_with_entities(tmp_path):
     from sproutrag.search.retriever import Retriever
 
     db, encoder = _pool(tmp_path, np.random.default_rng(5))
     qvec = np.eye(encoder.dim, dtype=np.float32)[0]
     r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5)
 
-    def lowered_cached() -> set[str]:
-        return {key[1] for key in r.documents.cache.keys() if key[0] == "lower"}
+    def word_texts_cached() -> set[str]:
+        return {key[1] for key in r.documents.cache.keys() if key[0] == "words"}
 
-    r.search_vector("when is payment due?", qvec, k=3)  # no entity: nothing lower-cased
-    assert lowered_cached() == set()
+    r.search_vector("when is payment due?", qvec, k=3)  # no entity: no word texts
+    assert word_texts_cached() == set()
     r.search_vector("When is payment due to Acme Holdings?", qvec, k=3)
-    assert lowered_cached() == {"acme", "zenith", "other0", "other1", "other2"}
+    assert word_texts_cached() == {"acme", "zenith", "other0", "other1", "other2"}
     tree = r.documents.tree_ids(["acme"])["acme"]
-    assert r.documents.lowered("acme", tree) == (
-        "supply agreement with acme holdings.\npayment is due in thirty days.\n"
-        "either party may end it on notice.\nnotices are given in writing.")
+    assert r.documents.word_text("acme", tree) == (
+        " supply agreement with acme holdings payment is due in thirty days either party"
+        " may end it on notice notices are given in writing ")
