@@ -7,7 +7,8 @@
 On each dev pool of `hierarchy.py`, corpus-wide (no doc_ids): the shipped tree mode
 (anchored statistics, `anchored_stats.py`, M 32; names followed, `title_links.py`, and
 fetched, `name_fetch.py`: fetch 1, link weight 3, leader bonus 2, corpus-unique names,
-links from the best unit: rule 18),
+links from the best unit: rule 18; mentions, rule 23; the entities' first-stage
+ranking, rule 25: the Retriever's default),
 tree mode with the anchored statistics alone, tree and leaves before both, and
 LanceDB's BM25 and hybrid search (`sproutrag.learn.anchors`, the evaluation's yardstick)
 over the pool's plain two-sentence chunks with no document filter; paired per query.
@@ -35,17 +36,18 @@ import title_links as T  # noqa: E402
 from sproutrag.learn.anchors import ANCHORS, AnchorTable  # noqa: E402
 from sproutrag.learn.datasets import read_jsonl  # noqa: E402
 from sproutrag.learn.evaluation import result_row  # noqa: E402
+from sproutrag.search.links import MENTION_WEIGHT  # noqa: E402
 from sproutrag.search.node_scores import ANCHOR_LEAVES  # noqa: E402
 
 
-def budgets_main(budgets: list[int]) -> int:
+def budgets_main(budgets: list[int], pools: list[str]) -> int:
     """Contexts under BUDGETS: the shipped context within and corpus-wide, LanceDB's
     corpus-wide, paired per query."""
     from sproutrag.learn.budgets import anchor_budget_rows, retriever_budget_rows
     from sproutrag.learn.metrics import paired_difference
 
     settings, encoder = H.default_encoder()
-    for name in H.POOLS:
+    for name in pools:
         r, queries, qvecs = H.open_pool(name, "dev", settings, encoder)
         docs = read_jsonl(H.pool_files(name, "dev")[0])
         within, shipped = retriever_budget_rows(r, queries, budgets, name, corpus_wide=True)
@@ -69,16 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budgets", type=int, nargs="+",
                     help="contexts under these character budgets instead of k units")
+    ap.add_argument("--pools", nargs="+", default=H.POOLS)
     args = ap.parse_args(argv)
     if args.budgets:
-        return budgets_main(args.budgets)
+        return budgets_main(args.budgets, args.pools)
     settings, encoder = H.default_encoder()
-    for name in H.POOLS:
+    for name in args.pools:
         p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
         docs = read_jsonl(H.pool_files(name, "dev")[0])
         within = A.tree_row(p, "within", math.inf)
-        shipped = F.Fetch(p, T.Links(H.pool_files(name, "dev")[0])).run("wide", 1,
-                                                                       unit_links=True)
+        shipped = F.Fetch(p, T.Links(H.pool_files(name, "dev")[0])).run(
+            "wide", 1, unit_links=True, mention=MENTION_WEIGHT)
         rows = {f"tree anchor {ANCHOR_LEAVES} alone": A.tree_row(p, "wide", ANCHOR_LEAVES),
                 "tree before": A.tree_row(p, "wide", math.inf),
                 "leaves before": p.row("", p.runs("leaves", "wide", p.base))}

@@ -21,6 +21,7 @@ Pure functions over strings (no model, no database).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -42,7 +43,13 @@ def question_entities(query: str) -> list[str]:
     """The runs of capitalised words of QUERY (joined by `_JOINERS`; not one word opening a
     sentence), lower-cased, their words joined by one space, stopwords trimmed from both
     ends, each once, in order; only those of 3 characters or more, not only stopwords
-    and digits."""
+    and digits. Computed once per question (the first stage, the read and the boosts of
+    one search ask for them)."""
+    return list(_entities(query))
+
+
+@functools.lru_cache(maxsize=1024)
+def _entities(query: str) -> tuple[str, ...]:
     runs: list[tuple[bool, list[str]]] = []
     current: list[str] = []
     end = 0
@@ -76,7 +83,7 @@ def question_entities(query: str) -> list[str]:
         name = " ".join(ws)
         if len(name) >= MIN_ENTITY_CHARS and not all(w in STOPWORDS or w.isdigit() for w in ws):
             out.setdefault(name)
-    return list(out)
+    return tuple(out)
 
 
 def mentioned_documents(entities: list[str], word_texts: Mapping[str, str]) -> list[str]:
