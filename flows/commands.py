@@ -401,7 +401,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
                                                  retriever.link_weight, retriever.fetch_named,
                                                  retriever.leader_weight, mode,
                                                  retriever.mention_weight,
-                                                 retriever.entity_ranking)
+                                                 retriever.entity_ranking,
+                                                 retriever.fetch_mentioned)
             rows.append(row)
     if args.budgets:  # the shipped context through the database, under each budget
         from sproutrag.learn.budgets import retriever_budget_rows

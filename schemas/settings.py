@@ -154,15 +154,25 @@ class SearchSettings(_Section):
         "about (0: off)",
     )
 
+    fetch_mentioned: int = Field(
+        1, ge=0, le=10_000, description="In a query without doc_ids, at most this many "
+        "documents the first stage did not choose are searched too when each is the only "
+        "document of the corpus whose text writes an entity the question names (looked up "
+        "in the full-text index): the named document a question about one of many "
+        "look-alikes asks about, when the question's other words match look-alikes better "
+        "(0: off)",
+    )
+
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
         entity_ranking, anchor_leaves, link_weight, leader_weight, fetch_named,
-        mention_weight)."""
+        mention_weight, fetch_mentioned)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "entity_ranking": self.entity_ranking,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
                 "leader_weight": self.leader_weight, "fetch_named": self.fetch_named,
-                "mention_weight": self.mention_weight}
+                "mention_weight": self.mention_weight,
+                "fetch_mentioned": self.fetch_mentioned}
 
 
 class PipelineSettings(_Section):

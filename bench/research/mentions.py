@@ -3,6 +3,7 @@
     PYTHONPATH=. .venv/bin/python bench/research/mentions.py --fit     # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/mentions.py --mu 2    # dev at one point
     PYTHONPATH=. .venv/bin/python bench/research/mentions.py --fit --wider   # rule 24
+    PYTHONPATH=. .venv/bin/python bench/research/mentions.py --mention-fetch # rule 27
 
 Variant "mention": corpus-wide, after the shipped search's fetch and links (rules 11-18),
 a searched document that is the only searched document whose text writes an entity of
@@ -94,6 +95,43 @@ def compare(names: list[str], split: str, mu: float, settings, encoder,
               f"{len(f.p.queries)}", flush=True)
 
 
+#: Rule 27's grid: documents fetched by the entities they alone write in the whole pool.
+MENTION_FETCH = (0, 1, 2)
+
+
+def mention_fetch_rule(names: list[str], settings, encoder) -> None:
+    """Rule 27: M (`MENTION_FETCH`) fitted on train with the shipped search (rules 23 and
+    25 on), then the fitted M against today's (M 0) on dev, paired, with the gold
+    documents searched."""
+    pools = [open_fetch(n, "train", settings, encoder, entities=True) for n in names]
+    trials = []
+    for m in MENTION_FETCH:
+        ies = [H.per_query(f.run("wide", 1, unit_links=True, mention=3.0, mention_fetch=m))
+               for f in pools]
+        trials.append((m, ies))
+        print(f"  train M {m}: " + " / ".join(f"{100 * x.mean():5.2f}" for x in ies),
+              flush=True)
+    m = H.one_se_choice(trials, lambda m: m, "mention fetch fit")
+    for name in names:
+        f = open_fetch(name, "dev", settings, encoder, entities=True)
+        within = f.run("within", 0)
+        ref = f.run("wide", 1, unit_links=True, mention=3.0)
+        new = f.run("wide", 1, unit_links=True, mention=3.0, mention_fetch=m)
+        gold = []
+        for mf in (0, m):
+            got = 0.0
+            for n, q in enumerate(f.p.queries):
+                docs = f.searched(n, max(H.KS), 1, True, True, mf)[0]
+                got += sum(d in docs for d in q["doc_ids"]) / len(q["doc_ids"])
+            gold.append(got / len(f.p.queries))
+        print(f"{name} dev: within IE {100 * within['avg']['ie']:.2f}; today "
+              f"{100 * ref['avg']['ie']:.2f} ({ref['avg']['ie'] / within['avg']['ie']:.3f}x)"
+              f" char-IE {100 * ref['avg']['char_ie']:.2f}; M {m}: "
+              f"{H.against(new, ref, within)}; gold documents searched {gold[0]:.0%} -> "
+              f"{gold[1]:.0%}; queries changed {T.changed(new, ref)} of "
+              f"{len(f.p.queries)}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pools", nargs="+", default=POOLS)
@@ -104,8 +142,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="rule 25: the entities' ranking in the first stage, train and dev")
     ap.add_argument("--wider", action="store_true",
                     help="rule 24: fit over WIDER, against today's mu 3")
+    ap.add_argument("--mention-fetch", action="store_true",
+                    help="rule 27: documents the entities name in the whole pool, fetched")
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
+    if args.mention_fetch:
+        mention_fetch_rule(args.pools, settings, encoder)
+        return 0
     if args.entities:
         entities_compare(args.pools, ["train", "dev"], settings, encoder)
         return 0

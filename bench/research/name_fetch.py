@@ -103,8 +103,25 @@ class Fetch:
                            query=p.queries[n]["query"], lexical={d: p.terms[d] for d in docs},
                            lexical_weight=p.base.lexical_weight, anchor=anchor)
 
+    def mention_fetched(self, query: str, docs: list[str], limit: int) -> list[str]:
+        """Rule 27: at most LIMIT documents, not of DOCS, each the only document of the
+        whole pool whose text writes an entity of QUERY, in the order of the entities."""
+        from sproutrag.search.mentions import mentioned_documents, question_entities
+
+        if limit <= 0:
+            return []
+        entities = question_entities(query)
+        if not entities:
+            return []
+        texts = self.__dict__.setdefault("_word_texts", {})
+        for d in self.links.texts:
+            if d not in texts:
+                texts[d] = T.words(self.links.texts[d])
+        found = [d for d in mentioned_documents(entities, texts) if d not in docs]
+        return found[:limit]
+
     def searched(self, n: int, k: int, max_fetch: int = 1, corpus_unique: bool = True,
-                 unit_links: bool = True):
+                 unit_links: bool = True, mention_fetch: int = 0):
         """Query N at K corpus-wide, before the links are added: (the documents searched,
         their node scores, d1, the documents d1 links, the fetched ones), with the fetch of
         at most MAX_FETCH documents and the guards of `run` (the defaults: the shipped
@@ -126,6 +143,14 @@ class Fetch:
                     self._load(d)
                 docs = docs + extra
                 base = self._scores(n, docs)
+        if mention_fetch > 0:
+            more = self.mention_fetched(q["query"], docs, mention_fetch)
+            if more:
+                for d in more:
+                    self._load(d)
+                docs = docs + more
+                extra = extra + more
+                base = self._scores(n, docs)
         if unit_links:
             leaves = {d: base[d].rank[: p.trees[d].n] for d in docs if p.trees[d].n}
             s, e = map(int, p.spans[d1][int(np.argmax(leaves[d1]))])
@@ -138,8 +163,8 @@ class Fetch:
 
     def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
             lead: float = LEADER_WEIGHT, corpus_unique: bool = True,
-            pair: str | None = None, unit_links: bool = False, mention: float = 0.0
-            ) -> dict:
+            pair: str | None = None, unit_links: bool = False, mention: float = 0.0,
+            mention_fetch: int = 0) -> dict:
         """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
         only) or without (today's shipped search); GAMMA: the link weight, LEAD: the
         leader's bonus when it links to a searched document; CORPUS_UNIQUE: a name links
@@ -149,7 +174,9 @@ class Fetch:
         "scored" as today or "rescored" over them alone; UNIT_LINKS (rule 18): names
         are looked for in the question and d1's best unit, not d1's whole text; MENTION
         (rule 23): the points of a searched document that is the only one to write an
-        entity of the question (`sproutrag.search.mentions`)."""
+        entity of the question (`sproutrag.search.mentions`); MENTION_FETCH (rule 27): at
+        most this many documents the only one of the whole pool to write an entity of the
+        question, appended after the fetch."""
         from sproutrag.search.tree_search import search_trees
 
         p = self.p
@@ -160,7 +187,7 @@ class Fetch:
                 base = self._scores(n, docs) if scope == "wide" else p._scores[scope, n, k]
                 if scope == "wide":
                     docs, base, d1, linked, _ = self.searched(n, k, max_fetch, corpus_unique,
-                                                              unit_links)
+                                                              unit_links, mention_fetch)
                     add = {d: gamma for d in linked}
                     if linked and lead:
                         add[d1] = lead

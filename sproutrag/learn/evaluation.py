@@ -226,7 +226,8 @@ def corpus_wide_loss(
     """Where corpus-wide search loses against search within each query's documents
     (`sproutrag evaluate --corpus-wide`): the share of gold documents the first stage
     chose (`Retriever.choose_documents`, at the largest k) and the share searched once
-    the documents named by the best unit are added (`Retriever.searched_documents`),
+    the documents named by the best unit or by the question's entities are added
+    (`Retriever.searched_documents`),
     the share of queries with every gold document chosen, the share of the units at the
     largest k that come from documents without gold, and the ratios of unit IE and
     char-IE (corpus-wide / within) of the result rows WITHIN and CORPUS."""
@@ -255,15 +256,16 @@ def corpus_wide_loss(
 def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
                   link_weight: float, fetch_named: int = 0, leader_weight: float = 0.0,
                   mode: str = "tree", mention_weight: float = 0.0,
-                  entity_ranking: bool = False) -> str:
+                  entity_ranking: bool = False, fetch_mentioned: int = 0) -> str:
     """`corpus_wide_loss` as the note of a report row of MODE (flat mode searches every
     leaf: no document is fetched for it)."""
     searched = ("" if mode == "flat" else
                 f", {loss['gold_docs_searched']:.0%} searched with the documents fetched by "
-                "name")
+                "name or mention")
     return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}, link_weight "
             f"{link_weight:g}, leader_weight {leader_weight:g}, fetch_named {fetch_named}, "
-            f"mention_weight {mention_weight:g}, entity_ranking "
+            f"mention_weight {mention_weight:g}, fetch_mentioned {fetch_mentioned}, "
+            "entity_ranking "
             f"{'on' if entity_ranking else 'off'}) "
             "chose "
             f"{loss['gold_docs_chosen']:.0%} of the gold "

@@ -45,6 +45,9 @@ MIN_PROBES = 50
 REFINE_FACTOR = 2
 UNRECORDED_PROBES = 32
 
+#: The full-text hits `FirstStage.writing` reads to tell which documents write a name.
+WRITING_HITS = 64
+
 #: The columns of each row `FirstStage.nearest_nodes` returns unless told otherwise.
 NODE_COLUMNS = ("doc_id", "tree_id", "idx", "start", "end", "text", "_distance")
 
@@ -351,6 +354,38 @@ class FirstStage:
         docs = found["doc_id"].to_pylist()
         now = self.current().is_current(docs, found["tree_id"].to_pylist())
         return list(dict.fromkeys(d for d, ok in zip(docs, now.tolist(), strict=True) if ok))
+
+    def writing(self, entity: str, limit: int = WRITING_HITS) -> list[str]:
+        """The current documents whose leaves write ENTITY (words joined by one space, as
+        `sproutrag.names.words` normalises a text) as whole words, among the LIMIT best
+        leaves of the full-text index that hold every word of it; [] without the index
+        (or when it cannot be read). One document alone writing a rare name takes all the
+        hits; a name many documents write (a generic heading) gives many
+        (docs/results.md, rule 27)."""
+        from lancedb.query import FullTextOperator, MatchQuery
+
+        from sproutrag.names import words
+
+        if not entity or not self.has_text_index():
+            return []
+        nodes = self.store.table("nodes")
+        try:
+            found = (nodes.search(MatchQuery(entity, "text", operator=FullTextOperator.AND),
+                                  query_type="fts")
+                     .select(["doc_id", "tree_id", "text", "_score"])
+                     .limit(limit + self.stale_rows(nodes)).to_arrow())
+        except (RuntimeError, OSError, ValueError) as exc:
+            if not index_damaged(exc):
+                raise
+            warn_once("text", f"the full-text index of nodes cannot be read "
+                      f"({short_error(exc)}): corpus-wide queries rank documents by their "
+                      "vectors alone until an index run builds it again")
+            return []
+        docs, phrase = found["doc_id"].to_pylist(), f" {entity} "
+        now = self.current().is_current(docs, found["tree_id"].to_pylist())
+        return list(dict.fromkeys(
+            d for d, text, ok in zip(docs, found["text"].to_pylist(), now.tolist(), strict=True)
+            if ok and text and phrase in words(text)))
 
     @staticmethod
     def _text_query(nodes: Any, query: str, columns: list[str], limit: int) -> Any:

@@ -57,6 +57,10 @@ FETCH_NAMED = 1
 #: entity the question names (a company, a party, a case): fitted on the four train pools
 #: (0.5, 1, 2, 3 tried; docs/results.md, rule 23).
 MENTION_WEIGHT = 3.0
+#: Documents the first stage did not choose that a corpus-wide query adds when each is the
+#: only document of the corpus whose text writes an entity of the question: fitted on the
+#: four train pools (0, 1, 2 tried; docs/results.md, rule 27).
+FETCH_MENTIONED = 1
 
 
 def linked_documents(names: Mapping[str, str | None], leading: str, leading_text: str,
@@ -138,6 +142,6 @@ class Links:
                 for d, s in scores.items()}
 
 
-__all__ = ["FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT", "MENTION_WEIGHT", "Links", "best_leaf",
-           "document_name", "first_word_key", "is_name", "linked_documents", "name_key",
-           "name_phrases", "words", "written_in"]
+__all__ = ["FETCH_MENTIONED", "FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT", "MENTION_WEIGHT",
+           "Links", "best_leaf", "document_name", "first_word_key", "is_name",
+           "linked_documents", "name_key", "name_phrases", "words", "written_in"]

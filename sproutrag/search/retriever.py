@@ -38,7 +38,13 @@ from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
 from sproutrag.search.flat_search import FlatSearch
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.links import FETCH_NAMED, LEADER_WEIGHT, LINK_WEIGHT, MENTION_WEIGHT
+from sproutrag.search.links import (
+    FETCH_MENTIONED,
+    FETCH_NAMED,
+    LEADER_WEIGHT,
+    LINK_WEIGHT,
+    MENTION_WEIGHT,
+)
 from sproutrag.search.node_scores import ANCHOR_LEAVES
 from sproutrag.search.query_context import check_budget, flat_pieces, scored_pieces
 from sproutrag.search.searched import SearchedDocuments
@@ -93,6 +99,7 @@ class Retriever:
         leader_weight: float = LEADER_WEIGHT,
         fetch_named: int = FETCH_NAMED,
         mention_weight: float = MENTION_WEIGHT,
+        fetch_mentioned: int = FETCH_MENTIONED,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -115,11 +122,14 @@ class Retriever:
         best leaf writes their name (`SearchedDocuments.named_elsewhere`; 0: off).
         MENTION_WEIGHT: in a query without doc_ids, the points every node of a searched
         document gains when it is the only one whose text writes an entity the question
-        names (`sproutrag.search.mentions`; 0: off). The five are checked and kept by
-        `SearchedDocuments` (`self.searching`)."""
+        names (`sproutrag.search.mentions`; 0: off). FETCH_MENTIONED: in a query without
+        doc_ids, at most this many documents the first stage did not choose are searched
+        too when each is the only document of the corpus whose text writes an entity of
+        the question (`SearchedDocuments.mentioned_elsewhere`, with the full-text index;
+        0: off). The six are checked and kept by `SearchedDocuments` (`self.searching`)."""
         # checked before the database is opened and the encoder loaded
         SearchedDocuments.checked(anchor_leaves, link_weight, leader_weight, fetch_named,
-                                  mention_weight)
+                                  mention_weight, fetch_mentioned)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -157,7 +167,8 @@ class Retriever:
         self.searching = SearchedDocuments(
             self.documents, self.view.current, anchor_leaves=anchor_leaves,
             link_weight=link_weight, leader_weight=leader_weight, fetch_named=fetch_named,
-            mention_weight=mention_weight)
+            mention_weight=mention_weight, fetch_mentioned=fetch_mentioned,
+            writing=self.first.writing)
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._resolve()  # refuses a mismatched encoder or weights file now
 
@@ -275,6 +286,7 @@ class Retriever:
     leader_weight = _searching_setting("leader_weight")
     fetch_named = _searching_setting("fetch_named")
     mention_weight = _searching_setting("mention_weight")
+    fetch_mentioned = _searching_setting("fetch_mentioned")
 
     @property
     def n_docs(self) -> int:

@@ -10,7 +10,10 @@ over the whole corpus searches the first stage's ranked choice, and with it:
 - at most FETCH_NAMED documents the first stage missed are searched too when the query
   or its best leaf writes their name (`named_elsewhere`; rule 13);
 - a searched document that is the only one whose text writes an entity of the question
-  gains MENTION_WEIGHT (`sproutrag.search.mentions`; rule 23).
+  gains MENTION_WEIGHT (`sproutrag.search.mentions`; rule 23);
+- at most FETCH_MENTIONED documents the first stage missed are searched too when one is
+  the only document of the corpus whose text writes an entity of the question
+  (`mentioned_elsewhere`; rule 27).
 
 `SearchedDocuments.find` returns all of it as one `Searched`; the Retriever's modes and
 its context score it.
@@ -27,6 +30,7 @@ from sproutrag.params import SearchParams, check_count, check_number
 from sproutrag.search.current import Current
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.links import (
+    FETCH_MENTIONED,
     FETCH_NAMED,
     LEADER_WEIGHT,
     LINK_WEIGHT,
@@ -68,43 +72,52 @@ class Searched(NamedTuple):
 
 class SearchedDocuments:
     """Reads the documents a search looks at from the trees' cache (DOCUMENTS) and the
-    current trees (CURRENT: the view's, read when called). The five weights are
-    attributes: a Retriever's settings, validated here."""
+    current trees (CURRENT: the view's, read when called); WRITING(entity): the documents
+    of the whole corpus whose text writes an entity (`FirstStage.writing`; None: none
+    are fetched by mention). The six weights are attributes: a Retriever's settings,
+    validated here."""
 
     def __init__(self, documents: StoredDocuments, current: Callable[[], Current], *,
                  anchor_leaves: int = ANCHOR_LEAVES, link_weight: float = LINK_WEIGHT,
                  leader_weight: float = LEADER_WEIGHT, fetch_named: int = FETCH_NAMED,
-                 mention_weight: float = MENTION_WEIGHT) -> None:
-        self.documents, self.current = documents, current
+                 mention_weight: float = MENTION_WEIGHT,
+                 fetch_mentioned: int = FETCH_MENTIONED,
+                 writing: Callable[[str], list[str]] | None = None) -> None:
+        self.documents, self.current, self.writing = documents, current, writing
         (self.anchor_leaves, self.link_weight, self.leader_weight, self.fetch_named,
-         self.mention_weight) = self.checked(anchor_leaves, link_weight, leader_weight,
-                                             fetch_named, mention_weight)
+         self.mention_weight, self.fetch_mentioned) = self.checked(
+            anchor_leaves, link_weight, leader_weight, fetch_named, mention_weight,
+            fetch_mentioned)
 
     @staticmethod
     def checked(anchor_leaves: int, link_weight: float, leader_weight: float,
-                fetch_named: int, mention_weight: float = MENTION_WEIGHT
-                ) -> tuple[int, float, float, int, float]:
-        """The five weights, each checked (QueryError naming the first bad one)."""
+                fetch_named: int, mention_weight: float = MENTION_WEIGHT,
+                fetch_mentioned: int = FETCH_MENTIONED
+                ) -> tuple[int, float, float, int, float, int]:
+        """The six weights, each checked (QueryError naming the first bad one)."""
         return (check_count("anchor_leaves", anchor_leaves),
                 check_number("link_weight", link_weight),
                 check_number("leader_weight", leader_weight),
                 check_count("fetch_named", fetch_named),
-                check_number("mention_weight", mention_weight))
+                check_number("mention_weight", mention_weight),
+                check_count("fetch_mentioned", fetch_mentioned))
 
     def find(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
              ranked: bool, allowed: Collection[str] | None = None, *,
              texts: bool = False) -> Searched:
         """DOCS, and when they are the first stage's RANKED choice the documents
-        `named_elsewhere` adds (among ALLOWED), read (TEXTS: their texts too, a
-        context's)."""
+        `named_elsewhere` and `mentioned_elsewhere` add (among ALLOWED), read (TEXTS:
+        their texts too, a context's)."""
         found = self._read(docs, params, query, ranked, texts=texts)
-        if not ranked or self.fetch_named <= 0 or not found.loaded:
+        if not ranked or not found.loaded:
             return found
-        stored = found.stored
-        scores = node_scores({d: st.tree for d, st in stored.items()}, qvec,
-                             query=query, lexical=found.lexical,
-                             lexical_weight=params.lexical_weight, anchor=found.anchor)
-        extra = self.named_elsewhere(query, stored, scores, allowed)
+        stored, scores, extra = found.stored, None, []
+        if self.fetch_named > 0:
+            scores = node_scores({d: st.tree for d, st in stored.items()}, qvec,
+                                 query=query, lexical=found.lexical,
+                                 lexical_weight=params.lexical_weight, anchor=found.anchor)
+            extra = self.named_elsewhere(query, stored, scores, allowed)
+        extra += self.mentioned_elsewhere(query, found.loaded, [*stored, *extra], allowed)
         if not extra:
             return found._replace(scores=scores)
         return self._read([*docs, *extra], params, query, ranked, texts=texts)
@@ -175,6 +188,39 @@ class SearchedDocuments:
         texts = (query, stored[best[0]].texts[best[1]])
         return self.current().names.named_in(texts, self.fetch_named, skip=stored,
                                              allowed=allowed)
+
+    def mentioned_elsewhere(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
+                            skip: Collection[str], allowed: Collection[str] | None
+                            ) -> list[str]:
+        """The documents not in SKIP (the searched ones), each the only document of the
+        corpus whose text writes an entity of the question that no document of LOADED
+        (doc_id -> (tree id, tree), the searched ones) writes (`writing`), among ALLOWED
+        when given; at most `fetch_mentioned`, in the order of the entities
+        (docs/results.md, rule 27). Rule 23 then gives each the mention weight. An entity a
+        searched document writes is not looked up: it names that one, or no one."""
+        if self.fetch_mentioned <= 0 or self.mention_weight <= 0 or self.writing is None:
+            return []
+        entities = question_entities(query)
+        if not entities:
+            return []
+        texts = []
+        for d, (t, _) in loaded.items():
+            try:
+                texts.append(self.documents.word_text(d, t))
+            except KeyError:  # replaced meanwhile: it writes nothing for this query
+                continue
+        out: list[str] = []
+        for entity in entities:
+            phrase = f" {entity} "
+            if any(phrase in text for text in texts):
+                continue
+            holders = self.writing(entity)
+            if (len(holders) == 1 and holders[0] not in skip and holders[0] not in out
+                    and (allowed is None or holders[0] in allowed)):
+                out.append(holders[0])
+                if len(out) == self.fetch_mentioned:
+                    break
+        return out
 
 
 __all__ = ["Searched", "SearchedDocuments"]

@@ -178,7 +178,7 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
         assert 0 <= loss["non_gold_units"] <= 1
         assert loss["ie_ratio"] == pytest.approx(wide["avg"]["ie"] / stored["avg"]["ie"])
         assert "of the gold documents" in wide["notes"]
-        assert ("searched with the documents fetched by name" in wide["notes"]) == (
+        assert ("searched with the documents fetched by name or mention" in wide["notes"]) == (
             mode != "flat")  # flat mode searches every leaf: nothing is fetched
     text = (out / "results.md").read_text()
     assert "Where corpus-wide search loses against within" in text

@@ -169,3 +169,110 @@ def test_word_texts_are_read_once_and_only_for_questions_with_entities(tmp_path)
     assert r.documents.word_text("acme", tree) == (
         " supply agreement with acme holdings payment is due in thirty days either party"
         " may end it on notice notices are given in writing ")
+
+
+def _unchosen_pool(tmp_path, text_index: bool = True):
+    """Acme's agreement writes its party once, in its preamble, and its vectors are far
+    from the question; five look-alikes are near it ("Beta Corp" written by two of them,
+    "Delta Mills" by one). A vector first stage of 2 documents leaves Acme out."""
+    from sproutrag.search.retriever import Retriever
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+
+    rng = np.random.default_rng(11)
+
+    def agreement(doc_id: str, party: str, near: float):
+        lines = [f"Supply agreement with {party}.", "Payment is due in thirty days.",
+                 "Either party may end it on notice."]
+        return line_document(doc_id, lines, leaf_vectors(rng, near, 3, TOY_DIM))
+
+    docs = [agreement("acme", "Acme Holdings", 0.1)]
+    docs += [agreement(f"other{i}", ("Beta Corp", "Beta Corp", "Delta Mills", "Gamma Ltd",
+                                     "Omega Inc")[i], 0.9 - 0.05 * i) for i in range(5)]
+    db, encoder = line_pool(tmp_path / "db", docs, rng=rng)
+    if text_index:
+        assert Retriever(db, encoder=encoder).store.ensure_text_index()
+    return db, encoder
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_the_document_a_question_names_is_fetched_from_the_whole_corpus(tmp_path, mode):
+    """Rule 27: an entity of the question that no searched document writes and one
+    document of the corpus alone writes brings that document in, and rule 23's mention
+    weight puts its units first; an entity two documents write fetches nothing."""
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _unchosen_pool(tmp_path)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    query = "When is payment due under the agreement with Acme Holdings?"
+    found = {}
+    for fetch in (0, 1):
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2,
+                      fetch_mentioned=fetch)
+        assert "acme" not in r.choose_documents(qvec, None, k=3)
+        found[fetch] = [h.doc_id for h in r.search_vector(query, qvec, k=3, mode=mode)]
+    assert "acme" not in found[0]
+    assert set(found[1]) == {"acme"}
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
+    assert r.fetch_mentioned == 1  # the default (rule 27)
+    with r.view.one_view():
+        assert r.first.writing("acme holdings") == ["acme"]
+        assert sorted(r.first.writing("beta corp")) == ["other0", "other1"]
+        assert r.first.writing("holdings acme") == []  # the words, not the phrase
+    beta = "When is payment due under the agreement with Beta Corp?"
+    assert [h.doc_id for h in r.search_vector(beta, qvec, k=3, mode=mode)] == [
+        h.doc_id for h in Retriever(db, encoder=encoder, first_stage="vector", n_docs=2,
+                                    fetch_mentioned=0).search_vector(beta, qvec, k=3,
+                                                                     mode=mode)]
+    # within doc_ids nothing is fetched; a filter's documents bound the fetch
+    assert {h.doc_id for h in r.search_vector(query, qvec, k=3, mode=mode,
+                                              doc_ids=["other0", "other1"])} <= {
+        "other0", "other1"}
+    assert "acme" not in {h.doc_id for h in r.search_vector(
+        query, qvec, k=3, mode=mode, allowed={"other0", "other1", "other2"})}
+
+
+def test_an_entity_a_searched_document_writes_is_not_looked_up(tmp_path):
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _unchosen_pool(tmp_path)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
+    chosen = r.choose_documents(qvec, None, k=3)
+    assert "other0" in chosen
+    asked: list[str] = []
+    writing = r.searching.writing
+    r.searching.writing = lambda entity: asked.append(entity) or writing(entity)
+    r.search_vector("Is payment due to Beta Corp or to Acme Holdings?", qvec, k=3)
+    assert asked == ["acme holdings"]  # "beta corp" is written by a searched document
+    asked.clear()
+    r.search_vector("when is payment due?", qvec, k=3)  # no entity, no lookup
+    r.fetch_mentioned = 0
+    r.search_vector("When is payment due to Acme Holdings?", qvec, k=3)
+    assert asked == []
+
+
+def test_without_a_text_index_nothing_is_fetched_by_mention(tmp_path):
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _unchosen_pool(tmp_path, text_index=False)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
+    with r.view.one_view():
+        assert r.first.writing("acme holdings") == []
+    hits = r.search_vector("When is payment due to Acme Holdings?", qvec, k=3)
+    assert hits and "acme" not in {h.doc_id for h in hits}
+
+
+def test_the_retriever_and_the_settings_check_fetch_mentioned(tmp_path):
+    from pydantic import ValidationError
+    from sproutrag.schemas.settings import SearchSettings
+
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    db, encoder = _pool(tmp_path, np.random.default_rng(5))
+    for bad in (-1, 1.5, "x"):
+        with pytest.raises(QueryError, match="fetch_mentioned"):
+            Retriever(db, encoder=encoder, fetch_mentioned=bad)
+    assert SearchSettings().retriever_options()["fetch_mentioned"] == 1
+    with pytest.raises(ValidationError, match="fetch_mentioned"):
+        SearchSettings(fetch_mentioned=-1)
