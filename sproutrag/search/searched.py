@@ -48,6 +48,10 @@ from sproutrag.search.node_scores import (
 from sproutrag.search.stored_documents import StoredDocuments
 from sproutrag.storage.rows import StoredTree
 
+#: The entities of one question looked up in the whole corpus at most (`mentioned_elsewhere`:
+#: a full-text query each, 6-12 ms at 1M rows); the dev questions have up to 6 entities.
+MAX_MENTION_LOOKUPS = 8
+
 
 class Searched(NamedTuple):
     """What a search scores: DOCS in their order, their current trees (LOADED: doc_id ->
@@ -197,7 +201,8 @@ class SearchedDocuments:
         (doc_id -> (tree id, tree), the searched ones) writes (`writing`), among ALLOWED
         when given; at most `fetch_mentioned`, in the order of the entities
         (docs/results.md, rule 27). Rule 23 then gives each the mention weight. An entity a
-        searched document writes is not looked up: it names that one, or no one."""
+        searched document writes is not looked up: it names that one, or no one; at most
+        MAX_MENTION_LOOKUPS are (one full-text query each)."""
         if self.fetch_mentioned <= 0 or self.mention_weight <= 0 or self.writing is None:
             return []
         entities = question_entities(query)
@@ -210,10 +215,8 @@ class SearchedDocuments:
             except KeyError:  # replaced meanwhile: it writes nothing for this query
                 continue
         out: list[str] = []
-        for entity in entities:
-            phrase = f" {entity} "
-            if any(phrase in text for text in texts):
-                continue
+        missing = [e for e in entities if not any(f" {e} " in text for text in texts)]
+        for entity in missing[:MAX_MENTION_LOOKUPS]:
             holders = self.writing(entity)
             if (len(holders) == 1 and holders[0] not in skip and holders[0] not in out
                     and (allowed is None or holders[0] in allowed)):
@@ -223,4 +226,4 @@ class SearchedDocuments:
         return out
 
 
-__all__ = ["Searched", "SearchedDocuments"]
+__all__ = ["MAX_MENTION_LOOKUPS", "Searched", "SearchedDocuments"]

@@ -276,3 +276,17 @@ def test_the_retriever_and_the_settings_check_fetch_mentioned(tmp_path):
     assert SearchSettings().retriever_options()["fetch_mentioned"] == 1
     with pytest.raises(ValidationError, match="fetch_mentioned"):
         SearchSettings(fetch_mentioned=-1)
+
+
+def test_a_question_looks_up_at_most_max_mention_lookups_entities(tmp_path):
+    from sproutrag.search.retriever import Retriever
+    from sproutrag.search.searched import MAX_MENTION_LOOKUPS
+
+    db, encoder = _unchosen_pool(tmp_path)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
+    asked: list[str] = []
+    r.searching.writing = lambda entity: asked.append(entity) or []
+    names = [f"Zeta{i} Works" for i in range(MAX_MENTION_LOOKUPS + 3)]
+    r.search_vector("Is payment due to " + ", to ".join(names) + "?", qvec, k=3)
+    assert asked == [n.lower() for n in names][:MAX_MENTION_LOOKUPS]
