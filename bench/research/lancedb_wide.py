@@ -8,7 +8,8 @@ On each dev pool of `hierarchy.py`, corpus-wide (no doc_ids): the shipped tree m
 (anchored statistics, `anchored_stats.py`, M 32; names followed, `title_links.py`, and
 fetched, `name_fetch.py`: fetch 1, link weight 3, leader bonus 2, corpus-unique names,
 links from the best unit: rule 18; mentions, rule 23; the entities' first-stage
-ranking, rule 25: the Retriever's default),
+ranking, rule 25; documents the entities name, fetched from the whole pool, rule 27: the
+Retriever's default),
 tree mode with the anchored statistics alone, tree and leaves before both, and
 LanceDB's BM25 and hybrid search (`sproutrag.learn.anchors`, the evaluation's yardstick)
 over the pool's plain two-sentence chunks with no document filter; paired per query.
@@ -36,7 +37,7 @@ import title_links as T  # noqa: E402
 from sproutrag.learn.anchors import ANCHORS, AnchorTable  # noqa: E402
 from sproutrag.learn.datasets import read_jsonl  # noqa: E402
 from sproutrag.learn.evaluation import result_row  # noqa: E402
-from sproutrag.search.links import MENTION_WEIGHT  # noqa: E402
+from sproutrag.search.links import FETCH_MENTIONED, MENTION_WEIGHT  # noqa: E402
 from sproutrag.search.node_scores import ANCHOR_LEAVES  # noqa: E402
 
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         docs = read_jsonl(H.pool_files(name, "dev")[0])
         within = A.tree_row(p, "within", math.inf)
         shipped = F.Fetch(p, T.Links(H.pool_files(name, "dev")[0])).run(
-            "wide", 1, unit_links=True, mention=MENTION_WEIGHT)
+            "wide", 1, unit_links=True, mention=MENTION_WEIGHT, mention_fetch=FETCH_MENTIONED)
         rows = {f"tree anchor {ANCHOR_LEAVES} alone": A.tree_row(p, "wide", ANCHOR_LEAVES),
                 "tree before": A.tree_row(p, "wide", math.inf),
                 "leaves before": p.row("", p.runs("leaves", "wide", p.base))}
