@@ -402,7 +402,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
                                                  retriever.leader_weight, mode,
                                                  retriever.mention_weight,
                                                  retriever.entity_ranking,
-                                                 retriever.fetch_mentioned)
+                                                 retriever.fetch_mentioned,
+                                                 retriever.mention_statistics)
             rows.append(row)
     if args.budgets:  # the shipped context through the database, under each budget
         from sproutrag.learn.budgets import retriever_budget_rows

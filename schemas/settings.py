@@ -162,17 +162,24 @@ class SearchSettings(_Section):
         "look-alikes asks about, when the question's other words match look-alikes better "
         "(0: off)",
     )
+    mention_statistics: bool = Field(
+        True, description="In a query without doc_ids that names two or more searched "
+        "documents (each the only one writing an entity of the question) holding "
+        "anchor_leaves leaves together, BM25's collection and the standardisation of the "
+        "scores come from those documents, as a search within them would take them",
+    )
 
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
         entity_ranking, anchor_leaves, link_weight, leader_weight, fetch_named,
-        mention_weight, fetch_mentioned)."""
+        mention_weight, fetch_mentioned, mention_statistics)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "entity_ranking": self.entity_ranking,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
                 "leader_weight": self.leader_weight, "fetch_named": self.fetch_named,
                 "mention_weight": self.mention_weight,
-                "fetch_mentioned": self.fetch_mentioned}
+                "fetch_mentioned": self.fetch_mentioned,
+                "mention_statistics": self.mention_statistics}
 
 
 class PipelineSettings(_Section):

@@ -100,6 +100,7 @@ class Retriever:
         fetch_named: int = FETCH_NAMED,
         mention_weight: float = MENTION_WEIGHT,
         fetch_mentioned: int = FETCH_MENTIONED,
+        mention_statistics: bool = True,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -126,10 +127,13 @@ class Retriever:
         doc_ids, at most this many documents the first stage did not choose are searched
         too when each is the only document of the corpus whose text writes an entity of
         the question (`SearchedDocuments.mentioned_elsewhere`, with the full-text index;
-        0: off). The six are checked and kept by `SearchedDocuments` (`self.searching`)."""
+        0: off). MENTION_STATISTICS: in a query without doc_ids that names two or more
+        searched documents holding ANCHOR_LEAVES leaves together, its statistics come
+        from them (`SearchedDocuments.anchor`; rule 29). The seven are checked and kept by
+        `SearchedDocuments` (`self.searching`)."""
         # checked before the database is opened and the encoder loaded
         SearchedDocuments.checked(anchor_leaves, link_weight, leader_weight, fetch_named,
-                                  mention_weight, fetch_mentioned)
+                                  mention_weight, fetch_mentioned, mention_statistics)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -168,7 +172,7 @@ class Retriever:
             self.documents, self.view.current, anchor_leaves=anchor_leaves,
             link_weight=link_weight, leader_weight=leader_weight, fetch_named=fetch_named,
             mention_weight=mention_weight, fetch_mentioned=fetch_mentioned,
-            writing=self.first.writing)
+            mention_statistics=mention_statistics, writing=self.first.writing)
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._resolve()  # refuses a mismatched encoder or weights file now
 
@@ -287,6 +291,7 @@ class Retriever:
     fetch_named = _searching_setting("fetch_named")
     mention_weight = _searching_setting("mention_weight")
     fetch_mentioned = _searching_setting("fetch_mentioned")
+    mention_statistics = _searching_setting("mention_statistics")
 
     @property
     def n_docs(self) -> int:

@@ -13,7 +13,10 @@ over the whole corpus searches the first stage's ranked choice, and with it:
   gains MENTION_WEIGHT (`sproutrag.search.mentions`; rule 23);
 - at most FETCH_MENTIONED documents the first stage missed are searched too when one is
   the only document of the corpus whose text writes an entity of the question
-  (`mentioned_elsewhere`; rule 27).
+  (`mentioned_elsewhere`; rule 27);
+- when two or more searched documents are so mentioned and hold ANCHOR_LEAVES leaves
+  together, the statistics come from them instead (`anchor`, `mention_statistics`;
+  rule 29).
 
 `SearchedDocuments.find` returns all of it as one `Searched`; the Retriever's modes and
 its context score it.
@@ -26,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sproutrag.errors import QueryError
 from sproutrag.params import SearchParams, check_count, check_number
 from sproutrag.search.current import Current
 from sproutrag.search.lexical import LeafTerms
@@ -38,7 +42,7 @@ from sproutrag.search.links import (
     Links,
     best_leaf,
 )
-from sproutrag.search.mentions import question_entities
+from sproutrag.search.mentions import mentioned_documents, question_entities
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     NodeScores,
@@ -78,33 +82,36 @@ class SearchedDocuments:
     """Reads the documents a search looks at from the trees' cache (DOCUMENTS) and the
     current trees (CURRENT: the view's, read when called); WRITING(entity): the documents
     of the whole corpus whose text writes an entity (`FirstStage.writing`; None: none
-    are fetched by mention). The six weights are attributes: a Retriever's settings,
+    are fetched by mention). The seven settings are attributes: a Retriever's,
     validated here."""
 
     def __init__(self, documents: StoredDocuments, current: Callable[[], Current], *,
                  anchor_leaves: int = ANCHOR_LEAVES, link_weight: float = LINK_WEIGHT,
                  leader_weight: float = LEADER_WEIGHT, fetch_named: int = FETCH_NAMED,
                  mention_weight: float = MENTION_WEIGHT,
-                 fetch_mentioned: int = FETCH_MENTIONED,
+                 fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True,
                  writing: Callable[[str], list[str]] | None = None) -> None:
         self.documents, self.current, self.writing = documents, current, writing
         (self.anchor_leaves, self.link_weight, self.leader_weight, self.fetch_named,
-         self.mention_weight, self.fetch_mentioned) = self.checked(
+         self.mention_weight, self.fetch_mentioned, self.mention_statistics) = self.checked(
             anchor_leaves, link_weight, leader_weight, fetch_named, mention_weight,
-            fetch_mentioned)
+            fetch_mentioned, mention_statistics)
 
     @staticmethod
     def checked(anchor_leaves: int, link_weight: float, leader_weight: float,
                 fetch_named: int, mention_weight: float = MENTION_WEIGHT,
-                fetch_mentioned: int = FETCH_MENTIONED
-                ) -> tuple[int, float, float, int, float, int]:
-        """The six weights, each checked (QueryError naming the first bad one)."""
+                fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True
+                ) -> tuple[int, float, float, int, float, int, bool]:
+        """The seven settings, each checked (QueryError naming the first bad one)."""
+        if not isinstance(mention_statistics, bool):
+            raise QueryError(f"mention_statistics must be true or false; got "
+                             f"{mention_statistics!r}")
         return (check_count("anchor_leaves", anchor_leaves),
                 check_number("link_weight", link_weight),
                 check_number("leader_weight", leader_weight),
                 check_count("fetch_named", fetch_named),
                 check_number("mention_weight", mention_weight),
-                check_count("fetch_mentioned", fetch_mentioned))
+                check_count("fetch_mentioned", fetch_mentioned), mention_statistics)
 
     def find(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
              ranked: bool, allowed: Collection[str] | None = None, *,
@@ -138,7 +145,8 @@ class SearchedDocuments:
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
         return Searched(list(docs), loaded, texts_read, lexical,
-                        self.links(query, loaded, ranked), self.anchor(docs, stored, ranked),
+                        self.links(query, loaded, ranked),
+                        self.anchor(docs, stored, ranked, self.mentioned(query, loaded, ranked)),
                         None)
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
@@ -170,13 +178,43 @@ class SearchedDocuments:
         return Links(names, lambda d, u: loaded[d][1].texts[u], query, self.link_weight,
                      self.leader_weight, self.mention_weight, word_text)
 
+    def mentioned(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
+                  ranked: bool) -> list[str]:
+        """The documents of LOADED (the searched ones, when the first stage's RANKED
+        choice) the question names (`mentioned_documents`: the only one whose text writes
+        an entity of it); [] when the mention weight is 0 or the question names nothing."""
+        if not ranked or self.mention_weight <= 0:
+            return []
+        entities = question_entities(query)
+        if not entities:
+            return []
+        return mentioned_documents(entities, self._word_texts(loaded))
+
+    def _word_texts(self, loaded: Mapping[str, tuple[str, StoredTree]]) -> dict[str, str]:
+        """doc_id -> word text (`StoredDocuments.word_text`, cached) of LOADED; a document
+        replaced meanwhile writes nothing for this query."""
+        texts = {}
+        for d, (t, _) in loaded.items():
+            try:
+                texts[d] = self.documents.word_text(d, t)
+            except KeyError:
+                continue
+        return texts
+
     def anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
-               ranked: bool) -> list[str] | None:
-        """The documents a query's statistics come from: the first stage's leading ones
-        when DOCS are its RANKED choice (`anchor_documents`), else all (None)."""
+               ranked: bool, mentioned: Sequence[str] = ()) -> list[str] | None:
+        """The documents a query's statistics come from: when DOCS are the first stage's
+        RANKED choice, the documents the question names (MENTIONED, `mentioned`) when they
+        are two or more and hold `anchor_leaves` leaves together (`mention_statistics`:
+        then search within them would rank their leaves so; docs/results.md, rule 29),
+        else the first stage's leading ones (`anchor_documents`); else all (None)."""
         if not ranked:
             return None
         leaves = {d: st.tree.n for d, st in stored.items()}
+        named = [d for d in docs if d in stored and d in set(mentioned)]
+        if (self.mention_statistics and self.anchor_leaves > 0 and len(named) >= 2
+                and sum(leaves[d] for d in named) >= self.anchor_leaves):
+            return named
         return anchor_documents([d for d in docs if d in stored], leaves, self.anchor_leaves)
 
     def named_elsewhere(self, query: str, stored: Mapping[str, StoredTree],
@@ -208,12 +246,7 @@ class SearchedDocuments:
         entities = question_entities(query)
         if not entities:
             return []
-        texts = []
-        for d, (t, _) in loaded.items():
-            try:
-                texts.append(self.documents.word_text(d, t))
-            except KeyError:  # replaced meanwhile: it writes nothing for this query
-                continue
+        texts = self._word_texts(loaded).values()
         out: list[str] = []
         missing = [e for e in entities if not any(f" {e} " in text for text in texts)]
         for entity in missing[:MAX_MENTION_LOOKUPS]:

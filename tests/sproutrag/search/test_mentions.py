@@ -290,3 +290,35 @@ def test_a_question_looks_up_at_most_max_mention_lookups_entities(tmp_path):
     names = [f"Zeta{i} Works" for i in range(MAX_MENTION_LOOKUPS + 3)]
     r.search_vector("Is payment due to " + ", to ".join(names) + "?", qvec, k=3)
     assert asked == [n.lower() for n in names][:MAX_MENTION_LOOKUPS]
+
+
+def test_statistics_come_from_the_named_documents_when_two_hold_enough_leaves(tmp_path):
+    """Rule 29: a question naming two searched documents that hold anchor_leaves leaves
+    together takes its statistics from them (as search within them would); one named
+    document, too few leaves, or the setting off: from the first stage's leading ones."""
+    from sproutrag.search.node_scores import anchor_documents
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    db, encoder = _pool(tmp_path, np.random.default_rng(5))  # 4 leaves a document
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    two = "When is payment due to Acme Holdings and to Zenith Mills?"
+    one = "When is payment due to Acme Holdings?"
+
+    def anchor(query: str, **options) -> list[str] | None:
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, **options)
+        with r.view.one_view():
+            docs = r.choose_documents(qvec, None, k=3, query=query)
+            found = r.searching.find(query, qvec, docs, r._resolve()[0], True)
+        leaves = {d: st.tree.n for d, st in found.stored.items()}
+        default = anchor_documents(found.docs, leaves, r.anchor_leaves)
+        return found.anchor, default, found.docs
+
+    got, default, docs = anchor(two, anchor_leaves=8)
+    assert got == [d for d in docs if d in {"acme", "zenith"}] and set(got) != set(default)
+    for query, options in ((two, {"anchor_leaves": 9}), (one, {"anchor_leaves": 4}),
+                           (two, {"anchor_leaves": 8, "mention_statistics": False}),
+                           (two, {"anchor_leaves": 8, "mention_weight": 0.0})):
+        got, default, _ = anchor(query, **options)
+        assert got == default, (query, options)
+    with pytest.raises(QueryError, match="mention_statistics"):
+        Retriever(db, encoder=encoder, mention_statistics="yes")
