@@ -146,7 +146,9 @@ class SearchedDocuments:
                    if params.lexical_weight > 0 else None)
         return Searched(list(docs), loaded, texts_read, lexical,
                         self.links(query, loaded, ranked),
-                        self.anchor(docs, stored, ranked, self.mentioned(query, loaded, ranked)),
+                        self.anchor(docs, stored, ranked,
+                                    self.mentioned(query, loaded, ranked)
+                                    if self.mention_statistics else ()),
                         None)
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
@@ -211,7 +213,8 @@ class SearchedDocuments:
         if not ranked:
             return None
         leaves = {d: st.tree.n for d, st in stored.items()}
-        named = [d for d in docs if d in stored and d in set(mentioned)]
+        named_set = set(mentioned)
+        named = [d for d in docs if d in stored and d in named_set]
         if (self.mention_statistics and self.anchor_leaves > 0 and len(named) >= 2
                 and sum(leaves[d] for d in named) >= self.anchor_leaves):
             return named
