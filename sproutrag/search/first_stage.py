@@ -69,6 +69,13 @@ def index_damaged(exc: BaseException) -> bool:
     return "_indices" in text or ("lance" in text.lower() and "index" in text.lower())
 
 
+def warn_text_index_unreadable(exc: BaseException) -> None:
+    """Warn once that the full-text index of `nodes` cannot be read (EXC: its files)."""
+    warn_once("text", f"the full-text index of nodes cannot be read ({short_error(exc)}): "
+              "corpus-wide queries rank documents by their vectors alone until an index run "
+              "builds it again")
+
+
 def ann_probes(partitions: int | None) -> int:
     """The IVF partitions a query probes in an index of PARTITIONS (None: not recorded)."""
     if partitions is None:
@@ -347,9 +354,7 @@ class FirstStage:
         except (RuntimeError, OSError, ValueError) as exc:
             if not index_damaged(exc):
                 raise
-            warn_once("text", f"the full-text index of nodes cannot be read "
-                      f"({short_error(exc)}): corpus-wide queries rank documents by their "
-                      "vectors alone until an index run builds it again")
+            warn_text_index_unreadable(exc)
             return []
         docs = found["doc_id"].to_pylist()
         now = self.current().is_current(docs, found["tree_id"].to_pylist())
@@ -377,9 +382,7 @@ class FirstStage:
         except (RuntimeError, OSError, ValueError) as exc:
             if not index_damaged(exc):
                 raise
-            warn_once("text", f"the full-text index of nodes cannot be read "
-                      f"({short_error(exc)}): corpus-wide queries rank documents by their "
-                      "vectors alone until an index run builds it again")
+            warn_text_index_unreadable(exc)
             return []
         docs, phrase = found["doc_id"].to_pylist(), f" {entity} "
         now = self.current().is_current(docs, found["tree_id"].to_pylist())

@@ -46,6 +46,9 @@ def test_a_damaged_index_answers_from_the_vectors_with_one_warning(store, caplog
     r = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=memory_rows)
     q = np.random.default_rng(2).normal(size=TOY_DIM).astype(np.float32)
     before = r.search_vector("notice period", q, k=5)
+    with r.view.one_view():
+        written = r.first.writing("notice")  # rule 27's lookup, the same index
+    assert written
     _break(store, kind)
     first_stage._warned.clear()
     r = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=memory_rows)
@@ -53,6 +56,8 @@ def test_a_damaged_index_answers_from_the_vectors_with_one_warning(store, caplog
         for _ in range(3):
             hits = r.search_vector("notice period", q, k=5)
             assert sum(len(h.spans) for h in hits) == 5
+        with r.view.one_view():
+            assert r.first.writing("notice") == (written if kind == "IvfSq" else [])
     warned = [rec.getMessage() for rec in caplog.records if said in rec.getMessage()]
     assert len(warned) == 1  # once a process
     if kind == "IvfSq":  # the exact search finds what the index found
