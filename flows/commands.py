@@ -403,7 +403,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
                                                  retriever.mention_weight,
                                                  retriever.entity_ranking,
                                                  retriever.fetch_mentioned,
-                                                 retriever.mention_statistics)
+                                                 retriever.mention_statistics,
+                                                 retriever.long_mention_weight)
             rows.append(row)
     if args.budgets:  # the shipped context through the database, under each budget
         from sproutrag.learn.budgets import retriever_budget_rows

@@ -169,17 +169,26 @@ class SearchSettings(_Section):
         "scores come from those documents, as a search within them would take them",
     )
 
+    long_mention_weight: float = Field(
+        6.0, ge=0, le=1e6, description="The points instead of mention_weight when the "
+        "documents the question names hold anchor_leaves leaves together (long documents: "
+        "agreements, reports), where a named document is the one the question asks about "
+        "and its weaker units should still come before its look-alikes' (mention_weight's "
+        "value: one weight for all)",
+    )
+
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
         entity_ranking, anchor_leaves, link_weight, leader_weight, fetch_named,
-        mention_weight, fetch_mentioned, mention_statistics)."""
+        mention_weight, fetch_mentioned, mention_statistics, long_mention_weight)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "entity_ranking": self.entity_ranking,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
                 "leader_weight": self.leader_weight, "fetch_named": self.fetch_named,
                 "mention_weight": self.mention_weight,
                 "fetch_mentioned": self.fetch_mentioned,
-                "mention_statistics": self.mention_statistics}
+                "mention_statistics": self.mention_statistics,
+                "long_mention_weight": self.long_mention_weight}
 
 
 class PipelineSettings(_Section):

@@ -19,6 +19,6 @@ LIMITS: dict[str, tuple[float, float]] = {
     "budget_chars": (1, MAX_COUNT), "budget_tokens": (1, MAX_COUNT), "cutoff": (0.0, 1e6),
     "anchor_leaves": (0, MAX_COUNT), "link_weight": (0.0, 1e6),
     "fetch_named": (0, MAX_COUNT), "leader_weight": (0.0, 1e6), "mention_weight": (0.0, 1e6),
-    "fetch_mentioned": (0, MAX_COUNT),
+    "fetch_mentioned": (0, MAX_COUNT), "long_mention_weight": (0.0, 1e6),
 }
 

@@ -257,7 +257,7 @@ def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
                   link_weight: float, fetch_named: int = 0, leader_weight: float = 0.0,
                   mode: str = "tree", mention_weight: float = 0.0,
                   entity_ranking: bool = False, fetch_mentioned: int = 0,
-                  mention_statistics: bool = False) -> str:
+                  mention_statistics: bool = False, long_mention_weight: float = 0.0) -> str:
     """`corpus_wide_loss` as the note of a report row of MODE (flat mode searches every
     leaf: no document is fetched for it)."""
     searched = ("" if mode == "flat" else
@@ -265,7 +265,8 @@ def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
                 "name or mention")
     return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}, link_weight "
             f"{link_weight:g}, leader_weight {leader_weight:g}, fetch_named {fetch_named}, "
-            f"mention_weight {mention_weight:g}, fetch_mentioned {fetch_mentioned}, "
+            f"mention_weight {mention_weight:g} (long {long_mention_weight:g}), "
+            f"fetch_mentioned {fetch_mentioned}, "
             f"mention_statistics {'on' if mention_statistics else 'off'}, entity_ranking "
             f"{'on' if entity_ranking else 'off'}) "
             "chose "

@@ -61,6 +61,11 @@ MENTION_WEIGHT = 3.0
 #: only document of the corpus whose text writes an entity of the question: fitted on the
 #: four train pools (0, 1, 2 tried; docs/results.md, rule 27).
 FETCH_MENTIONED = 1
+#: The points instead of MENTION_WEIGHT when the mentioned documents hold at least
+#: `anchor_leaves` (32) leaves together (long documents: agreements, reports), where a
+#: mentioned document is the question's: fitted on the four train pools (3, 6, 10, 20
+#: tried; docs/results.md, rule 30).
+LONG_MENTION_WEIGHT = 6.0
 
 
 def linked_documents(names: Mapping[str, str | None], leading: str, leading_text: str,
@@ -94,7 +99,8 @@ class Links:
     when it links to any (LEAD); MENTION: the points a searched document gains when it is
     the only one whose text (WORD_TEXT(doc_id): its words, `sproutrag.names.words`, asked
     only when the question has entities) writes an entity of the question
-    (`sproutrag.search.mentions`; rule 23)."""
+    (`sproutrag.search.mentions`; rule 23), or LONG_MENTION when the mentioned documents
+    hold LONG_LEAVES leaves together (0: never; rule 30)."""
 
     names: Mapping[str, str | None]
     unit_text: Callable[[str, int], str]
@@ -103,6 +109,8 @@ class Links:
     lead: float = LEADER_WEIGHT
     mention: float = 0.0
     word_text: Callable[[str], str] | None = None
+    long_mention: float = 0.0
+    long_leaves: int = 0
 
     def boosts(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
         """doc_id -> the points its nodes gain, given each searched document's leaves'
@@ -115,8 +123,12 @@ class Links:
             entities = question_entities(self.query)
             if entities:
                 texts = {d: self.word_text(d) for d in leaf_ranks}
-                for d in mentioned_documents(entities, texts):
-                    out[d] = max(out.get(d, 0.0), self.mention)
+                named = mentioned_documents(entities, texts)
+                weight = self.mention
+                if 0 < self.long_leaves <= sum(len(leaf_ranks[d]) for d in named):
+                    weight = self.long_mention
+                for d in named:
+                    out[d] = max(out.get(d, 0.0), weight)
         return out
 
     def _linked(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
@@ -142,6 +154,7 @@ class Links:
                 for d, s in scores.items()}
 
 
-__all__ = ["FETCH_MENTIONED", "FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT", "MENTION_WEIGHT",
-           "Links", "best_leaf", "document_name", "first_word_key", "is_name",
-           "linked_documents", "name_key", "name_phrases", "words", "written_in"]
+__all__ = ["FETCH_MENTIONED", "FETCH_NAMED", "LEADER_WEIGHT", "LINK_WEIGHT",
+           "LONG_MENTION_WEIGHT", "MENTION_WEIGHT", "Links", "best_leaf", "document_name",
+           "first_word_key", "is_name", "linked_documents", "name_key", "name_phrases", "words",
+           "written_in"]

@@ -43,6 +43,7 @@ from sproutrag.search.links import (
     FETCH_NAMED,
     LEADER_WEIGHT,
     LINK_WEIGHT,
+    LONG_MENTION_WEIGHT,
     MENTION_WEIGHT,
 )
 from sproutrag.search.node_scores import ANCHOR_LEAVES
@@ -101,6 +102,7 @@ class Retriever:
         mention_weight: float = MENTION_WEIGHT,
         fetch_mentioned: int = FETCH_MENTIONED,
         mention_statistics: bool = True,
+        long_mention_weight: float = LONG_MENTION_WEIGHT,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -129,11 +131,14 @@ class Retriever:
         the question (`SearchedDocuments.mentioned_elsewhere`, with the full-text index;
         0: off). MENTION_STATISTICS: in a query without doc_ids that names two or more
         searched documents holding ANCHOR_LEAVES leaves together, its statistics come
-        from them (`SearchedDocuments.anchor`; rule 29). The seven are checked and kept by
+        from them (`SearchedDocuments.anchor`; rule 29). LONG_MENTION_WEIGHT: the points
+        instead of MENTION_WEIGHT when the mentioned documents hold ANCHOR_LEAVES leaves
+        together (long documents; rule 30). The eight are checked and kept by
         `SearchedDocuments` (`self.searching`)."""
         # checked before the database is opened and the encoder loaded
         SearchedDocuments.checked(anchor_leaves, link_weight, leader_weight, fetch_named,
-                                  mention_weight, fetch_mentioned, mention_statistics)
+                                  mention_weight, fetch_mentioned, mention_statistics,
+                                  long_mention_weight)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -172,7 +177,8 @@ class Retriever:
             self.documents, self.view.current, anchor_leaves=anchor_leaves,
             link_weight=link_weight, leader_weight=leader_weight, fetch_named=fetch_named,
             mention_weight=mention_weight, fetch_mentioned=fetch_mentioned,
-            mention_statistics=mention_statistics, writing=self.first.writing)
+            mention_statistics=mention_statistics, long_mention_weight=long_mention_weight,
+            writing=self.first.writing)
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._resolve()  # refuses a mismatched encoder or weights file now
 
@@ -292,6 +298,7 @@ class Retriever:
     mention_weight = _searching_setting("mention_weight")
     fetch_mentioned = _searching_setting("fetch_mentioned")
     mention_statistics = _searching_setting("mention_statistics")
+    long_mention_weight = _searching_setting("long_mention_weight")
 
     @property
     def n_docs(self) -> int:

@@ -10,7 +10,8 @@ over the whole corpus searches the first stage's ranked choice, and with it:
 - at most FETCH_NAMED documents the first stage missed are searched too when the query
   or its best leaf writes their name (`named_elsewhere`; rule 13);
 - a searched document that is the only one whose text writes an entity of the question
-  gains MENTION_WEIGHT (`sproutrag.search.mentions`; rule 23);
+  gains MENTION_WEIGHT (`sproutrag.search.mentions`; rule 23), LONG_MENTION_WEIGHT when
+  the mentioned documents hold ANCHOR_LEAVES leaves together (rule 30);
 - at most FETCH_MENTIONED documents the first stage missed are searched too when one is
   the only document of the corpus whose text writes an entity of the question
   (`mentioned_elsewhere`; rule 27);
@@ -38,6 +39,7 @@ from sproutrag.search.links import (
     FETCH_NAMED,
     LEADER_WEIGHT,
     LINK_WEIGHT,
+    LONG_MENTION_WEIGHT,
     MENTION_WEIGHT,
     Links,
     best_leaf,
@@ -82,7 +84,7 @@ class SearchedDocuments:
     """Reads the documents a search looks at from the trees' cache (DOCUMENTS) and the
     current trees (CURRENT: the view's, read when called); WRITING(entity): the documents
     of the whole corpus whose text writes an entity (`FirstStage.writing`; None: none
-    are fetched by mention). The seven settings are attributes: a Retriever's,
+    are fetched by mention). The eight settings are attributes: a Retriever's,
     validated here."""
 
     def __init__(self, documents: StoredDocuments, current: Callable[[], Current], *,
@@ -90,19 +92,22 @@ class SearchedDocuments:
                  leader_weight: float = LEADER_WEIGHT, fetch_named: int = FETCH_NAMED,
                  mention_weight: float = MENTION_WEIGHT,
                  fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True,
+                 long_mention_weight: float = LONG_MENTION_WEIGHT,
                  writing: Callable[[str], list[str]] | None = None) -> None:
         self.documents, self.current, self.writing = documents, current, writing
         (self.anchor_leaves, self.link_weight, self.leader_weight, self.fetch_named,
-         self.mention_weight, self.fetch_mentioned, self.mention_statistics) = self.checked(
+         self.mention_weight, self.fetch_mentioned, self.mention_statistics,
+         self.long_mention_weight) = self.checked(
             anchor_leaves, link_weight, leader_weight, fetch_named, mention_weight,
-            fetch_mentioned, mention_statistics)
+            fetch_mentioned, mention_statistics, long_mention_weight)
 
     @staticmethod
     def checked(anchor_leaves: int, link_weight: float, leader_weight: float,
                 fetch_named: int, mention_weight: float = MENTION_WEIGHT,
-                fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True
-                ) -> tuple[int, float, float, int, float, int, bool]:
-        """The seven settings, each checked (QueryError naming the first bad one)."""
+                fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True,
+                long_mention_weight: float = LONG_MENTION_WEIGHT
+                ) -> tuple[int, float, float, int, float, int, bool, float]:
+        """The eight settings, each checked (QueryError naming the first bad one)."""
         if not isinstance(mention_statistics, bool):
             raise QueryError(f"mention_statistics must be true or false; got "
                              f"{mention_statistics!r}")
@@ -111,7 +116,8 @@ class SearchedDocuments:
                 check_number("leader_weight", leader_weight),
                 check_count("fetch_named", fetch_named),
                 check_number("mention_weight", mention_weight),
-                check_count("fetch_mentioned", fetch_mentioned), mention_statistics)
+                check_count("fetch_mentioned", fetch_mentioned), mention_statistics,
+                check_number("long_mention_weight", long_mention_weight))
 
     def find(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
              ranked: bool, allowed: Collection[str] | None = None, *,
@@ -178,7 +184,8 @@ class SearchedDocuments:
                 return ""
 
         return Links(names, lambda d, u: loaded[d][1].texts[u], query, self.link_weight,
-                     self.leader_weight, self.mention_weight, word_text)
+                     self.leader_weight, self.mention_weight, word_text,
+                     self.long_mention_weight, self.anchor_leaves)
 
     def mentioned(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
                   ranked: bool) -> list[str]:

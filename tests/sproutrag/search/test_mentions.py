@@ -322,3 +322,44 @@ def test_statistics_come_from_the_named_documents_when_two_hold_enough_leaves(tm
         assert got == default, (query, options)
     with pytest.raises(QueryError, match="mention_statistics"):
         Retriever(db, encoder=encoder, mention_statistics="yes")
+
+
+def test_named_documents_holding_anchor_leaves_gain_the_long_mention_weight():
+    """Rule 30: the mentioned documents gain long_mention instead of mention when they hold
+    long_leaves leaves together (long documents, where the named one is the question's)."""
+    from sproutrag.names import words
+    from sproutrag.search.links import Links
+
+    texts = {"acme": words("Supply agreement with Acme Holdings."),
+             "zen": words("Supply agreement with Zenith Mills."),
+             "other": words("Supply agreement with Beta Corp.")}
+
+    def boosts(query: str, leaves: dict[str, int], long_leaves: int) -> dict[str, float]:
+        links = Links({}, lambda d, u: "", query, mention=3.0, word_text=texts.__getitem__,
+                      long_mention=6.0, long_leaves=long_leaves)
+        return links.boosts({d: np.zeros(n) for d, n in leaves.items()})
+
+    one = "When is payment due to Acme Holdings?"
+    two = "When is payment due to Acme Holdings and to Zenith Mills?"
+    assert boosts(one, {"acme": 40, "zen": 40, "other": 40}, 32) == {"acme": 6.0}
+    assert boosts(one, {"acme": 4, "zen": 40, "other": 40}, 32) == {"acme": 3.0}
+    assert boosts(two, {"acme": 16, "zen": 16, "other": 4}, 32) == {"acme": 6.0, "zen": 6.0}
+    assert boosts(one, {"acme": 40, "zen": 40}, 0) == {"acme": 3.0}  # 0: never
+
+
+def test_the_retriever_and_the_settings_check_long_mention_weight(tmp_path):
+    from pydantic import ValidationError
+    from sproutrag.schemas.settings import SearchSettings
+
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    db, encoder = _pool(tmp_path, np.random.default_rng(5))
+    for bad in (-1, float("nan"), "x"):
+        with pytest.raises(QueryError, match="long_mention_weight"):
+            Retriever(db, encoder=encoder, long_mention_weight=bad)
+    r = Retriever(db, encoder=encoder)
+    assert r.long_mention_weight == 6.0 and r.searching.links(
+        "To Acme Holdings?", {}, True).long_leaves == r.anchor_leaves == 32
+    assert SearchSettings().retriever_options()["long_mention_weight"] == 6.0
+    with pytest.raises(ValidationError, match="long_mention_weight"):
+        SearchSettings(long_mention_weight=-1)
