@@ -1,0 +1,152 @@
+"""Statistics and weights for the documents a question names (issue 29, rules 28-30 of
+docs/results.md).
+
+    PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 28 --split train
+    PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 29 --split dev
+    PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 30   # fit, then dev
+
+Over `mentions.py`'s four pools with the shipped research search (rules 11-27: anchored
+statistics, fetch and links, mentions, the entities' first-stage ranking, documents
+fetched by mention):
+- rule 28: the statistics' anchor is the mentioned documents when two or more are
+  mentioned (against rule 11's anchor), paired per query, by one- and two-document
+  questions;
+- rule 29: the same only when they hold ANCHOR_LEAVES leaves together;
+- rule 30: with rule 29 on, the mentioned documents gain MU_LONG instead of 3 when they
+  hold ANCHOR_LEAVES leaves together; MU_LONG fitted on train (the least within one SE
+  of the best), then against 3 on dev.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hierarchy as H  # noqa: E402 - the pools and their databases
+import mentions as M  # noqa: E402 - the shipped search, rules 23-27
+import name_fetch as N  # noqa: E402 - Fetch
+
+from sproutrag.search.node_scores import (  # noqa: E402
+    ANCHOR_LEAVES,
+    NodeScores,
+    anchor_documents,
+    node_scores,
+)
+from sproutrag.search.tree_search import search_trees  # noqa: E402
+
+#: Rule 30's grid (3: rule 23's single weight).
+MU_LONG = (3.0, 6.0, 10.0, 20.0)
+#: How the anchor is chosen: None (rule 11's), "any" (rule 28), "floor" (rule 29).
+ANCHOR = {"mode": None}
+
+
+def _scores(self: N.Fetch, n: int, docs: list[str]) -> dict[str, NodeScores]:
+    """`Fetch._scores` with the anchor of ANCHOR["mode"]."""
+    p = self.p
+    leaves = {d: p.trees[d].n for d in docs}
+    anchor = anchor_documents(docs, leaves, ANCHOR_LEAVES)
+    if ANCHOR["mode"]:
+        named = self.mentioned(p.queries[n]["query"], docs)
+        if len(named) >= 2 and (ANCHOR["mode"] == "any"
+                                or sum(leaves[d] for d in named) >= ANCHOR_LEAVES):
+            anchor = named
+    return node_scores({d: p.trees[d] for d in docs}, p.qvecs[n], query=p.queries[n]["query"],
+                       lexical={d: p.terms[d] for d in docs},
+                       lexical_weight=p.base.lexical_weight, anchor=anchor)
+
+
+N.Fetch._scores = _scores
+
+
+def shipped(f: N.Fetch, mu_long: float = 3.0) -> dict:
+    """The shipped research search (fetch 1, links 3/2, mention 3, mention fetch 1) with
+    MU_LONG for mentioned documents that hold ANCHOR_LEAVES leaves together."""
+    if mu_long == 3.0:
+        return f.run("wide", 1, unit_links=True, mention=3.0, mention_fetch=1)
+    p = f.p
+    out: dict[int, list] = {k: [] for k in H.KS}
+    for n, q in enumerate(p.queries):
+        for k in H.KS:
+            docs, base, d1, linked, _ = f.searched(n, k, 1, True, True, 1)
+            add = {d: 3.0 for d in linked}
+            if linked:
+                add[d1] = 2.0
+            named = f.mentioned(q["query"], docs)
+            mu = mu_long if sum(p.trees[d].n for d in named) >= ANCHOR_LEAVES else 3.0
+            for d in named:
+                add[d] = max(add.get(d, 0.0), mu)
+            base = {d: NodeScores(s.cosine, s.rank + add[d]) if d in add else s
+                    for d, s in base.items()}
+            chosen = search_trees({d: p.trees[d] for d in docs}, p.qvecs[n], k=k,
+                                  params=p.base, query=q["query"],
+                                  lexical={d: p.terms[d] for d in docs}, scores=base)
+            out[k].append([(c.doc_id, *map(int, p.spans[c.doc_id][u]))
+                           for c in chosen for u in c.leaves])
+    row = p.row("", out)
+    row["runs"] = out
+    return row
+
+
+def by_documents(f: N.Fetch, new: dict, ref: dict) -> str:
+    """The paired IE difference of NEW - REF by questions of one and of two documents."""
+    a, b = H.per_query(new), H.per_query(ref)
+    parts = []
+    for n_docs in (1, 2):
+        m = np.array([len(q["doc_ids"]) == n_docs for q in f.p.queries])
+        if m.sum() > 1:
+            d = a[m] - b[m]
+            parts.append(f"{n_docs}-document ({m.sum()}) {100 * d.mean():+.2f} +/- "
+                         f"{100 * d.std(ddof=1) / np.sqrt(m.sum()):.2f}")
+    return "; ".join(parts)
+
+
+def anchor_rule(mode: str, names: list[str], split: str, settings, encoder) -> None:
+    for name in names:
+        f = M.open_fetch(name, split, settings, encoder, entities=True)
+        within = f.run("within", 0)
+        ANCHOR["mode"] = None
+        ref = shipped(f)
+        ANCHOR["mode"] = mode
+        new = shipped(f)
+        print(f"{name} {split}: {H.against(new, ref, within)}; {by_documents(f, new, ref)}",
+              flush=True)
+
+
+def long_rule(names: list[str], settings, encoder) -> None:
+    ANCHOR["mode"] = "floor"  # rule 29, shipped
+    pools = [M.open_fetch(n, "train", settings, encoder, entities=True) for n in names]
+    trials = []
+    for mu in MU_LONG:
+        ies = [H.per_query(shipped(f, mu)) for f in pools]
+        trials.append((mu, ies))
+        print(f"  train mu_long {mu:g}: " + " / ".join(f"{100 * x.mean():5.2f}" for x in ies),
+              flush=True)
+    mu = H.one_se_choice(trials, lambda m: m, "mu_long fit")
+    for name in names:
+        f = M.open_fetch(name, "dev", settings, encoder, entities=True)
+        within = f.run("within", 0)
+        new, ref = shipped(f, mu), shipped(f)
+        print(f"{name} dev: mu_long {mu:g} {H.against(new, ref, within)}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rule", type=int, choices=(28, 29, 30), required=True)
+    ap.add_argument("--split", default="dev", help="rules 28 and 29: train or dev")
+    ap.add_argument("--pools", nargs="+", default=M.POOLS)
+    args = ap.parse_args(argv)
+    settings, encoder = H.default_encoder()
+    if args.rule == 30:
+        long_rule(args.pools, settings, encoder)
+    else:
+        anchor_rule("any" if args.rule == 28 else "floor", args.pools, args.split, settings,
+                    encoder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
