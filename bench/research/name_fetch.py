@@ -164,7 +164,7 @@ class Fetch:
     def run(self, scope: str, max_fetch: int, gamma: float = LINK_WEIGHT,
             lead: float = LEADER_WEIGHT, corpus_unique: bool = True,
             pair: str | None = None, unit_links: bool = False, mention: float = 0.0,
-            mention_fetch: int = 0) -> dict:
+            mention_fetch: int = 0, long_mention: float | None = None) -> dict:
         """Tree mode over each query's documents, with the fetch (MAX_FETCH > 0, corpus-wide
         only) or without (today's shipped search); GAMMA: the link weight, LEAD: the
         leader's bonus when it links to a searched document; CORPUS_UNIQUE: a name links
@@ -176,7 +176,8 @@ class Fetch:
         (rule 23): the points of a searched document that is the only one to write an
         entity of the question (`sproutrag.search.mentions`); MENTION_FETCH (rule 27): at
         most this many documents the only one of the whole pool to write an entity of the
-        question, appended after the fetch."""
+        question, appended after the fetch; LONG_MENTION (rule 30): the mentioned
+        documents' points instead of MENTION when they hold ANCHOR_LEAVES leaves together."""
         from sproutrag.search.tree_search import search_trees
 
         p = self.p
@@ -192,8 +193,13 @@ class Fetch:
                     if linked and lead:
                         add[d1] = lead
                     if mention:
-                        for d in self.mentioned(q["query"], docs):
-                            add[d] = max(add.get(d, 0.0), mention)
+                        named = self.mentioned(q["query"], docs)
+                        mu = mention
+                        if (long_mention is not None
+                                and sum(p.trees[d].n for d in named) >= ANCHOR_LEAVES):
+                            mu = long_mention
+                        for d in named:
+                            add[d] = max(add.get(d, 0.0), mu)
                     base = {d: NodeScores(s.cosine, s.rank + add[d]) if d in add else s
                             for d, s in base.items()}
                     if pair and linked:

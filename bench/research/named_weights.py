@@ -36,7 +36,6 @@ from sproutrag.search.node_scores import (  # noqa: E402
     anchor_documents,
     node_scores,
 )
-from sproutrag.search.tree_search import search_trees  # noqa: E402
 
 #: Rule 30's grid (3: rule 23's single weight).
 MU_LONG = (3.0, 6.0, 10.0, 20.0)
@@ -65,30 +64,8 @@ N.Fetch._scores = _scores
 def shipped(f: N.Fetch, mu_long: float = 3.0) -> dict:
     """The shipped research search (fetch 1, links 3/2, mention 3, mention fetch 1) with
     MU_LONG for mentioned documents that hold ANCHOR_LEAVES leaves together."""
-    if mu_long == 3.0:
-        return f.run("wide", 1, unit_links=True, mention=3.0, mention_fetch=1)
-    p = f.p
-    out: dict[int, list] = {k: [] for k in H.KS}
-    for n, q in enumerate(p.queries):
-        for k in H.KS:
-            docs, base, d1, linked, _ = f.searched(n, k, 1, True, True, 1)
-            add = {d: 3.0 for d in linked}
-            if linked:
-                add[d1] = 2.0
-            named = f.mentioned(q["query"], docs)
-            mu = mu_long if sum(p.trees[d].n for d in named) >= ANCHOR_LEAVES else 3.0
-            for d in named:
-                add[d] = max(add.get(d, 0.0), mu)
-            base = {d: NodeScores(s.cosine, s.rank + add[d]) if d in add else s
-                    for d, s in base.items()}
-            chosen = search_trees({d: p.trees[d] for d in docs}, p.qvecs[n], k=k,
-                                  params=p.base, query=q["query"],
-                                  lexical={d: p.terms[d] for d in docs}, scores=base)
-            out[k].append([(c.doc_id, *map(int, p.spans[c.doc_id][u]))
-                           for c in chosen for u in c.leaves])
-    row = p.row("", out)
-    row["runs"] = out
-    return row
+    return f.run("wide", 1, unit_links=True, mention=3.0, mention_fetch=1,
+                 long_mention=mu_long)
 
 
 def by_documents(f: N.Fetch, new: dict, ref: dict) -> str:
