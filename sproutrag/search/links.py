@@ -39,7 +39,6 @@ from sproutrag.names import (  # noqa: F401 - also importable from here
     words,
     written_in,
 )
-from sproutrag.search.mentions import mentioned_documents, question_entities
 from sproutrag.search.node_scores import NodeScores
 
 #: The rank-score points (z-units) a linked document's nodes gain: fitted on the three
@@ -96,11 +95,10 @@ class Links:
     """What a corpus-wide query needs to follow names: the searched documents' NAMES, a
     leaf's text on demand (UNIT_TEXT(doc_id, leaf): only the best leaf is asked), the
     QUERY, the WEIGHT its linked documents gain and the points the leading document gains
-    when it links to any (LEAD); MENTION: the points a searched document gains when it is
-    the only one whose text (WORD_TEXT(doc_id): its words, `sproutrag.names.words`, asked
-    only when the question has entities) writes an entity of the question
-    (`sproutrag.search.mentions`; rule 23), or LONG_MENTION when the mentioned documents
-    hold LONG_LEAVES leaves together (0: never; rule 30)."""
+    when it links to any (LEAD); MENTION: the points the MENTIONED documents gain (each the
+    only searched one whose text writes an entity of the question,
+    `sproutrag.search.mentions`; rule 23), or LONG_MENTION when they hold LONG_LEAVES
+    leaves together (0: never; rule 30)."""
 
     names: Mapping[str, str | None]
     unit_text: Callable[[str, int], str]
@@ -108,7 +106,7 @@ class Links:
     weight: float = LINK_WEIGHT
     lead: float = LEADER_WEIGHT
     mention: float = 0.0
-    word_text: Callable[[str], str] | None = None
+    mentioned: tuple[str, ...] = ()
     long_mention: float = 0.0
     long_leaves: int = 0
 
@@ -119,16 +117,13 @@ class Links:
         mention's. Empty when nothing links or is mentioned (no text is read for links
         when the weight is 0 or no searched document has a name)."""
         out = self._linked(leaf_ranks)
-        if self.mention > 0 and self.word_text is not None and leaf_ranks:
-            entities = question_entities(self.query)
-            if entities:
-                texts = {d: self.word_text(d) for d in leaf_ranks}
-                named = mentioned_documents(entities, texts)
-                weight = self.mention
-                if 0 < self.long_leaves <= sum(len(leaf_ranks[d]) for d in named):
-                    weight = self.long_mention
-                for d in named:
-                    out[d] = max(out.get(d, 0.0), weight)
+        named = [d for d in self.mentioned if d in leaf_ranks] if self.mention > 0 else []
+        if named:
+            weight = self.mention
+            if 0 < self.long_leaves <= sum(len(leaf_ranks[d]) for d in named):
+                weight = self.long_mention
+            for d in named:
+                out[d] = max(out.get(d, 0.0), weight)
         return out
 
     def _linked(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:

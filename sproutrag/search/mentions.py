@@ -86,17 +86,30 @@ def _entities(query: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def entity_holders(entities: list[str], word_texts: Mapping[str, str]
+                   ) -> dict[str, list[str]]:
+    """entity -> the documents of WORD_TEXTS (doc_id -> its text as
+    `sproutrag.names.words` gives it) that write it as whole words, for each of ENTITIES
+    (`question_entities`: words joined by one space), in their order."""
+    return {e: [d for d, text in word_texts.items() if f" {e} " in text] for e in entities}
+
+
 def mentioned_documents(entities: list[str], word_texts: Mapping[str, str]) -> list[str]:
     """The documents of WORD_TEXTS (doc_id -> its text as `sproutrag.names.words` gives
     it) that are the only one to write one of ENTITIES (`question_entities`: words joined
     by one space) as whole words, in the order of the entities."""
+    return named_by(entity_holders(entities, word_texts))
+
+
+def named_by(holders: Mapping[str, list[str]]) -> list[str]:
+    """The documents that are an entity's only holder in HOLDERS (`entity_holders`), each
+    once, in the order of the entities."""
     out: dict[str, None] = {}
-    for entity in entities:
-        phrase = f" {entity} "
-        holders = [d for d, text in word_texts.items() if phrase in text]
-        if len(holders) == 1:
-            out.setdefault(holders[0])
+    for docs in holders.values():
+        if len(docs) == 1:
+            out.setdefault(docs[0])
     return list(out)
 
 
-__all__ = ["MIN_ENTITY_CHARS", "mentioned_documents", "question_entities"]
+__all__ = ["MIN_ENTITY_CHARS", "entity_holders", "mentioned_documents", "named_by",
+           "question_entities"]

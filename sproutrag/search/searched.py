@@ -44,7 +44,7 @@ from sproutrag.search.links import (
     Links,
     best_leaf,
 )
-from sproutrag.search.mentions import mentioned_documents, question_entities
+from sproutrag.search.mentions import entity_holders, named_by, question_entities
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     NodeScores,
@@ -63,8 +63,10 @@ class Searched(NamedTuple):
     """What a search scores: DOCS in their order, their current trees (LOADED: doc_id ->
     (tree id, tree), as `StoredDocuments.read` gives them), their TEXTS when asked for
     (a context's; else {}), leaf term counts (LEXICAL, None without a lexical weight),
-    the query's LINKS (None when off), its statistics' documents (ANCHOR, None: all) and
-    the `node_scores` when the fetch computed them already (SCORES, else None)."""
+    the query's LINKS (None when off), its statistics' documents (ANCHOR, None: all), the
+    `node_scores` when the fetch computed them already (SCORES, else None) and the
+    question's entities that no searched document writes (UNWRITTEN: what
+    `mentioned_elsewhere` looks up)."""
 
     docs: list[str]
     loaded: dict[str, tuple[str, StoredTree]]
@@ -73,6 +75,7 @@ class Searched(NamedTuple):
     links: Links | None
     anchor: list[str] | None
     scores: dict[str, NodeScores] | None
+    unwritten: tuple[str, ...] = ()
 
     @property
     def stored(self) -> dict[str, StoredTree]:
@@ -134,7 +137,7 @@ class SearchedDocuments:
                                  query=query, lexical=found.lexical,
                                  lexical_weight=params.lexical_weight, anchor=found.anchor)
             extra = self.named_elsewhere(query, stored, scores, allowed)
-        extra += self.mentioned_elsewhere(query, found.loaded, [*stored, *extra], allowed)
+        extra += self.mentioned_elsewhere(found.unwritten, [*stored, *extra], allowed)
         if not extra:
             return found._replace(scores=scores)
         return self._read([*docs, *extra], params, query, ranked, texts=texts)
@@ -142,7 +145,7 @@ class SearchedDocuments:
     def _read(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
               *, texts: bool = False) -> Searched:
         """DOCS' current trees, their texts (TEXTS), leaf terms (when the lexical weight is
-        not 0), links and anchor; no scores."""
+        not 0), links, anchor and the entities they do not write; no scores."""
         loaded, texts_read = self.documents.read(
             docs, texts=texts, terms=params.lexical_weight > 0,
             names=ranked and self.link_weight > 0,
@@ -150,22 +153,21 @@ class SearchedDocuments:
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
+        holders = self.holders(query, loaded, ranked)
+        named = named_by(holders)
         return Searched(list(docs), loaded, texts_read, lexical,
-                        self.links(query, loaded, ranked),
-                        self.anchor(docs, stored, ranked,
-                                    self.mentioned(query, loaded, ranked)
-                                    if self.mention_statistics else ()),
-                        None)
+                        self.links(query, loaded, ranked, named),
+                        self.anchor(docs, stored, ranked, named), None,
+                        tuple(e for e, ds in holders.items() if not ds))
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-              ranked: bool) -> Links | None:
-        """The names and entities a query follows when LOADED (doc_id -> (tree id, tree))
-        are the first stage's RANKED choice and the link or mention weight is not 0; else
-        None. The best leaf's text (where names are looked for) is in memory, the
-        documents' word texts (where entities are) cached. A document replaced
-        meanwhile has no name for this query and mentions nothing, nor has one a name that
-        another document of the corpus also has (a generic heading; `documents.name_key`,
-        docs/results.md, rule 15)."""
+              ranked: bool, mentioned: Sequence[str] = ()) -> Links | None:
+        """The names a query follows and the documents it names (MENTIONED, from
+        `holders`) when LOADED (doc_id -> (tree id, tree)) are the first stage's RANKED
+        choice and the link or mention weight is not 0; else None. The best leaf's text
+        (where names are looked for) is in memory. A document replaced meanwhile has no
+        name for this query, nor has one a name that another document of the corpus also
+        has (a generic heading; `documents.name_key`, docs/results.md, rule 15)."""
         if not ranked or (self.link_weight <= 0 and self.mention_weight <= 0):
             return None
         names: dict[str, str | None] = {}
@@ -176,28 +178,23 @@ class SearchedDocuments:
                 except KeyError:
                     names[d] = None
             names = self.current().names.unique(names)
-
-        def word_text(d: str) -> str:
-            try:
-                return self.documents.word_text(d, loaded[d][0])
-            except KeyError:
-                return ""
-
         return Links(names, lambda d, u: loaded[d][1].texts[u], query, self.link_weight,
-                     self.leader_weight, self.mention_weight, word_text,
+                     self.leader_weight, self.mention_weight, tuple(mentioned),
                      self.long_mention_weight, self.anchor_leaves)
 
-    def mentioned(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-                  ranked: bool) -> list[str]:
-        """The documents of LOADED (the searched ones, when the first stage's RANKED
-        choice) the question names (`mentioned_documents`: the only one whose text writes
-        an entity of it); [] when the mention weight is 0 or the question names nothing."""
+    def holders(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
+                ranked: bool) -> dict[str, list[str]]:
+        """entity of the question -> the documents of LOADED (the searched ones, when the
+        first stage's RANKED choice) whose text writes it (`entity_holders`; its only
+        holder is a document the question names, `named_by`); {} when the mention weight
+        is 0 or the question names nothing. Computed once per read: the links' weights,
+        the anchor and the corpus-wide lookup all take it."""
         if not ranked or self.mention_weight <= 0:
-            return []
+            return {}
         entities = question_entities(query)
         if not entities:
-            return []
-        return mentioned_documents(entities, self._word_texts(loaded))
+            return {}
+        return entity_holders(entities, self._word_texts(loaded))
 
     def _word_texts(self, loaded: Mapping[str, tuple[str, StoredTree]]) -> dict[str, str]:
         """doc_id -> word text (`StoredDocuments.word_text`, cached) of LOADED; a document
@@ -213,7 +210,7 @@ class SearchedDocuments:
     def anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
                ranked: bool, mentioned: Sequence[str] = ()) -> list[str] | None:
         """The documents a query's statistics come from: when DOCS are the first stage's
-        RANKED choice, the documents the question names (MENTIONED, `mentioned`) when they
+        RANKED choice, the documents the question names (MENTIONED, `named_by`) when they
         are two or more and hold `anchor_leaves` leaves together (`mention_statistics`:
         then search within them would rank their leaves so; docs/results.md, rule 29),
         else the first stage's leading ones (`anchor_documents`); else all (None)."""
@@ -241,25 +238,19 @@ class SearchedDocuments:
         return self.current().names.named_in(texts, self.fetch_named, skip=stored,
                                              allowed=allowed)
 
-    def mentioned_elsewhere(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-                            skip: Collection[str], allowed: Collection[str] | None
-                            ) -> list[str]:
+    def mentioned_elsewhere(self, unwritten: Sequence[str], skip: Collection[str],
+                            allowed: Collection[str] | None) -> list[str]:
         """The documents not in SKIP (the searched ones), each the only document of the
-        corpus whose text writes an entity of the question that no document of LOADED
-        (doc_id -> (tree id, tree), the searched ones) writes (`writing`), among ALLOWED
-        when given; at most `fetch_mentioned`, in the order of the entities
-        (docs/results.md, rule 27). Rule 23 then gives each the mention weight. An entity a
-        searched document writes is not looked up: it names that one, or no one; at most
-        MAX_MENTION_LOOKUPS are (one full-text query each)."""
+        corpus whose text writes one of UNWRITTEN (the question's entities that no searched
+        document writes, `Searched.unwritten`) (`writing`), among ALLOWED when given; at
+        most `fetch_mentioned`, in the order of the entities (docs/results.md, rule 27).
+        Rule 23 then gives each the mention weight. An entity a searched document writes is
+        not looked up: it names that one, or no one; at most MAX_MENTION_LOOKUPS are (one
+        full-text query each)."""
         if self.fetch_mentioned <= 0 or self.mention_weight <= 0 or self.writing is None:
             return []
-        entities = question_entities(query)
-        if not entities:
-            return []
-        texts = self._word_texts(loaded).values()
         out: list[str] = []
-        missing = [e for e in entities if not any(f" {e} " in text for text in texts)]
-        for entity in missing[:MAX_MENTION_LOOKUPS]:
+        for entity in unwritten[:MAX_MENTION_LOOKUPS]:
             holders = self.writing(entity)
             if (len(holders) == 1 and holders[0] not in skip and holders[0] not in out
                     and (allowed is None or holders[0] in allowed)):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sproutrag.search.mentions import mentioned_documents, question_entities
+from sproutrag.search import mentions
+from sproutrag.search.mentions import entity_holders, mentioned_documents, question_entities
 
 
 @pytest.mark.parametrize(("query", "entities"), [
@@ -36,6 +37,8 @@ def test_a_document_is_mentioned_when_it_alone_writes_an_entity():
         "c": "The Receiving Party shall return it. Acme-Holdings Ltd"}.items()}
     assert mentioned_documents(["canadian pacific railway"], texts) == ["a"]
     assert mentioned_documents(["receiving party"], texts) == []  # two write it
+    assert entity_holders(["receiving party", "pacific rail"], texts) == {
+        "receiving party": ["b", "c"], "pacific rail": []}
     # whole words, whatever separates them; each document once, in the entities' order
     assert mentioned_documents(["acme holdings", "canadian pacific railway", "acme holdings"],
                                texts) == ["c", "a"]
@@ -151,20 +154,28 @@ def test_the_first_stage_ranks_documents_by_the_question_s_entities_too(tmp_path
         Retriever(db, encoder=encoder, entity_ranking="yes")
 
 
-def test_word_texts_are_read_once_and_only_for_questions_with_entities(tmp_path):
+def test_word_texts_are_read_once_and_only_for_questions_with_entities(tmp_path,
+                                                                      monkeypatch):
+    import sproutrag.search.searched as searched
     from sproutrag.search.retriever import Retriever
 
     db, encoder = _pool(tmp_path, np.random.default_rng(5))
     qvec = np.eye(encoder.dim, dtype=np.float32)[0]
     r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5)
+    passes = []  # the entities' holders: once per read, for links, anchor and lookup
+    monkeypatch.setattr(searched, "entity_holders",
+                        lambda e, t: passes.append(sorted(t)) or mentions.entity_holders(e, t))
 
     def word_texts_cached() -> set[str]:
         return {key[1] for key in r.documents.cache.keys() if key[0] == "words"}
 
     r.search_vector("when is payment due?", qvec, k=3)  # no entity: no word texts
     assert word_texts_cached() == set()
-    r.search_vector("When is payment due to Acme Holdings?", qvec, k=3)
+    assert passes == []
+    hits = r.search_vector("When is payment due to Acme Holdings?", qvec, k=3)
     assert word_texts_cached() == {"acme", "zenith", "other0", "other1", "other2"}
+    assert passes == [["acme", "other0", "other1", "other2", "zenith"]]
+    assert hits[0].doc_id == "acme"  # the one pass still names it
     tree = r.documents.tree_ids(["acme"])["acme"]
     assert r.documents.word_text("acme", tree) == (
         " supply agreement with acme holdings payment is due in thirty days either party"
@@ -335,7 +346,8 @@ def test_named_documents_holding_anchor_leaves_gain_the_long_mention_weight():
              "other": words("Supply agreement with Beta Corp.")}
 
     def boosts(query: str, leaves: dict[str, int], long_leaves: int) -> dict[str, float]:
-        links = Links({}, lambda d, u: "", query, mention=3.0, word_text=texts.__getitem__,
+        named = mentioned_documents(question_entities(query), texts)
+        links = Links({}, lambda d, u: "", query, mention=3.0, mentioned=tuple(named),
                       long_mention=6.0, long_leaves=long_leaves)
         return links.boosts({d: np.zeros(n) for d, n in leaves.items()})
 
