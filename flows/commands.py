@@ -397,14 +397,9 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
                              queries, mode=mode, notes="stored path, no doc_ids", stats={})
             loss = corpus_wide_loss(retriever, queries, runs, within, row)
             row["corpus_wide"] = loss
-            row["notes"] += "; " + describe_loss(loss, retriever.n_docs, retriever.anchor_leaves,
-                                                 retriever.link_weight, retriever.fetch_named,
-                                                 retriever.leader_weight, mode,
-                                                 retriever.mention_weight,
-                                                 retriever.entity_ranking,
-                                                 retriever.fetch_mentioned,
-                                                 retriever.mention_statistics,
-                                                 retriever.long_mention_weight)
+            row["notes"] += "; " + describe_loss(loss, retriever.n_docs,
+                                                 retriever.searching.settings, mode,
+                                                 retriever.entity_ranking)
             rows.append(row)
     if args.budgets:  # the shipped context through the database, under each budget
         from sproutrag.learn.budgets import retriever_budget_rows

@@ -177,10 +177,19 @@ class SearchSettings(_Section):
         "value: one weight for all)",
     )
 
+    mention_alone: bool = Field(
+        True, description="In a query without doc_ids whose named documents (each the only "
+        "searched one writing an entity of the question), one or more, hold anchor_leaves "
+        "leaves together, only those documents are searched, as a query restricted to "
+        "their doc_ids would search them: a question naming the agreement or report it asks "
+        "about gets that document's answer, not its look-alikes'",
+    )
+
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
         entity_ranking, anchor_leaves, link_weight, leader_weight, fetch_named,
-        mention_weight, fetch_mentioned, mention_statistics, long_mention_weight)."""
+        mention_weight, fetch_mentioned, mention_statistics, long_mention_weight,
+        mention_alone)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "entity_ranking": self.entity_ranking,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
@@ -188,7 +197,8 @@ class SearchSettings(_Section):
                 "mention_weight": self.mention_weight,
                 "fetch_mentioned": self.fetch_mentioned,
                 "mention_statistics": self.mention_statistics,
-                "long_mention_weight": self.long_mention_weight}
+                "long_mention_weight": self.long_mention_weight,
+                "mention_alone": self.mention_alone}
 
 
 class PipelineSettings(_Section):

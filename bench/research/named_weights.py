@@ -4,6 +4,7 @@ docs/results.md).
     PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 28 --split train
     PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 29 --split dev
     PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 30   # fit, then dev
+    PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 31   # fit, then dev
 
 Over `mentions.py`'s four pools with the shipped research search (rules 11-27: anchored
 statistics, fetch and links, mentions, the entities' first-stage ranking, documents
@@ -14,7 +15,12 @@ fetched by mention):
 - rule 29: the same only when they hold ANCHOR_LEAVES leaves together;
 - rule 30: with rule 29 on, the mentioned documents gain MU_LONG instead of 3 when they
   hold ANCHOR_LEAVES leaves together; MU_LONG fitted on train (the least within one SE
-  of the best), then against 3 on dev.
+  of the best), then against 3 on dev;
+- rule 31: with rules 29 and 30 on, a question whose named documents hold ANCHOR_LEAVES
+  leaves together, one named document too: "statistics" (the anchor is the named
+  documents) or "alone" (only the named documents searched, scored over themselves);
+  the simplest of today's, "statistics", "alone" within one SE of the best on train,
+  then against today's on dev; both variants reported.
 """
 
 from __future__ import annotations
@@ -39,8 +45,12 @@ from sproutrag.search.node_scores import (  # noqa: E402
 
 #: Rule 30's grid (3: rule 23's single weight).
 MU_LONG = (3.0, 6.0, 10.0, 20.0)
-#: How the anchor is chosen: None (rule 11's), "any" (rule 28), "floor" (rule 29).
-ANCHOR = {"mode": None}
+#: How the anchor is chosen: None (rule 11's), "any" (rule 28), "floor" (rule 29), "one"
+#: (rule 31's "statistics": rule 29 with one named document too); "alone": rule 31's
+#: "alone" variant on (with rule 29's anchor otherwise).
+ANCHOR = {"mode": None, "alone": False}
+#: Rule 31's candidates, simplest first.
+RULE_31 = ("today", "statistics", "alone")
 
 
 def _scores(self: N.Fetch, n: int, docs: list[str]) -> dict[str, NodeScores]:
@@ -50,15 +60,43 @@ def _scores(self: N.Fetch, n: int, docs: list[str]) -> dict[str, NodeScores]:
     anchor = anchor_documents(docs, leaves, ANCHOR_LEAVES)
     if ANCHOR["mode"]:
         named = self.mentioned(p.queries[n]["query"], docs)
-        if len(named) >= 2 and (ANCHOR["mode"] == "any"
-                                or sum(leaves[d] for d in named) >= ANCHOR_LEAVES):
+        least = 1 if ANCHOR["mode"] == "one" else 2
+        if len(named) >= least and (ANCHOR["mode"] == "any"
+                                    or sum(leaves[d] for d in named) >= ANCHOR_LEAVES):
             anchor = named
     return node_scores({d: p.trees[d] for d in docs}, p.qvecs[n], query=p.queries[n]["query"],
                        lexical={d: p.terms[d] for d in docs},
                        lexical_weight=p.base.lexical_weight, anchor=anchor)
 
 
+_searched = N.Fetch.searched
+
+
+def _searched_alone(self: N.Fetch, n: int, k: int, *args, **kwargs):
+    """`Fetch.searched`; with ANCHOR["alone"], when the documents the question names hold
+    ANCHOR_LEAVES leaves together, only they are searched, scored over themselves (what a
+    query restricted to their doc_ids does: every one of them is the anchor)."""
+    docs, base, d1, linked, extra = _searched(self, n, k, *args, **kwargs)
+    if ANCHOR["alone"]:
+        p = self.p
+        named = self.mentioned(p.queries[n]["query"], docs)
+        if named and sum(p.trees[d].n for d in named) >= ANCHOR_LEAVES:
+            docs = [d for d in docs if d in named]
+            base = _alone_scores(self, n, docs)
+            linked = [d for d in linked if d in docs]
+    return docs, base, d1, linked, extra
+
+
+def _alone_scores(self: N.Fetch, n: int, docs: list[str]) -> dict[str, NodeScores]:
+    """DOCS' node scores over themselves (no anchor: all are the statistics')."""
+    p = self.p
+    return node_scores({d: p.trees[d] for d in docs}, p.qvecs[n], query=p.queries[n]["query"],
+                       lexical={d: p.terms[d] for d in docs},
+                       lexical_weight=p.base.lexical_weight)
+
+
 N.Fetch._scores = _scores
+N.Fetch.searched = _searched_alone
 
 
 def shipped(f: N.Fetch, mu_long: float = 3.0) -> dict:
@@ -110,15 +148,55 @@ def long_rule(names: list[str], settings, encoder) -> None:
         print(f"{name} dev: mu_long {mu:g} {H.against(new, ref, within)}", flush=True)
 
 
+def set_variant(variant: str) -> None:
+    """Rule 31's VARIANT on ("today": rule 29's anchor, shipped)."""
+    ANCHOR["mode"] = "one" if variant == "statistics" else "floor"
+    ANCHOR["alone"] = variant == "alone"
+
+
+def alone_rule(names: list[str], settings, encoder) -> None:
+    """Rule 31: fit on train (the simplest of RULE_31 within one SE of the best), then
+    the chosen variant and both variants against today's on dev, paired per query."""
+    pools = [M.open_fetch(n, "train", settings, encoder, entities=True) for n in names]
+    trials, rows = [], {}
+    for variant in RULE_31:
+        set_variant(variant)
+        rows[variant] = [shipped(f, 6.0) for f in pools]
+        ies = [H.per_query(r) for r in rows[variant]]
+        trials.append((variant, ies))
+        print(f"  train {variant}: " + " / ".join(f"{100 * x.mean():5.2f}" for x in ies),
+              flush=True)
+    for variant in RULE_31[1:]:
+        for f, new, ref in zip(pools, rows[variant], rows["today"], strict=True):
+            print(f"  train {f.p.name} {variant}: IE {H.difference(new, ref, 'ie')}; "
+                  f"char-IE {H.difference(new, ref, 'char_ie')}; "
+                  f"{by_documents(f, new, ref)}", flush=True)
+    chosen = H.one_se_choice(trials, RULE_31.index, "rule 31 fit")
+    for name in names:
+        f = M.open_fetch(name, "dev", settings, encoder, entities=True)
+        within = f.run("within", 0)
+        set_variant("today")
+        ref = shipped(f, 6.0)
+        for variant in RULE_31[1:]:
+            set_variant(variant)
+            new = shipped(f, 6.0)
+            mark = " (chosen)" if variant == chosen else ""
+            print(f"{name} dev {variant}{mark}: {H.against(new, ref, within)}; "
+                  f"{by_documents(f, new, ref)}", flush=True)
+        set_variant("today")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rule", type=int, choices=(28, 29, 30), required=True)
+    ap.add_argument("--rule", type=int, choices=(28, 29, 30, 31), required=True)
     ap.add_argument("--split", default="dev", help="rules 28 and 29: train or dev")
     ap.add_argument("--pools", nargs="+", default=M.POOLS)
     args = ap.parse_args(argv)
     settings, encoder = H.default_encoder()
     if args.rule == 30:
         long_rule(args.pools, settings, encoder)
+    elif args.rule == 31:
+        alone_rule(args.pools, settings, encoder)
     else:
         anchor_rule("any" if args.rule == 28 else "floor", args.pools, args.split, settings,
                     encoder)

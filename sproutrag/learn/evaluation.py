@@ -253,23 +253,20 @@ def corpus_wide_loss(
             "ie_ratio": ratio["ie"], "char_ie_ratio": ratio["char_ie"]}
 
 
-def describe_loss(loss: dict[str, float], n_docs: int, anchor_leaves: int,
-                  link_weight: float, fetch_named: int = 0, leader_weight: float = 0.0,
-                  mode: str = "tree", mention_weight: float = 0.0,
-                  entity_ranking: bool = False, fetch_mentioned: int = 0,
-                  mention_statistics: bool = False, long_mention_weight: float = 0.0) -> str:
+def describe_loss(loss: dict[str, float], n_docs: int, wide: Any, mode: str = "tree",
+                  entity_ranking: bool = False) -> str:
     """`corpus_wide_loss` as the note of a report row of MODE (flat mode searches every
-    leaf: no document is fetched for it)."""
+    leaf: no document is fetched for it); WIDE: the Retriever's `CorpusWideSettings`."""
     searched = ("" if mode == "flat" else
                 f", {loss['gold_docs_searched']:.0%} searched with the documents fetched by "
                 "name or mention")
-    return (f"first stage (n_docs {n_docs}, anchor_leaves {anchor_leaves}, link_weight "
-            f"{link_weight:g}, leader_weight {leader_weight:g}, fetch_named {fetch_named}, "
-            f"mention_weight {mention_weight:g} (long {long_mention_weight:g}), "
-            f"fetch_mentioned {fetch_mentioned}, "
-            f"mention_statistics {'on' if mention_statistics else 'off'}, entity_ranking "
-            f"{'on' if entity_ranking else 'off'}) "
-            "chose "
+    on = {True: "on", False: "off"}
+    return (f"first stage (n_docs {n_docs}, anchor_leaves {wide.anchor_leaves}, link_weight "
+            f"{wide.link_weight:g}, leader_weight {wide.leader_weight:g}, fetch_named "
+            f"{wide.fetch_named}, mention_weight {wide.mention_weight:g} (long "
+            f"{wide.long_mention_weight:g}), fetch_mentioned {wide.fetch_mentioned}, "
+            f"mention_statistics {on[wide.mention_statistics]}, mention_alone "
+            f"{on[wide.mention_alone]}, entity_ranking {on[entity_ranking]}) chose "
             f"{loss['gold_docs_chosen']:.0%} of the gold "
             f"documents (all of a query's for {loss['all_gold_chosen']:.0%}){searched}; "
             f"{loss['non_gold_units']:.0%} of the units from other documents; "

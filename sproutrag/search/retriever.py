@@ -48,7 +48,7 @@ from sproutrag.search.links import (
 )
 from sproutrag.search.node_scores import ANCHOR_LEAVES
 from sproutrag.search.query_context import check_budget, flat_pieces, scored_pieces
-from sproutrag.search.searched import SearchedDocuments
+from sproutrag.search.searched import CorpusWideSettings, SearchedDocuments
 from sproutrag.search.stored_documents import CACHE_BYTES, StoredDocuments
 from sproutrag.search.tree_search import (
     Reranker,
@@ -73,9 +73,13 @@ FILTER_DIRECT = 64
 
 
 def _searching_setting(name: str) -> property:
-    """A Retriever attribute that reads and sets NAME of its `SearchedDocuments`."""
-    return property(lambda self: getattr(self.searching, name),
-                    lambda self, value: setattr(self.searching, name, value))
+    """A Retriever attribute that reads NAME of its `CorpusWideSettings` and sets it (the
+    settings replaced, the new value checked)."""
+
+    def put(self, value: Any) -> None:
+        self.searching.settings = replace(self.searching.settings, **{name: value})
+
+    return property(lambda self: getattr(self.searching.settings, name), put)
 
 
 class Retriever:
@@ -103,6 +107,7 @@ class Retriever:
         fetch_mentioned: int = FETCH_MENTIONED,
         mention_statistics: bool = True,
         long_mention_weight: float = LONG_MENTION_WEIGHT,
+        mention_alone: bool = True,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -133,12 +138,15 @@ class Retriever:
         searched documents holding ANCHOR_LEAVES leaves together, its statistics come
         from them (`SearchedDocuments.anchor`; rule 29). LONG_MENTION_WEIGHT: the points
         instead of MENTION_WEIGHT when the mentioned documents hold ANCHOR_LEAVES leaves
-        together (long documents; rule 30). The eight are checked and kept by
-        `SearchedDocuments` (`self.searching`)."""
+        together (long documents; rule 30). MENTION_ALONE: a query without doc_ids whose
+        mentioned documents, one or more, hold ANCHOR_LEAVES leaves together searches only
+        them, as a query with their doc_ids would (`SearchedDocuments.alone`; rule 31).
+        The nine are one `CorpusWideSettings` (`self.searching.settings`), each also an
+        attribute of the Retriever."""
         # checked before the database is opened and the encoder loaded
-        SearchedDocuments.checked(anchor_leaves, link_weight, leader_weight, fetch_named,
+        wide = CorpusWideSettings(anchor_leaves, link_weight, leader_weight, fetch_named,
                                   mention_weight, fetch_mentioned, mention_statistics,
-                                  long_mention_weight)
+                                  long_mention_weight, mention_alone)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -173,12 +181,8 @@ class Retriever:
                                 entities=entity_ranking)
         self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
-        self.searching = SearchedDocuments(
-            self.documents, self.view.current, anchor_leaves=anchor_leaves,
-            link_weight=link_weight, leader_weight=leader_weight, fetch_named=fetch_named,
-            mention_weight=mention_weight, fetch_mentioned=fetch_mentioned,
-            mention_statistics=mention_statistics, long_mention_weight=long_mention_weight,
-            writing=self.first.writing)
+        self.searching = SearchedDocuments(self.documents, self.view.current, wide,
+                                           writing=self.first.writing)
         self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
         self._resolve()  # refuses a mismatched encoder or weights file now
 
@@ -299,6 +303,7 @@ class Retriever:
     fetch_mentioned = _searching_setting("fetch_mentioned")
     mention_statistics = _searching_setting("mention_statistics")
     long_mention_weight = _searching_setting("long_mention_weight")
+    mention_alone = _searching_setting("mention_alone")
 
     @property
     def n_docs(self) -> int:

@@ -17,7 +17,12 @@ over the whole corpus searches the first stage's ranked choice, and with it:
   (`mentioned_elsewhere`; rule 27);
 - when two or more searched documents are so mentioned and hold ANCHOR_LEAVES leaves
   together, the statistics come from them instead (`anchor`, `mention_statistics`;
-  rule 29).
+  rule 29);
+- when the mentioned documents, one or more, hold ANCHOR_LEAVES leaves together, only
+  they are searched, as a query restricted to their doc_ids would search them
+  (`mention_alone`; rule 31).
+
+The nine settings are one `CorpusWideSettings`.
 
 `SearchedDocuments.find` returns all of it as one `Searched`; the Retriever's modes and
 its context score it.
@@ -26,6 +31,7 @@ its context score it.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
@@ -64,9 +70,9 @@ class Searched(NamedTuple):
     (tree id, tree), as `StoredDocuments.read` gives them), their TEXTS when asked for
     (a context's; else {}), leaf term counts (LEXICAL, None without a lexical weight),
     the query's LINKS (None when off), its statistics' documents (ANCHOR, None: all), the
-    `node_scores` when the fetch computed them already (SCORES, else None) and the
-    question's entities that no searched document writes (UNWRITTEN: what
-    `mentioned_elsewhere` looks up)."""
+    `node_scores` when the fetch computed them already (SCORES, else None), the documents
+    the question names (NAMED, `named_by`) and its entities that no searched document
+    writes (UNWRITTEN: what `mentioned_elsewhere` looks up)."""
 
     docs: list[str]
     loaded: dict[str, tuple[str, StoredTree]]
@@ -75,6 +81,7 @@ class Searched(NamedTuple):
     links: Links | None
     anchor: list[str] | None
     scores: dict[str, NodeScores] | None
+    named: tuple[str, ...] = ()
     unwritten: tuple[str, ...] = ()
 
     @property
@@ -83,44 +90,48 @@ class Searched(NamedTuple):
         return {d: st for d, (_, st) in self.loaded.items()}
 
 
+@dataclass(frozen=True)
+class CorpusWideSettings:
+    """How a query without doc_ids searches beyond the first stage's choice (a
+    `Retriever`'s; each checked when made, QueryError naming the first bad one):
+    ANCHOR_LEAVES (rule 11), LINK_WEIGHT and LEADER_WEIGHT (rules 12-18), FETCH_NAMED (rule
+    13), MENTION_WEIGHT (rule 23), FETCH_MENTIONED (rule 27), MENTION_STATISTICS (rule 29),
+    LONG_MENTION_WEIGHT (rule 30) and MENTION_ALONE (rule 31); `Retriever.__init__` says
+    what each does."""
+
+    anchor_leaves: int = ANCHOR_LEAVES
+    link_weight: float = LINK_WEIGHT
+    leader_weight: float = LEADER_WEIGHT
+    fetch_named: int = FETCH_NAMED
+    mention_weight: float = MENTION_WEIGHT
+    fetch_mentioned: int = FETCH_MENTIONED
+    mention_statistics: bool = True
+    long_mention_weight: float = LONG_MENTION_WEIGHT
+    mention_alone: bool = True
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "bool":
+                if not isinstance(value, bool):
+                    raise QueryError(f"{f.name} must be true or false; got {value!r}")
+                continue
+            check = check_count if f.type == "int" else check_number
+            object.__setattr__(self, f.name, check(f.name, value))
+
+
 class SearchedDocuments:
     """Reads the documents a search looks at from the trees' cache (DOCUMENTS) and the
-    current trees (CURRENT: the view's, read when called); WRITING(entity): the documents
-    of the whole corpus whose text writes an entity (`FirstStage.writing`; None: none
-    are fetched by mention). The eight settings are attributes: a Retriever's,
-    validated here."""
+    current trees (CURRENT: the view's, read when called), searched as SETTINGS say (a
+    Retriever's, replaced whole when one changes); WRITING(entity): the documents of the
+    whole corpus whose text writes an entity (`FirstStage.writing`; None: none are
+    fetched by mention)."""
 
-    def __init__(self, documents: StoredDocuments, current: Callable[[], Current], *,
-                 anchor_leaves: int = ANCHOR_LEAVES, link_weight: float = LINK_WEIGHT,
-                 leader_weight: float = LEADER_WEIGHT, fetch_named: int = FETCH_NAMED,
-                 mention_weight: float = MENTION_WEIGHT,
-                 fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True,
-                 long_mention_weight: float = LONG_MENTION_WEIGHT,
+    def __init__(self, documents: StoredDocuments, current: Callable[[], Current],
+                 settings: CorpusWideSettings | None = None, *,
                  writing: Callable[[str], list[str]] | None = None) -> None:
         self.documents, self.current, self.writing = documents, current, writing
-        (self.anchor_leaves, self.link_weight, self.leader_weight, self.fetch_named,
-         self.mention_weight, self.fetch_mentioned, self.mention_statistics,
-         self.long_mention_weight) = self.checked(
-            anchor_leaves, link_weight, leader_weight, fetch_named, mention_weight,
-            fetch_mentioned, mention_statistics, long_mention_weight)
-
-    @staticmethod
-    def checked(anchor_leaves: int, link_weight: float, leader_weight: float,
-                fetch_named: int, mention_weight: float = MENTION_WEIGHT,
-                fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True,
-                long_mention_weight: float = LONG_MENTION_WEIGHT
-                ) -> tuple[int, float, float, int, float, int, bool, float]:
-        """The eight settings, each checked (QueryError naming the first bad one)."""
-        if not isinstance(mention_statistics, bool):
-            raise QueryError(f"mention_statistics must be true or false; got "
-                             f"{mention_statistics!r}")
-        return (check_count("anchor_leaves", anchor_leaves),
-                check_number("link_weight", link_weight),
-                check_number("leader_weight", leader_weight),
-                check_count("fetch_named", fetch_named),
-                check_number("mention_weight", mention_weight),
-                check_count("fetch_mentioned", fetch_mentioned), mention_statistics,
-                check_number("long_mention_weight", long_mention_weight))
+        self.settings = settings if settings is not None else CorpusWideSettings()
 
     def find(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
              ranked: bool, allowed: Collection[str] | None = None, *,
@@ -132,24 +143,43 @@ class SearchedDocuments:
         if not ranked or not found.loaded:
             return found
         stored, scores, extra = found.stored, None, []
-        if self.fetch_named > 0:
+        if self.settings.fetch_named > 0:
             scores = node_scores({d: st.tree for d, st in stored.items()}, qvec,
                                  query=query, lexical=found.lexical,
                                  lexical_weight=params.lexical_weight, anchor=found.anchor)
             extra = self.named_elsewhere(query, stored, scores, allowed)
         extra += self.mentioned_elsewhere(found.unwritten, [*stored, *extra], allowed)
-        if not extra:
-            return found._replace(scores=scores)
-        return self._read([*docs, *extra], params, query, ranked, texts=texts)
+        if extra:
+            found = self._read([*docs, *extra], params, query, ranked, texts=texts)
+        else:
+            found = found._replace(scores=scores)
+        alone = self.alone(found)
+        return found if alone is None else self._read(alone, params, query, False,
+                                                      texts=texts)
+
+    def alone(self, found: Searched) -> list[str] | None:
+        """The documents FOUND's question names (`Searched.named`), in the searched order,
+        when `mention_alone` is on and they hold `anchor_leaves` leaves together: a
+        corpus-wide query then searches only them, as one restricted to their doc_ids
+        would (their own statistics, no weights; docs/results.md, rule 31); else None."""
+        s = self.settings
+        if not (s.mention_alone and found.named and s.anchor_leaves > 0):
+            return None
+        stored = found.stored
+        named = [d for d in found.docs if d in found.named and d in stored]
+        if sum(stored[d].tree.n for d in named) < s.anchor_leaves:
+            return None
+        return named
 
     def _read(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
               *, texts: bool = False) -> Searched:
         """DOCS' current trees, their texts (TEXTS), leaf terms (when the lexical weight is
         not 0), links, anchor and the entities they do not write; no scores."""
+        s = self.settings
         loaded, texts_read = self.documents.read(
             docs, texts=texts, terms=params.lexical_weight > 0,
-            names=ranked and self.link_weight > 0,
-            word_texts=ranked and self.mention_weight > 0 and bool(question_entities(query)))
+            names=ranked and s.link_weight > 0,
+            word_texts=ranked and s.mention_weight > 0 and bool(question_entities(query)))
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
@@ -157,7 +187,7 @@ class SearchedDocuments:
         named = named_by(holders)
         return Searched(list(docs), loaded, texts_read, lexical,
                         self.links(query, loaded, ranked, named),
-                        self.anchor(docs, stored, ranked, named), None,
+                        self.anchor(docs, stored, ranked, named), None, tuple(named),
                         tuple(e for e, ds in holders.items() if not ds))
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
@@ -168,19 +198,20 @@ class SearchedDocuments:
         (where names are looked for) is in memory. A document replaced meanwhile has no
         name for this query, nor has one a name that another document of the corpus also
         has (a generic heading; `documents.name_key`, docs/results.md, rule 15)."""
-        if not ranked or (self.link_weight <= 0 and self.mention_weight <= 0):
+        s = self.settings
+        if not ranked or (s.link_weight <= 0 and s.mention_weight <= 0):
             return None
         names: dict[str, str | None] = {}
-        if self.link_weight > 0:
+        if s.link_weight > 0:
             for d, (t, _) in loaded.items():
                 try:
                     names[d] = self.documents.name(d, t)
                 except KeyError:
                     names[d] = None
             names = self.current().names.unique(names)
-        return Links(names, lambda d, u: loaded[d][1].texts[u], query, self.link_weight,
-                     self.leader_weight, self.mention_weight, tuple(mentioned),
-                     self.long_mention_weight, self.anchor_leaves)
+        return Links(names, lambda d, u: loaded[d][1].texts[u], query, s.link_weight,
+                     s.leader_weight, s.mention_weight, tuple(mentioned),
+                     s.long_mention_weight, s.anchor_leaves)
 
     def holders(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
                 ranked: bool) -> dict[str, list[str]]:
@@ -189,7 +220,7 @@ class SearchedDocuments:
         holder is a document the question names, `named_by`); {} when the mention weight
         is 0 or the question names nothing. Computed once per read: the links' weights,
         the anchor and the corpus-wide lookup all take it."""
-        if not ranked or self.mention_weight <= 0:
+        if not ranked or self.settings.mention_weight <= 0:
             return {}
         entities = question_entities(query)
         if not entities:
@@ -219,10 +250,11 @@ class SearchedDocuments:
         leaves = {d: st.tree.n for d, st in stored.items()}
         named_set = set(mentioned)
         named = [d for d in docs if d in stored and d in named_set]
-        if (self.mention_statistics and self.anchor_leaves > 0 and len(named) >= 2
-                and sum(leaves[d] for d in named) >= self.anchor_leaves):
+        s = self.settings
+        if (s.mention_statistics and s.anchor_leaves > 0 and len(named) >= 2
+                and sum(leaves[d] for d in named) >= s.anchor_leaves):
             return named
-        return anchor_documents([d for d in docs if d in stored], leaves, self.anchor_leaves)
+        return anchor_documents([d for d in docs if d in stored], leaves, s.anchor_leaves)
 
     def named_elsewhere(self, query: str, stored: Mapping[str, StoredTree],
                         scores: Mapping[str, NodeScores],
@@ -235,7 +267,7 @@ class SearchedDocuments:
         if best is None:
             return []
         texts = (query, stored[best[0]].texts[best[1]])
-        return self.current().names.named_in(texts, self.fetch_named, skip=stored,
+        return self.current().names.named_in(texts, self.settings.fetch_named, skip=stored,
                                              allowed=allowed)
 
     def mentioned_elsewhere(self, unwritten: Sequence[str], skip: Collection[str],
@@ -247,7 +279,8 @@ class SearchedDocuments:
         Rule 23 then gives each the mention weight. An entity a searched document writes is
         not looked up: it names that one, or no one; at most MAX_MENTION_LOOKUPS are (one
         full-text query each)."""
-        if self.fetch_mentioned <= 0 or self.mention_weight <= 0 or self.writing is None:
+        s = self.settings
+        if s.fetch_mentioned <= 0 or s.mention_weight <= 0 or self.writing is None:
             return []
         out: list[str] = []
         for entity in unwritten[:MAX_MENTION_LOOKUPS]:
@@ -255,9 +288,9 @@ class SearchedDocuments:
             if (len(holders) == 1 and holders[0] not in skip and holders[0] not in out
                     and (allowed is None or holders[0] in allowed)):
                 out.append(holders[0])
-                if len(out) == self.fetch_mentioned:
+                if len(out) == s.fetch_mentioned:
                     break
         return out
 
 
-__all__ = ["MAX_MENTION_LOOKUPS", "Searched", "SearchedDocuments"]
+__all__ = ["MAX_MENTION_LOOKUPS", "CorpusWideSettings", "Searched", "SearchedDocuments"]

@@ -316,7 +316,8 @@ def test_statistics_come_from_the_named_documents_when_two_hold_enough_leaves(tm
     one = "When is payment due to Acme Holdings?"
 
     def anchor(query: str, **options) -> list[str] | None:
-        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, **options)
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5,
+                      **{"mention_alone": False, **options})  # rule 31 would search them alone
         with r.view.one_view():
             docs = r.choose_documents(qvec, None, k=3, query=query)
             found = r.searching.find(query, qvec, docs, r._resolve()[0], True)
@@ -375,3 +376,48 @@ def test_the_retriever_and_the_settings_check_long_mention_weight(tmp_path):
     assert SearchSettings().retriever_options()["long_mention_weight"] == 6.0
     with pytest.raises(ValidationError, match="long_mention_weight"):
         SearchSettings(long_mention_weight=-1)
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_named_documents_holding_anchor_leaves_are_searched_alone(tmp_path, mode):
+    """Rule 31: when the documents a corpus-wide question names hold anchor_leaves leaves
+    together (one document too), only they are searched, exactly as a query restricted to
+    their doc_ids; too few leaves, or the setting off: every chosen document competes."""
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    db, encoder = _pool(tmp_path, np.random.default_rng(5))  # 4 leaves a document
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    one = "When is payment due under the agreement with Acme Holdings?"
+    two = "When is payment due to Acme Holdings and to Zenith Mills?"
+
+    def hits(query: str, doc_ids=None, **options) -> list[tuple]:
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, **options)
+        return [(h.doc_id, h.spans, round(h.score, 6)) for h in
+                r.search_vector(query, qvec, k=4, mode=mode, doc_ids=doc_ids)]
+
+    for query, named in ((one, ["acme"]), (two, ["acme", "zenith"])):
+        leaves = 4 * len(named)
+        alone = hits(query, anchor_leaves=leaves)
+        assert alone == hits(query, named, anchor_leaves=leaves)  # as within them
+        assert {d for d, _, _ in alone} == set(named)
+        # fewer leaves than the floor, or the setting off: the chosen documents compete
+        for options in ({"anchor_leaves": leaves + 1},
+                        {"anchor_leaves": leaves, "mention_alone": False}):
+            assert hits(query, **options) != alone, (query, options)
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, anchor_leaves=4)
+    assert r.mention_alone is True  # the default
+    with r.view.one_view():
+        assert r.searched_documents(one, qvec, r.choose_documents(qvec, None, k=4)) == ["acme"]
+    # an entity two searched documents write names neither: nothing is searched alone
+    beta = "When is payment due to Beta Corp?"
+    assert hits(beta, anchor_leaves=4) == hits(beta, anchor_leaves=4, mention_alone=False)
+    # a context is taken from the named document alone too
+    from types import SimpleNamespace
+
+    toy = SimpleNamespace(**vars(encoder), encode_texts=lambda t: np.stack([qvec] * len(t)))
+    r = Retriever(db, encoder=toy, first_stage="vector", n_docs=5, anchor_leaves=4)
+    ctx = r.context(one, budget_chars=400, mode=mode)
+    assert ctx.spans and {s.doc_id for s in ctx.spans} == {"acme"}
+    assert ctx.spans == r.context(one, budget_chars=400, mode=mode, doc_ids=["acme"]).spans
+    with pytest.raises(QueryError, match="mention_alone"):
+        Retriever(db, encoder=encoder, mention_alone="yes")

@@ -137,8 +137,11 @@ def test_what_a_search_reads_keeps_the_fetch_s_scores_only_when_nothing_was_fetc
     # a query within given documents: no links, all of them its statistics, no fetch
     assert within.docs == ["harbor", "look0"]
     assert (within.links, within.anchor, within.scores) == (None, None, None)
-    r.link_weight = 0.0  # the Retriever's settings are the reader's
-    assert r.searching.link_weight == 0.0
+    r.link_weight = 0.0  # the Retriever's settings are the reader's, checked when set
+    assert r.searching.settings.link_weight == 0.0
+    with pytest.raises(ValueError, match="link_weight"):  # a QueryError
+        r.link_weight = -1.0
+    assert r.link_weight == 0.0
 
 
 def test_a_context_searches_the_named_document_too(missed_pool):
