@@ -138,7 +138,8 @@ class SearchedDocuments:
              texts: bool = False) -> Searched:
         """DOCS, and when they are the first stage's RANKED choice the documents
         `named_elsewhere` and `mentioned_elsewhere` add (among ALLOWED), read (TEXTS:
-        their texts too, a context's)."""
+        their texts too, a context's); only the documents the question names when they
+        hold enough leaves to be searched `alone`."""
         found = self._read(docs, params, query, ranked, texts=texts)
         if not ranked or not found.loaded:
             return found
