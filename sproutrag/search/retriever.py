@@ -144,9 +144,11 @@ class Retriever:
         The nine are one `CorpusWideSettings` (`self.searching.settings`), each also an
         attribute of the Retriever."""
         # checked before the database is opened and the encoder loaded
-        wide = CorpusWideSettings(anchor_leaves, link_weight, leader_weight, fetch_named,
-                                  mention_weight, fetch_mentioned, mention_statistics,
-                                  long_mention_weight, mention_alone)
+        wide = CorpusWideSettings(
+            anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
+            fetch_named=fetch_named, mention_weight=mention_weight,
+            fetch_mentioned=fetch_mentioned, mention_statistics=mention_statistics,
+            long_mention_weight=long_mention_weight, mention_alone=mention_alone)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
