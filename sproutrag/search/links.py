@@ -97,8 +97,8 @@ class Links:
     QUERY, the WEIGHT its linked documents gain and the points the leading document gains
     when it links to any (LEAD); MENTION: the points the MENTIONED documents gain (each the
     only searched one whose text writes an entity of the question,
-    `sproutrag.search.mentions`; rule 23), or LONG_MENTION when they hold LONG_LEAVES
-    leaves together (0: never; rule 30)."""
+    `sproutrag.search.mentions`; rule 23; the long mention weight when they hold
+    `anchor_leaves` leaves together, rule 30: `SearchedDocuments.long` decides)."""
 
     names: Mapping[str, str | None]
     unit_text: Callable[[str, int], str]
@@ -107,8 +107,6 @@ class Links:
     lead: float = LEADER_WEIGHT
     mention: float = 0.0
     mentioned: tuple[str, ...] = ()
-    long_mention: float = 0.0
-    long_leaves: int = 0
 
     def boosts(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:
         """doc_id -> the points its nodes gain, given each searched document's leaves'
@@ -118,12 +116,8 @@ class Links:
         when the weight is 0 or no searched document has a name)."""
         out = self._linked(leaf_ranks)
         named = [d for d in self.mentioned if d in leaf_ranks] if self.mention > 0 else []
-        if named:
-            weight = self.mention
-            if 0 < self.long_leaves <= sum(len(leaf_ranks[d]) for d in named):
-                weight = self.long_mention
-            for d in named:
-                out[d] = max(out.get(d, 0.0), weight)
+        for d in named:
+            out[d] = max(out.get(d, 0.0), self.mention)
         return out
 
     def _linked(self, leaf_ranks: Mapping[str, np.ndarray]) -> dict[str, float]:

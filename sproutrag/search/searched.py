@@ -71,7 +71,8 @@ class Searched(NamedTuple):
     (a context's; else {}), leaf term counts (LEXICAL, None without a lexical weight),
     the query's LINKS (None when off), its statistics' documents (ANCHOR, None: all), the
     `node_scores` when the fetch computed them already (SCORES, else None), the documents
-    the question names (NAMED, `named_by`) and its entities that no searched document
+    the question names (NAMED, `named_by`), whether they hold `anchor_leaves` leaves
+    together (LONG: rules 29-31 act on it) and its entities that no searched document
     writes (UNWRITTEN: what `mentioned_elsewhere` looks up)."""
 
     docs: list[str]
@@ -82,6 +83,7 @@ class Searched(NamedTuple):
     anchor: list[str] | None
     scores: dict[str, NodeScores] | None
     named: tuple[str, ...] = ()
+    long: bool = False
     unwritten: tuple[str, ...] = ()
 
     @property
@@ -163,14 +165,9 @@ class SearchedDocuments:
         when `mention_alone` is on and they hold `anchor_leaves` leaves together: a
         corpus-wide query then searches only them, as one restricted to their doc_ids
         would (their own statistics, no weights; docs/results.md, rule 31); else None."""
-        s = self.settings
-        if not (s.mention_alone and found.named and s.anchor_leaves > 0):
+        if not (self.settings.mention_alone and found.long):
             return None
-        stored = found.stored
-        named = [d for d in found.docs if d in found.named and d in stored]
-        if sum(stored[d].tree.n for d in named) < s.anchor_leaves:
-            return None
-        return named
+        return [d for d in found.docs if d in found.named]
 
     def _read(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
               *, texts: bool = False) -> Searched:
@@ -186,15 +183,27 @@ class SearchedDocuments:
                    if params.lexical_weight > 0 else None)
         holders = self.holders(query, loaded, ranked)
         named = named_by(holders)
+        long = self.long(named, stored)
         return Searched(list(docs), loaded, texts_read, lexical,
-                        self.links(query, loaded, ranked, named),
-                        self.anchor(docs, stored, ranked, named), None, tuple(named),
-                        tuple(e for e, ds in holders.items() if not ds))
+                        self.links(query, loaded, ranked, named, long),
+                        self.anchor(docs, stored, ranked, named, long), None, tuple(named),
+                        long, tuple(e for e, ds in holders.items() if not ds))
+
+    def long(self, named: Collection[str], stored: Mapping[str, StoredTree]) -> bool:
+        """Whether the documents the question NAMES (all in STORED) hold `anchor_leaves`
+        leaves together (long documents, where a named one is the question's): their
+        statistics (rule 29), the larger mention weight (rule 30) and search alone (rule
+        31) follow from it. False when nothing is named or `anchor_leaves` is 0."""
+        floor = self.settings.anchor_leaves
+        return (bool(named) and floor > 0
+                and sum(stored[d].tree.n for d in named) >= floor)
 
     def links(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-              ranked: bool, mentioned: Sequence[str] = ()) -> Links | None:
+              ranked: bool, mentioned: Sequence[str] = (), long: bool = False
+              ) -> Links | None:
         """The names a query follows and the documents it names (MENTIONED, from
-        `holders`) when LOADED (doc_id -> (tree id, tree)) are the first stage's RANKED
+        `holders`; they gain `long_mention_weight` instead of `mention_weight` when LONG,
+        rule 30) when LOADED (doc_id -> (tree id, tree)) are the first stage's RANKED
         choice and the link or mention weight is not 0; else None. The best leaf's text
         (where names are looked for) is in memory. A document replaced meanwhile has no
         name for this query, nor has one a name that another document of the corpus also
@@ -211,8 +220,8 @@ class SearchedDocuments:
                     names[d] = None
             names = self.current().names.unique(names)
         return Links(names, lambda d, u: loaded[d][1].texts[u], query, s.link_weight,
-                     s.leader_weight, s.mention_weight, tuple(mentioned),
-                     s.long_mention_weight, s.anchor_leaves)
+                     s.leader_weight, s.long_mention_weight if long else s.mention_weight,
+                     tuple(mentioned))
 
     def holders(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
                 ranked: bool) -> dict[str, list[str]]:
@@ -240,10 +249,11 @@ class SearchedDocuments:
         return texts
 
     def anchor(self, docs: Sequence[str], stored: Mapping[str, StoredTree],
-               ranked: bool, mentioned: Sequence[str] = ()) -> list[str] | None:
+               ranked: bool, mentioned: Sequence[str] = (), long: bool = False
+               ) -> list[str] | None:
         """The documents a query's statistics come from: when DOCS are the first stage's
         RANKED choice, the documents the question names (MENTIONED, `named_by`) when they
-        are two or more and hold `anchor_leaves` leaves together (`mention_statistics`:
+        are two or more and hold `anchor_leaves` leaves together (LONG; `mention_statistics`:
         then search within them would rank their leaves so; docs/results.md, rule 29),
         else the first stage's leading ones (`anchor_documents`); else all (None)."""
         if not ranked:
@@ -252,8 +262,7 @@ class SearchedDocuments:
         named_set = set(mentioned)
         named = [d for d in docs if d in stored and d in named_set]
         s = self.settings
-        if (s.mention_statistics and s.anchor_leaves > 0 and len(named) >= 2
-                and sum(leaves[d] for d in named) >= s.anchor_leaves):
+        if s.mention_statistics and long and len(named) >= 2:
             return named
         return anchor_documents([d for d in docs if d in stored], leaves, s.anchor_leaves)
 

@@ -337,19 +337,26 @@ def test_statistics_come_from_the_named_documents_when_two_hold_enough_leaves(tm
 
 
 def test_named_documents_holding_anchor_leaves_gain_the_long_mention_weight():
-    """Rule 30: the mentioned documents gain long_mention instead of mention when they hold
-    long_leaves leaves together (long documents, where the named one is the question's)."""
+    """Rule 30: the mentioned documents gain long_mention_weight instead of mention_weight
+    when they hold anchor_leaves leaves together (`SearchedDocuments.long`: long
+    documents, where the named one is the question's)."""
+    from types import SimpleNamespace
+
     from sproutrag.names import words
-    from sproutrag.search.links import Links
+    from sproutrag.search.searched import CorpusWideSettings, SearchedDocuments
 
     texts = {"acme": words("Supply agreement with Acme Holdings."),
              "zen": words("Supply agreement with Zenith Mills."),
              "other": words("Supply agreement with Beta Corp.")}
 
-    def boosts(query: str, leaves: dict[str, int], long_leaves: int) -> dict[str, float]:
+    def boosts(query: str, leaves: dict[str, int], anchor_leaves: int) -> dict[str, float]:
+        settings = CorpusWideSettings(anchor_leaves=anchor_leaves, link_weight=0.0,
+                                      mention_weight=3.0, long_mention_weight=6.0)
+        searching = SearchedDocuments(None, lambda: None, settings)  # no names to read
+        stored = {d: SimpleNamespace(tree=SimpleNamespace(n=n)) for d, n in leaves.items()}
         named = mentioned_documents(question_entities(query), texts)
-        links = Links({}, lambda d, u: "", query, mention=3.0, mentioned=tuple(named),
-                      long_mention=6.0, long_leaves=long_leaves)
+        links = searching.links(query, {d: ("tree", st) for d, st in stored.items()}, True,
+                                named, searching.long(named, stored))
         return links.boosts({d: np.zeros(n) for d, n in leaves.items()})
 
     one = "When is payment due to Acme Holdings?"
@@ -357,7 +364,9 @@ def test_named_documents_holding_anchor_leaves_gain_the_long_mention_weight():
     assert boosts(one, {"acme": 40, "zen": 40, "other": 40}, 32) == {"acme": 6.0}
     assert boosts(one, {"acme": 4, "zen": 40, "other": 40}, 32) == {"acme": 3.0}
     assert boosts(two, {"acme": 16, "zen": 16, "other": 4}, 32) == {"acme": 6.0, "zen": 6.0}
+    assert boosts(two, {"acme": 16, "zen": 15, "other": 40}, 32) == {"acme": 3.0, "zen": 3.0}
     assert boosts(one, {"acme": 40, "zen": 40}, 0) == {"acme": 3.0}  # 0: never
+    assert boosts("When is payment due?", {"acme": 40}, 32) == {}
 
 
 def test_the_retriever_and_the_settings_check_long_mention_weight(tmp_path):
@@ -372,7 +381,8 @@ def test_the_retriever_and_the_settings_check_long_mention_weight(tmp_path):
             Retriever(db, encoder=encoder, long_mention_weight=bad)
     r = Retriever(db, encoder=encoder)
     assert r.long_mention_weight == 6.0 and r.searching.links(
-        "To Acme Holdings?", {}, True).long_leaves == r.anchor_leaves == 32
+        "To Acme Holdings?", {}, True, long=True).mention == 6.0
+    assert r.searching.links("To Acme Holdings?", {}, True).mention == r.mention_weight == 3.0
     assert SearchSettings().retriever_options()["long_mention_weight"] == 6.0
     with pytest.raises(ValidationError, match="long_mention_weight"):
         SearchSettings(long_mention_weight=-1)
