@@ -1,18 +1,17 @@
 """The shipped corpus-wide search against LanceDB's own search over the whole corpus
-(issue 29, rules 11-15).
+(issue 29).
 
     PYTHONPATH=. .venv/bin/python bench/research/lancedb_wide.py
     PYTHONPATH=. .venv/bin/python bench/research/lancedb_wide.py --budgets 500 1000 2000
 
-On each dev pool of `hierarchy.py`, corpus-wide (no doc_ids): the shipped tree mode
-(anchored statistics, `anchored_stats.py`, M 32; names followed, `title_links.py`, and
-fetched, `name_fetch.py`: fetch 1, link weight 3, leader bonus 2, corpus-unique names,
-links from the best unit: rule 18; mentions, rule 23; the entities' first-stage
-ranking, rule 25; documents the entities name, fetched from the whole pool, rule 27: the
-Retriever's default),
-tree mode with the anchored statistics alone, tree and leaves before both, and
+On each dev pool (`mentions.POOLS`: the three of `hierarchy.py` and named-contracts),
+corpus-wide (no doc_ids): the shipped tree mode through the pool database's `Retriever`
+(`Retriever.search` without doc_ids, the packaged defaults: every adopted rule, as
+`sproutrag query` answers), the shipped leaves mode the same way, tree mode before rules
+11-31 (the first stage's documents with their pooled statistics, in memory), and
 LanceDB's BM25 and hybrid search (`sproutrag.learn.anchors`, the evaluation's yardstick)
-over the pool's plain two-sentence chunks with no document filter; paired per query.
+over the pool's plain two-sentence chunks with no document filter; paired per query, and
+each as a ratio to the shipped tree search within the questions' documents.
 
 With --budgets: contexts under each character budget instead (char P x R, averaged over the
 budgets): the shipped context read from the pool's database (`Retriever.context`, as
@@ -31,14 +30,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import anchored_stats as A  # noqa: E402
 import hierarchy as H  # noqa: E402
-import name_fetch as F  # noqa: E402
-import title_links as T  # noqa: E402
+import mentions as M  # noqa: E402
 
 from sproutrag.learn.anchors import ANCHORS, AnchorTable  # noqa: E402
 from sproutrag.learn.datasets import read_jsonl  # noqa: E402
-from sproutrag.learn.evaluation import result_row  # noqa: E402
-from sproutrag.search.links import FETCH_MENTIONED, MENTION_WEIGHT  # noqa: E402
-from sproutrag.search.node_scores import ANCHOR_LEAVES  # noqa: E402
+from sproutrag.learn.evaluation import result_row, retriever_runs  # noqa: E402
 
 
 def budgets_main(budgets: list[int], pools: list[str]) -> int:
@@ -72,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budgets", type=int, nargs="+",
                     help="contexts under these character budgets instead of k units")
-    ap.add_argument("--pools", nargs="+", default=H.POOLS)
+    ap.add_argument("--pools", nargs="+", default=M.POOLS)
     args = ap.parse_args(argv)
     if args.budgets:
         return budgets_main(args.budgets, args.pools)
@@ -80,23 +76,26 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.pools:
         p = H.Pool(name, *H.open_pool(name, "dev", settings, encoder))
         docs = read_jsonl(H.pool_files(name, "dev")[0])
-        within = A.tree_row(p, "within", math.inf)
-        shipped = F.Fetch(p, T.Links(H.pool_files(name, "dev")[0])).run(
-            "wide", 1, unit_links=True, mention=MENTION_WEIGHT, mention_fetch=FETCH_MENTIONED)
-        rows = {f"tree anchor {ANCHOR_LEAVES} alone": A.tree_row(p, "wide", ANCHOR_LEAVES),
-                "tree before": A.tree_row(p, "wide", math.inf),
-                "leaves before": p.row("", p.runs("leaves", "wide", p.base))}
+        within = p.row("within", retriever_runs(p.r, p.queries, H.KS, "tree"))
+        shipped = p.row("shipped", retriever_runs(p.r, p.queries, H.KS, "tree",
+                                                  corpus_wide=True))
+        rows = {"shipped leaves": p.row("leaves", retriever_runs(
+                    p.r, p.queries, H.KS, "leaves", corpus_wide=True)),
+                "tree before rules 11-31": A.tree_row(p, "wide", math.inf)}
         everyone = [str(d["doc_id"]) for d in docs]
         wide = [dict(q, doc_ids=everyone) for q in p.queries]  # the search's filter only
         with AnchorTable(docs, encoder) as table:
             for mode in ANCHORS:
                 rows[mode] = result_row(mode, table.runs(mode, wide, p.qvecs, H.KS), {},
                                         p.queries, units=table.spans)
-        print(f"{name} dev corpus-wide: shipped tree IE {100 * shipped['avg']['ie']:.2f}, "
-              f"char-IE {100 * shipped['avg']['char_ie']:.2f}", flush=True)
+        print(f"{name} dev ({len(p.queries)} questions, {len(docs)} documents): shipped "
+              f"tree within IE {100 * within['avg']['ie']:.2f}, char-IE "
+              f"{100 * within['avg']['char_ie']:.2f}; corpus-wide "
+              f"{H.against(shipped, within, within)}", flush=True)
         for label, row in rows.items():
             print(f"  shipped tree - {label}: {H.against(shipped, row, within)}"
-                  f" | {label} IE {100 * row['avg']['ie']:.2f} char-IE "
+                  f" | {label} IE {100 * row['avg']['ie']:.2f} "
+                  f"({row['avg']['ie'] / within['avg']['ie']:.3f}x within), char-IE "
                   f"{100 * row['avg']['char_ie']:.2f}", flush=True)
     return 0
 
