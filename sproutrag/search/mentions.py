@@ -9,7 +9,8 @@ compete with the named document's on equal terms; search within the named docume
 not have that loss (issue 29; docs/results.md, rule 23).
 
 The question's entities are its runs of capitalised words (with "of", "the", "for", "&"
-between them; "3M" counts as capitalised), stopwords trimmed from their ends, as `words`
+between them; "3M" counts as capitalised; initials such as "A." in "Richard A. Bearse" join
+the run), stopwords trimmed from their ends, as `words`
 normalises them; a single capitalised word that opens a sentence is no entity ("Under",
 "Some").
 A searched document is mentioned when it is the only searched document whose text
@@ -29,7 +30,9 @@ from sproutrag.stopwords import STOPWORDS
 
 #: Lower-case words that may join two capitalised words of one name.
 _JOINERS = frozenset({"of", "the", "for", "&", "de", "du", "la", "von", "van"})
-_TOKEN = re.compile(r"\w+(?:['’.&-]\w+)*|&")
+#: A word, or initials before a capitalised word ("Richard A. Bearse", "J.K. Rowling": the
+#: dots do not end a sentence there).
+_TOKEN = re.compile(r"(?:[A-Z]\.)+(?=\s+[A-Z])|\w+(?:['’.&-]\w+)*|&")
 #: What may separate two words of one run: spaces, or nothing else.
 _GAP = re.compile(r"\s+")
 #: The shortest entity ("IBM", "Eli"): shorter ones ("3M", "GE") name too much by chance.

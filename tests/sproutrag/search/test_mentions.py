@@ -23,9 +23,24 @@ from sproutrag.search.mentions import entity_holders, mentioned_documents, quest
     ("what does the contract say about payment?", []),
     ("The Hague", ["hague"]),
     ("Is it GE's?", []),  # shorter than 3 characters
+    ("In the Richard A. Bearse agreement, may it?", ["richard a bearse"]),  # an initial
+    ("Is Jon L. Luther older than J.K. Rowling?", ["jon l luther", "j k rowling"]),
+    ("Was it in the U.S. or in Section A. What then?", ["u s", "section"]),  # not initials
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
+
+
+def test_a_name_with_initials_is_found_as_its_document_writes_it():
+    """The question's entity and the document's word text normalise initials alike, so
+    "the Richard A. Bearse agreement" names the agreement "made with Richard A. Bearse"
+    and not one made with another Richard (rule 33)."""
+    from sproutrag.names import words
+
+    texts = {"bearse": words("This Agreement is made with Richard A. Bearse."),
+             "roe": words("This Agreement is made with Richard Roe.")}
+    entities = question_entities("In the Richard A. Bearse agreement, may it?")
+    assert mentioned_documents(entities, texts) == ["bearse"]
 
 
 def test_a_document_is_mentioned_when_it_alone_writes_an_entity():
