@@ -1,10 +1,11 @@
-"""What `Retriever.context` checks and ranks: its arguments, and the pieces of evidence
-that compete for the budget once the searched documents are read
+"""What `Retriever.context` checks, reads and ranks: its arguments, the searched
+documents (`read_context`) and the pieces of evidence that compete for the budget
 (`sproutrag.search.context` fills the budget with them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -14,8 +15,10 @@ from sproutrag.search.context import (
     DEFAULT_SELECTION,
     DEFAULT_WINDOW,
     SELECTIONS,
+    Context,
     Piece,
     Units,
+    build_context,
     ranked_pieces,
     selection_pieces,
 )
@@ -70,4 +73,36 @@ def scored_pieces(found: Searched, qvec: np.ndarray, units: Mapping[str, Units],
     return pieces, overlap, chosen
 
 
-__all__ = ["check_budget", "flat_pieces", "scored_pieces"]
+def read_context(retriever: Any, query: str, qvec: np.ndarray, budget_chars: int | None,
+                 budget_tokens: int | None, measure: Any, k: int | None,
+                 doc_ids: Sequence[str] | None, allowed: Collection[str] | None,
+                 mode: str, selection: str | None, cutoff: float | None) -> Context:
+    """`Retriever.context` on one view of the tables (its arguments checked): RETRIEVER's
+    documents for QVEC (DOC_IDS, else its first stage's among ALLOWED, with a
+    corpus-wide query's fetch, links and anchor), their texts read, their pieces ranked
+    (`flat_pieces` or `scored_pieces`) and the budget filled (`build_context`).
+    KeyError when a document was replaced under the view (the caller reads again)."""
+    params, _ = retriever._resolve()
+    docs = retriever.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
+    found = None
+    if mode != "flat":  # a corpus-wide query's fetch, links and anchor; texts read
+        found = retriever.searching.find(query, qvec, docs, params, not doc_ids, allowed,
+                                         texts=True)
+        loaded, texts = found.loaded, found.texts
+    else:
+        loaded, texts = retriever.documents.read(docs, texts=True)
+    units = {d: Units(st.spans, texts[d]) for d, (_, st) in loaded.items()}
+    if found is None:
+        pieces, overlap = flat_pieces({d: st for d, (_, st) in loaded.items()}, qvec)
+        chosen = "flat"
+    else:
+        pieces, overlap, chosen = scored_pieces(
+            found, qvec, units, params=params, query=query, mode=mode,
+            selection=selection, cutoff=cutoff)
+    ctx = build_context(pieces, units, budget_chars=budget_chars,
+                        budget_tokens=budget_tokens, measure=measure, k=k, overlap=overlap)
+    ctx.meta.update(selection=chosen, mode=mode, cutoff=cutoff if mode != "flat" else None)
+    return ctx
+
+
+__all__ = ["check_budget", "flat_pieces", "read_context", "scored_pieces"]

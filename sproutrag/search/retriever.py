@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count, check_number
-from sproutrag.search.context import DEFAULT_MARGIN, Context, Units, build_context
+from sproutrag.search.context import DEFAULT_MARGIN, Context
 from sproutrag.search.current import Current
 from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
 from sproutrag.search.flat_search import FlatSearch
@@ -47,7 +47,7 @@ from sproutrag.search.links import (
     MENTION_WEIGHT,
 )
 from sproutrag.search.node_scores import ANCHOR_LEAVES
-from sproutrag.search.query_context import check_budget, flat_pieces, scored_pieces
+from sproutrag.search.query_context import check_budget, read_context
 from sproutrag.search.searched import CorpusWideSettings, SearchedDocuments
 from sproutrag.search.stored_documents import CACHE_BYTES, StoredDocuments
 from sproutrag.search.tree_search import (
@@ -65,11 +65,6 @@ from sproutrag.storage.rows import StoredTree
 from sproutrag.storage.store import StaleIndexError
 
 Mode = Literal["tree", "leaves", "flat"]
-
-
-#: A filter matching at most this many documents searches them all (as doc_ids do); past
-#: it the first stage ranks the documents among those it matches.
-FILTER_DIRECT = 64
 
 
 def _searching_setting(name: str) -> property:
@@ -119,30 +114,11 @@ class Retriever:
         (nearest nodes and the full-text index's best leaves, fused) or "vector".
         ENTITY_RANKING: the hybrid first stage fuses a third ranking, the full-text
         index's for the question's entities alone, when it has any (rule 25).
-        ANCHOR_LEAVES: a query without doc_ids takes BM25's collection and the z-scores
-        of its rank scores from the first stage's leading documents until they hold this
-        many leaves (`node_scores.anchor_documents`; 0: from every searched document).
-        LINK_WEIGHT: in a query without doc_ids, the rank-score points every node of a
-        searched document gains when the query or the best leaf's document names it
-        (`sproutrag.search.links`; 0: off), and the best leaf's document LEADER_WEIGHT
-        when it links to any. FETCH_NAMED: in a query without doc_ids, at most this many
-        documents the first stage did not choose are searched too when the query or its
-        best leaf writes their name (`SearchedDocuments.named_elsewhere`; 0: off).
-        MENTION_WEIGHT: in a query without doc_ids, the points every node of a searched
-        document gains when it is the only one whose text writes an entity the question
-        names (`sproutrag.search.mentions`; 0: off). FETCH_MENTIONED: in a query without
-        doc_ids, at most this many documents the first stage did not choose are searched
-        too when each is the only document of the corpus whose text writes an entity of
-        the question (`SearchedDocuments.mentioned_elsewhere`, with the full-text index;
-        0: off). MENTION_STATISTICS: in a query without doc_ids that names two or more
-        searched documents holding ANCHOR_LEAVES leaves together, its statistics come
-        from them (`SearchedDocuments.anchor`; rule 29). LONG_MENTION_WEIGHT: the points
-        instead of MENTION_WEIGHT when the mentioned documents hold ANCHOR_LEAVES leaves
-        together (long documents; rule 30). MENTION_ALONE: a query without doc_ids whose
-        mentioned documents, one or more, hold ANCHOR_LEAVES leaves together searches only
-        them, as a query with their doc_ids would (`SearchedDocuments.alone`; rule 31).
-        The nine are one `CorpusWideSettings` (`self.searching.settings`), each also an
-        attribute of the Retriever."""
+        ANCHOR_LEAVES, LINK_WEIGHT, LEADER_WEIGHT, FETCH_NAMED, MENTION_WEIGHT,
+        FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT and MENTION_ALONE: how a
+        query without doc_ids searches beyond the first stage's choice, one
+        `CorpusWideSettings` (`self.searching.settings`; its fields say what each does),
+        each also an attribute of the Retriever (checked when set)."""
         # checked before the database is opened and the encoder loaded
         wide = CorpusWideSettings(
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
@@ -350,28 +326,9 @@ class Retriever:
 
     def scope(self, doc_ids: Sequence[str] | None, where: str | None
               ) -> tuple[list[str] | None, set[str] | None]:
-        """(doc_ids to search, documents the first stage may choose) of a search given
-        DOC_IDS and a filter WHERE on `documents` columns: the known doc_ids (QueryError
-        when none is); with WHERE only the matching ones, searched all when at most
-        `FILTER_DIRECT` match, else ranked by the first stage among them (a prefilter: k
-        is filled from the matching documents). QueryError when no document matches."""
-        known = None
-        if doc_ids is not None:
-            known = self.known_doc_ids(list(doc_ids))
-            if not known:
-                raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
-        if where is None:
-            return known, None
-        matching = self.view.matching(where)
-        if known is not None:
-            wanted = set(matching)
-            matching = [d for d in known if d in wanted]
-        if not matching:
-            raise QueryError(f"no document matches the filter {where!r}"
-                             + (" among the doc_ids" if known is not None else ""))
-        if len(matching) <= FILTER_DIRECT:
-            return matching, None
-        return None, set(matching)
+        """(doc_ids to search, documents the first stage may choose) given DOC_IDS and a
+        filter WHERE (`TablesView.scope`)."""
+        return self.view.scope(doc_ids, where)
 
     def has_text_index(self) -> bool:
         """Whether `nodes` has its full-text index (the hybrid first stage's words)."""
@@ -482,8 +439,9 @@ class Retriever:
             qvec = self._embed([query])[0]
             for again in (True, False):
                 try:
-                    return self._context(query, qvec, budget_chars, budget_tokens, measure,
-                                         k, doc_ids, allowed, mode, selection, cutoff)
+                    return read_context(self, query, qvec, budget_chars, budget_tokens,
+                                        measure, k, doc_ids, allowed, mode, selection,
+                                        cutoff)
                 except KeyError:  # a document replaced under this view: read it again
                     if not again:
                         raise
@@ -494,34 +452,6 @@ class Retriever:
                     self.view.refresh()
                     self._forget_view()
         raise AssertionError("unreachable")
-
-    def _context(self, query: str, qvec: np.ndarray, budget_chars: int | None,
-                 budget_tokens: int | None, measure: Any, k: int | None,
-                 doc_ids: Sequence[str] | None, allowed: Collection[str] | None,
-                 mode: str, selection: str | None, cutoff: float | None) -> Context:
-        params, _ = self._resolve()
-        docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
-        found = None
-        if mode != "flat":  # a corpus-wide query's fetch, links and anchor; texts read
-            found = self.searching.find(query, qvec, docs, params, not doc_ids, allowed,
-                                        texts=True)
-            loaded, texts = found.loaded, found.texts
-        else:
-            loaded, texts = self.documents.read(docs, texts=True)
-        units = {d: Units(st.spans, texts[d]) for d, (_, st) in loaded.items()}
-        if found is None:
-            pieces, overlap = flat_pieces({d: st for d, (_, st) in loaded.items()}, qvec)
-            chosen = "flat"
-        else:
-            pieces, overlap, chosen = scored_pieces(
-                found, qvec, units, params=params, query=query, mode=mode,
-                selection=selection, cutoff=cutoff)
-        ctx = build_context(pieces, units, budget_chars=budget_chars,
-                            budget_tokens=budget_tokens, measure=measure, k=k,
-                            overlap=overlap)
-        ctx.meta.update(selection=chosen, mode=mode,
-                        cutoff=cutoff if mode != "flat" else None)
-        return ctx
 
     def search_vector(
         self,

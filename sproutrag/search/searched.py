@@ -95,20 +95,38 @@ class Searched(NamedTuple):
 @dataclass(frozen=True)
 class CorpusWideSettings:
     """How a query without doc_ids searches beyond the first stage's choice (a
-    `Retriever`'s; each checked when made, QueryError naming the first bad one):
-    ANCHOR_LEAVES (rule 11), LINK_WEIGHT and LEADER_WEIGHT (rules 12-18), FETCH_NAMED (rule
-    13), MENTION_WEIGHT (rule 23), FETCH_MENTIONED (rule 27), MENTION_STATISTICS (rule 29),
-    LONG_MENTION_WEIGHT (rule 30) and MENTION_ALONE (rule 31); `Retriever.__init__` says
-    what each does."""
+    `Retriever`'s, each also its attribute; each checked when made, QueryError naming the
+    first bad one). The defaults are fitted on the train pools (docs/results.md, rules
+    11-31)."""
 
+    #: BM25's collection and the z-scores of the rank scores come from the first stage's
+    #: leading documents until they hold this many leaves (`node_scores.anchor_documents`;
+    #: 0: from every searched document; rule 11). Also the floor of rules 29-31.
     anchor_leaves: int = ANCHOR_LEAVES
+    #: The rank-score points every node of a searched document gains when the query or
+    #: the best leaf names it (`sproutrag.search.links`; 0: off; rules 12-18) ...
     link_weight: float = LINK_WEIGHT
+    #: ... and the best leaf's document when it links to any (rule 14).
     leader_weight: float = LEADER_WEIGHT
+    #: At most this many documents the first stage did not choose are searched too when
+    #: the query or its best leaf writes their name (`named_elsewhere`; 0: off; rule 13).
     fetch_named: int = FETCH_NAMED
+    #: The points every node of a searched document gains when it is the only one whose
+    #: text writes an entity the question names (`sproutrag.search.mentions`; 0: off;
+    #: rule 23).
     mention_weight: float = MENTION_WEIGHT
+    #: At most this many documents the first stage did not choose are searched too when
+    #: each is the only document of the corpus whose text writes an entity of the
+    #: question (`mentioned_elsewhere`, with the full-text index; 0: off; rule 27).
     fetch_mentioned: int = FETCH_MENTIONED
+    #: A question naming two or more searched documents that hold `anchor_leaves` leaves
+    #: together takes its statistics from them (`anchor`; rule 29).
     mention_statistics: bool = True
+    #: The points instead of `mention_weight` when the named documents hold
+    #: `anchor_leaves` leaves together (long documents; rule 30).
     long_mention_weight: float = LONG_MENTION_WEIGHT
+    #: A question whose named documents, one or more, hold `anchor_leaves` leaves together
+    #: searches only them, as a query with their doc_ids would (`alone`; rule 31).
     mention_alone: bool = True
 
     def __post_init__(self) -> None:

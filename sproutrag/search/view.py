@@ -11,12 +11,16 @@ version from start to end, and threads searching at once each have their own.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sproutrag.errors import QueryError, short_error
 from sproutrag.search.current import COLUMNS, Current
+
+#: A filter matching at most this many documents searches them all (as doc_ids do); past
+#: it the first stage ranks the documents among those it matches.
+FILTER_DIRECT = 64
 
 
 def files_gone(exc: BaseException) -> bool:
@@ -119,3 +123,28 @@ class TablesView:
                              "documents table's columns)") from None
         now = current.is_current(found["doc_id"], found["tree_id"])
         return [d for d, ok in zip(found["doc_id"], now.tolist(), strict=True) if ok]
+
+    def scope(self, doc_ids: Sequence[str] | None, where: str | None
+              ) -> tuple[list[str] | None, set[str] | None]:
+        """(doc_ids to search, documents the first stage may choose) of a search given
+        DOC_IDS and a filter WHERE on `documents` columns: the known doc_ids (QueryError
+        when none is); with WHERE only the matching ones, searched all when at most
+        `FILTER_DIRECT` match, else ranked by the first stage among them (a prefilter: k
+        is filled from the matching documents). QueryError when no document matches."""
+        known = None
+        if doc_ids is not None:
+            known = list(self.current().tree_ids_of(list(doc_ids)))
+            if not known:
+                raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
+        if where is None:
+            return known, None
+        matching = self.matching(where)
+        if known is not None:
+            wanted = set(matching)
+            matching = [d for d in known if d in wanted]
+        if not matching:
+            raise QueryError(f"no document matches the filter {where!r}"
+                             + (" among the doc_ids" if known is not None else ""))
+        if len(matching) <= FILTER_DIRECT:
+            return matching, None
+        return None, set(matching)

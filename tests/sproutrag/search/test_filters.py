@@ -13,7 +13,8 @@ from sproutrag.documents import SourceDocument
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
 from sproutrag.search.hits import QueryError
-from sproutrag.search.retriever import FILTER_DIRECT, Retriever
+from sproutrag.search.retriever import Retriever
+from sproutrag.search.view import FILTER_DIRECT
 from sproutrag.storage.rows import IndexedDocument
 from tests.helpers import TOY_DIM, toy_document, toy_encoder, toy_store
 
