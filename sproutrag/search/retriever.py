@@ -15,11 +15,11 @@ Only the current tree of each document is read: the `nodes` rows whose (doc_id, 
 a `documents` row names. While an index run writes (or after it was killed) `nodes` can
 also hold a document's next or previous tree; those rows are never used.
 
-The search parameters default to those the database was indexed with (its
-`index_settings` table, `sproutrag.storage.index_info`); a `weights` file given instead must have
-the database's alpha, and an encoder whose content differs from the indexing one is
-refused. Both checks are made again whenever the tables change, so a long-lived
-Retriever follows re-index runs. Trees and their term counts are cached by tree id in
+The search parameters default to those the database was indexed with
+(`sproutrag.search.database_params`): a `weights` file given instead must have the
+database's alpha, and an encoder whose content differs from the indexing one is refused.
+Both checks are made again whenever the tables change, so a long-lived Retriever follows
+re-index runs. Trees and their term counts are cached by tree id in
 one LRU of `cache_bytes`.
 """
 
@@ -34,6 +34,11 @@ import numpy as np
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count, check_number
 from sproutrag.search.context import DEFAULT_MARGIN, Context
 from sproutrag.search.current import Current
+from sproutrag.search.database_params import (
+    DatabaseParams,
+    database_encoder,
+    stored_fingerprints,
+)
 from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
 from sproutrag.search.flat_search import FlatSearch
 from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
@@ -59,7 +64,6 @@ from sproutrag.search.tree_search import (
 )
 from sproutrag.search.view import TablesView, files_gone
 from sproutrag.storage.filters import sql_quote
-from sproutrag.storage.index_info import search_defaults
 from sproutrag.storage.reader import Reader
 from sproutrag.storage.rows import StoredTree
 from sproutrag.storage.store import StaleIndexError
@@ -131,7 +135,7 @@ class Retriever:
         if not isinstance(entity_ranking, bool):
             raise QueryError(f"entity_ranking must be true or false; got {entity_ranking!r}")
         given = {"threshold": threshold, "lexical_weight": lexical_weight}
-        self._overrides = SearchParams.overrides({
+        checked = SearchParams.overrides({
             "beam_width": beam_width, "margin": margin, **(overrides or {}),
             **{k: v for k, v in given.items() if v is not None}})
         # DB: a path (opened here) or a `Reader` that callers share (one open, one read
@@ -139,12 +143,13 @@ class Retriever:
         self.reader = db if isinstance(db, Reader) else Reader.open(
             db, storage_options=storage_options)
         self.store = self.reader.store
-        encoder = encoder if encoder is not None else self._database_encoder()
+        encoder = encoder if encoder is not None else database_encoder(self.reader)
         if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
             raise StaleIndexError(
                 f"database {self.store.uri!r} was built with encoder {self.store.encoder_id!r} "
-                f"(dim {self.store.dim}, index fingerprint {self._fingerprints()}); this "
-                f"query uses {encoder.model_id!r} (dim {encoder.dim}): query with the "
+                f"(dim {self.store.dim}, index fingerprint "
+                f"{stored_fingerprints(self.store)}); this query uses {encoder.model_id!r} "
+                f"(dim {encoder.dim}): query with the "
                 "encoder the database was built with (settings encoding.model)"
             )
         self.encoder, self.weights = encoder, weights
@@ -161,32 +166,15 @@ class Retriever:
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
         self.searching = SearchedDocuments(self.documents, self.view.current, wide,
                                            writing=self.first.writing)
-        self._settings: tuple[tuple[int, int], SearchParams, Any] | None = None
+        # The search parameters: the database's defaults as its tables are now, overridden.
+        self.database_params = DatabaseParams(self.reader, encoder, weights, checked,
+                                              self.view.current)
         self._resolve()  # refuses a mismatched encoder or weights file now
 
-    def _database_encoder(self) -> Any:
-        """The encoder the database names (model, query truncation), packaged weights."""
-        from sproutrag.encoder.factory import shared_encoder
-        from sproutrag.schemas.settings import EncodingSettings
-
-        fields = self.reader.encoding_fields()
-        return shared_encoder(EncodingSettings(
-            model=self.store.encoder_id, chunk_max_tokens=fields.get("chunk_max_tokens", 256)))
-
     def _resolve(self) -> tuple[SearchParams, Any]:
-        """(search parameters, their defaults) for the tables as they are now: the
-        database's index settings (or WEIGHTS, or the encoder's), then the overrides."""
-        current = self._current()
-        version, fingerprints = current.version, current.fingerprints
-        infos_version, stored = self.reader.index_infos()
-        key = (version, infos_version)
-        if self._settings is None or self._settings[0] != key:
-            infos = {f: stored[f] for f in fingerprints if f in stored}
-            base = search_defaults(infos, encoder=self.encoder, weights=self.weights,
-                                   uri=self.store.uri)
-            params = replace(base.params, **self._overrides)
-            self._settings = (key, params, base)
-        return self._settings[1], self._settings[2]
+        """(search parameters, their defaults) for the tables as they are now
+        (`DatabaseParams.resolve`)."""
+        return self.database_params.resolve()
 
     @property
     def params(self) -> SearchParams:
@@ -217,23 +205,13 @@ class Retriever:
     @property
     def fills_k(self) -> bool:
         """Whether tree and leaves modes return k units whenever the searched documents
-        hold k: yes with the database's threshold and margin (they order the evidence:
-        what passes them comes first), no with a threshold or a margin given explicitly
-        (then a cutoff, as flat mode's threshold; an explicit margin of None is none)."""
-        return "threshold" not in self._overrides and self._overrides.get("margin") is None
+        hold k (`DatabaseParams.fills_k`)."""
+        return self.database_params.fills_k
 
     @property
     def flat_threshold(self) -> float | None:
         """Flat mode cuts only at an explicit threshold."""
-        return self._overrides.get("threshold")
-
-    def _fingerprints(self) -> str:
-        """The index fingerprints of the stored documents, for error messages."""
-        tbl = self.store.table("documents")
-        if tbl is None:
-            return "none"
-        rows = tbl.search().select(["index_fingerprint"]).limit(None).to_arrow()
-        return ", ".join(sorted(set(rows.column(0).to_pylist()))) or "none"
+        return self.database_params.flat_threshold
 
     # -- documents and trees ------------------------------------------------------
 
