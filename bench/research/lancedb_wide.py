@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         within = p.row("within", retriever_runs(p.r, p.queries, H.KS, "tree"))
         shipped = p.row("shipped", retriever_runs(p.r, p.queries, H.KS, "tree",
                                                   corpus_wide=True))
-        rows = {"shipped leaves": p.row("leaves", retriever_runs(
+        rows = {"shipped leaves": p.row("shipped leaves", retriever_runs(
                     p.r, p.queries, H.KS, "leaves", corpus_wide=True)),
                 "tree before rules 11-31": A.tree_row(p, "wide", math.inf)}
         everyone = [str(d["doc_id"]) for d in docs]

@@ -24,7 +24,8 @@ from sproutrag.search.context import (
 )
 from sproutrag.search.hits import QueryError
 from sproutrag.search.node_scores import cosine_scores
-from sproutrag.search.searched import Searched
+from sproutrag.search.searched import Searched, SearchedDocuments
+from sproutrag.search.stored_documents import StoredDocuments
 from sproutrag.search.tree_search import rank_scores
 from sproutrag.storage.rows import StoredTree
 
@@ -73,24 +74,24 @@ def scored_pieces(found: Searched, qvec: np.ndarray, units: Mapping[str, Units],
     return pieces, overlap, chosen
 
 
-def read_context(retriever: Any, query: str, qvec: np.ndarray, budget_chars: int | None,
-                 budget_tokens: int | None, measure: Any, k: int | None,
-                 doc_ids: Sequence[str] | None, allowed: Collection[str] | None,
-                 mode: str, selection: str | None, cutoff: float | None) -> Context:
-    """`Retriever.context` on one view of the tables (its arguments checked): RETRIEVER's
-    documents for QVEC (DOC_IDS, else its first stage's among ALLOWED, with a
-    corpus-wide query's fetch, links and anchor), their texts read, their pieces ranked
-    (`flat_pieces` or `scored_pieces`) and the budget filled (`build_context`).
-    KeyError when a document was replaced under the view (the caller reads again)."""
-    params, _ = retriever._resolve()
-    docs = retriever.choose_documents(qvec, doc_ids, k=k or 5, query=query, allowed=allowed)
+def read_context(searching: SearchedDocuments, documents: StoredDocuments,
+                 params: SearchParams, query: str, qvec: np.ndarray, docs: Sequence[str],
+                 corpus_wide: bool, allowed: Collection[str] | None,
+                 budget_chars: int | None, budget_tokens: int | None, measure: Any,
+                 k: int | None, mode: str, selection: str | None, cutoff: float | None
+                 ) -> Context:
+    """`Retriever.context` on one view of the tables (its arguments checked): the chosen
+    DOCS for QVEC (a CORPUS_WIDE query's with its fetch, links and anchor, among ALLOWED:
+    `SearchedDocuments.find`), their texts read from DOCUMENTS, their pieces ranked
+    (`flat_pieces` or `scored_pieces`, with PARAMS) and the budget filled
+    (`build_context`). KeyError when a document was replaced under the view (the caller
+    reads again)."""
     found = None
     if mode != "flat":  # a corpus-wide query's fetch, links and anchor; texts read
-        found = retriever.searching.find(query, qvec, docs, params, not doc_ids, allowed,
-                                         texts=True)
+        found = searching.find(query, qvec, docs, params, corpus_wide, allowed, texts=True)
         loaded, texts = found.loaded, found.texts
     else:
-        loaded, texts = retriever.documents.read(docs, texts=True)
+        loaded, texts = documents.read(docs, texts=True)
     units = {d: Units(st.spans, texts[d]) for d, (_, st) in loaded.items()}
     if found is None:
         pieces, overlap = flat_pieces({d: st for d, (_, st) in loaded.items()}, qvec)

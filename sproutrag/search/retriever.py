@@ -152,7 +152,6 @@ class Retriever:
                 f"(dim {encoder.dim}): query with the "
                 "encoder the database was built with (settings encoding.model)"
             )
-        self.encoder, self.weights = encoder, weights
         self.reranker = reranker
         self.view = TablesView(self.reader)  # per thread: one `documents` read a search
         # Trees, term counts, texts and names, cached by tree id in one LRU.
@@ -170,6 +169,16 @@ class Retriever:
         self.database_params = DatabaseParams(self.reader, encoder, weights, checked,
                                               self.view.current)
         self._resolve()  # refuses a mismatched encoder or weights file now
+
+    @property
+    def encoder(self) -> Any:
+        """The query encoder (the database's own unless one was given)."""
+        return self.database_params.encoder
+
+    @property
+    def weights(self) -> Any:
+        """The trained weights file given, or None (the database's own weights)."""
+        return self.database_params.weights
 
     def _resolve(self) -> tuple[SearchParams, Any]:
         """(search parameters, their defaults) for the tables as they are now
@@ -217,7 +226,7 @@ class Retriever:
 
     def known_doc_ids(self, doc_ids: Sequence[str]) -> list[str]:
         """DOC_IDS that the database holds (once each, in their order)."""
-        return list(self._current().tree_ids_of(doc_ids))
+        return self.view.known(doc_ids)
 
     def _one_view(self):
         """One view of the tables for a search (`TablesView.one_view`)."""
@@ -417,9 +426,13 @@ class Retriever:
             qvec = self._embed([query])[0]
             for again in (True, False):
                 try:
-                    return read_context(self, query, qvec, budget_chars, budget_tokens,
-                                        measure, k, doc_ids, allowed, mode, selection,
-                                        cutoff)
+                    params, _ = self._resolve()
+                    docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query,
+                                                 allowed=allowed)
+                    return read_context(
+                        self.searching, self.documents, params, query, qvec, docs,
+                        not doc_ids, allowed, budget_chars, budget_tokens, measure, k,
+                        mode, selection, cutoff)
                 except KeyError:  # a document replaced under this view: read it again
                     if not again:
                         raise

@@ -124,6 +124,10 @@ class TablesView:
         now = current.is_current(found["doc_id"], found["tree_id"])
         return [d for d, ok in zip(found["doc_id"], now.tolist(), strict=True) if ok]
 
+    def known(self, doc_ids: Sequence[str]) -> list[str]:
+        """DOC_IDS that the tables hold now (once each, in their order)."""
+        return list(self.current().tree_ids_of(list(doc_ids)))
+
     def scope(self, doc_ids: Sequence[str] | None, where: str | None
               ) -> tuple[list[str] | None, set[str] | None]:
         """(doc_ids to search, documents the first stage may choose) of a search given
@@ -133,7 +137,7 @@ class TablesView:
         is filled from the matching documents). QueryError when no document matches."""
         known = None
         if doc_ids is not None:
-            known = list(self.current().tree_ids_of(list(doc_ids)))
+            known = self.known(doc_ids)
             if not known:
                 raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
         if where is None:
