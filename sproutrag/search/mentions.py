@@ -8,11 +8,16 @@ Leaves are scored alone, so the look-alikes' leaves that answer the question's w
 compete with the named document's on equal terms; search within the named document does
 not have that loss (issue 29; docs/results.md, rule 23).
 
-The question's entities are its runs of capitalised words (with "of", "the", "for", "&"
-between them; "3M" counts as capitalised; initials such as "A." in "Richard A. Bearse" join
-the run), stopwords trimmed from their ends, as `words`
-normalises them; a single capitalised word that opens a sentence is no entity ("Under",
-"Some").
+The question's entities are its runs of capitalised words (a capital anywhere: "eBay",
+"3M"; with "of", "the", "for", "&", "v." between them; initials such as "A." in "Richard A.
+Bearse" join the run, a title opening it is dropped: "Dr. Jane Doe" is "jane doe"), as
+`words` writes them ("Grey's Anatomy" is "grey s anatomy"), stopwords trimmed from their
+ends; a run that joins two names is also each of them ("Smith v. Jones" also "smith" and
+"jones", "Amcor's FY2021" also "amcor" and "fy2021"). A capitalised word that opens a
+sentence may be an ordinary word: a run opening a sentence drops its first word when that
+is a function word ("Among PepsiCo" is "pepsico"), and a single such word is no entity
+("Under", "Some") unless it is possessive ("Pfizer's") or has a capital after its first
+letter ("AMD").
 A searched document is mentioned when it is the only searched document whose text
 writes one of them (as whole words): an entity two searched documents write ("Receiving
 Party", "Agreement") names neither.
@@ -29,10 +34,28 @@ from collections.abc import Mapping
 from sproutrag.stopwords import STOPWORDS
 
 #: Lower-case words that may join two capitalised words of one name.
-_JOINERS = frozenset({"of", "the", "for", "&", "de", "du", "la", "von", "van"})
-#: A word, or initials before a capitalised word ("Richard A. Bearse", "J.K. Rowling": the
-#: dots do not end a sentence there).
-_TOKEN = re.compile(r"(?:[A-Z]\.)+(?=\s+[A-Z])|\w+(?:['’.&-]\w+)*|&")
+_JOINERS = frozenset({"of", "the", "for", "&", "de", "du", "la", "von", "van", "v.", "vs."})
+#: A word; or, before a capitalised word, initials ("Richard A. Bearse", "J.K. Rowling"), a
+#: title ("Dr. Smith") or a case's "v." ("Smith v. Jones"): their dots end no sentence.
+_TOKEN = re.compile(r"(?:[A-Z]\.)+(?=\s+[A-Z])|\b(?:Mrs|Mr|Ms|Dr|Prof|St|vs|v)\.(?=\s+[A-Z])"
+                    r"|\w+(?:['’.&-]\w+)*|&")
+#: The joiners of a case's two sides, and titles a name drops from its start ("St. Louis"
+#: keeps its "St.").
+_CASE_JOINERS = frozenset({"v.", "vs."})
+_TITLES = frozenset({"Mr.", "Mrs.", "Ms.", "Dr.", "Prof."})
+#: Words that open a sentence capitalised without being a name: a run opening a sentence
+#: drops its first word when it is one of these ("Among PepsiCo", "According to").
+_OPENERS = frozenset("""
+    a about above according across after against all along although among an and any are
+    around as assuming at based because before behind below beneath beside besides between
+    beyond both but by can compared considering could despite did do does during each either
+    every except excluding following for from given had has have he her his how i if in
+    including inside into is it its like may might must near neither no of off on onto or
+    our out outside over past per regarding she should since so some than that the their
+    these they this those though through throughout to toward towards under unless until
+    up upon using via was we were what when where whether which while who whom whose why
+    will with within without would
+""".split())
 #: What may separate two words of one run: spaces, or nothing else.
 _GAP = re.compile(r"\s+")
 #: The shortest entity ("IBM", "Eli"): shorter ones ("3M", "GE") name too much by chance.
@@ -62,7 +85,7 @@ def _entities(query: str) -> tuple[str, ...]:
         end = m.end()
         joined = not gap or _GAP.fullmatch(gap) is not None
         opens = not before or before[-1] in _SENTENCE_END
-        if word[0].isupper() or (word[0].isdigit() and any(c.isupper() for c in word)):
+        if any(c.isupper() for c in word):
             if current and joined:
                 current.append(word)
             else:
@@ -76,17 +99,62 @@ def _entities(query: str) -> tuple[str, ...]:
     for opens, run in runs:
         while run and run[-1].lower() in _JOINERS:
             run.pop()
-        if opens and len(run) == 1:
+        if not run:  # "The" alone
             continue
-        ws = re.findall(r"\w+", " ".join(_POSSESSIVE.sub("", w) for w in run).lower())
-        while ws and (ws[0] in STOPWORDS or ws[0] in _JOINERS):
-            ws.pop(0)
-        while ws and (ws[-1] in STOPWORDS or ws[-1] in _JOINERS):
-            ws.pop()
-        name = " ".join(ws)
-        if len(name) >= MIN_ENTITY_CHARS and not all(w in STOPWORDS or w.isdigit() for w in ws):
-            out.setdefault(name)
+        if opens and len(run) > 1 and run[0].lower() in _OPENERS:
+            run.pop(0)  # "Among PepsiCo": the sentence's opening word
+        elif opens and len(run) == 1 and not _names_alone(run[0]):
+            continue
+        if len(run) > 1 and run[0] in _TITLES:
+            run.pop(0)  # "Dr. Jane Doe": a text may write "Jane Doe" or "Dr. Doe"
+        for part in _parts(run):
+            name = _name(part)
+            if name:
+                out.setdefault(name)
     return tuple(out)
+
+
+def _parts(run: list[str]) -> list[list[str]]:
+    """RUN, then its pieces when it joins names: a case's two sides ("Smith v. Jones") and
+    the two sides of a possessive ("Amcor's FY2021": "Amcor's", "FY2021")."""
+    pieces: list[list[str]] = []
+    piece: list[str] = []
+    for w in run:
+        if w.lower() in _CASE_JOINERS:
+            pieces.append(piece)
+            piece = []
+            continue
+        piece.append(w)
+        if _POSSESSIVE.search(w):
+            pieces.append(piece)
+            piece = []
+    pieces = [p for p in pieces + [piece] if p]
+    return [run] + pieces if len(pieces) > 1 else [run]
+
+
+def _name(run: list[str]) -> str | None:
+    """RUN's words lower-cased and joined by one space as `words` writes them (a
+    possessive's "s" a word of its own, "Grey's Anatomy" -> "grey s anatomy"; dropped from
+    the last word: "Pfizer's" -> "pfizer"), stopwords and joiners trimmed from both ends;
+    None when shorter than `MIN_ENTITY_CHARS` or only stopwords and digits."""
+    run = run[:-1] + [_POSSESSIVE.sub("", run[-1])]
+    ws = re.findall(r"\w+", " ".join(run).lower())
+    while ws and (ws[0] in STOPWORDS or ws[0] in _JOINERS):
+        ws.pop(0)
+    while ws and (ws[-1] in STOPWORDS or ws[-1] in _JOINERS):
+        ws.pop()
+    name = " ".join(ws)
+    if len(name) >= MIN_ENTITY_CHARS and not all(w in STOPWORDS or w.isdigit() for w in ws):
+        return name
+    return None
+
+
+def _names_alone(word: str) -> bool:
+    """Whether WORD, capitalised and opening a sentence alone, is a name: possessive
+    ("Pfizer's revenue") or with a capital after its first letter ("AMD", "PepsiCo"), and
+    no function word."""
+    return (word.lower() not in _OPENERS
+            and (_POSSESSIVE.search(word) is not None or any(c.isupper() for c in word[1:])))
 
 
 def entity_holders(entities: list[str], word_texts: Mapping[str, str]

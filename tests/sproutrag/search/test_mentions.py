@@ -26,6 +26,17 @@ from sproutrag.search.mentions import entity_holders, mentioned_documents, quest
     ("In the Richard A. Bearse agreement, may it?", ["richard a bearse"]),  # an initial
     ("Is Jon L. Luther older than J.K. Rowling?", ["jon l luther", "j k rowling"]),
     ("Was it in the U.S. or in Section A. What then?", ["u s", "section"]),  # not initials
+    # rule 34: the forms names take in reports' questions
+    ("Pfizer's revenue in 2020?", ["pfizer"]),  # a possessive opening a sentence
+    ("AMD reported what? Some said", ["amd"]),  # a capital after the first letter
+    ("Among PepsiCo and Coca-Cola, which?", ["pepsico", "coca cola"]),  # "Among" opens
+    ("According to Amazon's filing, what?", ["amazon"]),
+    ("What is eBay's net revenue?", ["ebay"]),  # a capital anywhere
+    ("What is Amcor's FY2021 revenue?", ["amcor s fy2021", "amcor", "fy2021"]),
+    ("A role on Grey's Anatomy?", ["grey s anatomy", "grey", "anatomy"]),  # as texts write it
+    ("Was Mrs. Smith seen by Dr. Jane Doe?", ["smith", "jane doe"]),  # titles dropped
+    ("Who lives in St. Louis?", ["st louis"]),  # "St." is no title
+    ("In Smith v. Jones, what?", ["smith v jones", "smith", "jones"]),  # a case's sides
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -41,6 +52,26 @@ def test_a_name_with_initials_is_found_as_its_document_writes_it():
              "roe": words("This Agreement is made with Richard Roe.")}
     entities = question_entities("In the Richard A. Bearse agreement, may it?")
     assert mentioned_documents(entities, texts) == ["bearse"]
+
+
+def test_the_names_of_reports_questions_name_their_documents():
+    """Rule 34: a company opening the question as a possessive, a name after "Among", a
+    possessive inside a title and a case's name find the document that writes them; with
+    stop 50's entities none of these questions named a document."""
+    from sproutrag.names import words
+
+    texts = {d: words(t) for d, t in {
+        "pfizer": "Pfizer Inc. annual report. Revenue grew in 2020.",
+        "merck": "Merck & Co. annual report. Revenue grew in 2020.",
+        "grey": "Grey's Anatomy is a medical drama. Ellen Pompeo stars.",
+        "house": "House is a medical drama. Hugh Laurie stars.",
+        "case": "In Smith v. Jones the court held that damages were owed.",
+        "other": "In Smith v. Board the court held otherwise."}.items()}
+    for query, doc in (("Pfizer's revenue in 2020 grew by how much?", "pfizer"),
+                       ("Among Pfizer's products, which grew?", "pfizer"),
+                       ("Who stars in Grey's Anatomy?", "grey"),
+                       ("In Smith v. Jones, what did the court hold?", "case")):
+        assert mentioned_documents(question_entities(query), texts) == [doc], query
 
 
 def test_a_document_is_mentioned_when_it_alone_writes_an_entity():
