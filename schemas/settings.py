@@ -185,11 +185,19 @@ class SearchSettings(_Section):
         "about gets that document's answer, not its look-alikes'",
     )
 
+    dominant_ratio: float = Field(
+        0.0, ge=0, le=1e6, description="In a query without doc_ids, an entity the question "
+        "names that two or more searched documents write also names the one that writes it "
+        "at least this many times as often per word of its text as every other (a report "
+        "citing a competitor shares its name; 0: off, the default: on the development "
+        "pools the document so named was a wrong one as often as a right one)",
+    )
+
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
         entity_ranking, anchor_leaves, link_weight, leader_weight, fetch_named,
         mention_weight, fetch_mentioned, mention_statistics, long_mention_weight,
-        mention_alone)."""
+        mention_alone, dominant_ratio)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "entity_ranking": self.entity_ranking,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
@@ -198,7 +206,8 @@ class SearchSettings(_Section):
                 "fetch_mentioned": self.fetch_mentioned,
                 "mention_statistics": self.mention_statistics,
                 "long_mention_weight": self.long_mention_weight,
-                "mention_alone": self.mention_alone}
+                "mention_alone": self.mention_alone,
+                "dominant_ratio": self.dominant_ratio}
 
 
 class PipelineSettings(_Section):

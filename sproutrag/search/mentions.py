@@ -172,15 +172,38 @@ def mentioned_documents(entities: list[str], word_texts: Mapping[str, str]) -> l
     return named_by(entity_holders(entities, word_texts))
 
 
-def named_by(holders: Mapping[str, list[str]]) -> list[str]:
-    """The documents that are an entity's only holder in HOLDERS (`entity_holders`), each
-    once, in the order of the entities."""
+def named_by(holders: Mapping[str, list[str]], dominant: Mapping[str, str] | None = None
+             ) -> list[str]:
+    """The documents that are an entity's only holder in HOLDERS (`entity_holders`), or
+    the DOMINANT writer of an entity two or more hold (`dominant_writers`), each once, in
+    the order of the entities."""
     out: dict[str, None] = {}
-    for docs in holders.values():
+    for entity, docs in holders.items():
         if len(docs) == 1:
             out.setdefault(docs[0])
+        elif dominant and entity in dominant:
+            out.setdefault(dominant[entity])
     return list(out)
 
 
-__all__ = ["MIN_ENTITY_CHARS", "entity_holders", "mentioned_documents", "named_by",
-           "question_entities"]
+def dominant_writers(holders: Mapping[str, list[str]], word_texts: Mapping[str, str],
+                     ratio: float) -> dict[str, str]:
+    """entity -> the document that writes it at least RATIO times as often per word of
+    its text as every other holder, for the entities of HOLDERS (`entity_holders` over
+    WORD_TEXTS) that two or more documents write: a report is about the company it names
+    on every page, not the ones it cites (docs/results.md, rule 35)."""
+    out = {}
+    for entity, docs in holders.items():
+        if len(docs) < 2:
+            continue
+        written = re.compile(rf"(?<= ){re.escape(entity)}(?= )")  # "x x": twice
+        rates = sorted(((len(written.findall(word_texts[d]))
+                         / max(1, word_texts[d].count(" ") - 1), d) for d in docs),
+                       reverse=True)
+        if rates[0][0] >= ratio * rates[1][0]:
+            out[entity] = rates[0][1]
+    return out
+
+
+__all__ = ["MIN_ENTITY_CHARS", "dominant_writers", "entity_holders", "mentioned_documents",
+           "named_by", "question_entities"]

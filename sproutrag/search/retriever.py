@@ -107,6 +107,7 @@ class Retriever:
         mention_statistics: bool = True,
         long_mention_weight: float = LONG_MENTION_WEIGHT,
         mention_alone: bool = True,
+        dominant_ratio: float = 0.0,
         reranker: Reranker = cosine_rerank,
         storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000,
@@ -119,7 +120,8 @@ class Retriever:
         ENTITY_RANKING: the hybrid first stage fuses a third ranking, the full-text
         index's for the question's entities alone, when it has any (rule 25).
         ANCHOR_LEAVES, LINK_WEIGHT, LEADER_WEIGHT, FETCH_NAMED, MENTION_WEIGHT,
-        FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT and MENTION_ALONE: how a
+        FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE and
+        DOMINANT_RATIO: how a
         query without doc_ids searches beyond the first stage's choice, one
         `CorpusWideSettings` (`self.searching.settings`; its fields say what each does),
         each also an attribute of the Retriever (checked when set)."""
@@ -128,7 +130,8 @@ class Retriever:
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
             fetch_named=fetch_named, mention_weight=mention_weight,
             fetch_mentioned=fetch_mentioned, mention_statistics=mention_statistics,
-            long_mention_weight=long_mention_weight, mention_alone=mention_alone)
+            long_mention_weight=long_mention_weight, mention_alone=mention_alone,
+            dominant_ratio=dominant_ratio)
         if first_stage not in FIRST_STAGES:
             raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
                              f"{first_stage!r}")
@@ -269,6 +272,7 @@ class Retriever:
     mention_statistics = _searching_setting("mention_statistics")
     long_mention_weight = _searching_setting("long_mention_weight")
     mention_alone = _searching_setting("mention_alone")
+    dominant_ratio = _searching_setting("dominant_ratio")
 
     @property
     def n_docs(self) -> int:

@@ -50,7 +50,12 @@ from sproutrag.search.links import (
     Links,
     best_leaf,
 )
-from sproutrag.search.mentions import entity_holders, named_by, question_entities
+from sproutrag.search.mentions import (
+    dominant_writers,
+    entity_holders,
+    named_by,
+    question_entities,
+)
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     NodeScores,
@@ -128,6 +133,10 @@ class CorpusWideSettings:
     #: A question whose named documents, one or more, hold `anchor_leaves` leaves together
     #: searches only them, as a query with their doc_ids would (`alone`; rule 31).
     mention_alone: bool = True
+    #: An entity two or more searched documents write also names the one that writes it
+    #: at least this many times as often per word as every other (`dominant_writers`; 0:
+    #: off; rule 35).
+    dominant_ratio: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -200,7 +209,9 @@ class SearchedDocuments:
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
         holders = self.holders(query, loaded, ranked)
-        named = named_by(holders)
+        dominant = (dominant_writers(holders, self._word_texts(loaded), s.dominant_ratio)
+                    if s.dominant_ratio > 0 and holders else None)
+        named = named_by(holders, dominant)
         long = self.long(named, stored)
         return Searched(list(docs), loaded, texts_read, lexical,
                         self.links(query, loaded, ranked, named, long),

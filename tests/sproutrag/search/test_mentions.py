@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from sproutrag.search import mentions
-from sproutrag.search.mentions import entity_holders, mentioned_documents, question_entities
+from sproutrag.search.mentions import (
+    dominant_writers,
+    entity_holders,
+    mentioned_documents,
+    named_by,
+    question_entities,
+)
 
 
 @pytest.mark.parametrize(("query", "entities"), [
@@ -74,6 +80,28 @@ def test_the_names_of_reports_questions_name_their_documents():
         assert mentioned_documents(question_entities(query), texts) == [doc], query
 
 
+def test_the_dominant_writer_of_a_shared_entity_names_it_per_word_of_its_text():
+    """Rule 35: Pfizer's report writes "Pfizer" on every page, BioNTech's cites it once; a
+    long report that writes a generic entity as often per word as a short one is not
+    named for being long."""
+    from sproutrag.names import words
+
+    texts = {d: words(t) for d, t in {
+        "pfizer": "Pfizer revenue grew. Pfizer sells vaccines. Pfizer pays dividends. "
+                  "Confidential Information is kept.",
+        "biontech": "BioNTech works with Pfizer. BioNTech revenue grew. BioNTech sells "
+                    "vaccines through partners in many countries of the world today.",
+        "long": "Revenue grew. Sales rose. Costs fell. Confidential Information is kept. "
+                * 10}.items()}
+    holders = entity_holders(["pfizer", "confidential information"], texts)
+    assert holders == {"pfizer": ["pfizer", "biontech"],
+                       "confidential information": ["pfizer", "long"]}
+    assert dominant_writers(holders, texts, 3.0) == {"pfizer": "pfizer"}
+    assert dominant_writers(holders, texts, 5.0) == {}  # Pfizer's rate is 4.2x BioNTech's
+    assert named_by(holders) == []  # rule 23 alone names neither
+    assert named_by(holders, dominant_writers(holders, texts, 3.0)) == ["pfizer"]
+
+
 def test_a_document_is_mentioned_when_it_alone_writes_an_entity():
     from sproutrag.names import words
 
@@ -109,6 +137,49 @@ def _pool(tmp_path, rng):
     docs += [agreement(f"other{i}", "Beta Corp" if i < 2 else "Gamma Trading", 0.95)
              for i in range(3)]
     return line_pool(tmp_path / "db", docs, rng=rng)
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_the_dominant_writer_of_a_cited_name_is_searched_as_named(tmp_path, mode):
+    """Rule 35 (off by default): a look-alike cites "Acme Holdings" once, so the name has
+    two holders and names neither; with dominant_ratio the agreement that writes it in
+    every line is named and keeps the question's units."""
+    from sproutrag.search.retriever import QueryError, Retriever
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+
+    rng = np.random.default_rng(7)
+
+    def agreement(doc_id: str, lines: list[str], payment: float):
+        vectors = np.vstack([leaf_vectors(rng, 0.3, 1, TOY_DIM),
+                             leaf_vectors(rng, payment, 1, TOY_DIM),
+                             leaf_vectors(rng, payment - 0.1, 2, TOY_DIM)])
+        return line_document(doc_id, lines, vectors)
+
+    docs = [agreement("acme", ["Supply agreement with Acme Holdings.",
+                               "Acme Holdings pays in thirty days.",
+                               "Acme Holdings may end it on notice.",
+                               "Notices to Acme Holdings are in writing."], 0.6)]
+    docs += [agreement(f"other{i}", [f"Supply agreement with Party {i}.",
+                                     "Payment is due in thirty days.",
+                                     "Either party may end it on notice.",
+                                     "Copies go to Acme Holdings." if i == 0
+                                     else "Notices are given in writing."], 0.95)
+             for i in range(3)]
+    db, encoder = line_pool(tmp_path / "db", docs, rng=rng)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    query = "When is payment due under the agreement with Acme Holdings?"
+    found = {}
+    for ratio in (0.0, 3.0):
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=4,
+                      dominant_ratio=ratio)
+        assert set(r.choose_documents(qvec, None, k=3)) == {"acme", "other0", "other1",
+                                                             "other2"}
+        found[ratio] = {h.doc_id for h in r.search_vector(query, qvec, k=3, mode=mode)}
+    assert found[0.0] - {"acme"}  # two holders: nothing named, the look-alikes crowd in
+    assert found[3.0] == {"acme"}
+    assert Retriever(db, encoder=encoder).dominant_ratio == 0.0  # off by default
+    with pytest.raises(QueryError, match="dominant_ratio"):
+        Retriever(db, encoder=encoder, dominant_ratio=-1)
 
 
 @pytest.mark.parametrize("mode", ["tree", "leaves"])
