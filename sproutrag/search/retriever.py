@@ -121,10 +121,9 @@ class Retriever:
         index's for the question's entities alone, when it has any (rule 25).
         ANCHOR_LEAVES, LINK_WEIGHT, LEADER_WEIGHT, FETCH_NAMED, MENTION_WEIGHT,
         FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE and
-        DOMINANT_RATIO: how a
-        query without doc_ids searches beyond the first stage's choice, one
-        `CorpusWideSettings` (`self.searching.settings`; its fields say what each does),
-        each also an attribute of the Retriever (checked when set)."""
+        DOMINANT_RATIO: how a query without doc_ids searches beyond the first stage's
+        choice, one `CorpusWideSettings` (`self.searching.settings`; its fields say what
+        each does), each also an attribute of the Retriever (checked when set)."""
         # checked before the database is opened and the encoder loaded
         wide = CorpusWideSettings(
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
