@@ -13,11 +13,12 @@ The question's entities are its runs of capitalised words (a capital anywhere: "
 Bearse" join the run, a title opening it is dropped: "Dr. Jane Doe" is "jane doe"), as
 `words` writes them ("Grey's Anatomy" is "grey s anatomy"), stopwords trimmed from their
 ends; a run that joins two names is also each of them ("Smith v. Jones" also "smith" and
-"jones", "Amcor's FY2021" also "amcor" and "fy2021"). A capitalised word that opens a
+"jones", "Pfizer's Comirnaty" also "pfizer" and "comirnaty"). A capitalised word that opens a
 sentence may be an ordinary word: a run opening a sentence drops its first word when that
 is a function word ("Among PepsiCo" is "pepsico"), and a single such word is no entity
 ("Under", "Some") unless it is possessive ("Pfizer's") or has a capital after its first
-letter ("AMD").
+letter ("AMD"). A run whose every word holds a digit is a period or a form, no name
+("FY2018", "Q4", "10-K").
 A searched document is mentioned when it is the only searched document whose text
 writes one of them (as whole words): an entity two searched documents write ("Receiving
 Party", "Agreement") names neither.
@@ -116,7 +117,7 @@ def _entities(query: str) -> tuple[str, ...]:
 
 def _parts(run: list[str]) -> list[list[str]]:
     """RUN, then its pieces when it joins names: a case's two sides ("Smith v. Jones") and
-    the two sides of a possessive ("Amcor's FY2021": "Amcor's", "FY2021")."""
+    the two sides of a possessive ("Pfizer's Comirnaty": "Pfizer's", "Comirnaty")."""
     pieces: list[list[str]] = []
     piece: list[str] = []
     for w in run:
@@ -136,7 +137,10 @@ def _name(run: list[str]) -> str | None:
     """RUN's words lower-cased and joined by one space as `words` writes them (a
     possessive's "s" a word of its own, "Grey's Anatomy" -> "grey s anatomy"; dropped from
     the last word: "Pfizer's" -> "pfizer"), stopwords and joiners trimmed from both ends;
-    None when shorter than `MIN_ENTITY_CHARS` or only stopwords and digits."""
+    None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, or every word
+    holds a digit (a period or a form: rule 36)."""
+    if all(any(c.isdigit() for c in w) for w in run):
+        return None  # a period or a form ("FY2018", "Q4 2019", "10-K"): no name
     run = run[:-1] + [_POSSESSIVE.sub("", run[-1])]
     ws = re.findall(r"\w+", " ".join(run).lower())
     while ws and (ws[0] in STOPWORDS or ws[0] in _JOINERS):
