@@ -189,8 +189,8 @@ class SearchSettings(_Section):
         0.0, ge=0, le=1e6, description="In a query without doc_ids, an entity the question "
         "names that two or more searched documents write also names the one that writes it "
         "at least this many times as often per word of its text as every other (a report "
-        "citing a competitor shares its name; 0: off, the default: on the development "
-        "pools the document so named was a wrong one as often as a right one)",
+        "citing a competitor shares its name; 0: off, the default: on the training pools "
+        "it lowered retrieval quality)",
     )
 
     def retriever_options(self) -> dict[str, Any]:
