@@ -1,0 +1,53 @@
+"""Probe (issue 29, not a rule): when rule 31 searches the named documents alone, are they
+the question's, and is one of them the first stage's first choice?
+
+    PYTHONPATH=. .venv/bin/python bench/research/alone_named.py dev named-contracts long-pooled
+
+A generic capitalised word ("MRI", "USD") that one searched document alone writes names
+it by chance, and a long named document is searched alone: the question then gets no
+other document's units. Per pool, through the shipped Retriever (alone off, so that the
+named documents are seen): the questions searched alone, whether a named document is the
+first stage's first choice, and whether every named document is gold.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hierarchy as H  # noqa: E402
+
+
+def probe(name: str, split: str, settings, encoder) -> dict:
+    r, qs, qv = H.open_pool(name, split, settings, encoder)
+    r.mention_alone = False
+    params = r._resolve()[0]
+    stats = dict(questions=0, alone=0, first_named=0, first_named_gold=0, not_first=0,
+                 not_first_gold=0)
+    for q, v in zip(qs, qv, strict=True):
+        stats["questions"] += 1
+        with r._one_view():
+            docs = r.choose_documents(v, None, k=5, query=q["query"])
+            found = r.searching.find(q["query"], v, docs, params, True)
+        if not found.long:
+            continue
+        stats["alone"] += 1
+        gold = set(found.named) <= set(q["doc_ids"])
+        key = "first_named" if docs[0] in found.named else "not_first"
+        stats[key] += 1
+        stats[f"{key}_gold"] += gold
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    split, pools = args[0], args[1:]
+    settings, encoder = H.default_encoder()
+    for name in pools:
+        print(name, split, probe(name, split, settings, encoder), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
