@@ -40,14 +40,5 @@ def probe(name: str, split: str, settings, encoder) -> dict:
     return stats
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    split, pools = args[0], args[1:]
-    settings, encoder = H.default_encoder()
-    for name in pools:
-        print(name, split, probe(name, split, settings, encoder), flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(H.probe_main(probe))

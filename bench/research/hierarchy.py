@@ -380,6 +380,17 @@ def show(name: str, rows: dict[str, dict]) -> None:
                   f"({m / se if se else 0:+.1f} SE), cIE {100 * c:+5.2f} +/- {100 * cse:4.2f}")
 
 
+def probe_main(probe: Any, argv: list[str] | None = None) -> int:
+    """Run PROBE(pool, split, settings, encoder) -> counts on each pool named after the
+    split on the command line ("dev paragraphs named-contracts") and print its counts."""
+    args = sys.argv[1:] if argv is None else argv
+    split, pools = args[0], args[1:]
+    settings, encoder = default_encoder()
+    for name in pools:
+        print(name, split, probe(name, split, settings, encoder), flush=True)
+    return 0
+
+
 def default_encoder() -> tuple[Any, Any]:
     """(the default settings, their encoder with the packaged trained weights)."""
     from sproutrag.schemas.settings import load_settings
