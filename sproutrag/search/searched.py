@@ -208,8 +208,8 @@ class SearchedDocuments:
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
-        holders = self.holders(query, loaded, ranked)
-        dominant = (dominant_writers(holders, self._word_texts(loaded), s.dominant_ratio)
+        holders, word_texts = self.holders(query, loaded, ranked)
+        dominant = (dominant_writers(holders, word_texts, s.dominant_ratio)
                     if s.dominant_ratio > 0 and holders else None)
         named = named_by(holders, dominant)
         long = self.long(named, stored)
@@ -253,18 +253,20 @@ class SearchedDocuments:
                      tuple(mentioned))
 
     def holders(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-                ranked: bool) -> dict[str, list[str]]:
-        """entity of the question -> the documents of LOADED (the searched ones, when the
+                ranked: bool) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """(entity of the question -> the documents of LOADED (the searched ones, when the
         first stage's RANKED choice) whose text writes it (`entity_holders`; its only
-        holder is a document the question names, `named_by`); {} when the mention weight
-        is 0 or the question names nothing. Computed once per read: the links' weights,
-        the anchor and the corpus-wide lookup all take it."""
+        holder is a document the question names, `named_by`), the word texts read for
+        it); ({}, {}) when the mention weight is 0 or the question names nothing.
+        Computed once per read: the links' weights, the anchor, the corpus-wide lookup
+        and the dominant writers all take it."""
         if not ranked or self.settings.mention_weight <= 0:
-            return {}
+            return {}, {}
         entities = question_entities(query)
         if not entities:
-            return {}
-        return entity_holders(entities, self._word_texts(loaded))
+            return {}, {}
+        word_texts = self._word_texts(loaded)
+        return entity_holders(entities, word_texts), word_texts
 
     def _word_texts(self, loaded: Mapping[str, tuple[str, StoredTree]]) -> dict[str, str]:
         """doc_id -> word text (`StoredDocuments.word_text`, cached) of LOADED; a document

@@ -303,6 +303,16 @@ def test_word_texts_are_read_once_and_only_for_questions_with_entities(tmp_path,
     assert r.documents.word_text("acme", tree) == (
         " supply agreement with acme holdings payment is due in thirty days either party"
         " may end it on notice notices are given in writing ")
+    # with the dominant writers on too, a read builds the word texts once, not twice
+    reads, builds = [], []
+    read, build = searched.SearchedDocuments._read, searched.SearchedDocuments._word_texts
+    monkeypatch.setattr(searched.SearchedDocuments, "_read",
+                        lambda self, *a, **kw: reads.append(1) or read(self, *a, **kw))
+    monkeypatch.setattr(searched.SearchedDocuments, "_word_texts",
+                        lambda self, loaded: builds.append(1) or build(self, loaded))
+    r.dominant_ratio = 2.0
+    assert r.search_vector("When is payment due to Acme Holdings?", qvec, k=3)
+    assert reads and len(builds) == len(reads)
 
 
 def _unchosen_pool(tmp_path, text_index: bool = True):
