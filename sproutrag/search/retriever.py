@@ -62,7 +62,7 @@ from sproutrag.search.tree_search import (
     leaves_mode,
     search_trees,
 )
-from sproutrag.search.view import TablesView, files_gone
+from sproutrag.search.view import TablesView
 from sproutrag.storage.filters import sql_quote
 from sproutrag.storage.reader import Reader
 from sproutrag.storage.rows import StoredTree
@@ -427,25 +427,17 @@ class Retriever:
         with self._one_view():
             doc_ids, allowed = self.scope(doc_ids, where)
             qvec = self._embed([query])[0]
-            for again in (True, False):
-                try:
-                    params, _ = self._resolve()
-                    docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query,
-                                                 allowed=allowed)
-                    return read_context(
-                        self.searching, self.documents, params, query, qvec, docs,
-                        not doc_ids, allowed, budget_chars, budget_tokens, measure, k,
-                        mode, selection, cutoff)
-                except KeyError:  # a document replaced under this view: read it again
-                    if not again:
-                        raise
-                    self._forget_view()
-                except (RuntimeError, OSError) as exc:
-                    if not again or not files_gone(exc):
-                        raise
-                    self.view.refresh()
-                    self._forget_view()
-        raise AssertionError("unreachable")
+
+            def read() -> Context:
+                params, _ = self._resolve()
+                docs = self.choose_documents(qvec, doc_ids, k=k or 5, query=query,
+                                             allowed=allowed)
+                return read_context(
+                    self.searching, self.documents, params, query, qvec, docs, not doc_ids,
+                    allowed, budget_chars, budget_tokens, measure, k, mode, selection,
+                    cutoff)
+
+            return self.view.retried(read, replaced=True)
 
     def search_vector(
         self,
@@ -465,16 +457,8 @@ class Retriever:
         if mode not in MODES:
             raise QueryError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         check_count("k", k)
-        try:
-            return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode,
-                                       allowed=allowed)
-        except (RuntimeError, OSError) as exc:
-            if not files_gone(exc):
-                raise
-            self.view.refresh()
-            self._forget_view()
-            return self._search_vector(query, qvec, k=k, doc_ids=doc_ids, mode=mode,
-                                       allowed=allowed)
+        return self.view.retried(lambda: self._search_vector(
+            query, qvec, k=k, doc_ids=doc_ids, mode=mode, allowed=allowed))
 
     def _search_vector(self, query: str, qvec: np.ndarray, *, k: int,
                        doc_ids: Sequence[str] | None, mode: Mode,

@@ -11,12 +11,14 @@ version from start to end, and threads searching at once each have their own.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from sproutrag.errors import QueryError, short_error
 from sproutrag.search.current import COLUMNS, Current
+
+T = TypeVar("T")
 
 #: A filter matching at most this many documents searches them all (as doc_ids do); past
 #: it the first stage ranks the documents among those it matches.
@@ -105,6 +107,24 @@ class TablesView:
         """Move the table handles to the tables' latest versions."""
         with self._lock:
             self.reader.refresh()
+
+    def retried(self, read: Callable[[], T], *, replaced: bool = False) -> T:
+        """READ(), run once more on the latest versions when it found a data file gone
+        (`files_gone`: an index run removes the table versions it wrote meanwhile) and,
+        with REPLACED, when a document it read was replaced under this view (KeyError)."""
+        for again in (True, False):
+            try:
+                return read()
+            except KeyError:
+                if not (again and replaced):
+                    raise
+                self.forget()
+            except (RuntimeError, OSError) as exc:
+                if not (again and files_gone(exc)):
+                    raise
+                self.refresh()
+                self.forget()
+        raise AssertionError("unreachable")
 
     def matching(self, where: str) -> list[str]:
         """The current documents whose `documents` columns match WHERE (LanceDB's SQL
