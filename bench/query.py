@@ -289,7 +289,9 @@ def recall_texts(n: int = 25) -> dict[str, list[str]]:
     """Query texts of the recall check, two sets of up to N: "on topic" (`QUESTIONS`, then
     the distinct ContractNLI dev hypotheses: contracts and policies, as the sample texts
     the bench's leaves are drawn around) and "off topic" (HotpotQA dev questions: their
-    nearest nodes are near ties, the hard case of an ANN index)."""
+    nearest nodes are near ties, the hard case of an ANN index). Without ../shared (a
+    user's clone) the on-topic set is `QUESTIONS` alone and the off-topic set is empty
+    (skipped)."""
     def queries(name: str) -> list[str]:
         path = ROOT.parent / "shared" / "data" / name / "dev.queries.jsonl"
         lines = path.read_text().splitlines() if path.exists() else []
@@ -361,6 +363,8 @@ def scale_worker(db: str, n_queries: int) -> None:
            "vector_index": vector_index_record(r.store.table("nodes")),
            "probes": r.first.probes(r.store.table("nodes")), "recall": {}}
     for label, texts in recall_texts().items():
+        if not texts:  # the dev sets are not beside this checkout (../shared)
+            continue
         vecs = encoder.encode_texts(texts)
         res["recall"][label] = ann_recall(r, vecs, exact_nearest(db, vecs)) + (len(texts),)
     print("RESULT " + json.dumps(res))
