@@ -7,7 +7,10 @@ A generic capitalised word ("MRI", "USD") that one searched document alone write
 it by chance, and a long named document is searched alone: the question then gets no
 other document's units. Per pool, through the shipped Retriever (alone off, so that the
 named documents are seen): the questions searched alone, whether a named document is the
-first stage's first choice, and whether every named document is gold.
+first stage's first choice, and whether every named document is gold. Also (stop 52) the
+questions that name two or more searched documents holding fewer leaves than the floor
+together (`short_pairs`: what "two named documents searched alone, whatever their size"
+would change), and how many of them name only gold documents.
 """
 
 from __future__ import annotations
@@ -24,13 +27,16 @@ def probe(name: str, split: str, settings, encoder) -> dict:
     r.mention_alone = False
     params = r._resolve()[0]
     stats = dict(questions=0, alone=0, first_named=0, first_named_gold=0, not_first=0,
-                 not_first_gold=0)
+                 not_first_gold=0, short_pairs=0, short_pairs_gold=0)
     for q, v in zip(qs, qv, strict=True):
         stats["questions"] += 1
         with r._one_view():
             docs = r.choose_documents(v, None, k=5, query=q["query"])
             found = r.searching.find(q["query"], v, docs, params, True)
         if not found.long:
+            if len(found.named) >= 2:
+                stats["short_pairs"] += 1
+                stats["short_pairs_gold"] += set(found.named) <= set(q["doc_ids"])
             continue
         stats["alone"] += 1
         gold = set(found.named) <= set(q["doc_ids"])
