@@ -46,6 +46,21 @@ class StoredDocuments:
             self.cache.put(key, found, stored_tree_nbytes(found))
         return found
 
+    def trees(self, wanted: Mapping[str, str]) -> dict[str, StoredTree]:
+        """doc_id -> tree of WANTED (doc_id -> tree id): the cached ones, the others in one
+        read (`Store.load_trees`), cached; a tree no longer stored is missing."""
+        out, unread = {}, {}
+        for d, t in wanted.items():
+            found = self.cache.get(("tree", d, t))
+            if found is None:
+                unread[d] = t
+            else:
+                out[d] = found
+        for d, found in self.store.load_trees(unread).items():
+            self.cache.put(("tree", d, unread[d]), found, stored_tree_nbytes(found))
+            out[d] = found
+        return out
+
     def load_trees(self, docs: Sequence[str]) -> dict[str, tuple[str, StoredTree]]:
         """doc_id -> (tree_id, current tree) of DOCS (`read` without texts)."""
         return self.read(docs)[0]
@@ -71,9 +86,11 @@ class StoredDocuments:
                       if d in loaded and loaded[d][0] == t}
             text_of = {d: x for d, x in text_of.items() if d in loaded}
             try:
-                for d, t in ids.items():
-                    if d not in loaded:
-                        loaded[d] = (t, self.tree(d, t))
+                missing = {d: t for d, t in ids.items() if d not in loaded}
+                loaded.update((d, (missing[d], st)) for d, st in self.trees(missing).items())
+                replaced = [d for d in missing if d not in loaded]
+                if replaced:  # what is read is kept: the next attempt reads only these
+                    raise KeyError(f"the trees of {replaced} were replaced meanwhile")
                 if texts or terms or names or word_texts:
                     text_of.update(self.prefetch({d: v for d, v in loaded.items()
                                                   if d not in text_of}, terms=terms,

@@ -481,6 +481,31 @@ class Store:
                     out[row["doc_id"]] = (row["text"], row.get("title"))
         return out
 
+    def load_trees(self, trees: Mapping[str, str]) -> dict[str, StoredTree]:
+        """doc_id -> the tree of TREES (doc_id -> tree id), validated, in one read of
+        `nodes` per 500 documents (a search's first reads of new documents: one query,
+        not one a document); a tree no longer stored (replaced and removed meanwhile) is
+        missing."""
+        tbl, out = self.table("nodes"), {}
+        if tbl is None or not trees:
+            return out
+        for ids in parts(list(trees)):
+            where = f"{doc_filter(ids)} AND {in_filter('tree_id', [trees[d] for d in ids])}"
+            rows = tbl.search().where(where).limit(None).to_arrow()
+            rows = rows.sort_by([("doc_id", "ascending"), ("tree_id", "ascending"),
+                                 ("idx", "ascending")])
+            keys = list(zip(rows.column("doc_id").to_pylist(),
+                            rows.column("tree_id").to_pylist(), strict=True))
+            start = 0
+            for end in range(1, len(keys) + 1):
+                if end < len(keys) and keys[end] == keys[start]:
+                    continue
+                d, t = keys[start]
+                if trees.get(d) == t:  # not another document's tree of the same id
+                    out[d] = stored_tree(d, rows.slice(start, end - start))
+                start = end
+        return out
+
     def load_tree(self, doc_id: str, tree_id: str | None = None) -> StoredTree:
         """Read one document's current tree (or the tree `tree_id`) into arrays, validated."""
         if tree_id is None:
