@@ -238,9 +238,6 @@ class Retriever:
         """The current trees (`TablesView.current`)."""
         return self.view.current()
 
-    def _forget_view(self) -> None:
-        self.view.forget()
-
     def n_documents(self) -> int:
         """The documents the database holds now (0: none indexed, or all deleted)."""
         return len(self._current())
