@@ -338,19 +338,27 @@ def ann_recall(r: Retriever, qvecs: np.ndarray, exact: list[set[tuple[str, int]]
     return float(np.mean(hits)), float(np.percentile(times, 50) * 1000)
 
 
-def scale_worker(db: str, n_queries: int) -> None:
-    """In a fresh process: the first query, then warm p50/p95, then peak RSS, then the
-    recall@10 of the first stage's nearest-node search against exact search (printed as
-    one RESULT line)."""
-    import resource
-
+def first_query(db: str, n_queries: int) -> tuple[Encoder, Retriever, list[str], np.ndarray,
+                                                 float]:
+    """(encoder, Retriever over DB, N_QUERIES + 1 questions, their vectors, seconds of the
+    process's first corpus-wide query: open, view, first stage, trees; no encoding). The
+    other questions are the warm ones."""
     encoder = Encoder()
     qs = [QUESTIONS[i % len(QUESTIONS)] + f" ({i})" for i in range(n_queries + 1)]
     qvecs = encoder.encode_texts(qs)
     t0 = time.perf_counter()
     r = Retriever(db, encoder=encoder)
     r.search_vector(qs[0], qvecs[0], k=5)
-    first = time.perf_counter() - t0
+    return encoder, r, qs, qvecs, time.perf_counter() - t0
+
+
+def scale_worker(db: str, n_queries: int) -> None:
+    """In a fresh process: the first query, then warm p50/p95, then peak RSS, then the
+    recall@10 of the first stage's nearest-node search against exact search (printed as
+    one RESULT line)."""
+    import resource
+
+    encoder, r, qs, qvecs, first = first_query(db, n_queries)
     times = []
     for q, v in zip(qs[1:], qvecs[1:]):
         t = time.perf_counter()

@@ -61,17 +61,9 @@ def build(n: int, work: Path) -> Path:
 
 def worker(db: str, n_queries: int) -> None:
     """In a fresh process: the first query, then the warm queries of each way."""
-    from bench.query import QUESTIONS
-    from sproutrag.encoder.encoder import Encoder
-    from sproutrag.search.retriever import Retriever
+    from bench.query import first_query
 
-    encoder = Encoder()
-    qs = [QUESTIONS[i % len(QUESTIONS)] + f" ({i})" for i in range(n_queries + 1)]
-    qvecs = encoder.encode_texts(qs)
-    t0 = time.perf_counter()
-    r = Retriever(db, encoder=encoder)
-    r.search_vector(qs[0], qvecs[0], k=5)
-    first = time.perf_counter() - t0
+    _, r, qs, qvecs, first = first_query(db, n_queries)
     nodes = r.store.table("nodes")
     nodes.search(qvecs[0]).limit(5).to_list()  # warm: the plain reader's index
     r.search_vector(qs[0], qvecs[0], k=5, mode="flat")

@@ -23,9 +23,7 @@ import hierarchy as H  # noqa: E402
 
 
 def probe(name: str, split: str, settings, encoder) -> dict:
-    r, qs, qv = H.open_pool(name, split, settings, encoder)
-    r.mention_alone = False
-    params = r._resolve()[0]
+    r, qs, qv, params = H.open_probed_pool(name, split, settings, encoder)
     stats = dict(questions=0, alone=0, first_named=0, first_named_gold=0, not_first=0,
                  not_first_gold=0, short_pairs=0, short_pairs_gold=0)
     for q, v in zip(qs, qv, strict=True):

@@ -22,9 +22,7 @@ import hierarchy as H  # noqa: E402
 
 
 def probe(name: str, split: str, settings, encoder) -> dict:
-    r, qs, qv = H.open_pool(name, split, settings, encoder)
-    r.mention_alone = False
-    params = r._resolve()[0]
+    r, qs, qv, _ = H.open_probed_pool(name, split, settings, encoder)
     stats = dict(questions=0, naming=0, naming_gold=0, common=0, common_gold=0,
                  questions_changed=0)
     examples = []

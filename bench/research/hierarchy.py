@@ -380,6 +380,15 @@ def show(name: str, rows: dict[str, dict]) -> None:
                   f"({m / se if se else 0:+.1f} SE), cIE {100 * c:+5.2f} +/- {100 * cse:4.2f}")
 
 
+def open_probed_pool(pool: str, split: str, settings: Any, encoder: Any):
+    """`open_pool` with rule 31's "alone" off (so that a probe sees every named document
+    of a question), and the Retriever's search parameters: (retriever, queries, vectors,
+    params)."""
+    r, qs, qv = open_pool(pool, split, settings, encoder)
+    r.mention_alone = False
+    return r, qs, qv, r._resolve()[0]
+
+
 def probe_main(probe: Any, argv: list[str] | None = None) -> int:
     """Run PROBE(pool, split, settings, encoder) -> counts on each pool named after the
     split on the command line ("dev paragraphs named-contracts") and print its counts."""
