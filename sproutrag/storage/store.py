@@ -66,6 +66,10 @@ from sproutrag.storage.rows import (
     stored_tree,
 )
 
+#: Trees `Store.load_trees` reads in one query (a search reads 8-20 new documents' trees
+#: at once; a long document's tree is 1-6 MB of rows).
+TREE_READ_DOCS = 64
+
 
 class Store:
     """The SproutRAG tables in one LanceDB database (a folder or an s3:// URI)."""
@@ -483,13 +487,13 @@ class Store:
 
     def load_trees(self, trees: Mapping[str, str]) -> dict[str, StoredTree]:
         """doc_id -> the tree of TREES (doc_id -> tree id), validated, in one read of
-        `nodes` per 500 documents (a search's first reads of new documents: one query,
-        not one a document); a tree no longer stored (replaced and removed meanwhile) is
-        missing."""
+        `nodes` per `TREE_READ_DOCS` documents (a search's first reads of new documents:
+        one query, not one a document; the part bounds the rows held twice, as Arrow and
+        as trees); a tree no longer stored (replaced and removed meanwhile) is missing."""
         tbl, out = self.table("nodes"), {}
         if tbl is None or not trees:
             return out
-        for ids in parts(list(trees)):
+        for ids in parts(list(trees), TREE_READ_DOCS):
             where = f"{doc_filter(ids)} AND {in_filter('tree_id', [trees[d] for d in ids])}"
             rows = tbl.search().where(where).limit(None).to_arrow()
             rows = rows.sort_by([("doc_id", "ascending"), ("tree_id", "ascending"),

@@ -58,9 +58,11 @@ def test_a_document_deleted_under_a_search_is_left_out(tmp_path):
 def test_trees_read_at_once_are_the_trees_read_one_by_one(tmp_path):
     """`Store.load_trees` gives each document the tree `load_tree` gives, whatever the
     order of the rows, leaves out a tree no longer stored and a tree id asked of the wrong
-    document, and reads more than one filter's worth (500 documents) in parts."""
+    document, and reads more than one query's worth (`TREE_READ_DOCS`) in parts."""
+    from sproutrag.storage.store import TREE_READ_DOCS
+
     store = toy_store(tmp_path / "db")
-    ids = [f"d{i:03d}" for i in range(503)]
+    ids = [f"d{i:03d}" for i in range(2 * TREE_READ_DOCS + 3)]
     store.write([toy_document(d, f"text of {d} " * (1 + i % 4), seed=i)
                  for i, d in enumerate(ids)], "fp")
     old_d5 = store.current_trees()["d005"][0]
@@ -69,7 +71,7 @@ def test_trees_read_at_once_are_the_trees_read_one_by_one(tmp_path):
     wanted = {d: current[d] for d in ids}
     got = store.load_trees({**wanted, "d005": old_d5, "d006": current["d007"]})
     assert set(got) == set(ids) - {"d005", "d006"}
-    for d in ("d000", "d003", "d250", "d502"):
+    for d in ("d000", "d003", ids[TREE_READ_DOCS], ids[-1]):
         one = store.load_tree(d, current[d])
         assert got[d].texts == one.texts and np.array_equal(got[d].spans, one.spans)
         assert np.array_equal(got[d].tree.vectors, one.tree.vectors)
