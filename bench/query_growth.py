@@ -18,7 +18,8 @@ searched three ways, alternating per question so that load on the machine hits a
 
 Prints the first query of the process (open, view, first stage, no encoding), p50 / p95
 of the warm queries of each, their ratio to plain, the process's peak RSS, and how each
-p50 grows from one size to the next. Not a test.
+p50 grows from one size to the next. With --threads N: also the tree search's queries per
+second from one thread and from N threads sharing the Retriever. Not a test.
 """
 
 from __future__ import annotations
@@ -59,7 +60,17 @@ def build(n: int, work: Path) -> Path:
     return db
 
 
-def worker(db: str, n_queries: int) -> None:
+def throughput(r, qs: list[str], qvecs: np.ndarray, threads: int) -> float:
+    """Tree searches per second of QS from a pool of THREADS sharing R."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads) as pool:
+        t = time.perf_counter()
+        list(pool.map(lambda qv: r.search_vector(qv[0], qv[1], k=5), zip(qs, qvecs)))
+        return len(qs) / (time.perf_counter() - t)
+
+
+def worker(db: str, n_queries: int, threads: int = 0) -> None:
     """In a fresh process: the first query, then the warm queries of each way."""
     from bench.query import first_query
 
@@ -78,7 +89,9 @@ def worker(db: str, n_queries: int) -> None:
             t = time.perf_counter()
             calls[way](q, v)
             times[way].append(time.perf_counter() - t)
-    print("RESULT " + json.dumps({
+    rates = ({f"qps_{n}": throughput(r, qs[1:], qvecs[1:], n) for n in (1, threads)}
+             if threads else {})
+    print("RESULT " + json.dumps({**rates,
         "first_s": first, "documents": r.n_documents(), "rows": nodes.count_rows(),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         **{f"{w}_p50_ms": float(np.percentile(times[w], 50) * 1000) for w in WAYS},
@@ -86,9 +99,10 @@ def worker(db: str, n_queries: int) -> None:
     }))
 
 
-def measure(db: Path, n_queries: int) -> dict:
+def measure(db: Path, n_queries: int, threads: int) -> dict:
     proc = subprocess.run([sys.executable, __file__, "--worker", str(db), "--queries",
-                           str(n_queries)], capture_output=True, text=True, cwd=ROOT)
+                           str(n_queries), "--threads", str(threads)],
+                          capture_output=True, text=True, cwd=ROOT)
     lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise SystemExit(f"query worker failed on {db}: {proc.stderr[-2000:]}")
@@ -101,15 +115,17 @@ def main() -> None:
                     help="corpus sizes in documents (default: 10000 100000)")
     ap.add_argument("--work", help="keep (and reuse) the databases here")
     ap.add_argument("--queries", type=int, default=50, help="warm queries per database")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="also tree searches per second from 1 and this many threads")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        return worker(args.worker, args.queries)
+        return worker(args.worker, args.queries, args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-query-growth-") as tmp:
         work = Path(args.work or tmp)
         rows = []
         for n in args.docs:
-            res = measure(build(n, work), args.queries)
+            res = measure(build(n, work), args.queries, args.threads)
             rows.append((n, res))
             print(f"{res['documents']:,} documents ({res['rows']:,} nodes rows): first query "
                   f"{res['first_s']:.2f} s, peak RSS {res['peak_rss_mb']:.0f} MB", flush=True)
@@ -117,6 +133,9 @@ def main() -> None:
                 print(f"  {w:5s} p50 {res[f'{w}_p50_ms']:7.1f} ms  p95 "
                       f"{res[f'{w}_p95_ms']:7.1f} ms  p50 / plain "
                       f"{res[f'{w}_p50_ms'] / res['plain_p50_ms']:.2f}x", flush=True)
+            if args.threads:
+                print(f"  tree searches per second: 1 thread {res['qps_1']:.1f}, "
+                      f"{args.threads} threads {res[f'qps_{args.threads}']:.1f}", flush=True)
         for (n0, a), (n1, b) in zip(rows, rows[1:]):
             print(f"growth {n0:,} -> {n1:,} documents ({n1 / n0:.0f}x): " + ", ".join(
                 f"{w} p50 {b[f'{w}_p50_ms'] / a[f'{w}_p50_ms']:.2f}x" for w in WAYS))

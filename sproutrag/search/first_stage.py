@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
 import threading
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -45,6 +47,12 @@ MIN_PROBES = 50
 REFINE_FACTOR = 2
 UNRECORDED_PROBES = 32
 
+#: `FirstStage.choose` runs its full-text queries beside its vector search while at most
+#: this many searches choose at once (half the machine's cores: beyond, every core is
+#: busy and the threads would only contend; docs/results.md, "How a corpus-wide query
+#: grows").
+SPARE_CORES = max(1, (os.cpu_count() or 1) // 2)
+
 #: The full-text hits `FirstStage.writing` reads to tell which documents write a name.
 WRITING_HITS = 64
 
@@ -74,6 +82,30 @@ def warn_text_index_unreadable(exc: BaseException) -> None:
     warn_once("text", f"the full-text index of nodes cannot be read ({short_error(exc)}): "
               "corpus-wide queries rank documents by their vectors alone until an index run "
               "builds it again")
+
+
+def _started(call: Callable[[], Any]) -> Future:
+    """CALL running in a thread of its own; its Future gives the result or raises what
+    CALL raised (a thread per call: nothing to shut down, nothing a fork inherits)."""
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as exc:  # handed to the caller of `result`
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="sproutrag-text-query", daemon=True).start()
+    return future
+
+
+class _TextSearch(NamedTuple):
+    """A full-text search of `nodes` split where threads may split it: RUN, LanceDB's
+    query (any thread), and FINISH, reading its rows' documents (the searching thread:
+    the current trees of its view)."""
+
+    run: Callable[[], Any]
+    finish: Callable[[Any], list[str]]
 
 
 def ann_probes(partitions: int | None) -> int:
@@ -134,6 +166,8 @@ class FirstStage:
         # A third ranking of the hybrid stage: the full-text index's for the question's
         # entities alone (docs/results.md, rule 25).
         self.entities = entities
+        self._choosing = 0  # `choose` calls running now, in all threads
+        self._choosing_lock = threading.Lock()
 
     def _count(self, nodes: Any) -> int:
         """Rows of the `nodes` table at its version (counted once per version)."""
@@ -245,24 +279,37 @@ class FirstStage:
         limit = self.default_limit
         hybrid = query is not None and self.kind == "hybrid"
         names = question_entities(query) if hybrid and self.entities else []
-        while True:
-            chosen, units = [], 0
-            ranked = self.ranked_by_vector(qvec, limit)
-            if hybrid:
-                rankings = [ranked, self.ranked_by_text(query, limit)]
-                if names:
-                    rankings.append(self.ranked_by_text(" ".join(names), limit))
-                ranked = fuse_rankings(rankings)
-            if allowed is not None:
-                ranked = [d for d in ranked if d in allowed]
-            for doc, leaves in zip(ranked, current.leaves_of(ranked).tolist(), strict=True):
-                if len(chosen) >= self.n_docs and units >= k:
-                    break
-                chosen.append(doc)
-                units += leaves
-            if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
-                return chosen
-            limit = min(4 * limit, current.rows)  # widen: rank more nodes
+        texts = [query, *([" ".join(names)] if names else [])] if hybrid else []
+        with self._choosing_lock:
+            self._choosing += 1
+            # the full-text queries run in threads of their own while this one ranks by
+            # vector, when the machine has a core to spare for them
+            beside = self._choosing <= SPARE_CORES
+        try:
+            while True:
+                chosen, units = [], 0
+                searches = [self._text_search(text, limit) for text in texts]
+                found = [(_started(x.run).result if beside else x.run)
+                         if x is not None else None for x in searches]
+                ranked = self.ranked_by_vector(qvec, limit)
+                if hybrid:
+                    ranked = fuse_rankings([ranked, *(
+                        self._text_ranking(x, rows) if x is not None else []
+                        for x, rows in zip(searches, found, strict=True))])
+                if allowed is not None:
+                    ranked = [d for d in ranked if d in allowed]
+                for doc, leaves in zip(ranked, current.leaves_of(ranked).tolist(),
+                                       strict=True):
+                    if len(chosen) >= self.n_docs and units >= k:
+                        break
+                    chosen.append(doc)
+                    units += leaves
+                if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
+                    return chosen
+                limit = min(4 * limit, current.rows)  # widen: rank more nodes
+        finally:
+            with self._choosing_lock:
+                self._choosing -= 1
 
     def prefetch(self, qvecs: np.ndarray, limit: int) -> None:
         """Rank the current nodes for every question of QVECS at once (one matrix product
@@ -340,25 +387,44 @@ class FirstStage:
         (0.3 s at 10M rows). Up to memory_rows the hits' row ids are looked up among the
         current leaves in memory (`_LeafRows`); beyond, each hit's document and tree are
         read with it."""
+        search = self._text_search(query, limit)
+        return self._text_ranking(search, search.run) if search is not None else []
+
+    def _text_search(self, query: str, limit: int) -> _TextSearch | None:
+        """`ranked_by_text`'s search of QUERY, not run yet; None (warned once) without
+        the full-text index."""
         if not self.has_text_index():
             warn_once("text", "nodes has no full-text index: corpus-wide queries rank "
                       "documents by their vectors alone until an index run builds it")
-            return []
+            return None
         nodes = self.store.table("nodes")
         leaves, limit = self._node_rows().leaves, limit + self.stale_rows(nodes)
+        if leaves is not None:  # row ids only, their documents from memory
+            return _TextSearch(lambda: self._text_query(nodes, query, [], limit),
+                               lambda found: leaves.documents(found["_rowid"].to_numpy()))
+
+        def current_documents(found: Any) -> list[str]:
+            docs = found["doc_id"].to_pylist()
+            now = self.current().is_current(docs, found["tree_id"].to_pylist())
+            return list(dict.fromkeys(d for d, ok in zip(docs, now.tolist(), strict=True)
+                                      if ok))
+
+        return _TextSearch(
+            lambda: self._text_query(nodes, query, ["doc_id", "tree_id", "_score"], limit),
+            current_documents)
+
+    @staticmethod
+    def _text_ranking(search: _TextSearch, found: Callable[[], Any]) -> list[str]:
+        """SEARCH's documents from FOUND() (its rows: `search.run` here or a thread's
+        result); [] (warned once) when the full-text index cannot be read."""
         try:
-            if leaves is not None:  # row ids only, their documents from memory
-                found = self._text_query(nodes, query, [], limit)
-                return leaves.documents(found["_rowid"].to_numpy())
-            found = self._text_query(nodes, query, ["doc_id", "tree_id", "_score"], limit)
+            rows = found()
         except (RuntimeError, OSError, ValueError) as exc:
             if not index_damaged(exc):
                 raise
             warn_text_index_unreadable(exc)
             return []
-        docs = found["doc_id"].to_pylist()
-        now = self.current().is_current(docs, found["tree_id"].to_pylist())
-        return list(dict.fromkeys(d for d, ok in zip(docs, now.tolist(), strict=True) if ok))
+        return search.finish(rows)
 
     def writing(self, entity: str, limit: int = WRITING_HITS) -> list[str]:
         """The current documents whose leaves write ENTITY (words joined by one space, as

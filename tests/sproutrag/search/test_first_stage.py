@@ -46,6 +46,61 @@ def test_the_hybrid_first_stage_finds_a_document_only_the_words_match(tmp_path):
         _toy_retriever(store.uri, first_stage="bm25")
 
 
+def test_the_full_text_query_runs_while_the_vectors_rank(tmp_path, monkeypatch):
+    """`choose` starts the full-text query in a thread of its own and ranks by vector
+    meanwhile (in its own thread when SPARE_CORES searches already choose): the answer is
+    the sequential one, and what the query raises reaches the caller (a damaged index:
+    the vectors alone, warned; anything else: raised)."""
+    import threading
+
+    from sproutrag.search import first_stage as module
+
+    store = toy_store(tmp_path / "db")
+    docs = [toy_document("near", "alpha beta gamma", seed=1),
+            toy_document("words", "eta quokka theta", seed=3)]
+    store.write(docs, "fp")
+    assert store.ensure_text_index()
+    r = _toy_retriever(store.uri, n_docs=1)
+    q = docs[0].tree.vectors[0]
+    threads, overlapped = [], threading.Event()
+    text_query, by_vector = module.FirstStage._text_query, module.FirstStage.ranked_by_vector
+
+    def slow_text_query(*args):
+        threads.append(threading.current_thread().name)
+        assert overlapped.wait(10)  # the vectors were ranked while this query ran
+        return text_query(*args)
+
+    def vector_ranking(self, *args):
+        out = by_vector(self, *args)
+        overlapped.set()
+        return out
+
+    monkeypatch.setattr(module.FirstStage, "_text_query", staticmethod(slow_text_query))
+    monkeypatch.setattr(module.FirstStage, "ranked_by_vector", vector_ranking)
+    assert r.choose_documents(q, None, query="quokka") == ["words"]
+    assert threads == ["sproutrag-text-query"]
+    # with no core to spare (as many searches choosing as SPARE_CORES), in this thread
+    overlapped.set()
+    monkeypatch.setattr(module, "SPARE_CORES", 0)
+    assert r.choose_documents(q, None, query="quokka") == ["words"]
+    assert threads[1:] == [threading.current_thread().name] and r.first._choosing == 0
+    monkeypatch.setattr(module, "SPARE_CORES", 1)
+    overlapped.clear()
+
+    def damaged(*args):
+        raise OSError("lance error: _indices/fts-0001 not found")
+
+    monkeypatch.setattr(module.FirstStage, "_text_query", staticmethod(damaged))
+    assert r.choose_documents(q, None, query="quokka") == ["near"]  # the vectors alone
+
+    def broken(*args):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(module.FirstStage, "_text_query", staticmethod(broken))
+    with pytest.raises(RuntimeError, match="something else"):
+        r.choose_documents(q, None, query="quokka")
+
+
 def test_without_a_text_index_the_first_stage_is_the_vectors(tmp_path):
     store = toy_store(tmp_path / "db")
     docs = [toy_document("near", "alpha beta", seed=1), toy_document("words", "quokka", seed=3)]
