@@ -287,7 +287,6 @@ class FirstStage:
             beside = self._choosing <= SPARE_CORES
         try:
             while True:
-                chosen, units = [], 0
                 searches = [self._text_search(text, limit) for text in texts]
                 found = [(_started(x.run).result if beside else x.run)
                          if x is not None else None for x in searches]
@@ -298,18 +297,25 @@ class FirstStage:
                         for x, rows in zip(searches, found, strict=True))])
                 if allowed is not None:
                     ranked = [d for d in ranked if d in allowed]
-                for doc, leaves in zip(ranked, current.leaves_of(ranked).tolist(),
-                                       strict=True):
-                    if len(chosen) >= self.n_docs and units >= k:
-                        break
-                    chosen.append(doc)
-                    units += leaves
-                if (len(chosen) >= self.n_docs and units >= k) or limit >= current.rows:
+                chosen, enough = self._leading(ranked, current, k)
+                if enough or limit >= current.rows:
                     return chosen
                 limit = min(4 * limit, current.rows)  # widen: rank more nodes
         finally:
             with self._choosing_lock:
                 self._choosing -= 1
+
+    def _leading(self, ranked: list[str], current: Current, k: int
+                 ) -> tuple[list[str], bool]:
+        """The first documents of RANKED until `n_docs` of them hold K evidence units
+        (CURRENT's leaves), and whether they do."""
+        chosen, units = [], 0
+        for doc, leaves in zip(ranked, current.leaves_of(ranked).tolist(), strict=True):
+            if len(chosen) >= self.n_docs and units >= k:
+                break
+            chosen.append(doc)
+            units += leaves
+        return chosen, len(chosen) >= self.n_docs and units >= k
 
     def prefetch(self, qvecs: np.ndarray, limit: int) -> None:
         """Rank the current nodes for every question of QVECS at once (one matrix product
