@@ -38,13 +38,13 @@ class StoredDocuments:
         return self.view.current().tree_ids_of(doc_ids)
 
     def tree(self, doc_id: str, tree_id: str) -> StoredTree:
-        """The tree TREE_ID of DOC_ID (tree ids are fresh for every stored version)."""
-        key = ("tree", doc_id, tree_id)
-        found = self.cache.get(key)
-        if found is None:
-            found = self.store.load_tree(doc_id, tree_id)
-            self.cache.put(key, found, stored_tree_nbytes(found))
-        return found
+        """The tree TREE_ID of DOC_ID (tree ids are fresh for every stored version),
+        cached (`trees`); KeyError when it is no longer stored."""
+        found = self.trees({doc_id: tree_id})
+        if doc_id not in found:
+            raise KeyError(f"tree {tree_id!r} of doc_id {doc_id!r} is not in "
+                           f"{self.store.uri!r}")
+        return found[doc_id]
 
     def trees(self, wanted: Mapping[str, str]) -> dict[str, StoredTree]:
         """doc_id -> tree of WANTED (doc_id -> tree id): the cached ones, the others in one

@@ -519,9 +519,7 @@ class Store:
             if not found:
                 raise KeyError(f"doc_id {doc_id!r} is not in the database {self.uri!r}")
             tree_id = found[0]["tree_id"]
-        tbl = self.table("nodes")
-        where = f"doc_id = {sql_quote(doc_id)} AND tree_id = {sql_quote(tree_id)}"
-        rows = tbl.search().where(where).limit(None).to_arrow() if tbl is not None else None
-        if rows is None or rows.num_rows == 0:
+        found_trees = self.load_trees({doc_id: tree_id})
+        if doc_id not in found_trees:
             raise KeyError(f"tree {tree_id!r} of doc_id {doc_id!r} is not in {self.uri!r}")
-        return stored_tree(doc_id, rows.sort_by("idx"))
+        return found_trees[doc_id]
