@@ -47,11 +47,20 @@ MIN_PROBES = 50
 REFINE_FACTOR = 2
 UNRECORDED_PROBES = 32
 
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system reports one
+    (a container or `taskset` limits it below the machine's count), else the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 #: `FirstStage.choose` runs its full-text queries beside its vector search while at most
-#: this many searches choose at once (half the machine's cores: beyond, every core is
-#: busy and the threads would only contend; docs/results.md, "How a corpus-wide query
-#: grows").
-SPARE_CORES = max(1, (os.cpu_count() or 1) // 2)
+#: this many searches choose at once (half the cores the process may use: beyond, every
+#: core is busy and the threads would only contend; docs/results.md, "How a corpus-wide
+#: query grows").
+SPARE_CORES = max(1, usable_cores() // 2)
 
 #: The full-text hits `FirstStage.writing` reads to tell which documents write a name.
 WRITING_HITS = 64
@@ -164,7 +173,7 @@ class FirstStage:
         self._matrix: _NodeRows | None = None
         self._ranked = threading.local()  # `prefetch`: node rankings of a batch's questions
         # A third ranking of the hybrid stage: the full-text index's for the question's
-        # entities alone (docs/results.md, rule 25).
+        # entities alone (docs/whole-corpus.md, rule 25).
         self.entities = entities
         self._choosing = 0  # `choose` calls running now, in all threads
         self._choosing_lock = threading.Lock()
@@ -273,7 +282,7 @@ class FirstStage:
         a document that only the words match is looked at too; with `entities` and a
         question that names any (`question_entities`), so is the full-text ranking for
         their words alone (a company's or party's few rare words among the question's
-        common ones; docs/results.md, rule 25). ALLOWED: only these
+        common ones; docs/whole-corpus.md, rule 25). ALLOWED: only these
         documents (a filter): the ranking widens until it holds enough of them."""
         current = self.current()
         limit = self.default_limit
@@ -438,7 +447,7 @@ class FirstStage:
         leaves of the full-text index that hold every word of it; [] without the index
         (or when it cannot be read). One document alone writing a rare name takes all the
         hits; a name many documents write (a generic heading) gives many
-        (docs/results.md, rule 27)."""
+        (docs/whole-corpus.md, rule 27)."""
         from lancedb.query import FullTextOperator, MatchQuery
 
         from sproutrag.names import words

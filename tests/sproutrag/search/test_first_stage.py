@@ -8,7 +8,7 @@ import pytest
 
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
-from sproutrag.search.first_stage import fuse_rankings
+from sproutrag.search.first_stage import fuse_rankings, usable_cores
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.storage.store import TEXT_ANALYZER, text_analyzer_matches
 from tests.helpers import toy_document, toy_encoder, toy_store, write_files
@@ -19,6 +19,23 @@ def test_reciprocal_rank_fusion():
     assert fuse_rankings([["a", "b"], []]) == ["a", "b"]
     assert fuse_rankings([["a", "b"], ["b", "a"]]) == ["a", "b"]  # a tie keeps first seen
     assert fuse_rankings([]) == []
+
+
+def test_usable_cores_are_the_affinity_not_the_machine(monkeypatch):
+    # a container or taskset gives the process fewer cores than the machine has: the
+    # threads are sized by those
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    if hasattr(os, "sched_getaffinity"):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+        assert usable_cores() == 3
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set())
+        assert usable_cores() == 1
+        monkeypatch.delattr(os, "sched_getaffinity")
+    assert usable_cores() == 64  # no affinity reported: the machine's count
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert usable_cores() == 1
 
 
 def _toy_retriever(db, **kw) -> Retriever:
