@@ -62,7 +62,7 @@ QUESTIONS = [
     "Can employees work remotely?",
     "What is the liability cap?",
     # questions that name entities: the first stage's entity ranking and the mentions
-    # (docs/results.md, rules 23, 25 and 27) run for these
+    # (docs/whole-corpus.md, rules 23, 25 and 27) run for these
     "What must the Receiving Party do with Confidential Information?",
     "When must the Provider report a Security Incident affecting Customer Data?",
     "What does Harbor Labs disclose under the agreement?",

@@ -5,7 +5,7 @@ line is heading-like, normalised to its lower-cased words joined by one space, a
 parenthesis dropped ("Tim Brown (designer)" -> "tim brown"). `documents.name` stores it
 and `documents.name_key` its 64-bit key (`name_key`), by which a corpus-wide search finds
 the documents a question or its best unit names (`sproutrag.search.links`;
-docs/results.md, rules 12-13).
+docs/whole-corpus.md, rules 12-13).
 
 Pure functions over strings.
 """
@@ -93,7 +93,7 @@ def name_problem(text: str, title: str | None, name: str | None, key: int | None
     """`NAME_CHANGED` when NAME (a `documents.name`) is not `document_name(TEXT, TITLE)`
     or KEY (its `name_key`) not `name_key(NAME)`, else None: what `sproutrag check` and
     `sproutrag index --verify` ask of every stored document (a wrong key hides a document
-    from the corpus-wide fetch, docs/results.md rule 13)."""
+    from the corpus-wide fetch, docs/whole-corpus.md, rule 13)."""
     if name != document_name(text, title) or key != name_key(name):
         return NAME_CHANGED
     return None

@@ -26,11 +26,8 @@ def probe(name: str, split: str, settings, encoder) -> dict:
     r, qs, qv, params = H.open_probed_pool(name, split, settings, encoder)
     stats = dict(questions=0, alone=0, first_named=0, first_named_gold=0, not_first=0,
                  not_first_gold=0, short_pairs=0, short_pairs_gold=0)
-    for q, v in zip(qs, qv, strict=True):
+    for q, _, docs, found in H.each_found(r, qs, qv, params):
         stats["questions"] += 1
-        with r._one_view():
-            docs = r.choose_documents(v, None, k=5, query=q["query"])
-            found = r.searching.find(q["query"], v, docs, params, True)
         if not found.long:
             if len(found.named) >= 2:
                 stats["short_pairs"] += 1

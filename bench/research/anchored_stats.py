@@ -1,4 +1,4 @@
-"""Statistics from the leading documents (issue 29, rule 11 of docs/results.md).
+"""Statistics from the leading documents (issue 29, rule 11 of docs/whole-corpus.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/anchored_stats.py --fit   # train, then dev
 

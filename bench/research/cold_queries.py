@@ -1,5 +1,5 @@
 """Cold and warm corpus-wide queries of one checkout on a scale database, for comparing two
-checkouts alternately (docs/results.md, rule 12's cost).
+checkouts alternately (docs/whole-corpus.md, rule 12's cost).
 
     cd CHECKOUT && PYTHONPATH=. python bench/research/cold_queries.py DB [LEXICAL_WEIGHT [FETCH]]
 

@@ -23,7 +23,7 @@ w_a, then w_d, then lambda). On dev: the shipped search, leaves + fitted prior, 
 fitted hierarchy, within, corpus-wide, and corpus-wide with the first stage's missed gold
 documents added (an oracle: what is left is the second stage's loss), unit IE and
 char-IE, paired differences with standard errors, and where corpus-wide search loses
-(gold documents chosen, units from other documents). docs/results.md, "Whole-corpus
+(gold documents chosen, units from other documents). docs/whole-corpus.md, "Whole-corpus
 search: document and section evidence".
 """
 
@@ -387,6 +387,16 @@ def open_probed_pool(pool: str, split: str, settings: Any, encoder: Any):
     r, qs, qv = open_pool(pool, split, settings, encoder)
     r.mention_alone = False
     return r, qs, qv, r._resolve()[0]
+
+
+def each_found(r: Any, queries: list[dict], qvecs: Any, params: Any):
+    """Per question of a pool: (question, vector, the first stage's documents, what the
+    shipped search reads for it: `SearchedDocuments.find`), yielded inside one view of
+    R's trees, so that the caller may search or read more in the same view."""
+    for q, v in zip(queries, qvecs, strict=True):
+        with r._one_view():
+            docs = r.choose_documents(v, None, k=5, query=q["query"])
+            yield q, v, docs, r.searching.find(q["query"], v, docs, params, True)
 
 
 def probe_main(probe: Any, argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Documents the question names in their text (issue 29, rule 23 of docs/results.md).
+"""Documents the question names in their text (issue 29, rule 23 of docs/whole-corpus.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/mentions.py --fit     # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/mentions.py --mu 2    # dev at one point

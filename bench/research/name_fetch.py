@@ -1,5 +1,5 @@
 """Documents the first stage missed, fetched by the name the leading unit writes (issue 29,
-rule 13 of docs/results.md).
+rule 13 of docs/whole-corpus.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --fit   # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/name_fetch.py --max-fetch 2

@@ -1,4 +1,4 @@
-"""Leaf vectors that know their document (issue 29, rule 19 of docs/results.md).
+"""Leaf vectors that know their document (issue 29, rule 19 of docs/whole-corpus.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/named_vectors.py [--splits train dev]
         [--variants name heading name+heading] [--pools ...]

@@ -3,7 +3,7 @@
 Reads each run's results.json and prints, for tree mode through the database within the
 questions' documents and over the whole corpus, both means and the paired difference
 (mean +/- standard error over queries) of unit IE and char-IE, then each run's
-corpus-wide / within ratio. Used for rule 22 of docs/results.md (another encoder against
+corpus-wide / within ratio. Used for rule 22 of docs/whole-corpus.md (another encoder against
 the shipped one, same pool):
 
     PYTHONPATH=. .venv/bin/python bench/research/paired_results.py A/results.json B/results.json

@@ -1,4 +1,4 @@
-"""A second hop for corpus-wide search (issue 29, rules 5 and 6 of docs/results.md).
+"""A second hop for corpus-wide search (issue 29, rules 5 and 6 of docs/whole-corpus.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --fit   # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/second_hop.py --lexical --fit

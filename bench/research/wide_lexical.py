@@ -1,4 +1,4 @@
-"""A lexical weight for corpus-wide search (issue 29, rule 20 of docs/results.md).
+"""A lexical weight for corpus-wide search (issue 29, rule 20 of docs/whole-corpus.md).
 
     PYTHONPATH=. .venv/bin/python bench/research/wide_lexical.py --fit   # train, then dev
     PYTHONPATH=. .venv/bin/python bench/research/wide_lexical.py --point 0.5   # dev only

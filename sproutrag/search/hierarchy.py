@@ -6,7 +6,7 @@ many documents. `document_scores` is each searched document's own match (no tree
 `hierarchical_scores` adds them to the rank score as `SearchParams.doc_weight` and
 `SearchParams.ancestor_weight` ask; `best_first` orders candidates so that each unit a
 document already gave lowers its next ones by `SearchParams.doc_diversity`. All three are
-off by default; docs/results.md ("Whole-corpus search: document and section evidence")
+off by default; docs/whole-corpus.md
 has what they measure.
 """
 

@@ -3,14 +3,14 @@
 A question about two documents often names only the first: the second is about an entity
 the first one names (HotpotQA's bridge questions; a report that cites another case or
 company). No score of the question against the second document finds it, and a second
-hop by likeness finds the first document's look-alikes as often (docs/results.md, rules
+hop by likeness finds the first document's look-alikes as often (docs/whole-corpus.md, rules
 5-10). What the two share is the second one's name. A document's name is its title (a
 JSONL line's "title") or else its first line when heading-like; after a corpus-wide
 query's nodes are scored, the best leaf u1 leads (its document d1), and every other
 searched document whose name is written in the question or in u1's text gets
 `LINK_WEIGHT` added to the rank score of all its nodes (z-units), and d1 then gains
 `LEADER_WEIGHT`. Fitted on the three train pools and adopted by their rules on dev
-(docs/results.md, rules 12 and 14; `bench/research/title_links.py`,
+(docs/whole-corpus.md, rules 12 and 14; `bench/research/title_links.py`,
 `bench/research/name_fetch.py`). The names are looked for in u1, not in d1's whole text
 (rule 18): a long leader (a report, a contract) writes the names of many documents of its
 corpus, which would all gain the weight. A searched document that is the only one whose
@@ -42,28 +42,28 @@ from sproutrag.names import (  # noqa: F401 - also importable from here
 from sproutrag.search.node_scores import NodeScores
 
 #: The rank-score points (z-units) a linked document's nodes gain: fitted on the three
-#: train pools with the fetch on (1, 1.5, 2, 3 tried; docs/results.md, rules 12 and 14).
+#: train pools with the fetch on (1, 1.5, 2, 3 tried; docs/whole-corpus.md, rules 12 and 14).
 LINK_WEIGHT = 3.0
 #: The points the leading document's nodes gain when it links to a searched document (a
 #: link is evidence that it is the question's first document): fitted with LINK_WEIGHT
-#: (0, 0.5, 1, 2 tried; docs/results.md, rule 14).
+#: (0, 0.5, 1, 2 tried; docs/whole-corpus.md, rule 14).
 LEADER_WEIGHT = 2.0
 #: Documents the first stage did not choose that a corpus-wide query adds when its best
 #: unit (or the question) writes their name: fitted on the three train pools (1, 2, 4
-#: tried; docs/results.md, rule 13).
+#: tried; docs/whole-corpus.md, rule 13).
 FETCH_NAMED = 1
 #: The points a searched document gains when it is the only one whose text writes an
 #: entity the question names (a company, a party, a case): fitted on the four train pools
-#: (0.5, 1, 2, 3 tried; docs/results.md, rule 23).
+#: (0.5, 1, 2, 3 tried; docs/whole-corpus.md, rule 23).
 MENTION_WEIGHT = 3.0
 #: Documents the first stage did not choose that a corpus-wide query adds when each is the
 #: only document of the corpus whose text writes an entity of the question: fitted on the
-#: four train pools (0, 1, 2 tried; docs/results.md, rule 27).
+#: four train pools (0, 1, 2 tried; docs/whole-corpus.md, rule 27).
 FETCH_MENTIONED = 1
 #: The points instead of MENTION_WEIGHT when the mentioned documents hold at least
 #: `anchor_leaves` (32) leaves together (long documents: agreements, reports), where a
 #: mentioned document is the question's: fitted on the four train pools (3, 6, 10, 20
-#: tried; docs/results.md, rule 30).
+#: tried; docs/whole-corpus.md, rule 30).
 LONG_MENTION_WEIGHT = 6.0
 
 

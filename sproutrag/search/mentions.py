@@ -6,7 +6,7 @@ rarely a document's title (the titles of look-alikes are alike: "Non-disclosure
 agreement"), but it is written in the document's text and in no other searched one's.
 Leaves are scored alone, so the look-alikes' leaves that answer the question's words
 compete with the named document's on equal terms; search within the named document does
-not have that loss (issue 29; docs/results.md, rule 23).
+not have that loss (issue 29; docs/whole-corpus.md, rule 23).
 
 The question's entities are its runs of capitalised words (a capital anywhere: "eBay",
 "3M"; with "of", "the", "for", "&", "v." between them; initials such as "A." in "Richard A.
@@ -195,7 +195,7 @@ def dominant_writers(holders: Mapping[str, list[str]], word_texts: Mapping[str, 
     """entity -> the document that writes it at least RATIO times as often per word of
     its text as every other holder, for the entities of HOLDERS (`entity_holders` over
     WORD_TEXTS) that two or more documents write: a report is about the company it names
-    on every page, not the ones it cites (docs/results.md, rule 35)."""
+    on every page, not the ones it cites (docs/whole-corpus.md, rule 35)."""
     out = {}
     for entity, docs in holders.items():
         if len(docs) < 2:

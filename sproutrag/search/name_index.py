@@ -64,7 +64,7 @@ class NameIndex:
 
     def unique(self, names: Mapping[str, str | None]) -> dict[str, str | None]:
         """NAMES (doc_id -> name) with None for a name some other document of the corpus
-        also has (a generic heading names nothing; docs/results.md, rule 15)."""
+        also has (a generic heading names nothing; docs/whole-corpus.md, rule 15)."""
         keys = {d: name_key(n) for d, n in names.items() if n}
         held = self.documents(keys.values())
         return {d: n if n is None or len(held.get(keys[d], ())) <= 1 else None
@@ -75,7 +75,7 @@ class NameIndex:
                  ) -> list[str]:
         """The documents whose name, one no other document has, TEXTS write (the query
         and its best unit), at most LIMIT, in the order the names are written; not those
-        of SKIP (already searched), only those of ALLOWED when given (docs/results.md,
+        of SKIP (already searched), only those of ALLOWED when given (docs/whole-corpus.md,
         rule 13). Only phrases starting with a word some name starts with are hashed."""
         if not len(self) or limit <= 0:
             return []

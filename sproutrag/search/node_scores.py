@@ -29,7 +29,7 @@ def cosine_scores(vectors: np.ndarray, query: np.ndarray,
 #: A corpus-wide query's statistics (BM25's collection, the z-scores' mean and SD) come
 #: from the first stage's leading documents until they hold this many leaves
 #: (`anchor_documents`): fitted on the three train pools (16, 32, 64, 128 tried) and
-#: adopted by its rule on dev (docs/results.md, rule 11; `bench/research/anchored_stats.py`).
+#: adopted by its rule on dev (docs/whole-corpus.md, rule 11; `bench/research/anchored_stats.py`).
 ANCHOR_LEAVES = 32
 
 

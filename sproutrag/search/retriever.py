@@ -305,7 +305,7 @@ class Retriever:
         """The documents a corpus-wide query (no doc_ids, no filter) searches in tree and
         leaves mode, given the first stage's CHOSEN (`choose_documents`): those, then the
         documents its best unit names that the first stage missed (`fetch_named`;
-        docs/results.md, rule 13). `sproutrag evaluate --corpus-wide` reports both
+        docs/whole-corpus.md, rule 13). `sproutrag evaluate --corpus-wide` reports both
         shares."""
         with self._one_view():
             params, _ = self._resolve()

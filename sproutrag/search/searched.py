@@ -4,7 +4,7 @@ A query restricted to doc_ids (or to a filter's few documents) searches those. A
 over the whole corpus searches the first stage's ranked choice, and with it:
 
 - its statistics come from the leading documents (`node_scores.anchor_documents`,
-  ANCHOR_LEAVES; docs/results.md, rule 11);
+  ANCHOR_LEAVES; docs/whole-corpus.md, rule 11);
 - the documents the query or its best leaf names gain LINK_WEIGHT, and the best leaf's
   document LEADER_WEIGHT when it links to any (`sproutrag.search.links`; rules 12-18);
 - at most FETCH_NAMED documents the first stage missed are searched too when the query
@@ -101,7 +101,7 @@ class Searched(NamedTuple):
 class CorpusWideSettings:
     """How a query without doc_ids searches beyond the first stage's choice (a
     `Retriever`'s, each also its attribute; each checked when made, QueryError naming the
-    first bad one). The defaults are fitted on the train pools (docs/results.md, rules
+    first bad one). The defaults are fitted on the train pools (docs/whole-corpus.md, rules
     11-31)."""
 
     #: BM25's collection and the z-scores of the rank scores come from the first stage's
@@ -191,7 +191,7 @@ class SearchedDocuments:
         """The documents FOUND's question names (`Searched.named`), in the searched order,
         when `mention_alone` is on and they hold `anchor_leaves` leaves together: a
         corpus-wide query then searches only them, as one restricted to their doc_ids
-        would (their own statistics, no weights; docs/results.md, rule 31); else None."""
+        would (their own statistics, no weights; docs/whole-corpus.md, rule 31); else None."""
         if not (self.settings.mention_alone and found.long):
             return None
         return [d for d in found.docs if d in found.named]
@@ -236,7 +236,7 @@ class SearchedDocuments:
         choice and the link or mention weight is not 0; else None. The best leaf's text
         (where names are looked for) is in memory. A document replaced meanwhile has no
         name for this query, nor has one a name that another document of the corpus also
-        has (a generic heading; `documents.name_key`, docs/results.md, rule 15)."""
+        has (a generic heading; `documents.name_key`, docs/whole-corpus.md, rule 15)."""
         s = self.settings
         if not ranked or (s.link_weight <= 0 and s.mention_weight <= 0):
             return None
@@ -285,7 +285,7 @@ class SearchedDocuments:
         """The documents a query's statistics come from: when DOCS are the first stage's
         RANKED choice, the documents the question names (MENTIONED, `named_by`) when they
         are two or more and hold `anchor_leaves` leaves together (LONG; `mention_statistics`:
-        then search within them would rank their leaves so; docs/results.md, rule 29),
+        then search within them would rank their leaves so; docs/whole-corpus.md, rule 29),
         else the first stage's leading ones (`anchor_documents`); else all (None)."""
         if not ranked:
             return None
@@ -303,7 +303,7 @@ class SearchedDocuments:
         """The documents not in STORED (the searched ones) whose name the query or the
         best leaf by SCORES writes, a name no other document has (`documents.name_key`,
         looked up in the view's `NameIndex`: no read), among ALLOWED when given; at most
-        `fetch_named`, in the order their names are written (docs/results.md, rule 13)."""
+        `fetch_named`, in the order their names are written (docs/whole-corpus.md, rule 13)."""
         best = best_leaf({d: s.rank[: stored[d].tree.n] for d, s in scores.items()})
         if best is None:
             return []
@@ -316,7 +316,7 @@ class SearchedDocuments:
         """The documents not in SKIP (the searched ones), each the only document of the
         corpus whose text writes one of UNWRITTEN (the question's entities that no searched
         document writes, `Searched.unwritten`) (`writing`), among ALLOWED when given; at
-        most `fetch_mentioned`, in the order of the entities (docs/results.md, rule 27).
+        most `fetch_mentioned`, in the order of the entities (docs/whole-corpus.md, rule 27).
         Rule 23 then gives each the mention weight. An entity a searched document writes is
         not looked up: it names that one, or no one; at most MAX_MENTION_LOOKUPS are (one
         full-text query each)."""
