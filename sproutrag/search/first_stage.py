@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import sys
 import threading
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future
@@ -23,6 +22,7 @@ import numpy as np
 
 from sproutrag.errors import short_error
 from sproutrag.search.mentions import question_entities
+from sproutrag.search.node_memory import NodeRows, read_node_rows, top_rows
 from sproutrag.storage.indexes import vector_index_record
 
 if TYPE_CHECKING:
@@ -135,22 +135,6 @@ def fuse_rankings(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str
     return sorted(score, key=lambda item: -score[item])
 
 
-def _top_rows(q: np.ndarray, vecs: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
-    """Negated scores Q @ VECS.T (questions, rows) and, per question, the TOP best rows
-    (any order). When torch is already imported (a batch encoded by it), the product
-    runs on torch's thread pool: numpy's BLAS starts threads of its own that keep
-    spinning after a product and slow torch's next forward on a small machine (2 cores:
-    1.6-1.7x the encoder's time in a batch); no import is made for it."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        with torch.inference_mode():
-            scores_t = torch.from_numpy(q) @ torch.from_numpy(vecs).T
-            best = torch.topk(scores_t, top, dim=1, sorted=False).indices.numpy()
-        return -scores_t.numpy(), best
-    scores = -(q @ vecs.T)  # rows contiguous: argpartition along them
-    return scores, np.argpartition(scores, top - 1, axis=1)[:, :top]
-
-
 #: The filter of the leaves (flat mode): about half of `nodes`, so an ANN search with it
 #: probes as many partitions as one without it (a BITMAP index answers it).
 LEAF_FILTER = "left = -1"
@@ -170,7 +154,7 @@ class FirstStage:
         self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
         self._rows: tuple[int, int] | None = None  # (nodes version, rows)
         self._probes: tuple[int, int] | None = None  # (nodes version, ANN probes)
-        self._matrix: _NodeRows | None = None
+        self._matrix: NodeRows | None = None
         self._ranked = threading.local()  # `prefetch`: node rankings of a batch's questions
         # A third ranking of the hybrid stage: the full-text index's for the question's
         # entities alone (docs/whole-corpus.md, rule 25).
@@ -200,28 +184,15 @@ class FirstStage:
         rows = self._node_rows()
         return rows.docs, rows.vecs
 
-    def _node_rows(self) -> _NodeRows:
+    def _node_rows(self) -> NodeRows:
         """The current nodes held in memory, read once per version of `nodes` and of the
         current trees (nothing past memory_rows)."""
-        import pyarrow.compute as pc
-
         tbl = self.store.table("nodes")
         current = self.current()
         versions = (self.store.version("nodes"), current.version)
         if self._matrix is None or self._matrix.versions != versions:
-            if self._count(tbl) > self.memory_rows:
-                self._matrix = _NodeRows(versions)
-            else:
-                data = (tbl.search().select(["doc_id", "tree_id", "left", "vector"])
-                        .with_row_id(True).limit(None).to_arrow())
-                data = data.filter(pc.is_in(data["tree_id"], current.tree_ids))
-                vecs = data.column("vector").combine_chunks().flatten().to_numpy()
-                vecs = vecs.reshape(data.num_rows, self.store.dim).astype(np.float32)
-                vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-                docs = np.asarray(data.column("doc_id").to_pylist(), dtype=object)
-                leaf = data.column("left").to_numpy() == -1
-                leaves = _LeafRows(data.column("_rowid").to_numpy()[leaf], docs[leaf])
-                self._matrix = _NodeRows(versions, docs, vecs, leaves)
+            self._matrix = (NodeRows(versions) if self._count(tbl) > self.memory_rows
+                            else read_node_rows(tbl, current, versions, self.store.dim))
         return self._matrix
 
     def probes(self, nodes: Any) -> int:
@@ -344,7 +315,7 @@ class FirstStage:
         q = np.asarray(qvecs, np.float32)
         q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
         top = min(limit, len(vecs))
-        scores, best = _top_rows(q, vecs, top)  # negated scores: best first
+        scores, best = top_rows(q, vecs, top)  # negated scores: best first
         for j, qvec in enumerate(np.asarray(qvecs)):
             b = best[j]
             b = b[np.argsort(scores[j, b], kind="stable")]
@@ -378,7 +349,7 @@ class FirstStage:
             ranked = [r["doc_id"] for r in rows]
         elif len(vecs):  # the same exact cosine ranking, from memory
             q = (qvec / max(float(np.linalg.norm(qvec)), 1e-12)).astype(np.float32)
-            scores, top = _top_rows(q[None, :], vecs, min(limit, len(vecs)))
+            scores, top = top_rows(q[None, :], vecs, min(limit, len(vecs)))
             top = top[0][np.argsort(scores[0, top[0]], kind="stable")]
             ranked = docs[top].tolist()
         else:
@@ -400,7 +371,7 @@ class FirstStage:
         Only leaves have a text (an internal node's is null), so the search is not
         filtered: a filter on `left` would be read for every row of `nodes` per query
         (0.3 s at 10M rows). Up to memory_rows the hits' row ids are looked up among the
-        current leaves in memory (`_LeafRows`); beyond, each hit's document and tree are
+        current leaves in memory (`LeafRows`); beyond, each hit's document and tree are
         read with it."""
         search = self._text_search(query, limit)
         return self._text_ranking(search, search.run) if search is not None else []
@@ -481,29 +452,3 @@ class FirstStage:
         q = nodes.search(query, query_type="fts").limit(limit)
         return (q.select(columns) if columns else q.with_row_id(True).select(["_score"])
                 ).to_arrow()
-
-
-class _NodeRows(NamedTuple):
-    """The current nodes a `FirstStage` holds up to memory_rows (None beyond)."""
-
-    versions: tuple[int, int]  # (nodes version, current trees' version)
-    docs: np.ndarray | None = None  # doc id per current node row
-    vecs: np.ndarray | None = None  # their L2-normalised vectors
-    leaves: _LeafRows | None = None  # the current leaves by row id (full-text hits)
-
-
-class _LeafRows:
-    """The current leaves of `nodes` by row id: which document a full-text hit is in."""
-
-    def __init__(self, row_ids: np.ndarray, docs: np.ndarray) -> None:
-        order = np.argsort(row_ids, kind="stable")
-        self.row_ids, self.docs = row_ids[order], docs[order]
-
-    def documents(self, row_ids: np.ndarray) -> list[str]:
-        """The documents of ROW_IDS in their order, each once; rows that are not current
-        leaves (other trees, internal nodes) dropped."""
-        if not len(self.row_ids):
-            return []
-        at = np.minimum(np.searchsorted(self.row_ids, row_ids), len(self.row_ids) - 1)
-        known = self.row_ids[at] == row_ids
-        return list(dict.fromkeys(self.docs[at[known]].tolist()))

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sproutrag.search import first_stage
+from sproutrag.search import first_stage, node_memory
 from sproutrag.search.current import Current
 from sproutrag.search.first_stage import FirstStage, ann_probes
 from sproutrag.storage import indexes
@@ -84,8 +84,8 @@ def test_the_text_search_finds_leaves_of_current_trees(two_clusters, memory_rows
 
 
 def test_leaf_rows_name_the_documents_of_known_rows_only():
-    rows = first_stage._LeafRows(np.array([7, 3, 12], np.uint64), np.array(["x", "y", "x"]))
+    rows = node_memory.LeafRows(np.array([7, 3, 12], np.uint64), np.array(["x", "y", "x"]))
     assert rows.documents(np.array([12, 5, 3, 7, 99], np.uint64)) == ["x", "y"]
     assert rows.documents(np.array([], np.uint64)) == []
-    none = first_stage._LeafRows(np.array([], np.uint64), np.array([], object))
+    none = node_memory.LeafRows(np.array([], np.uint64), np.array([], object))
     assert none.documents(np.array([3], np.uint64)) == []

@@ -231,20 +231,20 @@ def test_prefetched_rankings_are_the_rankings_one_question_gets(tmp_path):
 
 
 def test_the_batch_product_on_torch_ranks_as_numpy_does(monkeypatch):
-    """`_top_rows` runs on torch once torch is imported (one thread pool), on numpy
+    """`top_rows` runs on torch once torch is imported (one thread pool), on numpy
     otherwise: the same scores and the same best rows."""
     import sys
 
     import torch  # noqa: F401 - imported: the torch path
 
-    from sproutrag.search.first_stage import _top_rows
+    from sproutrag.search.node_memory import top_rows
 
     rng = np.random.default_rng(3)
     vecs = rng.normal(size=(500, 16)).astype(np.float32)
     q = rng.normal(size=(4, 16)).astype(np.float32)
-    on_torch = _top_rows(q, vecs, 20)
+    on_torch = top_rows(q, vecs, 20)
     monkeypatch.setitem(sys.modules, "torch", None)  # as in a process without torch
-    on_numpy = _top_rows(q, vecs, 20)
+    on_numpy = top_rows(q, vecs, 20)
     assert np.allclose(on_torch[0], on_numpy[0], atol=1e-5)
     assert np.allclose(on_numpy[0], -(q @ vecs.T), atol=1e-5)
     for a, b, s in zip(on_torch[1], on_numpy[1], on_numpy[0]):
