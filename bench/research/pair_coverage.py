@@ -11,7 +11,8 @@ Retriever: the documents it searches (after the fetch), the first two distinct d
 of its k = 5 answer ("today's pair"), and the pair of searched documents whose words
 cover the most of the question's BM25 terms, each weighted by its IDF among the searched
 documents (ties: the pair today's order ranks first). Counts how often each pair is the
-gold pair, for questions with two gold documents both searched.
+gold pair, for questions with two gold documents both searched; `-v` prints each
+question's case by qid.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402
+
+VERBOSE = "-v" in sys.argv  # print each question's qid and case
+if VERBOSE:
+    sys.argv.remove("-v")
 
 from sproutrag.search.lexical import tokenize  # noqa: E402
 
@@ -54,6 +59,8 @@ def probe(name: str, split: str, settings, encoder) -> dict:
         hits = r.search_vector(q["query"], v, k=5)  # in the view each_found holds
         texts = {d: r.document_text(d, tid) for d, (tid, _) in found.loaded.items()}
         if not gold <= set(found.docs):
+            if VERBOSE:
+                print(f"  {q['qid']} not-both-searched", flush=True)
             continue
         stats["both_searched"] += 1
         ranked = list(dict.fromkeys(h.doc_id for h in hits))
@@ -65,6 +72,8 @@ def probe(name: str, split: str, settings, encoder) -> dict:
         stats["coverage_pair_gold"] += cover == gold
         stats["coverage_only"] += cover == gold and today != gold
         stats["today_only"] += today == gold and cover != gold
+        if VERBOSE:
+            print(f"  {q['qid']} {'pair-gold' if today == gold else 'pair-wrong'}", flush=True)
     return stats
 
 
