@@ -36,16 +36,14 @@ def probe(name: str, split: str, settings, encoder) -> dict:
             causes["alone" if set(found.named) <= gold else "alone, not gold"] += 1
             continue
         holders, _ = r.searching.holders(q["query"], found.loaded, True)
-        searched = gold & set(found.docs)
-        writes = {d for ds in holders.values() for d in ds}
-        leaves = sum(found.stored[d].tree.n for d in found.named)
         if found.named and set(found.named) <= gold:
+            leaves = sum(found.stored[d].tree.n for d in found.named)
             cause = f"named only gold, under the floor ({'<16' if leaves < 16 else '16-31'})"
         elif not holders:
             cause = "no entity"
-        elif searched != gold:
+        elif not gold <= set(found.docs):
             cause = "a gold agreement not searched"
-        elif not gold & writes:
+        elif not gold & {d for ds in holders.values() for d in ds}:
             cause = "gold writes no entity"
         elif any(len(ds) > 1 and gold & set(ds) for ds in holders.values()):
             cause = "entity shared with another agreement"

@@ -56,13 +56,13 @@ def probe(name: str, split: str, settings, encoder) -> dict:
         if len(gold) != 2:
             continue
         stats["questions"] += 1
-        hits = r.search_vector(q["query"], v, k=5)  # in the view each_found holds
-        texts = {d: r.document_text(d, tid) for d, (tid, _) in found.loaded.items()}
         if not gold <= set(found.docs):
             if VERBOSE:
                 print(f"  {q['qid']} not-both-searched", flush=True)
             continue
         stats["both_searched"] += 1
+        hits = r.search_vector(q["query"], v, k=5)  # in the view each_found holds
+        texts = {d: r.document_text(d, tid) for d, (tid, _) in found.loaded.items()}
         ranked = list(dict.fromkeys(h.doc_id for h in hits))
         order = ranked + [d for d in found.docs if d not in ranked]
         today = set(ranked[:2])
