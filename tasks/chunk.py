@@ -27,6 +27,7 @@ def chunk_batch(docs: list[SourceDocument], settings: Settings, out_dir: str) ->
         respect_structure=settings.chunking.respect_structure,
         join_max_chars=settings.chunking.join_max_chars,
         lists=settings.chunking.lists,
+        sentence_rules=settings.chunking.sentence_rules,
     )
     path = write_parquet(chunks, f"{out_dir}/chunks.parquet", settings)
     return Chunked(path, failures, time.perf_counter() - t0)

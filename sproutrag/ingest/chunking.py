@@ -16,7 +16,13 @@ with the rule-based ``sentencizer`` (offline, no model download). On top of it:
   ends with ":", or short without end punctuation and followed by a line that
   starts like a new sentence), or that precedes an enumerated line ("(a)", "1.",
   "2.1", "iv)");
-* a "sentence" that is only an enumerator ("1.", "(a)") is joined to the next one.
+* a "sentence" that is only an enumerator ("1.", "(a)") is joined to the next one;
+* with sentence rules 2 (the default since 0.11): titles and references that precede a
+  name or number ("Gen.", "Tab.", "Approx.") are kept whole too, and two sentences are
+  joined again where a period cannot have ended the first: no space after it ("Ph.|D."),
+  or a short word or initials before it and a lower-case word after it ("5 mg b.i.d. |
+  p.o. for", "St. Louis, Mo. | were", "$1.2 bn. | in"): clinical, financial and academic
+  abbreviations, which no list holds whole.
 
 See docs/decisions.md for why this pipeline rather than a trained English one.
 """
@@ -45,6 +51,24 @@ _ABBREV_EXACT = """
     I.e. cf. Cf. viz. v. vs. approx. pp. Mr. Mrs. Ms. Dr. Prof. St. Id. id. al. Jan. Feb.
     Mar. Apr. Jun. Jul. Aug. Sep. Sept. Oct. Nov. Dec.
 """.split()
+# Sentence rules 2 also keeps these whole: titles and references that usually precede a
+# name or a number, which the lower-case join below does not reach (the first group
+# with title and upper case variants, the second as written).
+_ABBREV_CASED_2 = """
+    Approx. Gen. Gov. Sen. Rep. Hon. Capt. Col. Lt. Sgt. Messrs. Tab. Eq. Eqs. Ref. Refs.
+    Fn. Nr. Pt. Pts.
+""".split()
+_ABBREV_EXACT_2 = "resp. incl. excl. ca.".split()
+#: The sentence rules: 1, the splitter before 0.11; 2, its abbreviations and joins.
+SENTENCE_RULES = (1, 2)
+# A period that ends one of these cannot end a sentence before a lower-case word: a
+# short word ("bn.", "Mo.", "resp.", not a Roman numeral: "; ii. after" enumerates) or
+# initials ("b.i.d.", "p.m."), after a space, a bracket or the start.
+_ABBREV_END = re.compile(r"(?:^|[\s(\[/])(?:(?![ivxlcIVXLC]+\.)[A-Za-z]{2,5}"
+                         r"|(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2})\.$")
+# Initials cut at a period with no space after it: "Ph.|D.", "f.o.|b.".
+_INITIAL_END = re.compile(r"(?:^|[\s(\[/.])[A-Za-z]{1,3}\.$")
+_INITIAL_NEXT = re.compile(r"[A-Za-z]{1,2}\.")
 _CJK_STOPS = r"[。！？｡]"
 
 _HARD_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (and the whitespace after it)
@@ -58,18 +82,19 @@ _SENTENCE_START = re.compile(r"[\W_]*[A-Z0-9]")
 _LAST_SPACE = re.compile(r".+\s", re.DOTALL)  # up to the last whitespace
 
 
-@functools.lru_cache(maxsize=1)
-def _nlp() -> Any:
-    """The sentence splitter: spaCy blank "xx" + sentencizer + legal/CJK rules (cached)."""
+@functools.lru_cache(maxsize=2)
+def _nlp(rules: int = 2) -> Any:
+    """The sentence splitter: spaCy blank "xx" + sentencizer + legal/CJK rules (cached;
+    RULES 2 keeps `_ABBREV_CASED_2` and `_ABBREV_EXACT_2` whole too)."""
     import spacy
     from spacy.attrs import ORTH
     from spacy.util import compile_infix_regex
 
     nlp = spacy.blank("xx")
-    for abbrev in _ABBREV_CASED:
+    for abbrev in _ABBREV_CASED + (_ABBREV_CASED_2 if rules >= 2 else []):
         for form in {abbrev, abbrev.upper()}:
             nlp.tokenizer.add_special_case(form, [{ORTH: form}])
-    for abbrev in _ABBREV_EXACT:
+    for abbrev in _ABBREV_EXACT + (_ABBREV_EXACT_2 if rules >= 2 else []):
         nlp.tokenizer.add_special_case(abbrev, [{ORTH: abbrev}])
     infixes = [*nlp.Defaults.infixes, _CJK_STOPS]
     nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
@@ -153,33 +178,102 @@ def _pieces(text: str, start: int, end: int, limit: int) -> Iterator[Span]:
         start += cut
 
 
-def _spacy_sentences(text: str, spans: list[Span]) -> Iterator[Span]:
+def _spacy_sentences(text: str, spans: list[Span], rules: int = 2) -> Iterator[Span]:
     """Sentence spans inside each block span, by the spaCy pipeline; a sentence that
-    is only an enumerator ("1.", "(a)") is joined to the next one in its block."""
-    for (offset, _), doc in zip(spans, _nlp().pipe(text[s:e] for s, e in spans), strict=True):
-        pending: Span | None = None
-        for sent in doc.sents:
-            span = _trim(text, offset + sent.start_char, offset + sent.end_char)
-            if span is None:
+    is only an enumerator ("1.", "(a)") is joined to the next one in its block, and with
+    RULES 2 a sentence is joined to the one before it where `_continues`."""
+    blocks = [list(_block_sentences(text, offset, doc))
+              for (offset, _), doc in zip(spans, _nlp(rules).pipe(text[s:e] for s, e in spans),
+                                          strict=True)]
+    if rules < 2:
+        for block in blocks:
+            yield from block
+        return
+    lower = _capitalised(text, blocks)  # a lower-case word after a period continues
+    for block in blocks:
+        last: Span | None = None
+        for span in block:
+            if last is not None and _continues(text, last, span[0], lower):
+                last = (last[0], span[1])
                 continue
-            if pending is not None:
-                span, pending = (pending[0], span[1]), None
-            if _ENUM_ONLY.match(text, span[0], span[1]):
-                pending = span
-                continue
-            yield span
+            if last is not None:
+                yield last
+            last = span
+        if last is not None:
+            yield last
+
+
+def _block_sentences(text: str, offset: int, doc: Any) -> Iterator[Span]:
+    """The sentences spaCy found in one block (DOC, at OFFSET in TEXT), trimmed; an
+    enumerator alone ("1.", "(a)") joined to the sentence after it."""
+    pending: Span | None = None
+    for sent in doc.sents:
+        span = _trim(text, offset + sent.start_char, offset + sent.end_char)
+        if span is None:
+            continue
         if pending is not None:
-            yield pending
+            span, pending = (pending[0], span[1]), None
+        if _ENUM_ONLY.match(text, span[0], span[1]):
+            pending = span
+            continue
+        yield span
+    if pending is not None:
+        yield pending
 
 
-def split_sentences(text: str, *, lists: bool = False) -> list[Span]:
+def _capitalised(text: str, blocks: list[list[Span]]) -> bool:
+    """Does TEXT start its sentences with a capital? Then a lower-case word after a short
+    word's period shows the period was no sentence end. No when no sentence starts with
+    a capital, or more than one in ten of those that start with a letter start lower-case
+    where no abbreviation explains it (after a block's start, a long word or a number):
+    lower-case text ("the dog ran. the cat sat.") keeps every sentence."""
+    upper = lower = 0
+    for block in blocks:
+        for k, (start, _) in enumerate(block):
+            first = text[start]
+            if first.isupper():
+                upper += 1
+            elif first.islower() and (k == 0 or not _abbreviation_end(text, block[k - 1])):
+                lower += 1
+    return upper > 0 and 10 * lower <= upper
+
+
+def _continues(text: str, sentence: Span, start: int, lower: bool = True) -> bool:
+    """Does the sentence at START go on SENTENCE, whose period was no sentence end? Yes
+    when initials were cut at a period with no space after it ("Ph.|D."), or (with LOWER)
+    when the period ends a short word or initials and START is a lower-case letter
+    ("p.o. | for", "bn. | in")."""
+    end = sentence[1]
+    if text[end - 1] != "." or start >= len(text):
+        return False
+    if start == end:
+        return (_INITIAL_NEXT.match(text, start) is not None
+                and _INITIAL_END.search(_tail(text, sentence)) is not None)
+    return lower and text[start].islower() and _abbreviation_end(text, sentence)
+
+
+def _tail(text: str, sentence: Span) -> str:
+    """The last 12 characters of SENTENCE (all of it when shorter)."""
+    return text[max(sentence[0], sentence[1] - 12) : sentence[1]]
+
+
+def _abbreviation_end(text: str, sentence: Span) -> bool:
+    """Does SENTENCE end with a short word's or initials' period (`_ABBREV_END`)?"""
+    return _ABBREV_END.search(_tail(text, sentence)) is not None
+
+
+def split_sentences(text: str, *, lists: bool = False, sentence_rules: int = 2) -> list[Span]:
     """Sentence character spans of `text` (end exclusive, trimmed, ordered, covering).
 
     Works offline and on any length: the text is split at hard boundaries (blank
     lines, heading-like line ends; with LISTS bulleted lines, and line ends of any
     convention: `line_ends`) and pieces of at most 100,000 characters before spaCy sees
-    it, so offsets stay exact and spaCy's max_length is never reached.
+    it, so offsets stay exact and spaCy's max_length is never reached. SENTENCE_RULES 1
+    is the splitter before 0.11, 2 adds its abbreviations and joins (module docstring).
     """
+    if sentence_rules not in SENTENCE_RULES:
+        raise ValueError(f"sentence_rules must be one of {SENTENCE_RULES}, got "
+                         f"{sentence_rules!r}")
     if lists:
         text = line_ends(text)
     spans = [
@@ -187,7 +281,7 @@ def split_sentences(text: str, *, lists: bool = False) -> list[Span]:
         for block in _blocks(text, lists)
         for piece in _pieces(text, block[0], block[1], _PIECE_CHARS)
     ]
-    return list(_spacy_sentences(text, spans))
+    return list(_spacy_sentences(text, spans, sentence_rules))
 
 
 def _group(sentences: list[Span], sentences_per_chunk: int, max_chunk_chars: int) -> list[Span]:
@@ -275,7 +369,7 @@ def _group_structured(sentences: list[Span], first: list[bool], heading: list[bo
 def chunk_text(
     text: str, *, sentences_per_chunk: int = 2, max_chunk_chars: int = 1000,
     within_paragraphs: bool = False, respect_structure: bool = False,
-    join_max_chars: int | None = None, lists: bool = False,
+    join_max_chars: int | None = None, lists: bool = False, sentence_rules: int = 2,
 ) -> list[Span]:
     """Chunk character spans of `text`: consecutive sentences, at most
     `sentences_per_chunk` per chunk and `max_chunk_chars` characters per chunk.
@@ -291,8 +385,8 @@ def chunk_text(
     a heading starts a unit and never ends one (`_group_structured`): no unit carries the
     next section's heading. With `lists` (and `respect_structure`) bulleted lines are
     list items, runs of heading-like lines obey `join_max_chars` and a list of them does
-    not join the sentence after it, and lone "\\r" line ends count as line ends. Empty
-    or whitespace-only text gives [].
+    not join the sentence after it, and lone "\\r" line ends count as line ends.
+    SENTENCE_RULES is `split_sentences`'. Empty or whitespace-only text gives [].
     """
     if isinstance(sentences_per_chunk, bool) or not isinstance(sentences_per_chunk, int):
         raise TypeError(f"sentences_per_chunk must be an int, got {sentences_per_chunk!r}")
@@ -310,10 +404,10 @@ def chunk_text(
                                                                   max_chunk_chars)
     if respect_structure:
         return _chunk_structured(text, sentences_per_chunk, max_chunk_chars, join_cap,
-                                 lists)
+                                 lists, sentence_rules)
     units: list[Span] = []
     chunks: list[Span] = []
-    for s, e in split_sentences(text):
+    for s, e in split_sentences(text, sentence_rules=sentence_rules):
         if e - s > max_chunk_chars:
             chunks += _group(units, sentences_per_chunk, max_chunk_chars)
             chunks += _pieces(text, s, e, max_chunk_chars)
@@ -327,10 +421,11 @@ def chunk_text(
 
 
 def _chunk_structured(text: str, sentences_per_chunk: int, max_chunk_chars: int,
-                      join_cap: int, lists: bool = False) -> list[Span]:
+                      join_cap: int, lists: bool = False, sentence_rules: int = 2
+                      ) -> list[Span]:
     """`chunk_text` with `respect_structure`: sentences longer than the cap are cut into
     pieces (each a unit); runs between them are grouped by `_group_structured`."""
-    sentences = split_sentences(text, lists=lists)
+    sentences = split_sentences(text, lists=lists, sentence_rules=sentence_rules)
     first, heading = _structure(text, sentences, lists)
     chunks: list[Span] = []
     run: list[int] = []

@@ -77,7 +77,8 @@ def index_fields(encoder: Any, *, chunking: Any, tree: Any) -> dict[str, Any]:
 
 #: Chunking options added after fingerprints were first recorded, with the value that
 #: keeps the old behaviour.
-_CHUNKING_ADDED = {"respect_structure": False, "join_max_chars": None, "lists": False}
+_CHUNKING_ADDED = {"respect_structure": False, "join_max_chars": None, "lists": False,
+                   "sentence_rules": 1}
 
 
 def fingerprint(fields: Mapping[str, Any]) -> str:

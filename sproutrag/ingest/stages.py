@@ -97,7 +97,7 @@ def _encode(encoder: Encoder, pairs: list, docs: list[SourceDocument]) -> list:
 def chunk_documents(
     docs: Sequence[SourceDocument], *, sentences_per_chunk: int, max_chunk_chars: int,
     within_paragraphs: bool = False, respect_structure: bool = False,
-    join_max_chars: int | None = None, lists: bool = False,
+    join_max_chars: int | None = None, lists: bool = False, sentence_rules: int = 2,
 ) -> tuple[pa.Table, list[Failure]]:
     """Sentence chunks of every document, as a `chunks` table."""
 
@@ -105,7 +105,7 @@ def chunk_documents(
         out = chunk_text(
             doc.text, sentences_per_chunk=sentences_per_chunk, max_chunk_chars=max_chunk_chars,
             within_paragraphs=within_paragraphs, respect_structure=respect_structure,
-            join_max_chars=join_max_chars, lists=lists,
+            join_max_chars=join_max_chars, lists=lists, sentence_rules=sentence_rules,
         )
         if not out:
             raise ValueError("no sentences found (the text is only whitespace)")

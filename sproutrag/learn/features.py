@@ -91,7 +91,7 @@ def featurize_document(encoder: Any, doc_id: str, text: str, spans: np.ndarray) 
 #: Chunking options added after the cache format: at these (old-behaviour) values they
 #: are left out of the cache key, so features cached before the option existed stay valid.
 _KEY_DEFAULTS = {"within_paragraphs": False, "respect_structure": False,
-                 "join_max_chars": None, "lists": False}
+                 "join_max_chars": None, "lists": False, "sentence_rules": 1}
 
 
 def _cache_key(docs: Sequence[dict[str, Any]], encoder: Any, chunking: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from sproutrag.ingest.chunking import chunk_text, split_sentences
 
 WORDS = ["Sec.", "U.S.", "Inc.", "No.", "e.g.", "the", "Party", "shall", "1.", "(a)", "AGREEMENT"]
+WORDS += ["p.o.", "bn.", "Ph.D.", "Gen.", "resp.", "ii.", "Ph.", "D."]
 WORDS += ["你好", "合同", "Ünïcödé", "x" * 40, "...", "!", "?", "。", "！", "？", "“quoted”"]
 SEPS = [" ", "  ", "\n", "\n\n", "\t", " \n \n ", "\u3000", "\u00a0", "\r\n", ". ", "; ",
         "\r", "\n- ", "\n* ", "\n\u2022 "]
@@ -67,6 +68,52 @@ def test_legal_abbreviations_do_not_split() -> None:
         text[: text.index(" The Recipient")],
         "The Recipient agrees.",
     ]
+
+
+#: Sentences of clinical, financial and academic reports that sentence rules 1 cut
+#: (after "b.i.d.", "p.o.", "bn.", "p.m.", "resp.", "incl.", "Mo.", "Ph.", "Approx.").
+REPORT_SENTENCES = [
+    "The patient received approx. 5 mg b.i.d. p.o. for two weeks.",
+    "Symptoms resolved.",
+    "Revenue was $1.2 bn. in FY2023, up 4% vs. 2022.",
+    "The meeting ended at 5 p.m. on Friday.",
+    "See Fig. 3 and Table 2 (resp. 4 and 5 patients, incl. two children).",
+    "Operations in St. Louis, Mo. were closed, etc.",
+    "Its CEO is Jane Doe, Ph.D., who joined in 2015.",
+    "Patients were dosed at 0.5 mg/kg i.v. q.d. for 3 wks.",
+    "Approx. 30% of subjects had Grade 3 events.",
+    "Gen. Smith met Sen. Jones at 5 p.m.",
+    "The talks failed.",
+]
+
+
+def test_report_abbreviations_do_not_split() -> None:
+    text = " ".join(REPORT_SENTENCES)
+    got = [text[s:e] for s, e in split_sentences(text)]
+    assert got == REPORT_SENTENCES
+    check_spans(text, split_sentences(text))
+    old = [text[s:e] for s, e in split_sentences(text, sentence_rules=1)]
+    assert len(old) > len(REPORT_SENTENCES) + 8  # the splitter before 0.11 cut them
+    assert "p.o." in old and "for two weeks." in old
+    chunks = chunk_text(text, sentences_per_chunk=1, respect_structure=True)
+    assert [text[s:e] for s, e in chunks] == REPORT_SENTENCES
+
+
+def test_a_period_still_ends_a_sentence_where_it_should() -> None:
+    """Before a capital (after initials too), after a Roman numeral that enumerates, in
+    text that does not capitalise its sentences, and with no space before a word."""
+    text = "The meeting ended at 5 p.m. The talks failed. Revenue was $2 bn. Costs fell."
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "The meeting ended at 5 p.m.", "The talks failed.", "Revenue was $2 bn.", "Costs fell."]
+    text = "The Recipient shall not disclose it; ii. after it has become public; or iii. after"
+    assert split_sentences(text) == split_sentences(text, sentence_rules=1)
+    text = "the dog ran. the cat sat. it was fun. we left."  # no capitals: every sentence
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "the dog ran.", "the cat sat.", "it was fun.", "we left."]
+    text = "The plan was approved.Work starts in May."  # a missing space is no initial
+    assert split_sentences(text) == split_sentences(text, sentence_rules=1)
+    with pytest.raises(ValueError, match="sentence_rules must be one of"):
+        split_sentences(text, sentence_rules=3)
 
 
 def test_headings_and_blank_lines_are_boundaries() -> None:

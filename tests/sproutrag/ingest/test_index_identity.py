@@ -25,10 +25,11 @@ pytestmark = pytest.mark.model  # reads the packaged model (config, content hash
 #: Computed before the identity moved into the library (commit 199a7df, with
 #: `sproutrag.tasks.database.index_fingerprint(Settings(...))`), with the packaged model, the
 #: weights packaged then (now weights-6-layers.json) and the units of then
-#: (chunking.respect_structure false, join_max_chars null): both are added to every row
-#: below.
+#: (chunking.respect_structure false, join_max_chars null, the sentence rules before 0.11):
+#: both are added to every row below.
 OLD_WEIGHTS = str(PACKAGED_WEIGHTS.with_name("weights-6-layers.json"))
-OLD_UNITS = {"respect_structure": False, "join_max_chars": None, "lists": False}
+OLD_UNITS = {"respect_structure": False, "join_max_chars": None, "lists": False,
+             "sentence_rules": 1}
 PINNED = [
     ({}, "be3aa5efbbbcfd0e"),
     ({"chunking": {"sentences_per_chunk": 3}, "tree": {"parent_embedding": "mean_of_children"}},
@@ -61,7 +62,7 @@ def test_the_fields_are_what_the_settings_table_records():
         "chunk_max_tokens": 256, "weights": "8a88e83e5f60ed98", "schema_version": "3",
         "chunking": {"sentences_per_chunk": 2, "max_chunk_chars": 1000,
                      "within_paragraphs": False, "respect_structure": True,
-                     "join_max_chars": 600},
+                     "join_max_chars": 600, "sentence_rules": 2},
         "tree": {"parent_embedding": "size_weighted"},
     }
     assert fingerprint(fields) == fingerprint(dict(reversed(fields.items())))  # key order
@@ -151,15 +152,22 @@ def test_structured_units_change_the_fingerprint_and_the_old_behaviour_keeps_it(
 
 def test_the_default_fingerprints_are_pinned():
     """Today's defaults (structured units, sentences joined within 600 characters, lists
-    not told apart); `lists` on is another identity; stop 19's (join cap off) and the
-    layer-1 weights with the units of before keep theirs."""
+    not told apart, sentence rules 2); `lists` on is another identity; 0.10's defaults
+    (sentence rules 1), stop 19's (join cap off) and the layer-1 weights with the units of
+    before keep theirs."""
     assert Settings().chunking.join_max_chars == 600 and not Settings().chunking.lists
-    assert task_index_fingerprint(Settings()) == "c88cdd4f40df0c5e"
-    assert task_index_fingerprint(Settings(chunking={"lists": True})) == "4bfa11727bed2e25"
-    stop19 = Settings(chunking={"join_max_chars": None, "lists": False})
+    assert Settings().chunking.sentence_rules == 2
+    assert task_index_fingerprint(Settings()) == "bb475185105d238c"
+    rules1 = {"sentence_rules": 1}
+    assert task_index_fingerprint(Settings(chunking=rules1)) == "c88cdd4f40df0c5e"
+    assert task_index_fingerprint(Settings(chunking={"lists": True, **rules1})
+                                  ) == "4bfa11727bed2e25"
+    assert task_index_fingerprint(Settings(chunking={"lists": True})) not in {
+        "4bfa11727bed2e25", "bb475185105d238c"}
+    stop19 = Settings(chunking={"join_max_chars": None, "lists": False, **rules1})
     assert task_index_fingerprint(stop19) == "4972dfe7916fe0c2"
     old_units = Settings(chunking={"respect_structure": False, "join_max_chars": None,
-                                   "lists": False})
+                                   "lists": False, **rules1})
     assert task_index_fingerprint(old_units) == "c1faec46309c5d2b"
     fields = index_fields(shared_encoder(stop19), chunking=stop19.chunking, tree=stop19.tree)
     assert "join_max_chars" not in fields["chunking"]
