@@ -70,6 +70,7 @@ _ABBREV_END = re.compile(r"(?:^|[\s(\[/])(?:(?![ivxlcIVXLC]+\.)[A-Za-z]{2,5}"
 _INITIAL_END = re.compile(r"(?:^|[\s(\[/.])[A-Za-z]{1,3}\.$")
 _INITIAL_NEXT = re.compile(r"[A-Za-z]{1,2}\.")
 _CJK_STOPS = r"[。！？｡]"
+_OPENERS = frozenset("“‘«([{\"'")  # quotes and brackets that open what follows
 
 _HARD_BREAK = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (and the whitespace after it)
 _LINE = re.compile(r"[^\n]*\n")
@@ -182,7 +183,7 @@ def _spacy_sentences(text: str, spans: list[Span], rules: int = 2) -> Iterator[S
     """Sentence spans inside each block span, by the spaCy pipeline; a sentence that
     is only an enumerator ("1.", "(a)") is joined to the next one in its block, and with
     RULES 2 a sentence is joined to the one before it where `_continues`."""
-    blocks = [list(_block_sentences(text, offset, doc))
+    blocks = [list(_block_sentences(text, offset, doc, rules))
               for (offset, _), doc in zip(spans, _nlp(rules).pipe(text[s:e] for s, e in spans),
                                           strict=True)]
     if rules < 2:
@@ -203,14 +204,16 @@ def _spacy_sentences(text: str, spans: list[Span], rules: int = 2) -> Iterator[S
             yield last
 
 
-def _block_sentences(text: str, offset: int, doc: Any) -> Iterator[Span]:
+def _block_sentences(text: str, offset: int, doc: Any, rules: int = 2) -> Iterator[Span]:
     """The sentences spaCy found in one block (DOC, at OFFSET in TEXT), trimmed; an
-    enumerator alone ("1.", "(a)") joined to the sentence after it."""
+    enumerator alone ("1.", "(a)") joined to the sentence after it; with RULES 2 an
+    opening quote or bracket moved to the sentence it opens (`_openers_moved`)."""
+    spans = [span for sent in doc.sents
+             if (span := _trim(text, offset + sent.start_char, offset + sent.end_char))]
+    if rules >= 2:
+        spans = _openers_moved(text, spans)
     pending: Span | None = None
-    for sent in doc.sents:
-        span = _trim(text, offset + sent.start_char, offset + sent.end_char)
-        if span is None:
-            continue
+    for span in spans:
         if pending is not None:
             span, pending = (pending[0], span[1]), None
         if _ENUM_ONLY.match(text, span[0], span[1]):
@@ -219,6 +222,28 @@ def _block_sentences(text: str, offset: int, doc: Any) -> Iterator[Span]:
         yield span
     if pending is not None:
         yield pending
+
+
+def _openers_moved(text: str, spans: list[Span]) -> list[Span]:
+    """SPANS with the opening quotes and brackets that end a sentence moved to the next:
+    the sentencizer keeps punctuation after a period in its sentence (right for a
+    closing one: 'He said "Stop."'), so '1. “' and 'Agreement” means ...' were two
+    sentences, and 'in 1953. "' ended one. A run of `_OPENERS` after a space is moved."""
+    out: list[Span] = []
+    carry: int | None = None  # where the next sentence starts instead
+    for k, (start, end) in enumerate(spans):
+        if carry is not None:
+            start, carry = carry, None
+        cut = end
+        while cut > start and text[cut - 1] in _OPENERS:
+            cut -= 1
+        if k + 1 < len(spans) and cut < end and (cut == start or text[cut - 1].isspace()):
+            carry = cut
+            if (kept := _trim(text, start, cut)) is None:
+                continue
+            start, end = kept
+        out.append((start, end))
+    return out
 
 
 def _capitalised(text: str, blocks: list[list[Span]]) -> bool:

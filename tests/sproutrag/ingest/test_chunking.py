@@ -99,6 +99,21 @@ def test_report_abbreviations_do_not_split() -> None:
     assert [text[s:e] for s, e in chunks] == REPORT_SENTENCES
 
 
+def test_an_opening_quote_or_bracket_starts_the_sentence_it_opens() -> None:
+    text = "1. “Agreement” means this NDA.\n2. “Authority” means a court."
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "1. “Agreement” means this NDA.", "2. “Authority” means a court."]
+    assert [text[s:e] for s, e in split_sentences(text, sentence_rules=1)][:2] == [
+        "1. “", "Agreement” means this NDA."]  # before 0.11
+    text = 'It was published in 1953. "The Outsider" is a novel. He said, "Stop." He left.'
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "It was published in 1953.", '"The Outsider" is a novel.', 'He said, "Stop."',
+        "He left."]
+    text = "The term ends. (See Section 4.) The Party agrees. He left. “"
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "The term ends.", "(See Section 4.)", "The Party agrees.", "He left. “"]
+
+
 def test_a_period_still_ends_a_sentence_where_it_should() -> None:
     """Before a capital (after initials too), after a Roman numeral that enumerates, in
     text that does not capitalise its sentences, and with no space before a word."""
