@@ -59,7 +59,8 @@ class ChunkingSettings(_Section):
         2, description="How sentences are split. 2: titles and references before a name or "
         "number stay whole (Gen., Tab., Approx.), and a period after a short word or "
         "initials before a lower-case word is no sentence end (5 mg b.i.d. p.o. for, $1.2 "
-        "bn. in, Ph.D.) in text that capitalises its sentences. 1: the splitter before "
+        "bn. in, Ph.D.) in text that capitalises its sentences, and an opening quote or "
+        "bracket after a period starts the sentence it opens. 1: the splitter before "
         "0.11, to keep an index built before it without re-indexing (2 changes the index "
         "fingerprint of a database built before 0.11)",
     )

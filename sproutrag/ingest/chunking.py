@@ -22,7 +22,8 @@ with the rule-based ``sentencizer`` (offline, no model download). On top of it:
   joined again where a period cannot have ended the first: no space after it ("Ph.|D."),
   or a short word or initials before it and a lower-case word after it ("5 mg b.i.d. |
   p.o. for", "St. Louis, Mo. | were", "$1.2 bn. | in"): clinical, financial and academic
-  abbreviations, which no list holds whole.
+  abbreviations, which no list holds whole; and an opening quote or bracket after a
+  period starts the sentence it opens ('1. “Agreement” means', not '1. “' and the rest).
 
 See docs/decisions.md for why this pipeline rather than a trained English one.
 """
