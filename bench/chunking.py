@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable
 
-from sproutrag.ingest.chunking import _nlp, split_sentences
+from sproutrag.ingest.sentences import _nlp, split_sentences
 
 Splitter = Callable[[str], list[tuple[int, int]]]
 _ABBREV_END = re.compile(r"\b(?:Sec|Cir|Esq|Inc|No|Co|Corp|Ltd|U\.S|e\.g|i\.e)\.$")

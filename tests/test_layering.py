@@ -66,6 +66,7 @@ def test_core_modules_do_not_load_torch():
     found = _import_in_fresh_interpreter(
         ["sproutrag", "sproutrag.ingest.corpus", "sproutrag.ingest.stages",
          "sproutrag.storage.store", "sproutrag.trees.tree", "sproutrag.ingest.chunking",
+         "sproutrag.ingest.sentences",
          "sproutrag.encoder.encoder", "sproutrag.encoder.factory"])
     assert found["torch"] is False
 

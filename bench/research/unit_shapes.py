@@ -71,7 +71,7 @@ def joined(text: str, cap: int) -> list[Span]:
     """Structured units of up to two sentences, joined only within CAP characters (a
     sentence over the cap is a unit of its own, whole, up to the 1,000-character cut of
     the shipped chunking)."""
-    from sproutrag.ingest.chunking import _pieces
+    from sproutrag.ingest.sentences import pieces as _pieces
 
     sentences = split_sentences(text)
     first, heading = _structure(text, sentences)

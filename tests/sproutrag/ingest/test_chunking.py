@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sproutrag.ingest.chunking import chunk_text, split_sentences
+from sproutrag.ingest.chunking import chunk_text
+from sproutrag.ingest.sentences import split_sentences
 
 WORDS = ["Sec.", "U.S.", "Inc.", "No.", "e.g.", "the", "Party", "shall", "1.", "(a)", "AGREEMENT"]
 WORDS += ["p.o.", "bn.", "Ph.D.", "Gen.", "resp.", "ii.", "Ph.", "D."]
