@@ -8,6 +8,7 @@ into evidence units.
 
 Sentence splitting uses a blank multilingual spaCy pipeline (``spacy.blank("xx")``)
 with the rule-based ``sentencizer`` (offline, no model download). On top of it:
+
 * tokenizer special cases keep legal abbreviations whole ("Sec.", "U.S.", "Inc.",
   "No.", "e.g.", ...), so the sentencizer does not split at them;
 * CJK sentence punctuation (。！？) is split off inside runs of unspaced text;
@@ -104,7 +105,7 @@ def _nlp(rules: int = 2) -> Any:
     return nlp
 
 
-def trim(text: str, start: int, end: int) -> Span | None:
+def _trim(text: str, start: int, end: int) -> Span | None:
     """(start, end) shrunk to exclude leading/trailing whitespace; None if nothing is left."""
     while start < end and text[start].isspace():
         start += 1
@@ -153,18 +154,18 @@ def blocks(text: str, lists: bool = False) -> Iterator[Span]:
             after = text.find("\n", newline + 1, end)
             next_end = end if after == -1 else after
             if _heading_like(text[line_start:newline], text[newline + 1 : next_end], lists):
-                if span := trim(text, start, newline):
+                if span := _trim(text, start, newline):
                     yield span
                 start = newline + 1
             line_start, newline = newline + 1, after
-        if span := trim(text, start, end):
+        if span := _trim(text, start, end):
             yield span
 
 
 def pieces(text: str, start: int, end: int, limit: int) -> Iterator[Span]:
     """Cut text[start:end] into trimmed pieces of at most `limit` chars, at whitespace
     where possible (preferring a newline in the second half of the window)."""
-    while span := trim(text, start, end):
+    while span := _trim(text, start, end):
         start, end = span
         if end - start <= limit:
             yield span
@@ -174,7 +175,7 @@ def pieces(text: str, start: int, end: int, limit: int) -> Iterator[Span]:
         if cut <= 0:
             match = _LAST_SPACE.match(window)
             cut = match.end() - 1 if match else limit
-        if piece := trim(text, start, start + cut):
+        if piece := _trim(text, start, start + cut):
             yield piece
         start += cut
 
@@ -209,7 +210,7 @@ def _block_sentences(text: str, offset: int, doc: Any, rules: int = 2) -> Iterat
     enumerator alone ("1.", "(a)") joined to the sentence after it; with RULES 2 an
     opening quote or bracket moved to the sentence it opens (`_openers_moved`)."""
     spans = [span for sent in doc.sents
-             if (span := trim(text, offset + sent.start_char, offset + sent.end_char))]
+             if (span := _trim(text, offset + sent.start_char, offset + sent.end_char))]
     if rules >= 2:
         spans = _openers_moved(text, spans)
     pending: Span | None = None
@@ -239,7 +240,7 @@ def _openers_moved(text: str, spans: list[Span]) -> list[Span]:
             cut -= 1
         if k + 1 < len(spans) and cut < end and (cut == start or text[cut - 1].isspace()):
             carry = cut
-            if (kept := trim(text, start, cut)) is None:
+            if (kept := _trim(text, start, cut)) is None:
                 continue
             start, end = kept
         out.append((start, end))
