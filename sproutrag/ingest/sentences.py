@@ -55,12 +55,14 @@ _ABBREV_EXACT = """
 """.split()
 # Sentence rules 2 also keeps these whole: titles and references that usually precede a
 # name or a number, which the lower-case join below does not reach (the first group
-# with title and upper case variants, the second as written).
+# with title and upper case variants, the second as written: "p. 45", "fig. 3").
 _ABBREV_CASED_2 = """
     Approx. Gen. Gov. Sen. Rep. Hon. Capt. Col. Lt. Sgt. Messrs. Tab. Eq. Eqs. Ref. Refs.
     Fn. Nr. Pt. Pts.
 """.split()
-_ABBREV_EXACT_2 = "resp. incl. excl. ca.".split()
+_ABBREV_EXACT_2 = """
+    resp. incl. excl. ca. p. pg. fig. figs. tab. eq. eqs. ref. refs. vol. ch. para.
+""".split()
 #: The sentence rules: 1, the splitter before 0.11; 2, its abbreviations and joins.
 SENTENCE_RULES = (1, 2)
 # A period that ends one of these cannot end a sentence before a lower-case word: a

@@ -84,6 +84,7 @@ REPORT_SENTENCES = [
     "Patients were dosed at 0.5 mg/kg i.v. q.d. for 3 wks.",
     "Approx. 30% of subjects had Grade 3 events.",
     "Gen. Smith met Sen. Jones at 5 p.m.",
+    "See p. 45 and fig. 3 (vol. 2, ch. 4, eq. 7).",
     "The talks failed.",
 ]
 
