@@ -70,6 +70,8 @@ SENTENCE_RULES = (1, 2)
 # initials ("b.i.d.", "p.m."), after a space, a bracket or the start.
 _ABBREV_END = re.compile(r"(?:^|[\s(\[/])(?:(?![ivxlcIVXLC]+\.)[A-Za-z]{2,5}"
                          r"|(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2})\.$")
+# A lower-case short word's period before a number: "wk. 16", "no. 11".
+_LOWER_END = re.compile(r"(?:^|[\s(\[/])[a-z]{2,5}\.$")
 # Initials cut at a period with no space after it: "Ph.|D.", "f.o.|b.".
 _INITIAL_END = re.compile(r"(?:^|[\s(\[/.])[A-Za-z]{1,3}\.$")
 _INITIAL_NEXT = re.compile(r"[A-Za-z]{1,2}\.")
@@ -270,14 +272,19 @@ def _continues(text: str, sentence: Span, start: int, lower: bool = True) -> boo
     """Does the sentence at START go on SENTENCE, whose period was no sentence end? Yes
     when initials were cut at a period with no space after it ("Ph.|D."), or (with LOWER)
     when the period ends a short word or initials and START is a lower-case letter
-    ("p.o. | for", "bn. | in")."""
+    ("p.o. | for", "bn. | in"), or a lower-case short word and START a digit on the same
+    line ("wk. | 16")."""
     end = sentence[1]
     if text[end - 1] != "." or start >= len(text):
         return False
     if start == end:
         return (_INITIAL_NEXT.match(text, start) is not None
                 and _INITIAL_END.search(_tail(text, sentence)) is not None)
-    return lower and text[start].islower() and _abbreviation_end(text, sentence)
+    if not lower:
+        return False
+    if text[start].isdigit():  # not a numbered line: "such order.\n8 Proprietary Rights"
+        return "\n" not in text[end:start] and _LOWER_END.search(_tail(text, sentence)) is not None
+    return text[start].islower() and _abbreviation_end(text, sentence)
 
 
 def _tail(text: str, sentence: Span) -> str:

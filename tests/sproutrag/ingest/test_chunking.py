@@ -85,6 +85,7 @@ REPORT_SENTENCES = [
     "Approx. 30% of subjects had Grade 3 events.",
     "Gen. Smith met Sen. Jones at 5 p.m.",
     "See p. 45 and fig. 3 (vol. 2, ch. 4, eq. 7).",
+    "PASI 75 at wk. 16 was reached by 58% (registration no. 4722865).",
     "The talks failed.",
 ]
 
@@ -127,6 +128,9 @@ def test_a_period_still_ends_a_sentence_where_it_should() -> None:
     text = "the dog ran. the cat sat. it was fun. we left."  # no capitals: every sentence
     assert [text[s:e] for s, e in split_sentences(text)] == [
         "the dog ran.", "the cat sat.", "it was fun.", "we left."]
+    text = "It ends with such order.\n8 Proprietary Rights. The Party owns them."
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "It ends with such order.", "8 Proprietary Rights.", "The Party owns them."]
     text = "The plan was approved.Work starts in May."  # a missing space is no initial
     assert split_sentences(text) == split_sentences(text, sentence_rules=1)
     with pytest.raises(ValueError, match="sentence_rules must be one of"):
