@@ -63,7 +63,7 @@ def index_fields(encoder: Any, *, chunking: Any, tree: Any) -> dict[str, Any]:
     alpha), CHUNKING and TREE (`Settings.chunking` / `Settings.tree`, or their dicts) and
     the stored trees' schema version."""
     chunking = _plain(chunking)
-    for key, old in _CHUNKING_ADDED.items():  # at the behaviour before the option existed:
+    for key, old in CHUNKING_ADDED.items():  # at the behaviour before the option existed:
         if chunking.get(key) == old:  # left out, so every older fingerprint stays the same
             del chunking[key]
     return {
@@ -77,8 +77,8 @@ def index_fields(encoder: Any, *, chunking: Any, tree: Any) -> dict[str, Any]:
 
 #: Chunking options added after fingerprints were first recorded, with the value that
 #: keeps the old behaviour.
-_CHUNKING_ADDED = {"respect_structure": False, "join_max_chars": None, "lists": False,
-                   "sentence_rules": 1}
+CHUNKING_ADDED = {"respect_structure": False, "join_max_chars": None, "lists": False,
+                  "sentence_rules": 1}
 
 
 def fingerprint(fields: Mapping[str, Any]) -> str:

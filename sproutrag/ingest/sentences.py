@@ -188,9 +188,9 @@ def _spacy_sentences(text: str, spans: list[Span], rules: int = 2) -> Iterator[S
     """Sentence spans inside each block span, by the spaCy pipeline; a sentence that
     is only an enumerator ("1.", "(a)") is joined to the next one in its block, and with
     RULES 2 a sentence is joined to the one before it where `_continues`."""
+    docs = _nlp(rules).pipe(text[s:e] for s, e in spans)
     per_block = [list(_block_sentences(text, offset, doc, rules))
-              for (offset, _), doc in zip(spans, _nlp(rules).pipe(text[s:e] for s, e in spans),
-                                          strict=True)]
+                 for (offset, _), doc in zip(spans, docs, strict=True)]
     if rules < 2:
         for block in per_block:
             yield from block
@@ -263,7 +263,7 @@ def _capitalised(text: str, per_block: list[list[Span]]) -> bool:
             first = text[start]
             if first.isupper():
                 upper += 1
-            elif first.islower() and (k == 0 or not _abbreviation_end(text, block[k - 1])):
+            elif first.islower() and (k == 0 or not _ends(text, block[k - 1], _ABBREV_END)):
                 lower += 1
     return upper > 0 and 10 * lower <= upper
 
@@ -278,23 +278,19 @@ def _continues(text: str, sentence: Span, start: int, lower: bool = True) -> boo
     if text[end - 1] != "." or start >= len(text):
         return False
     if start == end:
-        return (_INITIAL_NEXT.match(text, start) is not None
-                and _INITIAL_END.search(_tail(text, sentence)) is not None)
+        return _INITIAL_NEXT.match(text, start) is not None and _ends(text, sentence,
+                                                                      _INITIAL_END)
     if not lower:
         return False
     if text[start].isdigit():  # not a numbered line: "such order.\n8 Proprietary Rights"
-        return "\n" not in text[end:start] and _LOWER_END.search(_tail(text, sentence)) is not None
-    return text[start].islower() and _abbreviation_end(text, sentence)
+        return "\n" not in text[end:start] and _ends(text, sentence, _LOWER_END)
+    return text[start].islower() and _ends(text, sentence, _ABBREV_END)
 
 
-def _tail(text: str, sentence: Span) -> str:
-    """The last 12 characters of SENTENCE (all of it when shorter)."""
-    return text[max(sentence[0], sentence[1] - 12) : sentence[1]]
-
-
-def _abbreviation_end(text: str, sentence: Span) -> bool:
-    """Does SENTENCE end with a short word's or initials' period (`_ABBREV_END`)?"""
-    return _ABBREV_END.search(_tail(text, sentence)) is not None
+def _ends(text: str, sentence: Span, pattern: re.Pattern[str]) -> bool:
+    """Does SENTENCE end as PATTERN (anchored at its end) says? Only its last 12
+    characters are read, so that "^" in PATTERN matches where a short sentence starts."""
+    return pattern.search(text[max(sentence[0], sentence[1] - 12) : sentence[1]]) is not None
 
 
 def split_sentences(text: str, *, lists: bool = False, sentence_rules: int = 2) -> list[Span]:

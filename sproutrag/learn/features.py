@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from sproutrag.ingest.chunking import chunk_text
-from sproutrag.ingest.index_identity import encoder_fields
+from sproutrag.ingest.index_identity import CHUNKING_ADDED, encoder_fields
 from sproutrag.search.lexical import LeafTerms
 
 CACHE_VERSION = "features/1"
@@ -88,10 +88,10 @@ def featurize_document(encoder: Any, doc_id: str, text: str, spans: np.ndarray) 
     return DocFeatures(doc_id, np.asarray(spans, np.int64).reshape(-1, 2), emb, i, j, h)
 
 
-#: Chunking options added after the cache format: at these (old-behaviour) values they
-#: are left out of the cache key, so features cached before the option existed stay valid.
-_KEY_DEFAULTS = {"within_paragraphs": False, "respect_structure": False,
-                 "join_max_chars": None, "lists": False, "sentence_rules": 1}
+#: Chunking options added after the cache format (within_paragraphs, then the index
+#: identity's `CHUNKING_ADDED`): at these (old-behaviour) values they are left out of the
+#: cache key, so features cached before the option existed stay valid.
+_KEY_DEFAULTS = {"within_paragraphs": False, **CHUNKING_ADDED}
 
 
 def _cache_key(docs: Sequence[dict[str, Any]], encoder: Any, chunking: dict[str, Any]) -> str:
