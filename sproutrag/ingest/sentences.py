@@ -234,6 +234,8 @@ def _openers_moved(text: str, spans: list[Span]) -> list[Span]:
     the sentencizer keeps punctuation after a period in its sentence (right for a
     closing one: 'He said "Stop."'), so '1. “' and 'Agreement” means ...' were two
     sentences, and 'in 1953. "' ended one. A run of `_OPENERS` after a space is moved."""
+    if not any(text[end - 1] in _OPENERS for _, end in spans[:-1]):
+        return spans  # most blocks: nothing to move
     out: list[Span] = []
     carry: int | None = None  # where the next sentence starts instead
     for k, (start, end) in enumerate(spans):
