@@ -86,6 +86,14 @@ def _serialised(method):
     return run
 
 
+def _checked_spans(spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """SPANS as an (n, 2) int64 array; ValueError unless sorted and non-overlapping."""
+    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    if len(sp) and (np.any(sp[:, 1] < sp[:, 0]) or np.any(sp[1:, 0] < sp[:-1, 1])):
+        raise ValueError("chunk spans must be sorted, non-overlapping (start, end) pairs")
+    return sp
+
+
 @dataclass
 class DocumentEncoding:
     """One document: chunk embeddings and sparse symmetric relations (i < j, sorted)."""
@@ -302,26 +310,35 @@ class Encoder:
         return self.fast_path and attention.supports(net)
 
     # -- documents ---------------------------------------------------------------------
-    def _plan(self, text: str, spans: Sequence[tuple[int, int]]) -> Plan:
-        sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-        if len(sp) and (np.any(sp[:, 1] < sp[:, 0]) or np.any(sp[1:, 0] < sp[:-1, 1])):
-            raise ValueError("chunk spans must be sorted, non-overlapping (start, end) pairs")
-        if len(sp) == 0:
-            return Plan([], [], 0)
+    def _plans(self, docs: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> list[Plan]:
+        """Each document's chunks' tokens and windows. The model is looked up once and the
+        texts are tokenized in one batch call (per document, the model folder's content
+        hash and the tokenizer's call cost a third of the time on a GPU for short
+        documents; bench/gpu.py)."""
+        checked = [_checked_spans(spans) for _, spans in docs]
+        todo = [d for d, sp in enumerate(checked) if len(sp)]
+        plans = [Plan([], [], 0) for _ in docs]
+        if not todo:
+            return plans
         tok, _ = self._load()
-        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-        return plan_document(
-            np.asarray(enc["input_ids"], dtype=np.int64),
-            np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)[:, 0],
-            sp, self.window_tokens - 2, self.window_stride,
-        )
+        enc = tok([docs[d][0] for d in todo], add_special_tokens=False,
+                  return_offsets_mapping=True, verbose=False)
+        for d, ids, offsets in zip(todo, enc["input_ids"], enc["offset_mapping"], strict=True):
+            plans[d] = plan_document(
+                np.asarray(ids, dtype=np.int64),
+                np.asarray(offsets, dtype=np.int64).reshape(-1, 2)[:, 0],
+                checked[d], self.window_tokens - 2, self.window_stride,
+            )
+        return plans
 
-    def _forward(self, windows: list[Window], *, heads: bool, fast: bool) -> dict[str, Any]:
-        """One batch of windows: aggregated blocks [B, C, C], chunk states, head blocks
-        (numpy float32), by the fast path with FAST, else the reference forward."""
+    def _forward(self, model: tuple[Any, Any], windows: list[Window], *, heads: bool,
+                 fast: bool) -> dict[str, Any]:
+        """One batch of windows through MODEL (tokenizer, network): aggregated blocks
+        [B, C, C], chunk states, head blocks (numpy float32), by the fast path with FAST,
+        else the reference forward."""
         import torch
 
-        tok, net = self._load()
+        tok, net = model
         dev = self.device
         ids = pad_rows([w.ids for w in windows], tok.cls_token_id, tok.sep_token_id,
                        tok.pad_token_id)
@@ -347,10 +364,11 @@ class Encoder:
         """(window, result index, batch result) for every window, in token-budgeted batches."""
         order = np.argsort([-len(w.ids) for w in windows], kind="stable")
         lengths = [len(windows[i].ids) + 2 for i in order]
-        fast = self._fast(self._load()[1])
+        model = self._load()
+        fast = self._fast(model[1])
         for rng in budget_batches(lengths, self.batch_tokens, None):
             batch = [windows[i] for i in order[rng.start : rng.stop]]
-            res = self._forward(batch, heads=heads, fast=fast)
+            res = self._forward(model, batch, heads=heads, fast=fast)
             for b, w in enumerate(batch):
                 yield w, b, res
 
@@ -363,7 +381,7 @@ class Encoder:
         self, docs: Sequence[tuple[str, Sequence[tuple[int, int]]]]
     ) -> list[DocumentEncoding]:
         """`encode_document` for many documents, windows batched across documents."""
-        plans = [self._plan(text, spans) for text, spans in docs]
+        plans = self._plans(docs)
         parts: list[list[tuple]] = [[] for _ in plans]
         context = self.embedding_mode == "context"
         sums = [
@@ -416,7 +434,7 @@ class Encoder:
         Relations are linear in them: the aggregated block of a window equals
         sum over (l, h) of mix[l, h] * blocks[l * n_heads + h].
         """
-        plan = self._plan(text, spans)
+        plan = self._plans([(text, spans)])[0]
         out = []
         for w, b, res in self._run_windows(cut_windows([plan]), heads=True):
             c = len(w.lens)
