@@ -11,11 +11,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sproutrag.doc_keys import doc_key
 from sproutrag.documents import SourceDocument
 from sproutrag.names import document_name, name_key
 from sproutrag.schemas import tables
+from sproutrag.trees.many import validate_trees
 from sproutrag.trees.tree import Tree, validate_tree
 
 
@@ -43,30 +45,57 @@ def new_tree_id() -> str:
 
 def node_rows(item: IndexedDocument, tree_id: str) -> pa.Table:
     """The `nodes` rows of one document's tree (validated before writing)."""
-    tree, doc_id, text = item.tree, item.doc.doc_id, item.doc.text
-    validate_tree(tree, name=f"tree of {doc_id!r}")
-    n, total = tree.n, 2 * tree.n - 1
-    if len(item.spans) != n:
-        raise ValueError(f"{doc_id!r}: {len(item.spans)} spans for a tree of {n} leaves")
-    idx = np.arange(total, dtype=np.int32)
-    starts = [int(s) for s in item.spans[:, 0]] + [None] * (n - 1)
-    ends = [int(e) for e in item.spans[:, 1]] + [None] * (n - 1)
-    leaf_text = [text[s:e] for s, e in item.spans.tolist()] + [None] * (n - 1)
-    merge_sim = [None if np.isnan(v) else float(v) for v in tree.merge_sim]
-    dim = tree.vectors.shape[1]
-    vectors = pa.FixedSizeListArray.from_arrays(
-        pa.array(np.ascontiguousarray(tree.vectors, dtype=np.float32).ravel()), dim
-    )
+    return nodes_rows([item], {item.doc.doc_id: tree_id})
+
+
+def nodes_rows(items: Sequence[IndexedDocument], tree_ids: dict[str, str]) -> pa.Table:
+    """The `nodes` rows of every document's tree, in the order of ITEMS (each tree
+    validated before writing, all at once: `validate_trees`); TREE_IDS: doc_id -> the
+    tree's id. Columns are built for the whole batch (per document, building a table was
+    most of an index run's writer time on small documents)."""
+    if not items:
+        raise ValueError("nodes_rows needs at least one document")
+    trees = [i.tree for i in items]
+    validate_trees(trees, [f"tree of {i.doc.doc_id!r}" for i in items])
+    for i in items:
+        if len(i.spans) != i.tree.n:
+            raise ValueError(f"{i.doc.doc_id!r}: {len(i.spans)} spans for a tree of "
+                             f"{i.tree.n} leaves")
+    dims = {t.vectors.shape[1] for t in trees}
+    if len(dims) != 1:
+        raise ValueError(f"the trees of one batch have vectors of {sorted(dims)} dimensions")
+    dim = dims.pop()
+    n = np.fromiter((t.n for t in trees), dtype=np.int64, count=len(trees))
+    totals = 2 * n - 1
+    which = np.repeat(np.arange(len(items)), totals)
+    idx = (np.arange(len(which)) - np.repeat(np.cumsum(totals) - totals, totals)).astype(
+        np.int32)
+    leaf = idx < n[which]
+    doc_ids = pa.array([i.doc.doc_id for i in items], pa.string()).take(which)
+    spans = np.zeros((len(which), 2), dtype=np.int64)
+    spans[leaf] = np.concatenate([np.asarray(i.spans, dtype=np.int64).reshape(-1, 2)
+                                  for i in items])
+    texts: list[str | None] = []
+    for i in items:
+        texts += [i.doc.text[a:b] for a, b in i.spans.tolist()]
+        texts += [None] * (i.tree.n - 1)
+    merge_sim = np.concatenate([t.merge_sim for t in trees])
+    vectors = np.concatenate([np.ascontiguousarray(t.vectors, dtype=np.float32) for t in trees])
+
+    def flat(col: str) -> np.ndarray:
+        return np.concatenate([getattr(t, col) for t in trees])
+
     columns: dict[str, Any] = {
-        "node_id": [f"{doc_id}:{i}" for i in range(total)],
-        "doc_id": [doc_id] * total,
-        "tree_id": [tree_id] * total,
+        "node_id": pc.binary_join_element_wise(doc_ids, pa.array(idx).cast(pa.string()), ":"),
+        "doc_id": doc_ids,
+        "tree_id": pa.array([tree_ids[i.doc.doc_id] for i in items], pa.string()).take(which),
         "idx": idx,
-        "parent": tree.parent, "left": tree.left, "right": tree.right,
-        "height": tree.height, "n_leaves": tree.n_leaves,
-        "leaf_start": tree.leaf_start, "leaf_end": tree.leaf_end,
-        "merge_sim": merge_sim, "start": starts, "end": ends, "text": leaf_text,
-        "vector": vectors,
+        **{c: flat(c) for c in ("parent", "left", "right", "height", "n_leaves",
+                                "leaf_start", "leaf_end")},
+        "merge_sim": pa.array(merge_sim, mask=np.isnan(merge_sim)),
+        "start": pa.array(spans[:, 0], mask=~leaf), "end": pa.array(spans[:, 1], mask=~leaf),
+        "text": pa.array(texts, pa.string()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
     }
     return pa.table(columns, schema=tables.nodes_schema(dim))
 

@@ -62,7 +62,7 @@ from sproutrag.storage.rows import (
     StoredTree,
     document_rows,
     new_tree_id,
-    node_rows,
+    nodes_rows,
     stored_tree,
 )
 
@@ -279,7 +279,7 @@ class Store:
         stored = set(self._stored_ids(batch) if stored is None else stored)
         replaced = [d for d in batch if d in stored]
         tree_ids = {d: new_tree_id() for d in batch}
-        nodes = pa.concat_tables([node_rows(i, tree_ids[i.doc.doc_id]) for i in items])
+        nodes = nodes_rows(items, tree_ids)
         self.table("nodes", create=True).add(nodes)
         crash_point("nodes-written")
         rows = document_rows(items, fingerprint, tree_ids)

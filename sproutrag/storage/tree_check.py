@@ -38,6 +38,7 @@ from sproutrag.doc_keys import KEY_CHANGED, doc_key
 from sproutrag.documents import content_hash
 from sproutrag.names import name_problem
 from sproutrag.storage.rows import StoredTree, stored_tree
+from sproutrag.trees.many import invalid_trees
 
 #: The int32 columns of a tree (as `Tree.from_columns` casts them) and `idx`.
 INT_COLUMNS = ("idx", "parent", "left", "right", "height", "n_leaves", "leaf_start", "leaf_end")
@@ -204,7 +205,7 @@ class TreeTable:
         cols = {name: collector.take(name)[order] for name in KEPT if name != "idx"}
         start, end = (_spans_as_stored(cols[c], cols[f"{c}_null"], tree, len(starts))
                       for c in ("start", "end"))
-        bad = _bad_trees(cols, tree, starts, counts)
+        bad = invalid_trees(cols, tree, starts, counts)
         return cls(doc_ids, tree_ids, key[starts], counts, starts, bad, order, start, end,
                    cols["text_null"], cols["text_hash"])
 
@@ -272,48 +273,6 @@ def _spans_as_stored(values: np.ndarray, null: np.ndarray, tree: np.ndarray,
     floats = np.where(null[through_float], np.nan, values[through_float].astype(np.float64))
     out[through_float] = _as_int(floats, np.int64)
     return out
-
-
-def _used_twice(slots: np.ndarray, size: int) -> np.ndarray:
-    """Per row: more than one of SLOTS names it."""
-    return np.bincount(slots, minlength=size) > 1
-
-
-def _bad_trees(cols: dict[str, np.ndarray], tree: np.ndarray, starts: np.ndarray,
-               counts: np.ndarray) -> np.ndarray:
-    """Per tree: `Tree.from_columns` + `validate_tree` reject it (see the module doc)."""
-    size = len(tree)
-    left, right, parent = cols["left"], cols["right"], cols["parent"]  # int32, as cast
-    n_leaves, height, ls, le = (cols[c] for c in ("n_leaves", "height", "leaf_start",
-                                                 "leaf_end"))
-    sim = cols["merge_sim"]
-    base = starts[tree]
-    pos = np.arange(size) - base  # the node's id in its tree
-    total = counts[tree]
-    n = (total + 1) // 2
-    leaf = pos < n
-    in_range = leaf & (ls >= 0) & (ls < n)  # leaf_order_from_leaf_start
-    bad = (leaf & ~in_range) | _used_twice(base[in_range] + ls[in_range], size)
-    bad |= leaf & ((left != -1) | (right != -1) | (n_leaves != 1) | (height != 0)
-                   | ~np.isnan(sim))
-    inner = ~leaf
-    kids = inner & (left >= 0) & (left < pos) & (right >= 0) & (right < pos)
-    bad |= inner & (~kids | (left >= right) | ~np.isfinite(sim))
-    k = np.flatnonzero(kids)
-    lk, rk = base[k] + left[k], base[k] + right[k]
-    bad |= _used_twice(np.concatenate([lk, rk]), size)
-    expect = np.full(size, -1, dtype=np.int64)
-    expect[lk] = expect[rk] = pos[k]
-    bad |= parent != expect
-    count, high = n_leaves.astype(np.int64), height.astype(np.int64)
-    bad[k] |= (count[lk] + count[rk] != count[k]) | (1 + np.maximum(high[lk], high[rk])
-                                                    != high[k])
-    bad[k] |= (ls[lk] != ls[k]) | (le[lk] != ls[rk]) | (le[rk] != le[k])
-    bad |= (le - ls) != n_leaves  # int32 arithmetic, as validate_tree's
-    bad |= (pos == total - 1) & ((ls != 0) | (le != n))
-    bad |= ~cols["vector_ok"]
-    out = np.bincount(tree[bad], minlength=len(starts)) > 0
-    return out | (counts % 2 == 0)
 
 
 def size_problem(tree_id: str, got: int, want: int) -> str:

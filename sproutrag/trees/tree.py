@@ -23,7 +23,7 @@ from sproutrag.trees.linkage import single_linkage
 
 __all__ = [
     "PARENT_EMBEDDINGS", "InvalidTreeError", "Tree", "build_tree", "leaf_order_from_leaf_start",
-    "single_linkage", "validate_tree",
+    "check_shapes", "single_linkage", "validate_tree",
 ]
 
 PARENT_EMBEDDINGS = ("mean_of_children", "size_weighted")
@@ -207,7 +207,9 @@ def _fail(name: str, msg: str) -> None:
     raise InvalidTreeError(f"{name}: {msg}")
 
 
-def _check_shapes(tree: Tree, name: str) -> int:
+def check_shapes(tree: Tree, name: str) -> int:
+    """The number of leaves of TREE; `InvalidTreeError` naming NAME unless every column
+    has its dtype and shape (what the other checks rely on)."""
     total = len(np.asarray(tree.left))
     if total < 1 or total % 2 != 1:
         _fail(name, f"a tree has an odd number >= 1 of nodes, got {total}")
@@ -302,7 +304,7 @@ def validate_tree(tree: Tree, *, name: str = "tree") -> None:
     smaller id left), parents, n_leaves, height, nested contiguous leaf ranges, leaf_order,
     merge_sim (NaN exactly on leaves) and finite vectors.
     """
-    n = _check_shapes(tree, name)
+    n = check_shapes(tree, name)
     _check_children(tree, name, n)
     _check_counts(tree, name, n)
     _check_leaf_ranges(tree, name, n)

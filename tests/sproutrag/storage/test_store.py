@@ -80,7 +80,7 @@ def _node_ids(store) -> list[str]:
 def test_readers_see_a_replaced_document_wholly_old_or_wholly_new(store):
     """The commit sequence of a replacement, stopped after each commit (what a kill
     leaves): load_tree always gives one whole version, the one `documents` names."""
-    from sproutrag.storage.store import document_rows, node_rows
+    from sproutrag.storage.rows import document_rows, node_rows
 
     old = toy_document("a", "one two three", seed=1)
     new = toy_document("a", "four five six seven", seed=2)
@@ -321,7 +321,7 @@ def test_retriever_reads_only_current_trees(store):
     """Tree and flat search (memory and LanceDB first stage) over a database holding
     other trees than the current ones: those rows are never returned."""
     from sproutrag.search.retriever import Retriever
-    from sproutrag.storage.store import node_rows
+    from sproutrag.storage.rows import node_rows
 
     weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
     encoder = toy_encoder(weights)
