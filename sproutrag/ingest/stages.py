@@ -148,32 +148,53 @@ def encode_chunks(
             list(zip(todo, pairs)), lambda x: _encode(encoder, [x[1]], [x[0]])[0],
             lambda x: x[0].doc_id, "encode")
         results = [(doc, enc) for (doc, _), enc in results]
-    emb = {"doc_id": [], "idx": [], "vector": []}
-    rel = {"doc_id": [], "i": [], "j": [], "m": []}
-    for doc, enc in results:
-        n = len(enc.embeddings)
-        emb["doc_id"] += [doc.doc_id] * n
-        emb["idx"] += list(range(n))
-        emb["vector"] += list(enc.embeddings.astype(np.float32))
-        rel["doc_id"] += [doc.doc_id] * len(enc.rel_i)
-        rel["i"] += enc.rel_i.tolist()
-        rel["j"] += enc.rel_j.tolist()
-        rel["m"] += enc.rel_m.tolist()
-    emb_table = pa.table(emb, schema=tables.embeddings_schema(encoder.dim))
-    return emb_table, pa.table(rel, schema=tables.RELATIONS), failures
+    return (_embedding_table(results, encoder.dim), _relation_table(results), failures)
 
 
-def _group_rows(table: pa.Table, key: str = "doc_id") -> dict[str, pa.Table]:
+def _repeat_ids(doc_ids: list[str], counts: list[int]) -> pa.Array:
+    """Each of DOC_IDS COUNTS times, as one string array."""
+    return pa.array(doc_ids, pa.string()).take(np.repeat(np.arange(len(doc_ids)), counts))
+
+
+def _embedding_table(results: list, dim: int) -> pa.Table:
+    """The `embeddings` rows of (document, encoding) RESULTS, built as whole columns."""
+    counts = [len(enc.embeddings) for _, enc in results]
+    vectors = np.concatenate([np.zeros((0, dim), np.float32)] + [
+        np.asarray(enc.embeddings, dtype=np.float32).reshape(-1, dim) for _, enc in results])
+    idx = np.concatenate([np.zeros(0, np.int32)] + [np.arange(c, dtype=np.int32)
+                                                     for c in counts])
+    return pa.table({
+        "doc_id": _repeat_ids([doc.doc_id for doc, _ in results], counts), "idx": idx,
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
+    }, schema=tables.embeddings_schema(dim))
+
+
+def _relation_table(results: list) -> pa.Table:
+    """The `relations` rows of (document, encoding) RESULTS, built as whole columns."""
+
+    def flat(col: str, dtype) -> np.ndarray:
+        return np.concatenate([np.zeros(0, dtype)] + [np.asarray(getattr(enc, col), dtype)
+                                                       for _, enc in results])
+
+    return pa.table({
+        "doc_id": _repeat_ids([doc.doc_id for doc, _ in results],
+                              [len(enc.rel_i) for _, enc in results]),
+        "i": flat("rel_i", np.int32), "j": flat("rel_j", np.int32), "m": flat("rel_m", np.float32),
+    }, schema=tables.RELATIONS)
+
+
+def _doc_ranges(table: pa.Table, then: str | None = None) -> tuple[pa.Table, dict]:
+    """TABLE sorted by doc_id (then by THEN), and each doc_id's (start, stop) rows in it."""
     if table.num_rows == 0:
-        return {}
-    table = table.sort_by(key)
-    ids = table.column(key).to_pylist()
-    groups, start = {}, 0
+        return table, {}
+    table = table.sort_by([("doc_id", "ascending")] + ([(then, "ascending")] if then else []))
+    ids = table.column("doc_id").to_pylist()
+    ranges, start = {}, 0
     for k in range(1, len(ids) + 1):
         if k == len(ids) or ids[k] != ids[start]:
-            groups[ids[start]] = table.slice(start, k - start)
+            ranges[ids[start]] = (start, k)
             start = k
-    return groups
+    return table, ranges
 
 
 def build_trees(
@@ -186,19 +207,19 @@ def build_trees(
 ) -> tuple[list[IndexedDocument], list[Failure]]:
     """One attention tree per encoded document."""
     spans = spans_by_doc(chunks)
-    emb, rel = _group_rows(embeddings), _group_rows(relations)
+    embeddings, emb = _doc_ranges(embeddings, "idx")
+    relations, rel = _doc_ranges(relations)
+    vectors = (embeddings.column("vector").combine_chunks().flatten().to_numpy()
+               .reshape(embeddings.num_rows, -1).astype(np.float32)
+               if embeddings.num_rows else None)
+    rel_i, rel_j, rel_m = (relations.column(c).to_numpy().astype(t) for c, t in
+                           (("i", np.int64), ("j", np.int64), ("m", np.float32)))
 
     def one(doc: SourceDocument) -> IndexedDocument:
-        e = emb[doc.doc_id].sort_by("idx")
-        vectors = e.column("vector").combine_chunks().flatten().to_numpy()
-        vectors = vectors.reshape(e.num_rows, -1).astype(np.float32)
-        r = rel.get(doc.doc_id)
-        ri, rj, rm = (
-            (np.asarray(r.column(c).to_numpy(), dtype=t) for c, t in
-             (("i", np.int64), ("j", np.int64), ("m", np.float32)))
-            if r is not None else (np.zeros(0, np.int64),) * 2 + (np.zeros(0, np.float32),)
-        )
-        tree = build_tree(vectors, ri, rj, rm, parent_embedding=parent_embedding)
+        a, b = emb[doc.doc_id]
+        r = slice(*rel.get(doc.doc_id, (0, 0)))
+        tree = build_tree(vectors[a:b], rel_i[r], rel_j[r], rel_m[r],
+                          parent_embedding=parent_embedding)
         return IndexedDocument(doc, spans[doc.doc_id], tree)
 
     done, failures = _isolate(
