@@ -11,7 +11,7 @@ import pytest
 
 from sproutrag.trees.many import validate_trees
 from sproutrag.trees.tree import InvalidTreeError, Tree, build_tree, validate_tree
-from tests.sproutrag.trees.test_tree import DAMAGE, good_tree
+from tests.helpers import DAMAGE, good_tree
 
 COLUMNS = ("left", "right", "parent", "height", "n_leaves", "leaf_start", "leaf_end",
            "merge_sim", "leaf_order", "vectors")

@@ -19,6 +19,7 @@ from sproutrag.trees.tree import (
     single_linkage,
     validate_tree,
 )
+from tests.helpers import DAMAGE, good_tree, random_relations
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -52,27 +53,6 @@ def naive_single_linkage(n: int, rel_i, rel_j, rel_m) -> tuple[np.ndarray, np.nd
             key[pair(new, r)] = min(key[pair(u, r)], key[pair(v, r)])  # max(M_ur, M_vr)
         active.add(new)
     return np.asarray(merges, dtype=np.int32).reshape(-1, 2), np.asarray(sims, np.float32)
-
-
-def random_relations(n: int, kind: str, values: str, seed: int):
-    """(i, j, m) with random direction and a few duplicates."""
-    rng = np.random.default_rng(seed)
-    pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
-    if kind == "banded":
-        width = int(rng.integers(1, 6))
-        pairs = [(a, b) for a, b in pairs if b - a <= width and rng.random() < 0.8]
-    elif kind == "sparse":
-        pairs = [p for p in pairs if rng.random() < 0.15]
-    arr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    if len(arr):
-        arr = np.concatenate([arr, arr[rng.random(len(arr)) < 0.1]])  # duplicates
-    flip = rng.random(len(arr)) < 0.5
-    arr[flip] = arr[flip][:, ::-1]
-    if values == "ties":
-        m = rng.choice([0.0, 0.25, 0.5, 1.0], size=len(arr))
-    else:
-        m = rng.uniform(1e-3, 1.0, size=len(arr))
-    return arr[:, 0].copy(), arr[:, 1].copy(), m
 
 
 relations = st.tuples(
@@ -221,43 +201,6 @@ def test_from_columns_round_trip():
 
 
 # --------------------------------------------------------------------------- damage
-
-
-def good_tree() -> Tree:
-    i, j, m = random_relations(12, "banded", "continuous", 3)
-    return build_tree(np.random.default_rng(3).normal(size=(12, 4)), i, j, m)
-
-
-def damaged(tree: Tree, col: str, index, value) -> Tree:
-    arr = getattr(tree, col).copy()
-    arr[index] = value
-    return dataclasses.replace(tree, **{col: arr})
-
-
-def reuse_child(t: Tree) -> Tree:
-    """Make the root's left child one that another node already uses (keeping left < right)."""
-    c = min(c for c in t.left[t.n : t.root] if c != t.left[t.root])
-    assert c < t.right[t.root]
-    return damaged(t, "left", t.root, c)
-
-
-DAMAGE = {
-    "used as a child 2 times": reuse_child,
-    "before it exists": lambda t: damaged(t, "right", 12, 13),
-    "n_leaves": lambda t: damaged(t, "n_leaves", t.root, 11),
-    "do not tile": lambda t: damaged(
-        damaged(t, "leaf_start", t.left[t.root], 1), "leaf_end", t.left[t.root],
-        t.leaf_end[t.left[t.root]] + 1),
-    "has parent": lambda t: damaged(t, "parent", 0, -1),
-    "non-finite": lambda t: damaged(t, "vectors", (t.root, 1), np.nan),
-    "height": lambda t: damaged(t, "height", t.root, 99),
-    "leaf_order": lambda t: damaged(t, "leaf_order", 0, t.leaf_order[1]),
-    "merge_sim": lambda t: damaged(t, "merge_sim", 0, 0.5),
-    "int32": lambda t: dataclasses.replace(t, left=t.left.astype(np.int64)),
-    "shape": lambda t: dataclasses.replace(t, vectors=t.vectors[:-1]),
-    "left .* >= right": lambda t: damaged(
-        damaged(t, "left", t.root, t.right[t.root]), "right", t.root, t.left[t.root]),
-}
 
 
 @pytest.mark.parametrize("problem", list(DAMAGE))
