@@ -29,12 +29,14 @@ def _used_twice(slots: np.ndarray, size: int) -> np.ndarray:
 
 
 def invalid_trees(cols: dict[str, np.ndarray], tree: np.ndarray, starts: np.ndarray,
-                  counts: np.ndarray) -> np.ndarray:
-    """Per tree: whether `validate_tree` rejects it (leaf order as `leaf_start` gives it).
+                  counts: np.ndarray, leaf_order: np.ndarray | None = None) -> np.ndarray:
+    """Per tree: whether `validate_tree` rejects it.
 
     COLS: the flat columns of every tree's rows in idx order (`INT_COLUMNS` as int32,
     ``merge_sim`` float32, ``vector_ok``: the row's vector is finite); TREE: each row's
-    tree; STARTS / COUNTS: each tree's first row and number of rows."""
+    tree; STARTS / COUNTS: each tree's first row and number of rows. LEAF_ORDER: every
+    tree's own leaf order, one after the other (a `Tree`'s); None: the order its leaves'
+    `leaf_start` gives (a stored tree's, `leaf_order_from_leaf_start`)."""
     size = len(tree)
     left, right, parent = cols["left"], cols["right"], cols["parent"]  # int32, as cast
     n_leaves, height, ls, le = (cols[c] for c in ("n_leaves", "height", "leaf_start",
@@ -65,6 +67,10 @@ def invalid_trees(cols: dict[str, np.ndarray], tree: np.ndarray, starts: np.ndar
     bad |= (le - ls) != n_leaves  # int32 arithmetic, as validate_tree's
     bad |= (pos == total - 1) & ((ls != 0) | (le != n))
     bad |= ~cols["vector_ok"]
+    if leaf_order is not None:  # the inverse of the leaves' leaf_start (checked above)
+        first = np.cumsum((counts + 1) // 2) - (counts + 1) // 2
+        r = np.flatnonzero(in_range)
+        bad[r] |= leaf_order[first[tree[r]] + ls[r]] != pos[r]
     out = np.bincount(tree[bad], minlength=len(starts)) > 0
     return out | (counts % 2 == 0)
 
@@ -82,17 +88,7 @@ def validate_trees(trees: Sequence[Tree], names: Sequence[str]) -> None:
     cols = {c: np.concatenate([getattr(t, c) for t in trees]) for c in INT_COLUMNS}
     cols["merge_sim"] = np.concatenate([t.merge_sim for t in trees])
     cols["vector_ok"] = np.concatenate([np.isfinite(t.vectors).all(axis=1) for t in trees])
-    bad = invalid_trees(cols, tree, starts, counts)
-    # leaf_order: the inverse of the leaves' leaf_start (a permutation once the above holds)
-    n = (counts + 1) // 2
-    order = np.concatenate([t.leaf_order for t in trees]).astype(np.int64)
-    first_leaf = np.concatenate([[0], np.cumsum(n)[:-1]])
-    leaf_rows = np.flatnonzero(np.arange(len(tree)) - starts[tree] < n[tree])
-    owner = tree[leaf_rows]
-    at = cols["leaf_start"][leaf_rows].astype(np.int64)
-    fits = (at >= 0) & (at < n[owner])
-    got = np.where(fits, order[first_leaf[owner] + np.where(fits, at, 0)], -1)
-    wrong = got != leaf_rows - starts[owner]
-    bad |= np.bincount(owner[wrong], minlength=len(trees)) > 0
+    order = np.concatenate([t.leaf_order for t in trees])
+    bad = invalid_trees(cols, tree, starts, counts, leaf_order=order)
     for t in np.flatnonzero(bad).tolist():
         validate_tree(trees[t], name=names[t])  # raises with the message, as one by one
