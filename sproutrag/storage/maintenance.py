@@ -25,6 +25,7 @@ the same rows before and after):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -112,3 +113,21 @@ def tidy(tables: dict[str, Any], *, run_id: str, keep_days: float,
         indexes.fold_new_rows(tbl)
         removed[name] = prune_versions(tbl, run_id=run_id, keep_days=keep_days)
     return removed
+
+
+def optimize_runs(tbl: Any, *, keep_days: float, min_fragments: int,
+                  min_old_versions: int) -> int:
+    """The end of a run for the small `runs` table: optimized (compacted, versions older
+    than KEEP_DAYS removed) once it holds MIN_FRAGMENTS fragments or MIN_OLD_VERSIONS
+    versions older than the retention; returns versions removed (0: left alone)."""
+    keep = timedelta(days=keep_days)
+    versions = tbl.list_versions()
+    cutoff = datetime.now() - keep  # list_versions gives naive local times
+    old = sum(v["timestamp"] < cutoff for v in versions[:-1])  # removable
+    fragments = tbl.stats()["fragment_stats"]["num_fragments"]
+    if fragments < min_fragments and old < min_old_versions:
+        return 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # retention 0 is allowed
+        tbl.optimize(cleanup_older_than=keep)
+    return len(versions) - len(tbl.list_versions())

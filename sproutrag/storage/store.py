@@ -32,9 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -42,7 +40,7 @@ import pyarrow as pa
 from sproutrag.errors import DatabaseNotFoundError, OldSchemaError, StaleIndexError  # noqa: F401 - also importable from here
 from sproutrag.interrupt import crash_point
 from sproutrag.schemas import tables
-from sproutrag.storage import indexes, maintenance
+from sproutrag.storage import indexes, maintenance, tree_reads
 from sproutrag.storage.filters import (
     doc_filter,
     in_filter,
@@ -63,12 +61,8 @@ from sproutrag.storage.rows import (
     document_rows,
     new_tree_id,
     nodes_rows,
-    stored_tree,
 )
-
-#: Trees `Store.load_trees` reads in one query (a search reads 8-20 new documents' trees
-#: at once; a long document's tree is 1-6 MB of rows).
-TREE_READ_DOCS = 64
+from sproutrag.storage.schema_check import check_table_schema
 
 
 class Store:
@@ -210,32 +204,7 @@ class Store:
                     raise
 
     def _check(self, name: str, schema: pa.Schema) -> None:
-        meta = schema.metadata or {}
-        found = {
-            "schema_version": meta.get(b"sproutrag.schema_version", b"?").decode(),
-            "encoder": meta.get(b"sproutrag.encoder", b"?").decode(),
-            "dim": meta.get(b"sproutrag.dim", b"?").decode(),
-        }
-        wanted = {
-            "schema_version": tables.SCHEMA_VERSION,
-            "encoder": self.encoder_id,
-            "dim": str(self.dim),
-        }
-        if found == wanted:
-            return
-        same_encoder = (found["encoder"], found["dim"]) == (wanted["encoder"], wanted["dim"])
-        if same_encoder and found["schema_version"] in tables.MIGRATABLE_VERSIONS:
-            raise OldSchemaError(
-                f"table {name!r} in {self.uri!r} has schema version "
-                f"{found['schema_version']}; this SproutRAG reads version "
-                f"{tables.SCHEMA_VERSION}: run `sproutrag index CORPUS --db {self.uri}` once "
-                "to migrate the database in place (from versions 1 and 2 that run re-indexes "
-                "every document; from 3, 4 and 5 it only adds columns)"
-            )
-        raise StaleIndexError(
-            f"table {name!r} in {self.uri!r} was built with {found}, this run uses "
-            f"{wanted}: index into a new database, or re-index with the same encoder"
-        )
+        check_table_schema(self.uri, name, schema, encoder_id=self.encoder_id, dim=self.dim)
 
     def indexed(self) -> dict[str, tuple[str, str]]:
         """doc_id -> (content_hash, index_fingerprint) of every stored document."""
@@ -399,8 +368,6 @@ class Store:
         the last KEEP_VERSIONS_DAYS (`maintenance.prune_versions`). `runs` is optimized
         as before: once it holds MIN_FRAGMENTS fragments or MIN_OLD_VERSIONS versions
         older than the retention. Returns versions removed per table."""
-        from datetime import timedelta
-
         crash_point("maintain-start")
         indexes.ensure_scalar_indexes(self.written_tables())
         self.ensure_vector_index()
@@ -414,18 +381,11 @@ class Store:
             n = maintenance.prune_versions(tbl, run_id=run_id, keep_days=keep_versions_days)
             if n:
                 removed[name] = n
-        keep = timedelta(days=keep_versions_days)
-        tbl = self.table("runs")
-        if tbl is not None:
-            versions = tbl.list_versions()
-            cutoff = datetime.now() - keep  # list_versions gives naive local times
-            old = sum(v["timestamp"] < cutoff for v in versions[:-1])  # removable
-            fragments = tbl.stats()["fragment_stats"]["num_fragments"]
-            if fragments >= min_fragments or old >= min_old_versions:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)  # retention 0 is allowed
-                    tbl.optimize(cleanup_older_than=keep)
-                removed["runs"] = len(versions) - len(tbl.list_versions())
+        runs = self.table("runs")
+        if runs is not None and (n := maintenance.optimize_runs(
+                runs, keep_days=keep_versions_days, min_fragments=min_fragments,
+                min_old_versions=min_old_versions)):
+            removed["runs"] = n
         return removed
 
     def start_run(self, row: dict[str, Any]) -> None:
@@ -469,46 +429,14 @@ class Store:
         return found[doc_id]
 
     def document_texts(self, trees: Mapping[str, str]) -> dict[str, tuple[str, str | None]]:
-        """doc_id -> (text, title) of the documents of TREES (doc_id -> tree id) whose
-        current tree is that one, in one read per 500 documents (a few ms for eight,
-        against a few ms each one by one); a document replaced meanwhile is missing. The
-        title is None when not set, or when the table predates the column (a schema 4
-        table written before `title` was added to it)."""
-        docs, out = self.table("documents"), {}
-        if docs is None or not trees:
-            return out
-        columns = [c for c in ("doc_id", "tree_id", "text", "title") if c in docs.schema.names]
-        for ids in parts(list(trees)):
-            where = f"{doc_filter(ids)} AND {in_filter('tree_id', [trees[d] for d in ids])}"
-            for row in docs.search().where(where).select(columns).limit(None).to_list():
-                if trees.get(row["doc_id"]) == row["tree_id"]:
-                    out[row["doc_id"]] = (row["text"], row.get("title"))
-        return out
+        """`tree_reads.document_texts` of `documents`: doc_id -> (text, title) of the
+        documents of TREES (doc_id -> tree id) whose current tree is that one."""
+        return tree_reads.document_texts(self.table("documents"), trees)
 
     def load_trees(self, trees: Mapping[str, str]) -> dict[str, StoredTree]:
-        """doc_id -> the tree of TREES (doc_id -> tree id), validated, in one read of
-        `nodes` per `TREE_READ_DOCS` documents (a search's first reads of new documents:
-        one query, not one a document; the part bounds the rows held twice, as Arrow and
-        as trees); a tree no longer stored (replaced and removed meanwhile) is missing."""
-        tbl, out = self.table("nodes"), {}
-        if tbl is None or not trees:
-            return out
-        for ids in parts(list(trees), TREE_READ_DOCS):
-            where = f"{doc_filter(ids)} AND {in_filter('tree_id', [trees[d] for d in ids])}"
-            rows = tbl.search().where(where).limit(None).to_arrow()
-            rows = rows.sort_by([("doc_id", "ascending"), ("tree_id", "ascending"),
-                                 ("idx", "ascending")])
-            keys = list(zip(rows.column("doc_id").to_pylist(),
-                            rows.column("tree_id").to_pylist(), strict=True))
-            start = 0
-            for end in range(1, len(keys) + 1):
-                if end < len(keys) and keys[end] == keys[start]:
-                    continue
-                d, t = keys[start]
-                if trees.get(d) == t:  # not another document's tree of the same id
-                    out[d] = stored_tree(d, rows.slice(start, end - start))
-                start = end
-        return out
+        """`tree_reads.load_trees` of `nodes`: doc_id -> the tree of TREES (doc_id -> tree
+        id), validated; a tree no longer stored is missing."""
+        return tree_reads.load_trees(self.table("nodes"), trees)
 
     def load_tree(self, doc_id: str, tree_id: str | None = None) -> StoredTree:
         """Read one document's current tree (or the tree `tree_id`) into arrays, validated."""

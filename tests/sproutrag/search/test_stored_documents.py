@@ -59,7 +59,7 @@ def test_trees_read_at_once_are_the_trees_read_one_by_one(tmp_path):
     """`Store.load_trees` gives each document the tree `load_tree` gives, whatever the
     order of the rows, leaves out a tree no longer stored and a tree id asked of the wrong
     document, and reads more than one query's worth (`TREE_READ_DOCS`) in parts."""
-    from sproutrag.storage.store import TREE_READ_DOCS
+    from sproutrag.storage.tree_reads import TREE_READ_DOCS
 
     store = toy_store(tmp_path / "db")
     ids = [f"d{i:03d}" for i in range(2 * TREE_READ_DOCS + 3)]
