@@ -31,6 +31,7 @@ from sproutrag.encoder.loading import (
     DEFAULT_MODEL,
     PACKAGED_MODEL_ID,
     autocast,
+    continuation_ids,
     load_config,
     load_model,
     model_loaded,
@@ -259,16 +260,27 @@ class Encoder:
     @_serialised
     def encode_texts(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
         """float32 (n, dim) L2-normalised mean-pooled embeddings (sentence-transformers')."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        tok, _ = self._load()
+        return self._embed_rows(self._text_rows(tok, texts), batch_size)
+
+    def _text_rows(self, tok: Any, texts: list[str]) -> list[list[int]]:
+        """TEXTS' token ids as `encode_texts` embeds them (no special tokens, at most
+        chunk_max_tokens - 2)."""
+        return tok(texts, add_special_tokens=False, truncation=True,
+                   max_length=self.chunk_max_tokens - 2)["input_ids"]
+
+    @_serialised
+    def _embed_rows(self, ids: Sequence[Any], batch_size: int | None = None) -> np.ndarray:
+        """float32 (n, dim) embeddings of token id rows (`_text_rows`), batched by length."""
         import torch
 
-        texts = list(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        if not len(ids):
             return out
         tok, net = self._load()
-        ids = tok(
-            texts, add_special_tokens=False, truncation=True, max_length=self.chunk_max_tokens - 2
-        )["input_ids"]
         order = np.argsort([-len(x) for x in ids], kind="stable")
         lengths = [len(ids[i]) + 2 for i in order]
         fast = self._fast(net)
@@ -321,13 +333,15 @@ class Encoder:
         if not todo:
             return plans
         tok, _ = self._load()
+        continues = continuation_ids(tok) if self.embedding_mode == "alone" else None
         enc = tok([docs[d][0] for d in todo], add_special_tokens=False,
                   return_offsets_mapping=True, verbose=False)
         for d, ids, offsets in zip(todo, enc["input_ids"], enc["offset_mapping"], strict=True):
+            offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
             plans[d] = plan_document(
-                np.asarray(ids, dtype=np.int64),
-                np.asarray(offsets, dtype=np.int64).reshape(-1, 2)[:, 0],
-                checked[d], self.window_tokens - 2, self.window_stride,
+                np.asarray(ids, dtype=np.int64), offsets[:, 0], checked[d],
+                self.window_tokens - 2, self.window_stride, ends=offsets[:, 1],
+                continues=continues,
             )
         return plans
 
@@ -406,10 +420,13 @@ class Encoder:
         ]
 
     def _embeddings(self, docs, plans, sums, counts) -> list[np.ndarray]:
-        """Alone: encode_texts of chunk texts; context: window-averaged chunk states
-        (chunks without tokens fall back to being encoded alone)."""
+        """Alone: chunk texts embedded alone (`_embed_rows`; a chunk whose tokens in the
+        document are its text's own, `Plan.own_tokens`, is not tokenized again); context:
+        window-averaged chunk states (chunks without tokens fall back to being encoded
+        alone)."""
         context = self.embedding_mode == "context"
-        texts, where = [], []
+        limit = self.chunk_max_tokens - 2
+        rows, where, texts, tokenized = [], [], [], []
         out = []
         for d, ((text, spans), plan) in enumerate(zip(docs, plans, strict=True)):
             n = len(plan.chunk_ids)
@@ -419,11 +436,19 @@ class Encoder:
                 emb[ok] = normalise_rows(sums[d][ok] / counts[d][ok, None])
             for k in range(n):
                 if not context or counts[d][k] == 0:
+                    where.append((d, k))
+                    if plan.own_tokens is not None and plan.own_tokens[k]:
+                        rows.append(plan.chunk_ids[k][:limit])
+                        continue
                     s, e = spans[k]
                     texts.append(text[s:e])
-                    where.append((d, k))
+                    tokenized.append(len(rows))
+                    rows.append(None)
             out.append(emb)
-        for (d, k), vec in zip(where, self.encode_texts(texts), strict=True):
+        if texts:
+            for r, ids in zip(tokenized, self._text_rows(self._load()[0], texts), strict=True):
+                rows[r] = ids
+        for (d, k), vec in zip(where, self._embed_rows(rows), strict=True):
             out[d][k] = vec
         return out
 

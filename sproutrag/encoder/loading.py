@@ -14,6 +14,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 __all__ = ["DEFAULT_MODEL", "PACKAGED_MODEL_ID", "autocast", "load_config", "load_model",
            "precision", "resolve_device", "resolve_model"]
 
@@ -177,3 +179,21 @@ def autocast(device: str, mixed: bool = False) -> contextlib.AbstractContextMana
     import torch
 
     return torch.autocast("cuda", dtype=getattr(torch, kind))
+
+
+@functools.lru_cache(maxsize=4)
+def continuation_ids(tokenizer: Any) -> np.ndarray | None:
+    """bool per vocabulary id of TOKENIZER: a WordPiece piece that continues a word
+    ("##ing"), for `windows.own_tokens`; None for a tokenizer that is not WordPiece after
+    BERT's pre-tokenizer (a BPE or SentencePiece model marks a word's first piece by the
+    space before it, so a chunk's first word alone may tokenize differently: its chunks
+    are always tokenized alone)."""
+    backend = tokenizer.backend_tokenizer
+    if (type(backend.model).__name__ != "WordPiece"
+            or type(backend.pre_tokenizer).__name__ != "BertPreTokenizer"):
+        return None
+    prefix = backend.model.continuing_subword_prefix
+    vocab = tokenizer.get_vocab()
+    out = np.zeros(max(vocab.values()) + 1, bool)
+    out[[i for token, i in vocab.items() if token.startswith(prefix)]] = True
+    return out

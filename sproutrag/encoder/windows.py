@@ -117,11 +117,13 @@ def normalise_rows(x: np.ndarray) -> np.ndarray:
 @dataclass
 class Plan:
     """A tokenized document: token ids per chunk (capped at the window budget), its
-    windows [a, b) of chunks, and the number of tokens inside chunks."""
+    windows [a, b) of chunks, the number of tokens inside chunks, and which chunks'
+    tokens are the tokens of their text alone (`own_tokens`; None: not known)."""
 
     chunk_ids: list[np.ndarray]
     windows: list[tuple[int, int]]
     n_tokens: int
+    own_tokens: np.ndarray | None = None
 
 
 @dataclass
@@ -136,18 +138,50 @@ class Window:
 
 
 def plan_document(
-    ids: np.ndarray, starts: np.ndarray, spans: np.ndarray, budget: int, stride: int
+    ids: np.ndarray, starts: np.ndarray, spans: np.ndarray, budget: int, stride: int,
+    *, ends: np.ndarray | None = None, continues: np.ndarray | None = None,
 ) -> Plan:
     """Tokens (IDS, character STARTS) to the chunks whose SPANS (sorted, disjoint (start,
     end) pairs) hold their first character; tokens outside every chunk are dropped; each
-    chunk keeps its first BUDGET tokens; windows by `plan_windows`."""
+    chunk keeps its first BUDGET tokens; windows by `plan_windows`. With the tokens'
+    character ENDS and CONTINUES (per vocabulary id: a piece that continues a word,
+    WordPiece's "##"), `Plan.own_tokens` says which chunks' tokens are exactly what their
+    text tokenizes to alone (`own_tokens`)."""
     k = np.searchsorted(spans[:, 0], starts, "right") - 1
     inside = k >= 0
     inside[inside] &= starts[inside] < spans[k[inside], 1]
     counts = np.bincount(k[inside], minlength=len(spans))
     chunk_ids = [c[:budget] for c in np.split(ids[inside], np.cumsum(counts)[:-1])]
     windows = plan_windows([len(c) for c in chunk_ids], budget, stride)
-    return Plan(chunk_ids, windows, int(inside.sum()))
+    own = None
+    if ends is not None and continues is not None:
+        own = own_tokens(ids, starts, ends, np.flatnonzero(inside), counts, spans,
+                         continues) & (counts <= budget)
+    return Plan(chunk_ids, windows, int(inside.sum()), own)
+
+
+def own_tokens(ids: np.ndarray, starts: np.ndarray, ends: np.ndarray, where: np.ndarray,
+               counts: np.ndarray, spans: np.ndarray, continues: np.ndarray) -> np.ndarray:
+    """Per chunk: whether its tokens (WHERE: the document's tokens inside chunks, in
+    order, COUNTS per chunk) are what its text alone tokenizes to with a WordPiece
+    tokenizer. They are when the chunk's first token starts at its first character and
+    does not continue a word (CONTINUES, per id), and its last token ends at its last
+    character and the document's next token does not continue a word: the chunk then
+    holds whole words, which WordPiece splits the same way whatever surrounds them.
+    Otherwise (a word cut by the chunk's edge, a character the normaliser drops at an
+    edge, no tokens) False: its text is tokenized alone."""
+    out = np.zeros(len(spans), bool)
+    has = counts > 0
+    if not has.any():
+        return out
+    last = np.cumsum(counts) - 1
+    first = last - counts + 1
+    f, g = where[first[has]], where[last[has]]  # the document's token indices
+    after = ids[np.minimum(g + 1, len(ids) - 1)]
+    whole_end = (g + 1 == len(ids)) | ~continues[after]
+    out[has] = ((starts[f] == spans[has, 0]) & ~continues[ids[f]]
+                & (ends[g] == spans[has, 1]) & whole_end)
+    return out
 
 
 def cut_windows(plans: Sequence[Plan]) -> list[Window]:

@@ -272,6 +272,56 @@ def test_encode_documents_reads_the_model_once_not_per_document(monkeypatch):
     assert 1 <= len(calls) == one
 
 
+def _edge_cases(seed: int) -> tuple[str, list[tuple[int, int]]]:
+    """A document of awkward words (accents, CJK, a zero-width space inside a word, a
+    word over WordPiece's 100 characters, a control character) cut at random places,
+    mid-word included, into trimmed spans."""
+    rng = np.random.default_rng(seed)
+    words = ["naïve", "café", "Ünïcödé\u0301", "北京是中国的首都。", "abc\u200bdef", "x" * 120,
+             "bell\x07", "e.g.the", "don't", "(a)", "antidisestablishment", "agreement."]
+    text = " ".join(rng.choice(words + SENTENCES, size=40))
+    cuts = np.sort(rng.choice(np.arange(1, len(text)), size=12, replace=False)).tolist()
+    spans, a = [], 0
+    for c in [*cuts, len(text)]:
+        s, e = a, c
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            spans.append((s, e))
+        a = c
+    return text, spans
+
+
+@pytest.mark.model
+def test_chunks_own_tokens_are_their_texts_tokens(encoder):
+    """A chunk whose tokens in its document are taken for its text's own (not tokenized
+    again) has exactly the tokens of its text alone, and the embeddings are the same
+    as with every chunk tokenized alone."""
+    import sproutrag.encoder.encoder as encoder_module
+
+    docs = [_edge_cases(seed) for seed in range(12)] + [make_doc(6, seed=3)]
+    tok, _ = encoder._load()
+    limit = encoder.chunk_max_tokens - 2
+    own = 0
+    for (text, spans), plan in zip(docs, encoder._plans(docs), strict=True):
+        for k, (s, e) in enumerate(spans):
+            if plan.own_tokens[k]:
+                own += 1
+                alone = tok([text[s:e]], add_special_tokens=False, truncation=True,
+                            max_length=limit)["input_ids"][0]
+                assert plan.chunk_ids[k][:limit].tolist() == alone, text[s:e]
+    assert 0 < own < sum(len(sp) for _, sp in docs)  # mid-word cuts are tokenized alone
+    reused = encoder.encode_documents(docs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encoder_module, "continuation_ids", lambda tok: None)
+        alone = encoder.encode_documents(docs)
+    for a, b in zip(reused, alone, strict=True):
+        np.testing.assert_array_equal(a.embeddings, b.embeddings)
+        np.testing.assert_array_equal(a.rel_m, b.rel_m)
+
+
 @pytest.mark.model
 def test_modes_and_weights_change_results():
     text, spans = make_doc(4, seed=9)

@@ -10,6 +10,7 @@ from sproutrag.encoder.windows import (
     budget_batches,
     cut_windows,
     merge_pairs,
+    own_tokens,
     pad_rows,
     plan_document,
     plan_windows,
@@ -64,3 +65,37 @@ def test_plan_document_assigns_tokens_to_chunks_and_caps_them():
         (1, a) for a, _ in plan.windows
     ]
     assert all(w.lens.sum() == len(w.ids) for w in cut)
+
+
+def test_own_tokens_are_whole_words_at_both_edges():
+    """Chunks of a toy WordPiece document "ab cd ##ef gh ij" (id 3 continues a word):
+    a chunk is its text's own tokens only when it starts and ends on the edges of
+    whole words."""
+    continues = np.array([False, False, False, True, False, False])
+    ids = np.array([1, 2, 3, 4, 5])  # ab cd ##ef gh ij
+    starts, ends = np.array([0, 3, 5, 8, 11]), np.array([2, 5, 7, 10, 13])
+    where, counts = np.arange(5), np.array([1, 2, 1, 1])
+
+    def own(spans):
+        return own_tokens(ids, starts, ends, where, counts, np.array(spans),
+                          continues).tolist()
+
+    assert own([[0, 2], [3, 7], [8, 10], [11, 13]]) == [True, True, True, True]
+    assert own([[0, 2], [3, 8], [8, 10], [11, 13]])[1] is False  # ends past its last token
+    assert own([[0, 2], [2, 7], [8, 10], [11, 13]])[1] is False  # starts before its first
+    counts = np.array([1, 1, 2, 1])  # "cd" | "##ef gh": a word cut by the edge
+    assert own([[0, 2], [3, 5], [5, 10], [11, 13]]) == [True, False, False, True]
+    counts = np.array([1, 0, 3, 1])  # a chunk without tokens is tokenized alone
+    assert own([[0, 2], [2, 3], [3, 10], [11, 13]]) == [True, False, True, True]
+
+
+def test_plan_document_knows_own_tokens_only_when_told():
+    ids, starts = np.array([1, 2, 3]), np.array([0, 3, 6])
+    spans = np.array([[0, 2], [3, 8]])
+    assert plan_document(ids, starts, spans, budget=4, stride=4).own_tokens is None
+    plan = plan_document(ids, starts, spans, budget=4, stride=4, ends=starts + 2,
+                         continues=np.zeros(4, bool))
+    assert plan.own_tokens.tolist() == [True, True]
+    capped = plan_document(ids, starts, spans, budget=1, stride=1, ends=starts + 2,
+                           continues=np.zeros(4, bool))
+    assert capped.own_tokens.tolist() == [True, False]  # capped: tokenized alone
