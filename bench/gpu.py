@@ -7,8 +7,9 @@ Encodes the documents (trees and vectors, `Encoder.encode_documents`, the traine
 weights) on cuda in float32 (the default), on cuda under mixed precision (bf16 or fp16
 autocast, `encoding.mixed_precision`) and on the CPU (every core), and prints each way's
 characters per second, its speed against the CPU and against float32 on cuda, and how many
-documents keep the CPU's tree merges, relation pairs and top-5 leaves for three questions.
-`--spans` reads [[text, [[start, end], ...]], ...] instead of chunking (a machine without
+documents keep the CPU's tree merges, relation pairs and top-5 leaves for three questions;
+then float32 on cuda with every chunk tokenized twice, as before 0.11.2 (the reference of
+its chunk-token reuse). `--spans` reads [[text, [[start, end], ...]], ...] instead of chunking (a machine without
 spaCy). Needs a CUDA device; docs/results.md, "The cuda path on a GPU".
 """
 
@@ -97,7 +98,24 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(docs) * len(qv)}; max |vector difference| {diff:.5f}", flush=True)
     print(f"cpu ({torch.get_num_threads()} threads, float32): {chars / cpu_s / 1e6:.3f} M "
           "chars/s")
+    twice(ways["cuda float32"], docs * args.repeat, seconds["cuda float32"], chars * args.repeat)
     return 0
+
+
+def twice(encoder, docs, seconds: float, chars: int) -> None:
+    """The reference before 0.11.2: every chunk tokenized again for its embedding (the
+    reuse of its document's tokens off), on the same encoder and documents."""
+    from sproutrag.encoder import encoder as module
+
+    reuse = module.continuation_ids
+    module.continuation_ids = lambda tok: None
+    try:
+        before, _ = timed(encoder, docs, rounds=3)
+    finally:
+        module.continuation_ids = reuse
+    print(f"cuda float32, chunks tokenized twice (before 0.11.2): {chars / before / 1e6:.2f} M "
+          f"chars/s; tokenized once: {before / seconds:.2f}x that "
+          f"(TOKENIZERS_PARALLELISM={os.environ.get('TOKENIZERS_PARALLELISM', 'unset')})")
 
 
 if __name__ == "__main__":
