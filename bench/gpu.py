@@ -9,8 +9,9 @@ autocast, `encoding.mixed_precision`) and on the CPU (every core), and prints ea
 characters per second, its speed against the CPU and against float32 on cuda, and how many
 documents keep the CPU's tree merges, relation pairs and top-5 leaves for three questions;
 then float32 on cuda with every chunk tokenized twice, as before 0.11.2 (the reference of
-its chunk-token reuse). `--spans` reads [[text, [[start, end], ...]], ...] instead of chunking (a machine without
-spaCy). Needs a CUDA device; docs/results.md, "The cuda path on a GPU".
+its chunk-token reuse). `--spans` reads [[text, [[start, end], ...]], ...] instead of
+chunking (a machine without spaCy). Needs a CUDA device; docs/results.md, "The cuda path
+on a GPU".
 """
 
 from __future__ import annotations
