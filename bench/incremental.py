@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 for key, value in {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false", "SPROUTRAG_PIPELINE__PROGRESS": "false",
+    "TOKENIZERS_PARALLELISM": "true", "SPROUTRAG_PIPELINE__PROGRESS": "false",
     "PREFECT_LOGGING_LEVEL": "WARNING",
 }.items():
     os.environ.setdefault(key, value)

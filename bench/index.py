@@ -224,7 +224,7 @@ def worker(way: str, args: argparse.Namespace) -> None:
 def measure(way: str, args: argparse.Namespace, weights: str | None = None) -> dict:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1",
-               TOKENIZERS_PARALLELISM="false", SPROUTRAG_PIPELINE__PROGRESS="false",
+               TOKENIZERS_PARALLELISM="true", SPROUTRAG_PIPELINE__PROGRESS="false",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)

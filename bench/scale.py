@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
-       "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+       "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "true",
        "SPROUTRAG_PIPELINE__PROGRESS": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
 for _k, _v in ENV.items():
     os.environ.setdefault(_k, _v)

@@ -39,7 +39,7 @@ OFFLINE_ENV = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
+    "TOKENIZERS_PARALLELISM": "true",  # every core tokenizes (a forked child turns it off)
 }
 
 
