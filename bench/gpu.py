@@ -26,6 +26,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+BATCH_DOCS = 1000  # the flow's `pipeline.batch_docs`
 QUESTIONS = ["confidential information disclosure", "termination notice period",
              "river survey field notes"]
 
@@ -63,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spans", help="JSON [[text, [[start, end], ...]], ...] (no chunking)")
     ap.add_argument("--repeat", type=int, default=10,
                     help="the documents this many times over for the cuda timings")
+    ap.add_argument("--growth", type=int, nargs="+", metavar="R",
+                    help="only: float32 on cuda at each of these repeats (e.g. 20 200: about "
+                         "10^4 and 10^5 short documents), in the flow's batches of "
+                         f"{BATCH_DOCS} documents, against its references")
     args = ap.parse_args(argv)
     import torch
 
@@ -73,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         raise SystemExit("bench/gpu.py needs a CUDA device")
     docs = documents(args)
+    if args.growth:
+        return growth(docs, args.growth)
     chars = sum(len(t) for t, _ in docs)
     weights = load_default_weights(None)
     print(f"{torch.cuda.get_device_name(0)}; {len(docs)} documents, {chars:,} characters, "
@@ -100,6 +107,59 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cpu ({torch.get_num_threads()} threads, float32): {chars / cpu_s / 1e6:.3f} M "
           "chars/s")
     twice(ways["cuda float32"], docs * args.repeat, seconds["cuda float32"], chars * args.repeat)
+    return 0
+
+
+def batch_seconds(encode, docs) -> list[float]:
+    """Seconds of ENCODE over each of DOCS' batches of `BATCH_DOCS` documents."""
+    import torch
+
+    out = []
+    for at in range(0, len(docs), BATCH_DOCS):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        encode(docs[at : at + BATCH_DOCS])
+        torch.cuda.synchronize()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def growth(docs, repeats: list[int]) -> int:
+    """Float32 on cuda at each size: chunks tokenized once (now), twice (before 0.11.2)
+    and a plain index's encoding (each chunk's text alone, no attention, no tree), in the
+    same process; characters a second and the batches' median seconds, first 10% of the
+    batches against the last 10%."""
+    from sproutrag.encoder import encoder as module
+    from sproutrag.encoder.encoder import Encoder
+    from sproutrag.encoder.weights import load_default_weights
+
+    encoder = Encoder(device="cuda", weights=load_default_weights(None))
+    encoder.encode_documents(docs[:50])
+    reuse = module.continuation_ids
+
+    def tokenized_twice(part):
+        module.continuation_ids = lambda tok: None
+        try:
+            return encoder.encode_documents(part)
+        finally:
+            module.continuation_ids = reuse
+
+    ways = {"once (now)": encoder.encode_documents, "twice (before 0.11.2)": tokenized_twice,
+            "plain (chunk texts alone)": lambda part: encoder.encode_texts(
+                [t[a:b] for t, spans in part for a, b in spans])}
+    for r in repeats:
+        corpus = docs * r
+        chars = sum(len(t) for t, _ in corpus)
+        seconds = {label: batch_seconds(way, corpus) for label, way in ways.items()}
+        tenth = max(1, len(seconds["once (now)"]) // 10)
+        print(f"{len(corpus):,} documents, {chars:,} characters, "
+              f"{len(seconds['once (now)'])} batches "
+              f"(TOKENIZERS_PARALLELISM={os.environ.get('TOKENIZERS_PARALLELISM', 'unset')})")
+        for label, secs in seconds.items():
+            print(f"  {label}: {chars / sum(secs) / 1e6:.2f} M chars/s "
+                  f"(once is {sum(secs) / sum(seconds['once (now)']):.2f}x as fast); batch median "
+                  f"{np.median(secs[:tenth]):.3f} s first 10% -> "
+                  f"{np.median(secs[-tenth:]):.3f} s last 10%", flush=True)
     return 0
 
 
