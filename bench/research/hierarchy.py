@@ -399,6 +399,13 @@ def each_found(r: Any, queries: list[dict], qvecs: Any, params: Any):
             yield q, v, docs, r.searching.find(q["query"], v, docs, params, True)
 
 
+def found_questions(pool: str, split: str, settings: Any, encoder: Any):
+    """POOL's SPLIT opened through the shipped Retriever: (retriever, `each_found` over its
+    questions with its search parameters), what a probe walks."""
+    r, qs, qv = open_pool(pool, split, settings, encoder)
+    return r, each_found(r, qs, qv, r._resolve()[0])
+
+
 def probe_main(probe: Any, argv: list[str] | None = None) -> int:
     """Run PROBE(pool, split, settings, encoder) -> counts on each pool named after the
     split on the command line ("dev paragraphs named-contracts") and print its counts."""

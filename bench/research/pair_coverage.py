@@ -47,11 +47,10 @@ def coverage_pair(terms: set[str], doc_terms: dict[str, set[str]], order: list[s
 
 
 def probe(name: str, split: str, settings, encoder) -> dict:
-    r, qs, qv = H.open_pool(name, split, settings, encoder)
-    params = r._resolve()[0]
+    r, questions = H.found_questions(name, split, settings, encoder)
     stats = dict(questions=0, both_searched=0, today_pair_gold=0, coverage_pair_gold=0,
                  coverage_only=0, today_only=0)
-    for q, v, _, found in H.each_found(r, qs, qv, params):
+    for q, v, _, found in questions:
         gold = set(q["doc_ids"])
         if len(gold) != 2:
             continue

@@ -31,11 +31,10 @@ def residual(query: str, written: set[str]) -> list[str]:
 
 
 def probe(name: str, split: str, settings, encoder) -> dict:
-    r, qs, qv = H.open_pool(name, split, settings, encoder)
-    params = r._resolve()[0]
+    r, questions = H.found_questions(name, split, settings, encoder)
     stats = dict(questions=0, gold_missing=0, fetched_gold=0, fetched_gold_missing=0,
                  fetched_other=0, nothing=0)
-    for q, v, _, found in H.each_found(r, qs, qv, params):
+    for q, v, _, found in questions:
         stats["questions"] += 1
         gold, searched = set(q["doc_ids"]), set(found.docs)
         missing = bool(gold - searched)
