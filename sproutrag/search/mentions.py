@@ -18,7 +18,7 @@ sentence may be an ordinary word: a run opening a sentence drops its first word 
 is a function word ("Among PepsiCo" is "pepsico"), and a single such word is no entity
 ("Under", "Some") unless it is possessive ("Pfizer's") or has a capital after its first
 letter ("AMD"). A run whose every word holds a digit is a period or a form, no name
-("FY2018", "Q4", "10-K").
+("FY2018", "Q4", "Q2 of FY22", "10-K").
 A searched document is mentioned when it is the only searched document whose text
 writes one of them (as whole words): an entity two searched documents write ("Receiving
 Party", "Agreement") names neither.
@@ -138,9 +138,9 @@ def _name(run: list[str]) -> str | None:
     possessive's "s" a word of its own, "Grey's Anatomy" -> "grey s anatomy"; dropped from
     the last word: "Pfizer's" -> "pfizer"), stopwords and joiners trimmed from both ends;
     None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, or every word
-    holds a digit (a period or a form: rule 36)."""
-    if all(any(c.isdigit() for c in w) for w in run):
-        return None  # a period or a form ("FY2018", "Q4 2019", "10-K"): no name
+    holds a digit, the joiners aside (a period or a form: rule 36)."""
+    if all(any(c.isdigit() for c in w) for w in run if w.lower() not in _JOINERS):
+        return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
     run = run[:-1] + [_POSSESSIVE.sub("", run[-1])]
     ws = re.findall(r"\w+", " ".join(run).lower())
     while ws and (ws[0] in STOPWORDS or ws[0] in _JOINERS):

@@ -45,6 +45,7 @@ from sproutrag.search.mentions import (
     ("In Smith v. Jones, what?", ["smith v jones", "smith", "jones"]),  # a case's sides
     # rule 36: a period or a form is no name
     ("What was the FY2018 capital expenditure in Q4 2019?", []),
+    ("Is AMD's quick ratio healthy for Q2 of FY22?", ["amd"]),  # joiners between forms
     ("Did COVID-19 hurt Pfizer's FY2021 revenue?", ["pfizer s fy2021", "pfizer"]),
     ("According to Amazon's 10-K, what?", ["amazon s 10 k", "amazon"]),
 ])
