@@ -13,7 +13,8 @@ The question's entities are its runs of capitalised words (a capital anywhere: "
 Bearse" join the run, a title opening it is dropped: "Dr. Jane Doe" is "jane doe"), as
 `words` writes them ("Grey's Anatomy" is "grey s anatomy"), stopwords trimmed from their
 ends; a run that joins two names is also each of them ("Smith v. Jones" also "smith" and
-"jones", "Pfizer's Comirnaty" also "pfizer" and "comirnaty"). A capitalised word that opens a
+"jones", "Pfizer's Comirnaty" also "pfizer" and "comirnaty"), and a run that opens with an
+acronym and "of" or "for" is also what follows ("EBITDA of Netflix" also "netflix"). A capitalised word that opens a
 sentence may be an ordinary word: a run opening a sentence drops its first word when that
 is a function word ("Among PepsiCo" is "pepsico"), and a single such word is no entity
 ("Under", "Some") unless it is possessive ("Pfizer's") or has a capital after its first
@@ -62,6 +63,8 @@ _GAP = re.compile(r"\s+")
 #: The shortest entity ("IBM", "Eli"): shorter ones ("3M", "GE") name too much by chance.
 MIN_ENTITY_CHARS = 3
 _POSSESSIVE = re.compile(r"['’]s$")
+#: A word of capitals only ("EBITDA", "CEO"): a measure or a role, not a name's start.
+_ACRONYM = re.compile(r"[A-Z]{2,}")
 #: What ends a sentence: a capitalised word after it (or first) opens the next.
 _SENTENCE_END = ".!?:;"
 
@@ -116,8 +119,11 @@ def _entities(query: str) -> tuple[str, ...]:
 
 
 def _parts(run: list[str]) -> list[list[str]]:
-    """RUN, then its pieces when it joins names: a case's two sides ("Smith v. Jones") and
-    the two sides of a possessive ("Pfizer's Comirnaty": "Pfizer's", "Comirnaty")."""
+    """RUN, then its pieces when it joins names: a case's two sides ("Smith v. Jones"),
+    the two sides of a possessive ("Pfizer's Comirnaty": "Pfizer's", "Comirnaty") and what
+    follows an acronym's "of" or "for" ("EBITDA of Netflix": "Netflix")."""
+    if len(run) > 2 and _ACRONYM.fullmatch(run[0]) and run[1].lower() in ("of", "for"):
+        return [run] + _parts(run[2:])
     pieces: list[list[str]] = []
     piece: list[str] = []
     for w in run:
@@ -142,15 +148,22 @@ def _name(run: list[str]) -> str | None:
     if all(any(c.isdigit() for c in w) for w in run if w.lower() not in _JOINERS):
         return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
     run = run[:-1] + [_POSSESSIVE.sub("", run[-1])]
+    while run and _trimmed(run[0]):
+        run = run[1:]
+    while run and _trimmed(run[-1]):
+        run = run[:-1]
     ws = re.findall(r"\w+", " ".join(run).lower())
-    while ws and (ws[0] in STOPWORDS or ws[0] in _JOINERS):
-        ws.pop(0)
-    while ws and (ws[-1] in STOPWORDS or ws[-1] in _JOINERS):
-        ws.pop()
     name = " ".join(ws)
     if len(name) >= MIN_ENTITY_CHARS and not all(w in STOPWORDS or w.isdigit() for w in ws):
         return name
     return None
+
+
+def _trimmed(word: str) -> bool:
+    """Whether WORD, at an end of a run, is left out of its name: a stopword or a joiner
+    as a whole word ("The Hague"), not a piece of one ("AT&T" is "at t")."""
+    w = word.lower()
+    return w in _JOINERS or w.rstrip(".") in STOPWORDS
 
 
 def _names_alone(word: str) -> bool:

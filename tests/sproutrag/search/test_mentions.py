@@ -43,6 +43,10 @@ from sproutrag.search.mentions import (
     ("Was Mrs. Smith seen by Dr. Jane Doe?", ["smith", "jane doe"]),  # titles dropped
     ("Who lives in St. Louis?", ["st louis"]),  # "St." is no title
     ("In Smith v. Jones, what?", ["smith v jones", "smith", "jones"]),  # a case's sides
+    ("What was the EBITDA of Netflix?", ["ebitda of netflix", "netflix"]),  # an acronym's "of"
+    ("The EPS for Bank of America?", ["eps for bank of america", "bank of america"]),
+    ("How much did AT&T spend?", ["at t"]),  # "at" is a piece of a word, not a stopword
+    ("In the University of Bristol's case?", ["university of bristol"]),  # no acronym
     # rule 36: a period or a form is no name
     ("What was the FY2018 capital expenditure in Q4 2019?", []),
     ("Is AMD's quick ratio healthy for Q2 of FY22?", ["amd"]),  # joiners between forms
