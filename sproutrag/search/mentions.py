@@ -14,12 +14,12 @@ Bearse" join the run, a title opening it is dropped: "Dr. Jane Doe" is "jane doe
 `words` writes them ("Grey's Anatomy" is "grey s anatomy"), stopwords trimmed from their
 ends; a run that joins two names is also each of them ("Smith v. Jones" also "smith" and
 "jones", "Pfizer's Comirnaty" also "pfizer" and "comirnaty"), and a run that opens with an
-acronym and "of" or "for" is also what follows ("EBITDA of Netflix" also "netflix"). A capitalised word that opens a
-sentence may be an ordinary word: a run opening a sentence drops its first word when that
-is a function word ("Among PepsiCo" is "pepsico"), and a single such word is no entity
-("Under", "Some") unless it is possessive ("Pfizer's") or has a capital after its first
-letter ("AMD"). A run whose every word holds a digit is a period or a form, no name
-("FY2018", "Q4", "Q2 of FY22", "10-K").
+acronym and "of" or "for" is also what follows ("EBITDA of Netflix" also "netflix"). A
+capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
+drops its first word when that is a function word ("Among PepsiCo" is "pepsico"), and a
+single such word is no entity ("Under", "Some") unless it is possessive ("Pfizer's") or
+has a capital after its first letter ("AMD"). A run whose every word holds a digit (the
+joiners aside) is a period or a form, no name ("FY2018", "Q4", "Q2 of FY22", "10-K").
 A searched document is mentioned when it is the only searched document whose text
 writes one of them (as whole words): an entity two searched documents write ("Receiving
 Party", "Agreement") names neither.
