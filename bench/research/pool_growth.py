@@ -19,7 +19,6 @@ costs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -27,11 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 from scale import make_docs, write_jsonl  # noqa: E402
 
+from sproutrag.learn.datasets import read_jsonl as read  # noqa: E402
+
 SHARED = ROOT.parent / "shared" / "data" / "hotpotqa-paragraphs"
-
-
-def read(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.open(encoding="utf-8")]
 
 
 def main(argv: list[str] | None = None) -> None:

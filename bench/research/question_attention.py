@@ -18,7 +18,6 @@ cosine.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -28,6 +27,7 @@ import torch
 
 from sproutrag.encoder.loading import DEFAULT_MODEL, load_model
 from sproutrag.ingest.chunking import chunk_text
+from sproutrag.learn.datasets import read_jsonl
 from sproutrag.learn.metrics import gold_units, paired_difference, score_query
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "hotpotqa-paragraphs"
@@ -60,8 +60,8 @@ def z(x: np.ndarray) -> np.ndarray:
 
 
 def main(split: str) -> None:
-    docs = [json.loads(line) for line in open(DATA / f"{split}.docs.jsonl")]
-    questions = [json.loads(line) for line in open(DATA / f"{split}.queries.jsonl")]
+    docs = read_jsonl(DATA / f"{split}.docs.jsonl")
+    questions = read_jsonl(DATA / f"{split}.queries.jsonl")
     tok, net = load_model(DEFAULT_MODEL, "cpu")
     units = [(d["doc_id"], s, e) for d in docs for s, e in chunk_text(d["text"])]
     text = {d["doc_id"]: d["text"] for d in docs}
