@@ -252,3 +252,37 @@ def test_bounded_lines_match_splitlines_and_drop_long_ones(block):
     starts = [sum(len(p) + 1 for p in parts[:k]) for k in range(len(parts))]
     assert found == [(start, x if len(x) <= 5 else None) for start, x in zip(starts, parts)]
     assert list(bounded_lines(io.BytesIO(b"a\n"), 5, block=block)) == [(0, b"a")]
+
+
+class _CountingReader(io.BytesIO):
+    """BytesIO that counts the bytes its reads return."""
+
+    def __init__(self, data: bytes):
+        super().__init__(data)
+        self.bytes_read = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        out = super().read(size)
+        self.bytes_read += len(out)
+        return out
+
+
+@pytest.mark.parametrize("first_read", [1, 4, 1 << 16])
+def test_jsonl_lines_are_read_again_without_reading_the_rest_of_the_file(monkeypatch,
+                                                                        first_read):
+    from sproutrag.ingest import jsonl
+
+    monkeypatch.setattr(jsonl, "FIRST_READ", first_read)
+    lines = [b"short", b"", b"x" * 40, b"y" * 9, b"the last line, no newline"]
+    starts = [sum(len(p) + 1 for p in lines[:k]) for k in range(len(lines))]
+    fh = _CountingReader(b"\n".join(lines))
+    got = [jsonl._read_line(fh, start, 30) for start in starts]
+    assert got == [x if len(x) <= 30 else None for x in lines]
+    # each read stops within a block past its line (blocks double from FIRST_READ), or
+    # at the limit: twice the line and the first block at most
+    assert fh.bytes_read <= sum(2 * (min(len(x), 30) + 1) + first_read for x in lines)
+    # a short line before a long rest of the file: the rest is not read (reading up to
+    # the 100 MB limit for every line made a JSONL corpus of N lines O(N^2) bytes)
+    big = _CountingReader(b"a\n" + b"b" * 10_000_000)
+    assert jsonl._read_line(big, 0, 100_000_000) == b"a"
+    assert big.bytes_read <= 2 * 2 + first_read
