@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sproutrag.schemas.settings import load_settings
 
+from sproutrag.ingest.sources import DocLimits
 from tests.helpers import CLI, SAMPLE, SMALL_DOCS, make_schema_3
 from tests.processes import free_port, stop_group, wait_http
 
@@ -74,6 +75,28 @@ def test_storage_options_from_settings_and_environment(monkeypatch):
     assert settings.storage.lance_options("s3://b/db")["aws_secret_access_key"] == SECRET
     for text in (repr(settings), str(settings), settings.model_dump_json()):
         assert SECRET not in text
+
+
+def test_a_jsonl_corpus_on_s3_is_read_again_line_by_line(s3, s3_endpoint):
+    """A JSONL corpus on S3: each listed line read again at its offset, a line longer
+    than the first block (8 KiB) whole, one over the limit refused, the rest of the
+    object never needed."""
+    from sproutrag.ingest.corpus import discover
+
+    rows = [{"doc_id": "short", "text": "A short one."},
+            {"doc_id": "long", "text": "word " * 5000},
+            {"doc_id": "huge", "text": "x" * 70_000},
+            {"doc_id": "last", "text": "The last line has no newline."}]
+    body = "\n".join(json.dumps(r) for r in rows).encode()
+    s3.put_object(Bucket="corpus", Key="c.jsonl", Body=body)
+    options = {"key": KEY_ID, "secret": SECRET, "endpoint_url": s3_endpoint,
+               "client_kwargs": {"region_name": REGION}}
+    found = discover("s3://corpus/c.jsonl", storage_options=options,
+                     limits=DocLimits(max_bytes=60_000))
+    assert {d.doc_id: d.text for d in found.docs} == {
+        r["doc_id"]: r["text"] for r in rows if r["doc_id"] != "huge"}
+    [huge] = found.failures
+    assert huge.doc_id == "line 3" and "longer than 60,000 bytes" in huge.reason
 
 
 @pytest.mark.model
