@@ -103,30 +103,18 @@ def list_jsonl(fs: Any, path: str, corpus: str, limits: DocLimits
                                  offset=offset, line=lineno, meta_hash=meta)
 
 
-#: Bytes `_read_line` reads first; a longer line is read on in blocks twice as large.
+#: Bytes `_read_line` reads at a time.
 FIRST_READ = 1 << 13
 
 
 def _read_line(fh: Any, offset: int, limit: int) -> bytes | None:
     """The line at OFFSET (newline stripped), or None when it is longer than LIMIT.
 
-    Reads the line and at most one block past it, never up to LIMIT: reading LIMIT bytes
-    (100 MB by default) for every document copied the rest of the file each time, so a
-    run over a JSONL file of N documents read O(N^2) bytes."""
+    Reads blocks of `FIRST_READ` bytes up to the line's end (`bounded_lines`), never up
+    to LIMIT: reading LIMIT bytes (100 MB by default) for every document copied the rest
+    of the file each time, so a run over a JSONL file of N documents read O(N^2) bytes."""
     fh.seek(offset)
-    buf, block = bytearray(), FIRST_READ
-    while True:
-        scan = len(buf)
-        chunk = fh.read(min(block, limit + 1 - len(buf)))
-        buf += chunk
-        end = buf.find(b"\n", scan)
-        if end >= 0:
-            return bytes(buf[:end]) if end <= limit else None
-        if len(buf) > limit:
-            return None
-        if not chunk:  # the last line, with no newline
-            return bytes(buf)
-        block *= 2
+    return next(bounded_lines(fh, limit, block=FIRST_READ), (offset, b""))[1]
 
 
 def read_jsonl(fs: Any, path: str, corpus: str, items: Iterable[Listed], limits: DocLimits

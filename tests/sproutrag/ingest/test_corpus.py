@@ -278,8 +278,7 @@ def test_jsonl_lines_are_read_again_without_reading_the_rest_of_the_file(monkeyp
     fh = _CountingReader(b"\n".join(lines))
     got = [jsonl._read_line(fh, start, 30) for start in starts]
     assert got == [x if len(x) <= 30 else None for x in lines]
-    # each read stops within a block past its line (blocks double from FIRST_READ), or
-    # at the limit: twice the line and the first block at most
+    # each read stops within a block of FIRST_READ bytes past its line's end
     assert fh.bytes_read <= sum(2 * (min(len(x), 30) + 1) + first_read for x in lines)
     # a short line before a long rest of the file: the rest is not read (reading up to
     # the 100 MB limit for every line made a JSONL corpus of N lines O(N^2) bytes)
