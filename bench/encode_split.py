@@ -5,10 +5,15 @@
 The corpus is `bench/scale.py`'s: N generated documents of 300-500 characters, chunked
 by the index's chunker. In one process, alternating, --repeat times:
 
-1. sentence-transformers' `encode` of the chunks (batch 64): the plain index's encoder;
+1. sentence-transformers' `encode` of the chunks (batch 64): the plain index's encoder,
+   run on the model thread too (a process whose torch runs on two threads holds two
+   OpenMP teams, and on a small machine both then run slower: the module's docstring);
 2. `Encoder.encode_documents` of the documents, called directly (what the flow's encode
    task calls), and its two passes timed apart: the relations pass over each document's
-   windows (only the layers the trained mix weighs) and the chunks embedded alone.
+   windows (only the layers the trained mix weighs) and the chunks embedded alone;
+3. the same call made from a new thread each time, as the thread runner's encode tasks
+   make it (the forward passes run on the process's model thread either way:
+   `sproutrag.encoder.model_thread`; before it, this row was 1.2-1.3x the direct one).
 
 Prints seconds and the ratios. The flow's own encode stage (the same call inside a
 Prefect task, beside the other stages) is `bench/scale.py --docs N`'s "encode" timing.
@@ -23,6 +28,7 @@ import os
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -48,6 +54,7 @@ def main() -> None:
 
     from sproutrag.encoder.encoder import DEFAULT_MODEL
     from sproutrag.encoder.factory import shared_encoder
+    from sproutrag.encoder.model_thread import on_model_thread
     from sproutrag.encoder.windows import cut_windows
     from sproutrag.ingest.chunking import chunk_text
 
@@ -59,8 +66,8 @@ def main() -> None:
           f"{dict(sorted(shape.items()))}")
     enc = shared_encoder(load_settings())
     enc.encode_texts(["warm up"])
-    st = SentenceTransformer(DEFAULT_MODEL, device="cpu")
-    st.encode(["warm up"])
+    st = on_model_thread(SentenceTransformer, DEFAULT_MODEL, device="cpu")
+    on_model_thread(st.encode, ["warm up"])
 
     def passes() -> tuple[float, float]:
         plans = enc._plans(pairs)
@@ -71,9 +78,12 @@ def main() -> None:
 
     rows = collections.defaultdict(list)
     for _ in range(args.repeat):
-        rows["plain"].append(timed(lambda: st.encode(texts, batch_size=64,
-                                                     normalize_embeddings=True)))
+        rows["plain"].append(timed(lambda: on_model_thread(
+            st.encode, texts, batch_size=64, normalize_embeddings=True)))
         rows["ours"].append(timed(lambda: enc.encode_documents(pairs)))
+        with ThreadPoolExecutor(1) as task_thread:
+            rows["ours, from a task thread"].append(
+                timed(lambda: task_thread.submit(enc.encode_documents, pairs).result()))
         windows, alone = passes()
         rows["relations pass"].append(windows)
         rows["chunks alone"].append(alone)
