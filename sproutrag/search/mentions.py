@@ -14,7 +14,10 @@ Bearse" join the run, a title opening it is dropped: "Dr. Jane Doe" is "jane doe
 `words` writes them ("Grey's Anatomy" is "grey s anatomy"), stopwords trimmed from their
 ends; a run that joins two names is also each of them ("Smith v. Jones" also "smith" and
 "jones", "Pfizer's Comirnaty" also "pfizer" and "comirnaty"), and a run that opens with an
-acronym and "of" or "for" is also what follows ("EBITDA of Netflix" also "netflix"). A
+acronym or a filing and "of" or "for" is also what follows ("EBITDA of Netflix" also
+"netflix", "the 10-K of Procter & Gamble" also "procter gamble"), and a run that ends with
+a company's legal form is also the run without it ("Apple Inc." also "apple"; a legal
+form alone, "Inc", is no entity: rule 39). A
 capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
 drops its first word when that is a function word ("Among PepsiCo" is "pepsico"), and a
 single such word is no entity ("Under", "Some") unless it is possessive ("Pfizer's") or
@@ -67,6 +70,11 @@ _POSSESSIVE = re.compile(r"['’]s$")
 _ACRONYM = re.compile(r"[A-Z]{2,}")
 #: What ends a sentence: a capitalised word after it (or first) opens the next.
 _SENTENCE_END = ".!?:;"
+#: A company's legal form at the end of its name, dots left out ("Inc.", "S.A."): a name
+#: is also itself without it, as reports write it ("General Electric"; rule 39).
+_LEGAL_FORMS = frozenset("""
+    inc incorporated corp corporation co company ltd limited llc plc ag sa nv se gmbh lp llp
+""".split())
 
 
 def question_entities(query: str) -> list[str]:
@@ -112,18 +120,21 @@ def _entities(query: str) -> tuple[str, ...]:
         if len(run) > 1 and run[0] in _TITLES:
             run.pop(0)  # "Dr. Jane Doe": a text may write "Jane Doe" or "Dr. Doe"
         for part in _parts(run):
-            name = _name(part)
-            if name:
-                out.setdefault(name)
+            for form in (part, _without_legal_form(part)):
+                name = _name(form) if form else None
+                if name:
+                    out.setdefault(name)
     return tuple(out)
 
 
 def _parts(run: list[str]) -> list[list[str]]:
     """RUN, then its pieces when it joins names: a case's two sides ("Smith v. Jones"),
     the two sides of a possessive ("Pfizer's Comirnaty": "Pfizer's", "Comirnaty") and what
-    follows an acronym's "of" or "for" ("EBITDA of Netflix": "Netflix")."""
-    if len(run) > 2 and _ACRONYM.fullmatch(run[0]) and run[1].lower() in ("of", "for"):
-        return [run] + _parts(run[2:])
+    follows an acronym's or a filing's "of" or "for" ("EBITDA of Netflix": "Netflix"; "Form
+    10-K of Abbott": "Abbott")."""
+    after = _after_filing(run)
+    if after:
+        return [run] + _parts(after)
     pieces: list[list[str]] = []
     piece: list[str] = []
     for w in run:
@@ -139,14 +150,48 @@ def _parts(run: list[str]) -> list[list[str]]:
     return [run] + pieces if len(pieces) > 1 else [run]
 
 
+def _after_filing(run: list[str]) -> list[str]:
+    """What follows the first "of" or "for" of RUN when every word before it is an acronym
+    ("EBITDA"), a form that holds a digit ("10-K", "FY2020"), "Form" or a stopword ("the"),
+    one of them an acronym or a form (rules 38 and 39); else nothing."""
+    for i, w in enumerate(run):
+        if w.lower() in ("of", "for"):
+            head = run[:i]
+            if (i + 1 < len(run) and any(_filing_word(x) for x in head)
+                    and all(_filing_word(x) or x == "Form" or _trimmed(x) for x in head)):
+                return run[i + 1:]
+            return []
+    return []
+
+
+def _filing_word(word: str) -> bool:
+    """An acronym ("EBITDA") or a form or period that holds a digit ("10-K", "Q4")."""
+    return _ACRONYM.fullmatch(word) is not None or any(c.isdigit() for c in word)
+
+
+def _without_legal_form(run: list[str]) -> list[str]:
+    """RUN without its last word when that is a company's legal form ("Inc.", "S.A.";
+    `_LEGAL_FORMS`) and something precedes it; else nothing (rule 39)."""
+    if len(run) > 1 and _legal_form(run[-1]):
+        return run[:-1]
+    return []
+
+
+def _legal_form(word: str) -> bool:
+    return word.replace(".", "").lower() in _LEGAL_FORMS
+
+
 def _name(run: list[str]) -> str | None:
     """RUN's words lower-cased and joined by one space as `words` writes them (a
     possessive's "s" a word of its own, "Grey's Anatomy" -> "grey s anatomy"; dropped from
     the last word: "Pfizer's" -> "pfizer"), stopwords and joiners trimmed from both ends;
-    None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, or every word
-    holds a digit, the joiners aside (a period or a form: rule 36)."""
+    None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, every word
+    holds a digit, the joiners aside (a period or a form: rule 36), or it is a legal form
+    alone ("Inc", "Company": rule 39)."""
     if all(any(c.isdigit() for c in w) for w in run if w.lower() not in _JOINERS):
         return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
+    if all(_legal_form(w) or _trimmed(w) for w in run):
+        return None  # a legal form alone ("Acme, Inc.": "Inc"), every company's: rule 39
     run = run[:-1] + [_POSSESSIVE.sub("", run[-1])]
     while run and _trimmed(run[0]):
         run = run[1:]

@@ -25,7 +25,7 @@ from sproutrag.search.mentions import (
     ("In the agreements with the University of Bristol and with Add-X Biotech: x",
      ["university of bristol", "add x biotech"]),  # joiners inside, stopwords trimmed
     ("What was IBM's revenue in 2019, Procter & Gamble's?", ["ibm", "procter gamble"]),
-    ("Did Acme, Inc. report it?", ["acme", "inc"]),  # punctuation ends a run
+    ("Did Acme, Inc. report it?", ["acme"]),  # punctuation ends a run; "Inc" alone: none
     ("what does the contract say about payment?", []),
     ("The Hague", ["hague"]),
     ("Is it GE's?", []),  # shorter than 3 characters
@@ -52,6 +52,18 @@ from sproutrag.search.mentions import (
     ("Is AMD's quick ratio healthy for Q2 of FY22?", ["amd"]),  # joiners between forms
     ("Did COVID-19 hurt Pfizer's FY2021 revenue?", ["pfizer s fy2021", "pfizer"]),
     ("According to Amazon's 10-K, what?", ["amazon s 10 k", "amazon"]),
+    # rule 39: a company's legal form, and a filing's "of"
+    ("How many employees did General Electric Company have?",
+     ["general electric company", "general electric"]),
+    ("What was Apple Inc.'s revenue, and Nestlé S.A.'s?", ["apple inc", "apple", "nestlé s a",
+                                                          "nestlé"]),
+    ("Is Wells Fargo & Company solvent?", ["wells fargo company", "wells fargo"]),
+    ("What does the 10-K of Procter & Gamble say?", ["10 k of procter gamble",
+                                                     "procter gamble"]),
+    ("In the Form 10-K of Abbott Laboratories, what?",
+     ["form 10 k of abbott laboratories", "abbott laboratories"]),
+    ("What did the Company of Merchants and the Company say?", ["company of merchants"]),
+    ("In the Form of Government, what?", ["form of government"]),  # no filing before "of"
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -87,7 +99,10 @@ def test_the_names_of_reports_questions_name_their_documents():
                        ("Who stars in Grey's Anatomy?", "grey"),
                        ("In Smith v. Jones, what did the court hold?", "case"),
                        # rule 36: Merck's report alone writes "FY2018", but it is no name
-                       ("What was Pfizer's FY2018 revenue?", "pfizer")):
+                       ("What was Pfizer's FY2018 revenue?", "pfizer"),
+                       # rule 39: the report writes "Pfizer Inc." and Merck's "Merck & Co."
+                       ("What did the 10-K of Merck & Co., Inc. say?", "merck"),
+                       ("What was the revenue of Pfizer Incorporated?", "pfizer")):
         assert mentioned_documents(question_entities(query), texts) == [doc], query
 
 
