@@ -17,9 +17,12 @@ ends; a run that joins two names is also each of them ("Smith v. Jones" also "sm
 acronym or a filing and "of" or "for" is also what follows ("EBITDA of Netflix" also
 "netflix", "the 10-K of Procter & Gamble" also "procter gamble"), and a run that ends with
 a company's legal form is also the run without it ("Apple Inc." also "apple"; a legal
-form alone, "Inc", is no entity: rule 39). A
+form alone, "Inc", is no entity: rule 39). A document's "of" splits too ("the License
+Agreement of Cerence" also "cerence"), and a run joined to a period is also what comes
+before it ("Boeing for Q2 of FY2022" also "boeing"; rule 40). A
 capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
-drops its first word when that is a function word ("Among PepsiCo" is "pepsico"), and a
+drops its first word when that is a function word or an instruction's verb ("Among
+PepsiCo" is "pepsico", "Consider the Annual Report" "annual report"), and a
 single such word is no entity ("Under", "Some") unless it is possessive ("Pfizer's") or
 has a capital after its first letter ("AMD"). A run whose every word holds a digit (the
 joiners aside) is a period or a form, no name ("FY2018", "Q4", "Q2 of FY22", "10-K").
@@ -49,7 +52,8 @@ _TOKEN = re.compile(r"(?:[A-Z]\.)+(?=\s+[A-Z])|\b(?:Mrs|Mr|Ms|Dr|Prof|St|vs|v)\.
 _CASE_JOINERS = frozenset({"v.", "vs."})
 _TITLES = frozenset({"Mr.", "Mrs.", "Ms.", "Dr.", "Prof."})
 #: Words that open a sentence capitalised without being a name: a run opening a sentence
-#: drops its first word when it is one of these ("Among PepsiCo", "According to").
+#: drops its first word when it is one of these ("Among PepsiCo", "According to",
+#: an instruction's "Consider the ...": rule 40).
 _OPENERS = frozenset("""
     a about above according across after against all along although among an and any are
     around as assuming at based because before behind below beneath beside besides between
@@ -60,6 +64,7 @@ _OPENERS = frozenset("""
     these they this those though through throughout to toward towards under unless until
     up upon using via was we were what when where whether which while who whom whose why
     will with within without would
+    calculate compare consider describe explain find identify list summarise summarize
 """.split())
 #: What may separate two words of one run: spaces, or nothing else.
 _GAP = re.compile(r"\s+")
@@ -74,6 +79,12 @@ _SENTENCE_END = ".!?:;"
 #: is also itself without it, as reports write it ("General Electric"; rule 39).
 _LEGAL_FORMS = frozenset("""
     inc incorporated corp corporation co company ltd limited llc plc ag sa nv se gmbh lp llp
+""".split())
+#: Kinds of documents: "the Software License Agreement of Cerence" is also "Cerence"
+#: (rule 40).
+_DOCUMENT_KINDS = frozenset("""
+    agreement contract license licence lease policy report statement filing plan amendment
+    memorandum letter prospectus
 """.split())
 
 
@@ -120,11 +131,22 @@ def _entities(query: str) -> tuple[str, ...]:
         if len(run) > 1 and run[0] in _TITLES:
             run.pop(0)  # "Dr. Jane Doe": a text may write "Jane Doe" or "Dr. Doe"
         for part in _parts(run):
-            for form in (part, _without_legal_form(part)):
-                name = _name(form) if form else None
+            for form in _shorter_forms(part):
+                name = _name(form)
                 if name:
                     out.setdefault(name)
     return tuple(out)
+
+
+def _shorter_forms(run: list[str]) -> list[list[str]]:
+    """RUN, then itself without a period joined to its end ("Boeing for Q2 of FY2022":
+    "Boeing"; rule 40), then each of those without a legal form at its end ("Apple Inc.":
+    "Apple"; rule 39). Each is a part of RUN, so a text that writes RUN writes it too."""
+    forms = [run]
+    before_period = _without_period(run)
+    if before_period:
+        forms.append(before_period)
+    return forms + [f for f in map(_without_legal_form, forms) if f]
 
 
 def _parts(run: list[str]) -> list[list[str]]:
@@ -153,20 +175,40 @@ def _parts(run: list[str]) -> list[list[str]]:
 def _after_filing(run: list[str]) -> list[str]:
     """What follows the first "of" or "for" of RUN when every word before it is an acronym
     ("EBITDA"), a form that holds a digit ("10-K", "FY2020"), "Form" or a stopword ("the"),
-    one of them an acronym or a form (rules 38 and 39); else nothing."""
+    one of them an acronym or a form (rules 38 and 39), or when that is an "of" after a
+    kind of document ("the License Agreement of Cerence": rule 40); else nothing."""
     for i, w in enumerate(run):
         if w.lower() in ("of", "for"):
             head = run[:i]
-            if (i + 1 < len(run) and any(_filing_word(x) for x in head)
+            if i + 1 == len(run):
+                return []
+            if (any(_filing_word(x) for x in head)
                     and all(_filing_word(x) or x == "Form" or _trimmed(x) for x in head)):
+                return run[i + 1:]
+            if w.lower() == "of" and head and head[-1].lower() in _DOCUMENT_KINDS:
                 return run[i + 1:]
             return []
     return []
 
 
+def _without_period(run: list[str]) -> list[str]:
+    """RUN before a joiner that only periods or forms (words that hold a digit) and
+    joiners follow ("Boeing for Q2 of FY2022": "Boeing"); else nothing (rule 40)."""
+    for j in range(1, len(run)):
+        tail = run[j:]
+        if (run[j].lower() in _JOINERS and any(_has_digit(w) for w in tail)
+                and all(_has_digit(w) or w.lower() in _JOINERS for w in tail)):
+            return run[:j]
+    return []
+
+
+def _has_digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
+
+
 def _filing_word(word: str) -> bool:
     """An acronym ("EBITDA") or a form or period that holds a digit ("10-K", "Q4")."""
-    return _ACRONYM.fullmatch(word) is not None or any(c.isdigit() for c in word)
+    return _ACRONYM.fullmatch(word) is not None or _has_digit(word)
 
 
 def _without_legal_form(run: list[str]) -> list[str]:

@@ -64,6 +64,17 @@ from sproutrag.search.mentions import (
      ["form 10 k of abbott laboratories", "abbott laboratories"]),
     ("What did the Company of Merchants and the Company say?", ["company of merchants"]),
     ("In the Form of Government, what?", ["form of government"]),  # no filing before "of"
+    # rule 40: the forms of benchmark-style report and contract questions
+    ("Consider the Software License Agreement of Cerence Inc.; is there a cap?",
+     ["software license agreement of cerence inc", "software license agreement of cerence",
+      "cerence inc", "cerence"]),
+    ("Compare Pfizer and Merck.", ["pfizer", "merck"]),  # an instruction's verb opens
+    ("What is the quick ratio for Boeing for Q2 of FY2022?", ["boeing for q2 of fy2022",
+                                                              "boeing"]),
+    ("What were the sales of Bank of America for FY2020?", ["bank of america for fy2020",
+                                                           "bank of america"]),
+    ("What does the Statement of Cash Flows say?", ["statement of cash flows", "cash flows"]),
+    ("Did the Department of Justice act?", ["department of justice"]),  # no document's "of"
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -102,7 +113,10 @@ def test_the_names_of_reports_questions_name_their_documents():
                        ("What was Pfizer's FY2018 revenue?", "pfizer"),
                        # rule 39: the report writes "Pfizer Inc." and Merck's "Merck & Co."
                        ("What did the 10-K of Merck & Co., Inc. say?", "merck"),
-                       ("What was the revenue of Pfizer Incorporated?", "pfizer")):
+                       ("What was the revenue of Pfizer Incorporated?", "pfizer"),
+                       # rule 40: an instruction, a document's "of", a trailing period
+                       ("Consider the Annual Report of Pfizer Inc.; what grew?", "pfizer"),
+                       ("What was the quick ratio for Merck for Q2 of FY2018?", "merck")):
         assert mentioned_documents(question_entities(query), texts) == [doc], query
 
 
