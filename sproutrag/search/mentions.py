@@ -25,7 +25,8 @@ drops its first word when that is a function word or an instruction's verb ("Amo
 PepsiCo" is "pepsico", "Consider the Annual Report" "annual report"), and a
 single such word is no entity ("Under", "Some") unless it is possessive ("Pfizer's") or
 has a capital after its first letter ("AMD"). A run whose every word holds a digit (the
-joiners aside) is a period or a form, no name ("FY2018", "Q4", "Q2 of FY22", "10-K").
+joiners aside) is a period or a form, no name ("FY2018", "Q4", "Q2 of FY22", "10-K"),
+and so is a currency, a measure or a role ("USD", "EBITDA", "MRI", "CEO": rule 41).
 A searched document is mentioned when it is the only searched document whose text
 writes one of them (as whole words): an entity two searched documents write ("Receiving
 Party", "Agreement") names neither.
@@ -80,6 +81,18 @@ _SENTENCE_END = ".!?:;"
 _LEGAL_FORMS = frozenset("""
     inc incorporated corp corporation co company ltd limited llc plc ag sa nv se gmbh lp llp
 """.split())
+#: Terms every report of a kind may write, no document's name, as `_name` writes them: a
+#: currency's code, an accounting standard or measure, a clinical measure or test, a
+#: corporate role (rule 41). An entity that is one of them as a whole is none.
+_TERMS = frozenset([
+    "usd", "eur", "gbp", "jpy", "cny", "rmb", "chf", "cad", "aud", "inr", "krw", "hkd",
+    "sgd", "sek", "nok", "dkk", "brl", "mxn", "zar", "rub",
+    "gaap", "ifrs", "ebitda", "ebit", "eps", "cogs", "sg a", "r d", "pp e", "p l", "roe",
+    "roa", "roi", "roic", "fcf", "dpo", "dso", "dio", "capex", "opex", "yoy", "ttm", "ltm",
+    "cagr", "npv", "irr", "wacc",
+    "mri", "ecg", "ekg", "eeg", "bmi", "icu", "cbc",
+    "ceo", "cfo", "coo", "cto",
+])
 #: Kinds of documents: "the Software License Agreement of Cerence" is also "Cerence"
 #: (rule 40).
 _DOCUMENT_KINDS = frozenset("""
@@ -228,8 +241,8 @@ def _name(run: list[str]) -> str | None:
     possessive's "s" a word of its own, "Grey's Anatomy" -> "grey s anatomy"; dropped from
     the last word: "Pfizer's" -> "pfizer"), stopwords and joiners trimmed from both ends;
     None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, every word
-    holds a digit, the joiners aside (a period or a form: rule 36), or it is a legal form
-    alone ("Inc", "Company": rule 39)."""
+    holds a digit, the joiners aside (a period or a form: rule 36), it is a legal form
+    alone ("Inc", "Company": rule 39) or a term of `_TERMS` ("USD", "EBITDA": rule 41)."""
     if all(any(c.isdigit() for c in w) for w in run if w.lower() not in _JOINERS):
         return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
     if all(_legal_form(w) or _trimmed(w) for w in run):
@@ -241,7 +254,8 @@ def _name(run: list[str]) -> str | None:
         run = run[:-1]
     ws = re.findall(r"\w+", " ".join(run).lower())
     name = " ".join(ws)
-    if len(name) >= MIN_ENTITY_CHARS and not all(w in STOPWORDS or w.isdigit() for w in ws):
+    if (len(name) >= MIN_ENTITY_CHARS and name not in _TERMS
+            and not all(w in STOPWORDS or w.isdigit() for w in ws)):
         return name
     return None
 

@@ -75,6 +75,10 @@ from sproutrag.search.mentions import (
                                                            "bank of america"]),
     ("What does the Statement of Cash Flows say?", ["statement of cash flows", "cash flows"]),
     ("Did the Department of Justice act?", ["department of justice"]),  # no document's "of"
+    # rule 41: a currency, a measure or a role is no name
+    ("What is the capital expenditure (in USD millions) for 3M?", []),
+    ("Was the CEO of Acme paid in EUR? Its EBITDA, ROIC and R&D?", ["ceo of acme", "acme"]),
+    ("Did the MRI at Mayo Clinic show it?", ["mayo clinic"]),
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -118,6 +122,20 @@ def test_the_names_of_reports_questions_name_their_documents():
                        ("Consider the Annual Report of Pfizer Inc.; what grew?", "pfizer"),
                        ("What was the quick ratio for Merck for Q2 of FY2018?", "merck")):
         assert mentioned_documents(question_entities(query), texts) == [doc], query
+
+
+def test_a_currency_in_the_question_names_no_report_that_writes_it():
+    """Rule 41: a FinanceBench-style question writes its unit in capitals; the one report
+    that writes "USD" is not the question's (it named that report before)."""
+    from sproutrag.names import words
+
+    texts = {"mmm": words("3M Company annual report. Capital expenditures were $1.6 billion."),
+             "bayer": words("Bayer AG annual report. Figures in USD millions."),
+             "pfizer": words("Pfizer Inc. annual report. Capital expenditures rose.")}
+    query = "What is the FY2018 capital expenditure amount (in USD millions) for 3M?"
+    assert question_entities(query) == []
+    assert mentioned_documents(question_entities(query), texts) == []
+    assert mentioned_documents(["usd"], texts) == ["bayer"]  # what "usd" named
 
 
 def test_the_dominant_writer_of_a_shared_entity_names_it_per_word_of_its_text():
