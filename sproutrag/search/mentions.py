@@ -19,7 +19,8 @@ acronym or a filing and "of" or "for" is also what follows ("EBITDA of Netflix" 
 a company's legal form is also the run without it ("Apple Inc." also "apple"; a legal
 form alone, "Inc", is no entity: rule 39). A document's "of" splits too ("the License
 Agreement of Cerence" also "cerence"), and a run joined to a period is also what comes
-before it ("Boeing for Q2 of FY2022" also "boeing"; rule 40). A
+before it ("Boeing for Q2 of FY2022" also "boeing"; rule 40), and a run that opens
+with a role is also the name after it ("Plaintiff John Doe" also "john doe"; rule 42). A
 capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
 drops its first word when that is a function word or an instruction's verb ("Among
 PepsiCo" is "pepsico", "Consider the Annual Report" "annual report"), and a
@@ -93,6 +94,12 @@ _TERMS = frozenset([
     "mri", "ecg", "ekg", "eeg", "bmi", "icu", "cbc",
     "ceo", "cfo", "coo", "cto",
 ])
+#: Roles written before a party's or a person's name: "Plaintiff John Doe" is also "John
+#: Doe" (rule 42).
+_ROLES = frozenset("""
+    plaintiff defendant appellant appellee petitioner respondent claimant debtor creditor
+    judge justice patient senator governor president
+""".split())
 #: Kinds of documents: "the Software License Agreement of Cerence" is also "Cerence"
 #: (rule 40).
 _DOCUMENT_KINDS = frozenset("""
@@ -152,13 +159,14 @@ def _entities(query: str) -> tuple[str, ...]:
 
 
 def _shorter_forms(run: list[str]) -> list[list[str]]:
-    """RUN, then itself without a period joined to its end ("Boeing for Q2 of FY2022":
-    "Boeing"; rule 40), then each of those without a legal form at its end ("Apple Inc.":
+    """RUN, then itself without a role at its start ("Plaintiff John Doe": "John Doe"; rule
+    42), then those without a period joined to their end ("Boeing for Q2 of FY2022":
+    "Boeing"; rule 40), then all of those without a legal form at their end ("Apple Inc.":
     "Apple"; rule 39). Each is a part of RUN, so a text that writes RUN writes it too."""
     forms = [run]
-    before_period = _without_period(run)
-    if before_period:
-        forms.append(before_period)
+    if len(run) > 1 and run[0].lower() in _ROLES and run[1][:1].isupper():
+        forms.append(run[1:])  # "Plaintiff John Doe": "John Doe" (rule 42)
+    forms += [f for f in map(_without_period, forms) if f]
     return forms + [f for f in map(_without_legal_form, forms) if f]
 
 

@@ -79,6 +79,12 @@ from sproutrag.search.mentions import (
     ("What is the capital expenditure (in USD millions) for 3M?", []),
     ("Was the CEO of Acme paid in EUR? Its EBITDA, ROIC and R&D?", ["ceo of acme", "acme"]),
     ("Did the MRI at Mayo Clinic show it?", ["mayo clinic"]),
+    # rule 42: a role before a name
+    ("What did Plaintiff John Doe allege against Defendant Acme Corp?",
+     ["plaintiff john doe", "john doe", "defendant acme corp", "acme corp", "defendant acme",
+      "acme"]),
+    ("What did Justice Ginsburg write?", ["justice ginsburg", "ginsburg"]),
+    ("Did the Judge rule?", ["judge"]),  # a role alone stays what it was
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -120,7 +126,9 @@ def test_the_names_of_reports_questions_name_their_documents():
                        ("What was the revenue of Pfizer Incorporated?", "pfizer"),
                        # rule 40: an instruction, a document's "of", a trailing period
                        ("Consider the Annual Report of Pfizer Inc.; what grew?", "pfizer"),
-                       ("What was the quick ratio for Merck for Q2 of FY2018?", "merck")):
+                       ("What was the quick ratio for Merck for Q2 of FY2018?", "merck"),
+                       # rule 42: the judgment writes "Jones", not "Plaintiff Jones"
+                       ("What did Plaintiff Jones claim in damages?", "case")):
         assert mentioned_documents(question_entities(query), texts) == [doc], query
 
 
