@@ -251,7 +251,7 @@ def _name(run: list[str]) -> str | None:
     None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, every word
     holds a digit, the joiners aside (a period or a form: rule 36), it is a legal form
     alone ("Inc", "Company": rule 39) or a term of `_TERMS` ("USD", "EBITDA": rule 41)."""
-    if all(any(c.isdigit() for c in w) for w in run if w.lower() not in _JOINERS):
+    if all(_has_digit(w) for w in run if w.lower() not in _JOINERS):
         return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
     if all(_legal_form(w) or _trimmed(w) for w in run):
         return None  # a legal form alone ("Acme, Inc.": "Inc"), every company's: rule 39
