@@ -75,6 +75,19 @@ MIN_ENTITY_CHARS = 3
 _POSSESSIVE = re.compile(r"['’]s$")
 #: A word of capitals only ("EBITDA", "CEO"): a measure or a role, not a name's start.
 _ACRONYM = re.compile(r"[A-Z]{2,}")
+#: The shapes of a word that is a period or a filing's form, not a code that may name
+#: something (rule 43): a number, an amount, a percentage, an ordinal or a decade ("1,200",
+#: "$3.5M", "21st", "1990s"); a fiscal year, a quarter or a half ("FY2018", "Q4", "Q2-2020",
+#: "1Q19", "H1"); a filing ("10-K", "20-F", "10-K405", "14A", "S-1"); a date or a range
+#: ("2019-12-31", "2019-20"). Every shape holds a digit.
+_PERIOD = re.compile(r"""
+      [$€£]?\d[\d,.]*(?:%|[kmb]n?|st|nd|rd|th|s)?
+    | (?:fy|cy)['’-]?\d{2,4}
+    | [qh][1-4](?:['’-]?(?:fy)?\d{2,4})?
+    | [1-4][qh]['’-]?\d{2,4}
+    | \d{1,2}-[a-z]\d{0,3} | \d{1,3}[a-z] | [sf]-(?:1|3|4|8|11)
+    | \d{1,4}(?:[-/.]\d{1,4})+
+""", re.IGNORECASE | re.VERBOSE)
 #: What ends a sentence: a capitalised word after it (or first) opens the next.
 _SENTENCE_END = ".!?:;"
 #: A company's legal form at the end of its name, dots left out ("Inc.", "S.A."): a name
@@ -84,7 +97,8 @@ _LEGAL_FORMS = frozenset("""
 """.split())
 #: Terms every report of a kind may write, no document's name, as `_name` writes them: a
 #: currency's code, an accounting standard or measure, a clinical measure or test, a
-#: corporate role (rule 41). An entity that is one of them as a whole is none.
+#: corporate role (rule 41), a code every report of a kind writes (rule 43). An entity
+#: that is one of them as a whole is none.
 _TERMS = frozenset([
     "usd", "eur", "gbp", "jpy", "cny", "rmb", "chf", "cad", "aud", "inr", "krw", "hkd",
     "sgd", "sek", "nok", "dkk", "brl", "mxn", "zar", "rub",
@@ -93,6 +107,7 @@ _TERMS = frozenset([
     "cagr", "npv", "irr", "wacc",
     "mri", "ecg", "ekg", "eeg", "bmi", "icu", "cbc",
     "ceo", "cfo", "coo", "cto",
+    "covid 19", "sars cov 2", "h1n1", "h5n1", "hba1c", "co2", "pm2 5", "pm10",
 ])
 #: Roles written before a party's or a person's name: "Plaintiff John Doe" is also "John
 #: Doe" (rule 42).
@@ -213,18 +228,24 @@ def _after_filing(run: list[str]) -> list[str]:
 
 
 def _without_period(run: list[str]) -> list[str]:
-    """RUN before a joiner that only periods or forms (words that hold a digit) and
-    joiners follow ("Boeing for Q2 of FY2022": "Boeing"); else nothing (rule 40)."""
+    """RUN before a joiner that only periods or forms (`_period`) and joiners follow
+    ("Boeing for Q2 of FY2022": "Boeing"); else nothing (rule 40)."""
     for j in range(1, len(run)):
         tail = run[j:]
-        if (run[j].lower() in _JOINERS and any(_has_digit(w) for w in tail)
-                and all(_has_digit(w) or w.lower() in _JOINERS for w in tail)):
+        if (run[j].lower() in _JOINERS and any(_period(w) for w in tail)
+                and all(_period(w) or w.lower() in _JOINERS for w in tail)):
             return run[:j]
     return []
 
 
 def _has_digit(word: str) -> bool:
     return any(c.isdigit() for c in word)
+
+
+def _period(word: str) -> bool:
+    """Whether WORD (its possessive aside) is a period or a filing's form ("FY2018's",
+    "Q4", "10-K"), not a code that may be a name ("KEYNOTE-189", "BNT162b2"; rule 43)."""
+    return _PERIOD.fullmatch(_POSSESSIVE.sub("", word)) is not None
 
 
 def _filing_word(word: str) -> bool:
@@ -248,10 +269,11 @@ def _name(run: list[str]) -> str | None:
     """RUN's words lower-cased and joined by one space as `words` writes them (a
     possessive's "s" a word of its own, "Grey's Anatomy" -> "grey s anatomy"; dropped from
     the last word: "Pfizer's" -> "pfizer"), stopwords and joiners trimmed from both ends;
-    None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, every word
-    holds a digit, the joiners aside (a period or a form: rule 36), it is a legal form
-    alone ("Inc", "Company": rule 39) or a term of `_TERMS` ("USD", "EBITDA": rule 41)."""
-    if all(_has_digit(w) for w in run if w.lower() not in _JOINERS):
+    None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, every word is
+    a period or a form, the joiners aside (rules 36 and 43: "Q2 of FY22", not "KEYNOTE-189"),
+    it is a legal form alone ("Inc", "Company": rule 39) or a term of `_TERMS` ("USD",
+    "EBITDA", "COVID-19": rules 41 and 43)."""
+    if all(_period(w) for w in run if w.lower() not in _JOINERS):
         return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
     if all(_legal_form(w) or _trimmed(w) for w in run):
         return None  # a legal form alone ("Acme, Inc.": "Inc"), every company's: rule 39

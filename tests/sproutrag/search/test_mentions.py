@@ -85,6 +85,14 @@ from sproutrag.search.mentions import (
       "acme"]),
     ("What did Justice Ginsburg write?", ["justice ginsburg", "ginsburg"]),
     ("Did the Judge rule?", ["judge"]),  # a role alone stays what it was
+    # rule 43: a code is a name, a period is none
+    ("What was the response rate in KEYNOTE-189?", ["keynote 189"]),
+    ("Was BNT162b2 or mRNA-1273 safer in NCT04368728?", ["bnt162b2", "mrna 1273",
+                                                          "nct04368728"]),
+    ("Did the A320neo sell in Q2-2020, 1Q19, H1 or FY22?", ["a320neo"]),
+    ("Who flew the F-16 in the 1990s?", ["f 16"]),
+    ("What did the 20-F, the S-1 and the 10-K405 say on 2019-12-31?", []),
+    ("Did COVID-19 or SARS-CoV-2 raise HbA1c or CO2?", []),  # codes every report writes
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -144,6 +152,21 @@ def test_a_currency_in_the_question_names_no_report_that_writes_it():
     assert question_entities(query) == []
     assert mentioned_documents(question_entities(query), texts) == []
     assert mentioned_documents(["usd"], texts) == ["bayer"]  # what "usd" named
+
+
+def test_a_trial_s_code_names_the_report_of_that_trial():
+    """Rule 43: a clinical report is named by its trial's or its drug's code, which holds a
+    digit; before, every word that held one was taken for a period and named nothing. A
+    period the other report alone writes still names none."""
+    from sproutrag.names import words
+
+    texts = {"keynote": words("KEYNOTE-189 enrolled 616 patients in FY2018 on pembrolizumab."),
+             "checkmate": words("CheckMate 227 enrolled 1,739 patients on nivolumab in Q4."),
+             "covid": words("In COVID-19 the BNT162b2 vaccine was 95% effective.")}
+    for query, docs in (("How many patients did KEYNOTE-189 enroll?", ["keynote"]),
+                        ("How effective was BNT162b2 in COVID-19?", ["covid"]),
+                        ("How many patients were enrolled in Q4 of FY2018?", [])):
+        assert mentioned_documents(question_entities(query), texts) == docs, query
 
 
 def test_the_dominant_writer_of_a_shared_entity_names_it_per_word_of_its_text():
@@ -375,8 +398,8 @@ def test_word_texts_are_read_once_and_only_for_questions_with_entities(tmp_path,
     assert reads and len(builds) == len(reads)
 
 
-def _unchosen_pool(tmp_path, text_index: bool = True):
-    """Acme's agreement writes its party once, in its preamble, and its vectors are far
+def _unchosen_pool(tmp_path, text_index: bool = True, party: str = "Acme Holdings"):
+    """Acme's agreement writes its party (PARTY) once, in its preamble, and its vectors are far
     from the question; five look-alikes are near it ("Beta Corp" written by two of them,
     "Delta Mills" by one). A vector first stage of 2 documents leaves Acme out."""
     from sproutrag.search.retriever import Retriever
@@ -389,7 +412,7 @@ def _unchosen_pool(tmp_path, text_index: bool = True):
                  "Either party may end it on notice."]
         return line_document(doc_id, lines, leaf_vectors(rng, near, 3, TOY_DIM))
 
-    docs = [agreement("acme", "Acme Holdings", 0.1)]
+    docs = [agreement("acme", party, 0.1)]
     docs += [agreement(f"other{i}", ("Beta Corp", "Beta Corp", "Delta Mills", "Gamma Ltd",
                                      "Omega Inc")[i], 0.9 - 0.05 * i) for i in range(5)]
     db, encoder = line_pool(tmp_path / "db", docs, rng=rng)
@@ -433,6 +456,21 @@ def test_the_document_a_question_names_is_fetched_from_the_whole_corpus(tmp_path
         "other0", "other1"}
     assert "acme" not in {h.doc_id for h in r.search_vector(
         query, qvec, k=3, mode=mode, allowed={"other0", "other1", "other2"})}
+
+
+def test_a_document_named_by_a_code_is_fetched_through_the_text_index(tmp_path):
+    """Rule 43: a code ("KEYNOTE-189") is an entity, the full-text index finds the one
+    document that writes it, and the search keeps to that document."""
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _unchosen_pool(tmp_path, party="the KEYNOTE-189 investigators")
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
+    query = "When is payment due under the agreement with KEYNOTE-189?"
+    assert question_entities(query) == ["keynote 189"]
+    with r.view.one_view():
+        assert r.first.writing("keynote 189") == ["acme"]
+    assert {h.doc_id for h in r.search_vector(query, qvec, k=3)} == {"acme"}
 
 
 def test_an_entity_a_searched_document_writes_is_not_looked_up(tmp_path):
