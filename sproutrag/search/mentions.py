@@ -78,15 +78,19 @@ _ACRONYM = re.compile(r"[A-Z]{2,}")
 #: The shapes of a word that is a period or a filing's form, not a code that may name
 #: something (rule 43): a number, an amount, a percentage, an ordinal or a decade ("1,200",
 #: "$3.5M", "21st", "1990s"); a fiscal year, a quarter or a half ("FY2018", "Q4", "Q2-2020",
-#: "1Q19", "H1"); a filing ("10-K", "20-F", "10-K405", "14A", "S-1"); a date or a range
-#: ("2019-12-31", "2019-20"). Every shape holds a digit.
-_PERIOD = re.compile(r"""
+#: "1Q19", "H1", "FY2019-20"); a filing ("10-K", "10-Ks", "20-F", "10-K405", "14A", "S-1");
+#: a date or a range ("2019-12-31", "2019-20", "31-Dec-2019", "Dec-2019"). Every shape
+#: holds a digit.
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+          r"|sep(?:t|tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_PERIOD = re.compile(rf"""
       [$€£]?\d[\d,.]*(?:%|[kmb]n?|st|nd|rd|th|s)?
-    | (?:fy|cy)['’-]?\d{2,4}
-    | [qh][1-4](?:['’-]?(?:fy)?\d{2,4})?
-    | [1-4][qh]['’-]?\d{2,4}
-    | \d{1,2}-[a-z]\d{0,3} | \d{1,3}[a-z] | [sf]-(?:1|3|4|8|11)
-    | \d{1,4}(?:[-/.]\d{1,4})+
+    | (?:fy|cy)['’-]?\d{{2,4}}(?:-\d{{2,4}})?
+    | [qh][1-4](?:['’-]?(?:fy)?\d{{2,4}})?
+    | [1-4][qh]['’-]?\d{{2,4}}
+    | \d{{1,2}}-[a-z]\d{{0,3}}s? | \d{{1,3}}[a-z] | [sf]-(?:1|3|4|8|11)
+    | \d{{1,4}}(?:[-/.]\d{{1,4}})+
+    | \d{{1,2}}-{_MONTH}(?:-\d{{1,4}})? | {_MONTH}-\d{{1,4}}
 """, re.IGNORECASE | re.VERBOSE)
 #: What ends a sentence: a capitalised word after it (or first) opens the next.
 _SENTENCE_END = ".!?:;"

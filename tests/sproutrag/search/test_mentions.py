@@ -92,6 +92,8 @@ from sproutrag.search.mentions import (
     ("Did the A320neo sell in Q2-2020, 1Q19, H1 or FY22?", ["a320neo"]),
     ("Who flew the F-16 in the 1990s?", ["f 16"]),
     ("What did the 20-F, the S-1 and the 10-K405 say on 2019-12-31?", []),
+    ("What did the 10-Ks say on 31-Dec-2019, in Sept-2020 and in FY2019-20?", []),
+    ("Did Blink-182's album chart?", ["blink 182"]),  # a code with a possessive
     ("Did COVID-19 or SARS-CoV-2 raise HbA1c or CO2?", []),  # codes every report writes
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
