@@ -113,6 +113,14 @@ _TERMS = frozenset([
     "ceo", "cfo", "coo", "cto",
     "covid 19", "sars cov 2", "h1n1", "h5n1", "hba1c", "co2", "pm2 5", "pm10",
 ])
+#: A document's parts, stages and classes: with only a number, a letter or a roman numeral
+#: after it ("Section 2.1", "Schedule B", "Item 7A", "Phase 3", "Class A", "Tier 1") such
+#: a word names no document, most of its kind write it (rule 44).
+_PARTS = frozenset("""
+    section article clause schedule exhibit appendix annex chapter paragraph item note page
+    table figure part phase stage step grade type class series tier level
+""".split())
+_PART_NUMBER = re.compile(r"\d+[a-z]?|[a-z]|[ivxlc]+")
 #: Roles written before a party's or a person's name: "Plaintiff John Doe" is also "John
 #: Doe" (rule 42).
 _ROLES = frozenset("""
@@ -275,8 +283,9 @@ def _name(run: list[str]) -> str | None:
     the last word: "Pfizer's" -> "pfizer"), stopwords and joiners trimmed from both ends;
     None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, every word is
     a period or a form, the joiners aside (rules 36 and 43: "Q2 of FY22", not "KEYNOTE-189"),
-    it is a legal form alone ("Inc", "Company": rule 39) or a term of `_TERMS` ("USD",
-    "EBITDA", "COVID-19": rules 41 and 43)."""
+    it is a legal form alone ("Inc", "Company": rule 39), a term of `_TERMS` ("USD",
+    "EBITDA", "COVID-19": rules 41 and 43) or a part with its number ("Section 2.1":
+    rule 44)."""
     if all(_period(w) for w in run if w.lower() not in _JOINERS):
         return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
     if all(_legal_form(w) or _trimmed(w) for w in run):
@@ -288,10 +297,16 @@ def _name(run: list[str]) -> str | None:
         run = run[:-1]
     ws = re.findall(r"\w+", " ".join(run).lower())
     name = " ".join(ws)
-    if (len(name) >= MIN_ENTITY_CHARS and name not in _TERMS
+    if (len(name) >= MIN_ENTITY_CHARS and name not in _TERMS and not _part(ws)
             and not all(w in STOPWORDS or w.isdigit() for w in ws)):
         return name
     return None
+
+
+def _part(ws: list[str]) -> bool:
+    """Whether the words WS are a document's part, a stage or a class with at most its
+    number ("section 2 1", "schedule b", "part ii", "phase"; rule 44)."""
+    return bool(ws) and ws[0] in _PARTS and all(_PART_NUMBER.fullmatch(w) for w in ws[1:])
 
 
 def _trimmed(word: str) -> bool:

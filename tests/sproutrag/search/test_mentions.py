@@ -31,7 +31,7 @@ from sproutrag.search.mentions import (
     ("Is it GE's?", []),  # shorter than 3 characters
     ("In the Richard A. Bearse agreement, may it?", ["richard a bearse"]),  # an initial
     ("Is Jon L. Luther older than J.K. Rowling?", ["jon l luther", "j k rowling"]),
-    ("Was it in the U.S. or in Section A. What then?", ["u s", "section"]),  # not initials
+    ("Was it in the U.S. or in Block A. What then?", ["u s", "block"]),  # not initials
     # rule 34: the forms names take in reports' questions
     ("Pfizer's revenue in 2020?", ["pfizer"]),  # a possessive opening a sentence
     ("AMD reported what? Some said", ["amd"]),  # a capital after the first letter
@@ -95,6 +95,14 @@ from sproutrag.search.mentions import (
     ("What did the 10-Ks say on 31-Dec-2019, in Sept-2020 and in FY2019-20?", []),
     ("Did Blink-182's album chart?", ["blink 182"]),  # a code with a possessive
     ("Did COVID-19 or SARS-CoV-2 raise HbA1c or CO2?", []),  # codes every report writes
+    # rule 44: a document's part, a stage or a class with its number is no name
+    ("What does Section 2.1 of the Agreement require?", ["agreement"]),
+    ("Did Item 7A or Note 12 value Class A shares, Tier 1 capital or Level 3 assets?", []),
+    ("In the Phase 3 trial of Keytruda, how many Grade 3 events in Type 2 diabetes?",
+     ["keytruda"]),
+    ("What did Part II and Appendix C show?", []),
+    ("What does Schedule B of the Supply Agreement say?", ["schedule b of the supply agreement"]),
+    ("Where is Table Mountain?", ["table mountain"]),  # a part's word before a name
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -169,6 +177,20 @@ def test_a_trial_s_code_names_the_report_of_that_trial():
                         ("How effective was BNT162b2 in COVID-19?", ["covid"]),
                         ("How many patients were enrolled in Q4 of FY2018?", [])):
         assert mentioned_documents(question_entities(query), texts) == docs, query
+
+
+def test_a_part_of_a_document_names_no_report_that_writes_it():
+    """Rule 44: "Section 2.1" gave the entity "section", which named the one report that
+    writes "Section"; the question is about the agreements, which both write
+    "Agreement", so none is named now."""
+    from sproutrag.names import words
+
+    texts = {"nda": words("This Agreement keeps Confidential Information secret."),
+             "msa": words("This Agreement sets the services and the fees."),
+             "report": words("Section 2 of this annual report covers revenue.")}
+    query = "What does Section 2.1 of the Agreement require?"
+    assert mentioned_documents(question_entities(query), texts) == []
+    assert mentioned_documents(["section"], texts) == ["report"]  # what "section" named
 
 
 def test_the_dominant_writer_of_a_shared_entity_names_it_per_word_of_its_text():
