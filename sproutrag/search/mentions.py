@@ -121,6 +121,17 @@ _PARTS = frozenset("""
     table figure part phase stage step grade type class series tier level
 """.split())
 _PART_NUMBER = re.compile(r"\d+[a-z]?|[a-z]|[ivxlc]+")
+#: A party's role and a contract's defined terms, as `_name` writes them: every document
+#: of its kind writes them, so alone they name none (rule 45).
+_ROLE_TERMS = frozenset("""
+    party parties recipient discloser licensee licensor buyer seller purchaser parent target
+    borrower lender tenant landlord lessee lessor employee employer contractor consultant
+    customer client supplier vendor distributor provider franchisee franchisor guarantor
+    trustee issuer investor plaintiff defendant appellant appellee petitioner respondent
+    claimant debtor creditor patient agreement information term territory services products
+    affiliates representatives
+""".split()) | {"receiving party", "disclosing party", "merger sub", "confidential information",
+                "effective date", "intellectual property"}
 #: Roles written before a party's or a person's name: "Plaintiff John Doe" is also "John
 #: Doe" (rule 42).
 _ROLES = frozenset("""
@@ -284,8 +295,9 @@ def _name(run: list[str]) -> str | None:
     None when shorter than `MIN_ENTITY_CHARS`, only stopwords and digits, every word is
     a period or a form, the joiners aside (rules 36 and 43: "Q2 of FY22", not "KEYNOTE-189"),
     it is a legal form alone ("Inc", "Company": rule 39), a term of `_TERMS` ("USD",
-    "EBITDA", "COVID-19": rules 41 and 43) or a part with its number ("Section 2.1":
-    rule 44)."""
+    "EBITDA", "COVID-19": rules 41 and 43), a part with its number ("Section 2.1": rule
+    44) or a party's role or a contract's defined term alone ("Receiving Party": rule
+    45)."""
     if all(_period(w) for w in run if w.lower() not in _JOINERS):
         return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
     if all(_legal_form(w) or _trimmed(w) for w in run):
@@ -297,7 +309,8 @@ def _name(run: list[str]) -> str | None:
         run = run[:-1]
     ws = re.findall(r"\w+", " ".join(run).lower())
     name = " ".join(ws)
-    if (len(name) >= MIN_ENTITY_CHARS and name not in _TERMS and not _part(ws)
+    if (len(name) >= MIN_ENTITY_CHARS and name not in _TERMS and name not in _ROLE_TERMS
+            and not _part(ws)
             and not all(w in STOPWORDS or w.isdigit() for w in ws)):
         return name
     return None

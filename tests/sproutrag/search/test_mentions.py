@@ -96,13 +96,19 @@ from sproutrag.search.mentions import (
     ("Did Blink-182's album chart?", ["blink 182"]),  # a code with a possessive
     ("Did COVID-19 or SARS-CoV-2 raise HbA1c or CO2?", []),  # codes every report writes
     # rule 44: a document's part, a stage or a class with its number is no name
-    ("What does Section 2.1 of the Agreement require?", ["agreement"]),
+    ("What does Section 2.1 of the Merger Agreement require?", ["merger agreement"]),
     ("Did Item 7A or Note 12 value Class A shares, Tier 1 capital or Level 3 assets?", []),
     ("In the Phase 3 trial of Keytruda, how many Grade 3 events in Type 2 diabetes?",
      ["keytruda"]),
     ("What did Part II and Appendix C show?", []),
     ("What does Schedule B of the Supply Agreement say?", ["schedule b of the supply agreement"]),
     ("Where is Table Mountain?", ["table mountain"]),  # a part's word before a name
+    # rule 45: a party's role or a contract's defined term alone is no name
+    ("In the Acme agreement, may the Receiving Party share Confidential Information?",
+     ["acme"]),
+    ("Did Parent pay Target? Did the Licensee, the Plaintiff or the Patient?", []),
+    ("Under the Agreement, what is the Effective Date and the Territory?", []),
+    ("What did Plaintiff John Doe claim?", ["plaintiff john doe", "john doe"]),  # a name
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -191,6 +197,20 @@ def test_a_part_of_a_document_names_no_report_that_writes_it():
     query = "What does Section 2.1 of the Agreement require?"
     assert mentioned_documents(question_entities(query), texts) == []
     assert mentioned_documents(["section"], texts) == ["report"]  # what "section" named
+
+
+def test_a_role_the_other_agreements_write_otherwise_names_none():
+    """Rule 45: the one agreement that writes "Receiving Party" where the others write
+    "Recipient" was named by a question about another agreement; now only the agreement
+    the question names is."""
+    from sproutrag.names import words
+
+    texts = {"acme": words("Agreement with Acme Ltd. The Recipient keeps it secret."),
+             "beta": words("Agreement with Beta GmbH. The Receiving Party keeps it secret."),
+             "gamma": words("Agreement with Gamma SA. The Recipient keeps it secret.")}
+    query = "In the Acme agreement, may the Receiving Party share it?"
+    assert mentioned_documents(question_entities(query), texts) == ["acme"]
+    assert mentioned_documents(["receiving party"], texts) == ["beta"]  # what it named
 
 
 def test_the_dominant_writer_of_a_shared_entity_names_it_per_word_of_its_text():
