@@ -285,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sproutrag.flows.preflight import UsageError, preflight
     from sproutrag.schemas.settings import SettingsError
 
-    from sproutrag.errors import SproutragError, describe_os_error
+    from sproutrag.errors import DatasetError, SproutragError, describe_os_error
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.settings = preflight(args)  # before Prefect starts or a model loads
         return args.func(args)
-    except (UsageError, SettingsError) as exc:  # nothing ran
+    except (UsageError, SettingsError, DatasetError) as exc:  # nothing ran (a bad JSONL file)
         print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SproutragError as exc:  # the project's own: bad input, a refused run, damage

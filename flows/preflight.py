@@ -155,6 +155,9 @@ def preflight(args: argparse.Namespace) -> Settings:
             raise UsageError("give either a QUESTION or --queries FILE (and --out FILE)")
         if args.queries and not args.out:
             raise UsageError("--queries needs --out FILE for the results")
+        if args.out and not args.queries:
+            raise UsageError(f"--out {args.out}: --out writes the results of --queries "
+                             "FILE; a QUESTION's results go to stdout (redirect them: > FILE)")
         if args.question is not None:
             _check_question(args.question)
         if args.where is not None and args.queries:

@@ -101,7 +101,7 @@ DOCUMENTS = pa.schema(
 
 #: The columns of `documents` an index run reads to plan (`Store.stored_state`): no text.
 STATE_COLUMNS = ("doc_id", "content_hash", "index_fingerprint", "tree_id", "n_chunks",
-                 "source_size", "modified_at", "source_etag", "metadata_hash")
+                 "source_size", "modified_at", "source_etag", "metadata_hash", "source")
 #: What an unchanged document's listing may update in place (`Store.update_sources`).
 SOURCE_COLUMNS = ("doc_id", "source", "source_size", "modified_at", "source_etag", "title",
                   "metadata_json", "metadata_hash", "name", "name_key")

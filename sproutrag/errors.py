@@ -120,6 +120,11 @@ class TrainingDataError(SproutragError, ValueError):
     """Labelled data `sproutrag train` cannot learn from: says what is missing."""
 
 
+class DatasetError(SproutragError, ValueError):
+    """A labelled JSONL file (`evaluate` / `train` --docs or --queries) that cannot be
+    used: names the file, the line and the problem (the command line exits 2)."""
+
+
 class QueryError(SproutragError, ValueError):
     """A query that cannot run (empty text, bad k, only unknown doc_ids)."""
 

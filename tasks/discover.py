@@ -50,7 +50,8 @@ def diff_corpus(
     """The plan: the listing against the stored state; DAMAGED documents are re-indexed."""
     return plan_changes(listing.table, stored, fingerprint, full=full,
                         fast_path=settings.pipeline.listing_fast_path,
-                        failures=listing.failures, damaged=damaged)
+                        failures=listing.failures, damaged=damaged,
+                        sources=listing.line_sources())
 
 
 def read_documents(listing: CorpusListing, items: Sequence[Listed], settings: Settings

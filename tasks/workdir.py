@@ -22,12 +22,14 @@ def work_base(db: str, settings: Settings) -> str:
 
 @task(name="open_work_dir", cache_policy=NO_CACHE, **IO_RETRIES)
 def open_work_dir(db: str, settings: Settings, run_id: str) -> tuple[str, int]:
-    """Create this run's folder; remove the folders killed runs of DB left. Returns
-    (the folder as a path or s3:// URL, how many leftovers were removed)."""
+    """Create this run's folder; remove the folders killed runs of DB left (in the
+    default base `<db>/_work` also those without a marker). Returns (the folder as a
+    path or s3:// URL, how many leftovers were removed)."""
     base = work_base(db, settings)
     fs, root = filesystem(base, settings)
-    leftovers = leftover_run_dirs(fs, root, db=db, keep=run_dir_name(run_id))
-    removed = sum(remove_run_dir(fs, old, db=db) for old in leftovers)
+    own = settings.pipeline.work_dir is None
+    leftovers = leftover_run_dirs(fs, root, db=db, keep=run_dir_name(run_id), exclusive=own)
+    removed = sum(remove_run_dir(fs, old, db=db, exclusive=own) for old in leftovers)
     create_run_dir(fs, root, run_id=run_id, db=db)
     return f"{base}/{run_dir_name(run_id)}", removed
 

@@ -48,10 +48,12 @@ from sproutrag.ingest.listing import (
     is_local,
     list_fsspec,
     list_local,
+    local_facts,
 )
 from sproutrag.ingest.sources import (
     DocLimits,
     Listed,
+    as_text,
     check_doc_id,
     check_regular,
     check_text,
@@ -99,6 +101,15 @@ class CorpusListing:
     def items(self) -> list[Listed]:
         """Every listed document as a `Listed` (Python objects: for small corpora)."""
         return listed_rows(self.table)
+
+    def line_sources(self) -> pa.ChunkedArray | None:
+        """The `source` of every listed document of a JSONL corpus ("corpus.jsonl:LINE",
+        in table order): a line's number changes when an earlier line is added or
+        removed. None for files, whose source changes only with the corpus's spelling."""
+        if self.kind != "jsonl":
+            return None
+        lines = pc.cast(self.table["line"], pa.string())
+        return pc.binary_join_element_wise(f"{self.corpus}:", lines, "")
 
     def source(self, item: Listed) -> str:
         """Where ITEM is: the file's path or URL, or "corpus.jsonl:LINE"."""
@@ -285,8 +296,7 @@ def _file_item(fs, path: str, name: str) -> Listed:
 
 
 def _stat_local(path: str, name: str) -> Entry:
-    st = os.stat(path)
-    return Entry(path, name, st.st_size, datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC))
+    return Entry(path, name, *local_facts(path, os.stat(path)))
 
 
 def _external_target(root: str, path: str) -> str | None:
@@ -333,10 +343,19 @@ def _list_folder_items(
             skipped.append(Skipped(entry.rel, f"symlink to {target}, outside the corpus "
                                               "folder: skipped (pipeline.allow_external_symlinks)"))
             continue
-        try:
-            check_doc_id(entry.rel)
-        except ValueError as exc:
-            items.append(Failure(entry.rel, str(exc)))
-            continue
-        items.append(Listed(entry.rel, entry.size, entry.modified_at, entry.etag))
+        items.append(_folder_item(entry))
     return items
+
+
+def _folder_item(entry: Entry) -> Listed | Failure:
+    """ENTRY as `Listed`, or a failure when its path below the folder is no doc_id (not
+    valid UTF-8, control characters)."""
+    shown = as_text(entry.rel)
+    if shown != entry.rel:
+        return Failure(shown, f"{shown}: file name is not valid UTF-8: rename it (a doc_id "
+                              "is the file's path below the corpus folder, as UTF-8 text)")
+    try:
+        check_doc_id(entry.rel)
+    except ValueError as exc:
+        return Failure(entry.rel, str(exc))
+    return Listed(entry.rel, entry.size, entry.modified_at, entry.etag)

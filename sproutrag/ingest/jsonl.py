@@ -20,7 +20,14 @@ from typing import Any, NamedTuple
 from sproutrag.documents import Failure, SourceDocument, content_hash, metadata_hash
 from sproutrag.errors import CorpusUnreadableError
 from sproutrag.ingest.listing import bounded_lines, is_local
-from sproutrag.ingest.sources import DocLimits, Listed, check_doc_id, check_regular, check_text
+from sproutrag.ingest.sources import (
+    DocLimits,
+    Listed,
+    as_text,
+    check_doc_id,
+    check_regular,
+    check_text,
+)
 
 #: The fields of a JSONL line that are not its metadata.
 RESERVED = ("doc_id", "text")
@@ -70,7 +77,7 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | 
         if metadata is not None:
             metadata.encode("utf-8")  # lone surrogates in a field
     except ValueError as exc:
-        return Failure(doc_id, f"{where}: {exc}")
+        return Failure(as_text(doc_id), f"{where}: {exc}")
     return Parsed(doc_id, text, digest, title, metadata)
 
 

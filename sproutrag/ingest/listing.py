@@ -14,6 +14,7 @@ folder walk is asked to raise (`on_error="raise"`) instead of skipping the folde
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,14 +35,39 @@ class Entry:
     etag: str | None = None
 
 
+def _link_changed_ns(path: str) -> int:
+    """The latest change time (ctime, ns) of the symlinks PATH goes through to its file
+    (0: PATH is no symlink). Re-pointing a link (`ln -sfn`) makes a new link: its ctime
+    is the moment of the change and, unlike an mtime, cannot be set back."""
+    latest = 0
+    for _ in range(40):  # the kernel's own limit of links followed
+        st = os.lstat(path)
+        if not stat.S_ISLNK(st.st_mode):
+            break
+        latest = max(latest, st.st_ctime_ns)
+        path = os.path.join(os.path.dirname(path), os.readlink(path))
+    return latest
+
+
+def local_facts(path: str, st: os.stat_result) -> tuple[int, datetime]:
+    """(size, modification time) of the local file PATH as the listing records them, ST:
+    its stat (symlinks followed). The time is the file's mtime or, when PATH is a symlink,
+    the latest change of a link on the way if later: a link re-pointed at another file of
+    the same size and time is read again, never taken as unchanged."""
+    ns = max(st.st_mtime_ns, _link_changed_ns(path))
+    return st.st_size, datetime.fromtimestamp(ns / 1e9, UTC)
+
+
 def _local_entry(entry: os.DirEntry, rel: str) -> Entry:
-    """ENTRY with its size and modification time (of the file a symlink points to);
-    without them when it cannot be stat'ed (reading it then reports why)."""
+    """ENTRY with its size and modification time (`local_facts`); without them when it
+    cannot be stat'ed (reading it then reports why)."""
     try:
         st = entry.stat(follow_symlinks=True)
+        facts = local_facts(entry.path, st) if entry.is_symlink() else (
+            st.st_size, datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC))
     except OSError:
         return Entry(entry.path, rel)
-    return Entry(entry.path, rel, st.st_size, datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC))
+    return Entry(entry.path, rel, *facts)
 
 
 @dataclass

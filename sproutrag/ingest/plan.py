@@ -5,9 +5,9 @@ lines hashed) with the stored state (`Store.stored_state`: the small columns of
 `documents`, never the texts) in one vectorised join, and sorts:
 
 * **unchanged without reading**: stored with the run's fingerprint and either the same
-  content and metadata hashes (a JSONL line) or, on the listing's fast path, the same
-  size and modification time (a file) or the same size and ETag (an S3 object) as
-  stored;
+  content and metadata hashes and the same line (a JSONL line: its `source` names it)
+  or, on the listing's fast path, the same size and modification time (a file) or the
+  same size and ETag (an S3 object) as stored;
 * **to read** (`Plan.to_read`): everything else. Once read, a document is new, changed,
   or unchanged after all (its hash is the stored one: only its listing facts and
   metadata are updated, `Plan.restat`): `Plan.verdict`;
@@ -50,6 +50,7 @@ class StoredDoc:
     modified_at: datetime | None
     etag: str | None
     metadata_hash: str | None = None
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,8 @@ class Plan:
         """Whether an unchanged DOC's listing facts differ from the stored ones (so the
         run updates them, and the next run's fast path holds)."""
         s = self.stored[doc.doc_id]
-        return ((doc.size, doc.modified_at, doc.etag, doc.metadata_hash)
-                != (s.size, s.modified_at, s.etag, s.metadata_hash))
+        return ((doc.size, doc.modified_at, doc.etag, doc.metadata_hash, doc.source)
+                != (s.size, s.modified_at, s.etag, s.metadata_hash, s.source))
 
 
 def _same(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -114,7 +115,7 @@ def _unchanged(listed: pa.Table, mine: pa.Table, fingerprint: str, *, fast_path:
 
 #: The stored columns a `StoredDoc` holds, in its fields' order.
 _STORED = ["content_hash", "index_fingerprint", "source_size", "modified_at", "source_etag",
-           "metadata_hash"]
+           "metadata_hash", "source"]
 
 
 def plan_changes(
@@ -126,10 +127,14 @@ def plan_changes(
     fast_path: bool = True,
     failures: Sequence[Failure] = (),
     damaged: Mapping[str, str] | None = None,
+    sources: pa.Array | pa.ChunkedArray | None = None,
 ) -> Plan:
     """Diff the listed documents (a `sources.LISTED_SCHEMA` table, or `Listed` items) with
     STORED (`Store.stored_state`); see the module docstring. FAST_PATH: trust the
-    listing's size and modification time / ETag. Vectorised: each listed doc_id is looked
+    listing's size and modification time / ETag. SOURCES: where each listed document is
+    now (`CorpusListing.line_sources`: a JSONL line's number), when it can move: a
+    document whose stored `source` differs is read, so its listing columns are updated
+    (not re-encoded when its text is unchanged). Vectorised: each listed doc_id is looked
     up in the stored ones (a hash lookup, no join); Python objects are made only for the
     documents to read."""
     damaged = dict(damaged or {})
@@ -142,6 +147,8 @@ def plan_changes(
         keep = pa.array(np.zeros(listed.num_rows, dtype=bool))
     else:
         keep = _unchanged(listed, mine, fingerprint, fast_path=fast_path)
+        if sources is not None:
+            keep = pc.and_(keep, _same(sources, mine["source"]))
         if damaged:
             keep = pc.and_(keep, pc.invert(pc.is_in(
                 listed["doc_id"], value_set=pa.array(list(damaged), pa.string()))))

@@ -86,6 +86,22 @@ def decode_text(data: bytes, *, name: str) -> str:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
+def as_text(name: str) -> str:
+    """NAME with its lone surrogates escaped, so that it can be stored and shown: a file
+    name that is not valid UTF-8 (Python decodes it with surrogateescape) shows its bytes
+    ("caf\\xe9.txt"), any other lone surrogate (a JSON "\\ud800") its code point. NAME
+    itself when it is valid text."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def check_doc_id(doc_id: str) -> str:
     """A doc_id must be non-empty text without control characters (NUL, newlines, ...)."""
     if not doc_id.strip():

@@ -13,13 +13,34 @@ from collections.abc import Container, Sequence
 from pathlib import Path
 from typing import Any
 
+from sproutrag.errors import DatasetError
 from sproutrag.search.batch import write_jsonl  # noqa: F401 - the one JSONL writer
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Every non-blank line of a JSON Lines file, parsed."""
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """Every non-blank line of a JSON Lines file, parsed; `DatasetError` naming the file
+    and line of the first line that is not a JSON object (or not UTF-8)."""
+    rows = []
+    with open(path, "rb") as fh:
+        for n, line in enumerate(fh, start=1):
+            if line.strip():
+                rows.append(_json_object(path, n, line))
+    return rows
+
+
+def _json_object(path: str | Path, n: int, line: bytes) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path} line {n} is not a JSON object ({exc.msg} at column "
+                           f"{exc.colno}): fix or remove the line") from None
+    except ValueError:  # bytes that are not UTF-8
+        raise DatasetError(f"{path} line {n} is not UTF-8 text: fix or remove the "
+                           "line") from None
+    if not isinstance(row, dict):
+        raise DatasetError(f"{path} line {n} is not a JSON object (a "
+                           f"{type(row).__name__}): fix or remove the line")
+    return row
 
 
 def gold_spans(q: dict[str, Any]) -> list[tuple[str, int, int]]:
@@ -35,7 +56,34 @@ def usable_queries(
     names none)."""
     out = []
     for q in queries:
-        docs = [str(d) for d in q.get("doc_ids") or sorted({g[0] for g in gold_spans(q)})]
+        docs = _docs_of(q)
         if gold_spans(q) and docs and all(d in doc_ids for d in docs):
             out.append({**q, "doc_ids": docs})
     return out
+
+
+def _docs_of(q: dict[str, Any]) -> list[str]:
+    """A query's documents: its doc_ids, else those of its gold spans."""
+    return [str(d) for d in q.get("doc_ids") or sorted({g[0] for g in gold_spans(q)})]
+
+
+def scorable_queries(
+    queries: Sequence[dict[str, Any]], doc_ids: Container[str], *, queries_path: Any,
+    docs_path: Any,
+) -> list[dict[str, Any]]:
+    """`usable_queries`, or `DatasetError` naming QUERIES_PATH and why none is usable: no
+    query has gold evidence, or their gold documents are not in DOCS_PATH (DOC_IDS)."""
+    usable = usable_queries(queries, doc_ids)
+    if usable:
+        return usable
+    gold = [q for q in queries if gold_spans(q)]
+    if not queries:
+        why = "it holds no query"
+    elif not gold:
+        why = f"none of its {len(queries)} queries has gold evidence (\"gold\": [...])"
+    else:
+        missing = next((d for q in gold for d in _docs_of(q) if d not in doc_ids), None)
+        why = (f"the documents of its {len(gold)} queries with gold evidence are not all "
+               f"in {docs_path} (e.g. {missing!r} is not): give the documents they were "
+               "labelled on")
+    raise DatasetError(f"{queries_path}: no query can be scored: {why}")

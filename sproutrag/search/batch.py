@@ -26,7 +26,7 @@ from typing import Any
 
 from sproutrag.errors import SproutragError, os_errno
 from sproutrag.params import DEFAULT, MODES, SELECTIONS, check_count
-from sproutrag.search.hits import check_query_text
+from sproutrag.search.hits import check_doc_ids, check_query_text, has_surrogate, text_id
 from sproutrag.search.retriever import Mode, QueryError, Retriever
 
 log = logging.getLogger(__name__)
@@ -114,42 +114,6 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     return out
 
 
-def _text_id(value: Any) -> str | None:
-    """A string, or an integer as its decimal string; None for anything else."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return None
-
-
-def _doc_ids(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        raise QueryError(f"doc_ids must be a list of doc ids, got the string {value!r} "
-                         f"(write [{json.dumps(value)}])")
-    if not isinstance(value, list | tuple):
-        raise QueryError(f"doc_ids must be a list of doc ids, got {type(value).__name__}")
-    if not value:
-        raise QueryError("doc_ids is empty: leave it out to search every document")
-    ids = [_text_id(v) for v in value]
-    bad = [i for i, d in enumerate(ids) if d is None]
-    if bad:
-        raise QueryError(f"doc_ids must hold strings, got {value[bad[0]]!r} at position "
-                         f"{bad[0]}")
-    bad = [i for i, d in enumerate(ids) if _surrogate(d)]
-    if bad:
-        raise QueryError(f"doc_ids[{bad[0]}] is not valid text (a lone surrogate: bytes "
-                         "that are not UTF-8?)")
-    return ids
-
-
-def _surrogate(text: str) -> bool:
-    """TEXT holds a lone surrogate (it cannot be written as UTF-8)."""
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
-
-
 def _check(entry: Entry, seen: dict[str, int]) -> Query:
     fallback = f"line-{entry.line}"
     if entry.error is not None:
@@ -158,11 +122,11 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
     if not isinstance(row, dict):
         return Query(fallback, error=f"line {entry.line}: a query must be a JSON object "
                      f"{{qid, query, doc_ids?}}, got {type(row).__name__}")
-    qid = _text_id(row["qid"]) if "qid" in row else fallback
+    qid = text_id(row["qid"]) if "qid" in row else fallback
     if qid is None:
         return Query(fallback, error=f"line {entry.line}: qid must be a string or an "
                      f"integer, got {type(row['qid']).__name__}")
-    if _surrogate(qid):
+    if has_surrogate(qid):
         return Query(fallback, error=f"line {entry.line}: qid is not valid text (a lone "
                      "surrogate: bytes that are not UTF-8?)")
     if qid in seen:
@@ -175,7 +139,7 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
                      "documents table's columns")
     try:
         query = check_query_text(row.get("query", ""))
-        return Query(qid, query, _doc_ids(row.get("doc_ids")), where=where,
+        return Query(qid, query, check_doc_ids(row.get("doc_ids")), where=where,
                      budget_chars=_budget(row, "budget_chars"),
                      budget_tokens=_budget(row, "budget_tokens"))
     except QueryError as exc:

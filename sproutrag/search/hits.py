@@ -1,9 +1,13 @@
-"""What a search returns (`Hit`), what refuses a query (`QueryError`, `check_query_text`),
+"""What a search returns (`Hit`), what refuses a query (`QueryError`, `check_query_text`,
+`check_doc_ids`),
 and how a selected node of a stored tree becomes a hit. (The checks of k and the search
 parameters are in `sproutrag.params`.)"""
 
 from __future__ import annotations
 
+import json
+import numbers
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +33,51 @@ def check_query_text(query: object) -> str:
                          f"at character {bad} (bytes that are not UTF-8?): give the question "
                          "as UTF-8 text")
     return query
+
+
+def text_id(value: Any) -> str | None:
+    """A string, or an integer as its decimal string; None for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    return None
+
+
+def has_surrogate(text: str) -> bool:
+    """TEXT holds a lone surrogate (it cannot be written as UTF-8)."""
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def check_doc_ids(value: Any, name: str = "doc_ids") -> list[str] | None:
+    """VALUE (argument NAME) as a list of doc ids: None stays None, integers become their
+    decimal strings (as the JSONL corpus stores integer doc_ids). `QueryError` for a
+    string (not split into characters), an empty list, anything but a list, tuple or
+    other iterable, and an id that is neither a string nor an integer (naming it)."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes):
+        raise QueryError(f"{name} must be a list of doc ids, got the string {value!r} "
+                         f"(write [{json.dumps(_as_text(value))}])")
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise QueryError(f"{name} must be a list of doc ids, got {type(value).__name__}")
+    value = list(value)
+    if not value:
+        raise QueryError(f"{name} is empty: leave it out to search every document")
+    ids = [text_id(v) for v in value]
+    bad = [i for i, d in enumerate(ids) if d is None]
+    if bad:
+        raise QueryError(f"{name} must hold strings, got {value[bad[0]]!r} at position "
+                         f"{bad[0]}")
+    bad = [i for i, d in enumerate(ids) if has_surrogate(d)]
+    if bad:
+        raise QueryError(f"{name}[{bad[0]}] is not valid text (a lone surrogate: bytes "
+                         "that are not UTF-8?)")
+    return ids
+
+
+def _as_text(value: str | bytes) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 @dataclass(frozen=True)

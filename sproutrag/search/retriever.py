@@ -25,12 +25,14 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import os
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
 
+from sproutrag.errors import DatabaseNotFoundError
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count, check_number
 from sproutrag.search.context import DEFAULT_MARGIN, Context
 from sproutrag.search.current import Current
@@ -41,7 +43,14 @@ from sproutrag.search.database_params import (
 )
 from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
 from sproutrag.search.flat_search import FlatSearch
-from sproutrag.search.hits import Hit, QueryError, check_query_text, hit_of, node_text
+from sproutrag.search.hits import (
+    Hit,
+    QueryError,
+    check_doc_ids,
+    check_query_text,
+    hit_of,
+    node_text,
+)
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.links import (
     FETCH_MENTIONED,
@@ -71,6 +80,18 @@ from sproutrag.storage.store import StaleIndexError
 Mode = Literal["tree", "leaves", "flat"]
 
 
+def open_reader(db: str, *, storage_options: dict[str, str] | None = None) -> Reader:
+    """`Reader.open(DB)`; `DatabaseNotFoundError` naming DB when a local DB is a file, not
+    the database folder `sproutrag index` writes."""
+    local = "://" not in str(db)
+    if local and os.path.exists(os.path.expanduser(db)) and not os.path.isdir(
+            os.path.expanduser(db)):
+        raise DatabaseNotFoundError(
+            f"database {db} is not a folder (a file is there): give the folder "
+            "`sproutrag index CORPUS --db DB` wrote")
+    return Reader.open(db, storage_options=storage_options)
+
+
 def _searching_setting(name: str) -> property:
     """A Retriever attribute that reads NAME of its `CorpusWideSettings` and sets it (the
     settings replaced, the new value checked)."""
@@ -79,6 +100,17 @@ def _searching_setting(name: str) -> property:
         self.searching.settings = replace(self.searching.settings, **{name: value})
 
     return property(lambda self: getattr(self.searching.settings, name), put)
+
+
+def _listed(name: str, value: Any, what: str) -> list[Any]:
+    """VALUE, argument NAME of `search_many`, as a list; `QueryError` for a string (it
+    would be taken a character at a time) or a value that is not iterable."""
+    if isinstance(value, str | bytes):
+        raise QueryError(f"{name} must be a list of {what}, got the string {value!r} "
+                         f"(write [{value!r}])")
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise QueryError(f"{name} must be a list of {what}, got {type(value).__name__}")
+    return list(value)
 
 
 class Retriever:
@@ -142,7 +174,7 @@ class Retriever:
             **{k: v for k, v in given.items() if v is not None}})
         # DB: a path (opened here) or a `Reader` that callers share (one open, one read
         # of `index_settings` per version for the reader's settings and this Retriever).
-        self.reader = db if isinstance(db, Reader) else Reader.open(
+        self.reader = db if isinstance(db, Reader) else open_reader(
             db, storage_options=storage_options)
         self.store = self.reader.store
         encoder = encoder if encoder is not None else database_encoder(self.reader)
@@ -332,10 +364,12 @@ class Retriever:
         mode: Mode = "tree",
         where: str | None = None,
     ) -> list[Hit]:
-        """Rank evidence for `query`; at most k evidence units over all hits. DOC_IDS and
-        WHERE (a SQL filter over `documents` columns) restrict the documents searched."""
+        """Rank evidence for `query`; at most k evidence units over all hits. DOC_IDS (a
+        non-empty list of ids; integers are taken as their decimal strings) and WHERE (a
+        SQL filter over `documents` columns) restrict the documents searched."""
         check_query_text(query)
         check_count("k", k)
+        doc_ids = check_doc_ids(doc_ids)
         with self._one_view():
             doc_ids, allowed = self.scope(doc_ids, where)
             return self.search_vector(query, self._embed([query])[0], k=k,
@@ -363,16 +397,18 @@ class Retriever:
         question) and searched one by one, each batch on one view of the tables (one
         refresh and one read of `documents` for its questions: they all answer from the
         same version)."""
-        queries = list(queries)
+        queries = _listed("queries", queries, "questions")
         for n, query in enumerate(queries):
             try:
                 check_query_text(query)
             except QueryError as exc:
                 raise QueryError(f"query {n}: {exc}") from None
         check_count("k", k)
-        scopes = list(doc_ids) if doc_ids is not None else [None] * len(queries)
+        scopes = (_listed("doc_ids", doc_ids, "doc-id lists (one per query, or None)")
+                  if doc_ids is not None else [None] * len(queries))
         if len(scopes) != len(queries):
             raise QueryError(f"doc_ids: {len(scopes)} lists for {len(queries)} queries")
+        scopes = [check_doc_ids(ids, f"doc_ids[{n}]") for n, ids in enumerate(scopes)]
         out = []
         for at in range(0, len(queries), batch_size):
             part = queries[at : at + batch_size]
@@ -414,6 +450,7 @@ class Retriever:
         mode flat takes leaves by cosine."""
         check_query_text(query)
         check_budget(budget_chars, budget_tokens, k, mode, selection)
+        doc_ids = check_doc_ids(doc_ids)
         if cutoff is not None:
             check_number("cutoff", cutoff)
         measure = None

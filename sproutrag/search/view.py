@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from sproutrag.errors import QueryError, short_error
 from sproutrag.search.current import COLUMNS, Current
+from sproutrag.search.where import enclosed
 
 T = TypeVar("T")
 
@@ -129,14 +130,15 @@ class TablesView:
     def matching(self, where: str) -> list[str]:
         """The current documents whose `documents` columns match WHERE (LanceDB's SQL
         filter, e.g. `title = 'Q3 report' AND modified_at > '2025-01-01'`), in table
-        order; `QueryError` naming the filter when it is not valid SQL or names an
-        unknown column."""
+        order; `QueryError` naming the filter when it is not valid SQL (read whole:
+        `sproutrag.search.where.enclosed`) or names an unknown column."""
+        sql = enclosed(where)
         current = self.current()
         tbl = self.store.table("documents")
         if tbl is None:
             return []
         try:
-            found = (tbl.search().where(where).select(["doc_id", "tree_id"]).limit(None)
+            found = (tbl.search().where(sql).select(["doc_id", "tree_id"]).limit(None)
                      .to_arrow().to_pydict())
         except (ValueError, RuntimeError) as exc:
             raise QueryError(f"where {where!r}: {short_error(exc)} (a SQL filter over the "

@@ -113,3 +113,22 @@ def test_an_emptied_database_is_reported_empty_in_every_mode(tmp_path, capsys):
     assert main(["query", "--db", db, "--queries", str(queries), "--out", str(out)]) == 0
     assert message in capsys.readouterr().err
     assert out.read_text(encoding="utf-8") == '{"qid": "a", "results": []}\n'
+
+
+def test_out_without_queries_is_refused_not_ignored(tmp_path, capsys):
+    db, out = tmp_path / "db", tmp_path / "r.jsonl"
+    _emptied_database(db)
+    code = main(["query", "--db", str(db), "a question", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--out {out}: --out writes the results of --queries" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_a_db_that_is_a_file_exits_1_saying_it_is_not_a_folder(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    assert main(["query", "--db", str(afile), "a question"]) == 1
+    err = capsys.readouterr().err
+    assert f"database {afile} is not a folder" in err and "File exists" not in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

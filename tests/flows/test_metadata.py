@@ -62,6 +62,25 @@ def test_jsonl_fields_are_metadata_and_a_metadata_change_re_encodes_nothing(
     assert (nodes.version, nodes.count_rows(), rows["a"]["tree_id"]) == before
 
 
+def test_a_moved_jsonl_line_gets_its_new_source_and_is_not_re_encoded(
+        prefect_harness, tmp_path):
+    corpus, db = tmp_path / "c.jsonl", tmp_path / "db"
+    gone = {"doc_id": "z", "text": "An early line that is removed before the next run."}
+    write_jsonl(corpus, [gone, *LINES])
+    run_index(corpus, db)
+    assert _rows(db)["b"]["source"] == f"{corpus}:3"
+    trees = {d: r["tree_id"] for d, r in _rows(db).items() if d != "z"}
+
+    write_jsonl(corpus, LINES)  # every line moves up one
+    run = run_index(corpus, db)
+    assert (run["n_changed"], run["n_deleted"], run["n_unchanged"], run["n_nodes"]) == (
+        0, 1, 2, 0)
+    rows = _rows(db)
+    assert {d: r["source"] for d, r in rows.items()} == {"a": f"{corpus}:1",
+                                                        "b": f"{corpus}:2"}
+    assert {d: r["tree_id"] for d, r in rows.items()} == trees  # not re-encoded
+
+
 def test_a_file_s_path_size_and_time_are_stored(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)

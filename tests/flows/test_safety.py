@@ -68,6 +68,17 @@ def test_work_dir_holding_corpus_and_database_is_never_deleted(
     assert set(index_state(db)) == {"a.txt"}
 
 
+def test_a_run_folder_whose_removal_was_cut_short_is_removed_by_the_next_run(
+    prefect_harness, tmp_path
+):
+    corpus, db = write_files(tmp_path / "corpus", {"a.txt": TEXTS["a.txt"]}), tmp_path / "db"
+    dead = db / "_work" / "sproutrag-run-0123456789ab"  # a double Ctrl-C took its marker
+    (dead / "batch-00001").mkdir(parents=True)
+    (dead / "batch-00001" / "chunks.parquet").write_bytes(b"PAR1")
+    assert run_index(corpus, db)["n_new"] == 1
+    assert os.listdir(db / "_work") == []
+
+
 # -- 3. failed reads never delete; mass deletions refuse --------------------------------
 
 

@@ -10,11 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from sproutrag.schemas import tables
 
 from sproutrag.documents import content_hash
-from sproutrag.ingest.corpus import CorpusNotFoundError, DocLimits, discover
+from sproutrag.ingest.corpus import CorpusNotFoundError, DocLimits, discover, list_corpus
 from sproutrag.ingest.listing import bounded_lines
+from sproutrag.ingest.plan import plan_changes
 from tests.helpers import ROOT, WITHOUT_DAC, lock_folder, unblock_fifo_after, write_files
 
 
@@ -110,6 +113,27 @@ def test_file_names_with_control_characters_fail_alone(tmp_path):
     assert "U+000A" in failure.reason
 
 
+def test_a_file_name_that_is_not_utf8_fails_alone(tmp_path):
+    write_files(tmp_path, {"base.txt": "Base doc."})
+    with open(os.fsencode(tmp_path) + b"/caf\xe9.txt", "wb") as fh:
+        fh.write(b"x\n")
+    docs, failures = _pair(discover(str(tmp_path)))
+    assert [d.doc_id for d in docs] == ["base.txt"]
+    [failure] = failures
+    assert failure.doc_id == "caf\\xe9.txt" and failure.doc_id_known
+    assert "file name is not valid UTF-8: rename it" in failure.reason
+
+
+def test_a_jsonl_doc_id_with_a_lone_surrogate_fails_alone(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"doc_id": "ok", "text": "Fine."}\n'
+                    '{"doc_id": "bad\\ud800", "text": "Bad id."}\n', encoding="utf-8")
+    docs, failures = _pair(discover(str(path)))
+    assert [d.doc_id for d in docs] == ["ok"]
+    [failure] = failures
+    assert failure.doc_id == "bad\\ud800" and "U+D800" in failure.reason
+
+
 def _pair(found):
     """(documents, failures) of a `Discovery`."""
     return found.docs, found.failures
@@ -189,6 +213,25 @@ def test_named_pipes_and_sockets_are_never_opened(tmp_path):
     with unblock_fifo_after(corpus / "x.txt", 10) as fired:
         [single] = discover(str(corpus / "x.txt")).failures
     assert not fired.is_set() and "named pipe" in single.reason
+
+
+def test_a_repointed_symlink_is_read_again_not_taken_as_unchanged(tmp_path):
+    corpus = write_files(tmp_path / "corpus", {"x1.txt": "Release one text about giraffes.",
+                                               "x3.txt": "Release three text about walrus."})
+    old = 1_704_067_200_000_000_000  # 2024-01-01: both targets have one size and time
+    for name in ("x1.txt", "x3.txt"):
+        os.utime(corpus / name, ns=(old, old))
+    (corpus / "cur.txt").symlink_to("x1.txt")
+    first = list_corpus(str(corpus)).items
+    stored = pa.Table.from_pylist(
+        [{"doc_id": i.doc_id, "content_hash": "h", "index_fingerprint": "fp", "tree_id": "t",
+          "n_chunks": 1, "source_size": i.size, "modified_at": i.modified_at} for i in first],
+        schema=tables.state_schema())
+    time.sleep(0.05)  # past the clock tick that stamped the first link
+    (corpus / "cur.txt").unlink()
+    (corpus / "cur.txt").symlink_to("x3.txt")  # ln -sfn x3.txt cur.txt
+    plan = plan_changes(list_corpus(str(corpus)).table, stored, "fp")
+    assert [i.doc_id for i in plan.to_read] == ["cur.txt"] and plan.n_unchanged == 2
 
 
 def test_folder_symlinks_are_reported_not_followed(tmp_path):

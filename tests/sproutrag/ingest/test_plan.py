@@ -22,7 +22,7 @@ def _stored(ids=("a", "b", "c", "d"), text: str = "text", fp: str = "fp", size: 
     return pa.Table.from_pylist(
         [{"doc_id": d, "content_hash": content_hash(text), "index_fingerprint": fp,
           "tree_id": f"t-{d}", "n_chunks": 1, "source_size": size, "modified_at": when,
-          "source_etag": etag} for d in ids], schema=tables.state_schema())
+          "source_etag": etag, "source": d} for d in ids], schema=tables.state_schema())
 
 
 def _file(doc_id: str, size: int = 4, when: datetime | None = T0) -> Listed:
@@ -121,3 +121,14 @@ def test_an_unlistable_folder_holds_back_only_the_deletions_below_it():
     line = Failure("line 3", "corpus.jsonl:3: not a JSON line", doc_id_known=False)
     both = plan_changes([_file("a")], stored, "fp", failures=[folder, line])
     assert (both.deleted, both.held) == ([], ["d", "locked/b", "locked/c"])
+
+
+def test_a_jsonl_line_that_moved_is_read_so_its_source_is_updated():
+    stored = _stored(("a", "b"))
+    stored = stored.set_column(stored.schema.get_field_index("source"), "source",
+                               pa.array(["c.jsonl:2", "c.jsonl:3"]))
+    plan = plan_changes([_line("a"), _line("b")], stored, "fp",
+                        sources=pa.array(["c.jsonl:1", "c.jsonl:3"]))
+    assert [i.doc_id for i in plan.to_read] == ["a"] and plan.n_unchanged == 1
+    moved = SourceDocument("a", "c.jsonl:1", "text", content_hash("text"), 4)
+    assert plan.verdict(moved) == "unchanged" and plan.restat(moved)

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from sproutrag.learn.datasets import gold_spans, read_jsonl, usable_queries, write_jsonl
+import re
+
+import pytest
+
+from sproutrag.errors import DatasetError
+from sproutrag.learn.datasets import (
+    gold_spans,
+    read_jsonl,
+    scorable_queries,
+    usable_queries,
+    write_jsonl,
+)
 
 
 def test_jsonl_round_trip_keeps_unicode_and_skips_blank_lines(tmp_path):
@@ -32,3 +43,30 @@ def test_usable_queries_need_gold_and_every_document():
     got = usable_queries(queries, {"a": None, "b": None})
     assert [q["qid"] for q in got] == [1, 4]
     assert got[1]["doc_ids"] == ["a", "b"]
+
+
+@pytest.mark.parametrize("line, why", [
+    ('{"doc_id": "a", "text": ', "line 2 is not a JSON object (Expecting value at column"),
+    ('[1, 2]', "line 2 is not a JSON object (a list)"),
+    (b'{"doc_id": "\xff"}', "line 2 is not UTF-8 text"),
+])
+def test_a_malformed_line_is_named_by_file_and_line(tmp_path, line, why):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"doc_id": "a", "text": "x"}\n'
+                     + (line if isinstance(line, bytes) else line.encode()) + b"\n")
+    with pytest.raises(DatasetError, match="^" + re.escape(f"{path} {why}")):
+        read_jsonl(path)
+
+
+def test_no_scorable_query_is_an_error_naming_the_reason():
+    gold = [{"doc_id": "a", "start": 0, "end": 4}]
+    kw = {"queries_path": "q.jsonl", "docs_path": "d.jsonl"}
+    assert scorable_queries([{"qid": 1, "gold": gold}], {"a"}, **kw)[0]["doc_ids"] == ["a"]
+    with pytest.raises(DatasetError, match="q.jsonl: no query can be scored: the documents "
+                       "of its 1 queries with gold evidence are not all in d.jsonl "
+                       "\\(e.g. 'a' is not\\)"):
+        scorable_queries([{"qid": 1, "gold": gold}], {"b"}, **kw)
+    with pytest.raises(DatasetError, match="none of its 1 queries has gold evidence"):
+        scorable_queries([{"qid": 1, "gold": []}], {"a"}, **kw)
+    with pytest.raises(DatasetError, match="it holds no query"):
+        scorable_queries([], {"a"}, **kw)

@@ -215,3 +215,44 @@ def test_corpus_wide_runs_search_without_doc_ids():
     retriever_runs(r, qs, (1,), "leaves", corpus_wide=True)
     assert r.calls == [("q", 1, ["a"], "tree"), ("q", 3, ["a"], "tree"),
                        ("q", 1, None, "leaves")]
+
+
+def _labelled(tmp_path, query_lines, doc_id="a"):
+    docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"
+    docs.write_text(json.dumps({"doc_id": doc_id, "text": "Payment is due in 45 days."})
+                    + "\n", encoding="utf-8")
+    queries.write_text("".join(q if isinstance(q, str) else json.dumps(q) + "\n"
+                               for q in query_lines), encoding="utf-8")
+    return docs, queries
+
+
+_GOLD = {"qid": "q1", "query": "When is payment due?", "doc_ids": ["a"],
+         "gold": [{"doc_id": "a", "start": 0, "end": 7}]}
+
+
+@pytest.mark.parametrize("lines, doc_id, why", [
+    ([_GOLD, '{"qid": "q2", "query": \n'], "a", "queries.jsonl line 2 is not a JSON object"),
+    ([_GOLD], "b", "queries.jsonl: no query can be scored: the documents of its 1 queries"),
+])
+def test_bad_queries_are_refused_before_any_document_is_encoded(tmp_path, lines, doc_id, why):
+    from sproutrag.errors import DatasetError
+    from sproutrag.learn.evaluation import evaluate_corpus
+
+    docs, queries = _labelled(tmp_path, lines, doc_id)
+    encoder = SimpleNamespace()  # any use (encoding a document) raises AttributeError
+    with pytest.raises(DatasetError, match=why):
+        evaluate_corpus(docs, queries, encoder=encoder, chunking={}, variants=[],
+                        cache_dir=tmp_path / "cache", log=lambda *a: None)
+
+
+def test_evaluate_exits_2_naming_the_file_and_line_of_a_malformed_line(tmp_path, capsys):
+    from sproutrag.flows.cli import main
+
+    docs, queries = _labelled(tmp_path, [_GOLD])
+    with open(docs, "a", encoding="utf-8") as fh:
+        fh.write('{"doc_id": "b", "text": oops}\n')
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                 "flat", "--out", str(tmp_path / "eval")]) == 2
+    err = capsys.readouterr().err
+    assert f"{docs} line 2 is not a JSON object" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1

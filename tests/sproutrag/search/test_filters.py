@@ -63,3 +63,31 @@ def test_a_filter_with_doc_ids_and_its_errors(retriever):
                      ("title = 'nothing'", "no document matches the filter")):
         with pytest.raises(QueryError, match=why):
             retriever.scope(None, bad)
+
+
+@pytest.mark.parametrize("bad, why", [
+    ("title = 'ticket 2020') AND (title = 'nope'", "closes no '\\('"),
+    ("title = 'ticket 2020'; AND title = 'nope'", "Expected: \\), found: ;"),
+    ("title = 'ticket 2020' garbage", "found: garbage"),
+    ("(title = 'ticket 2020'", "not closed"),
+    ("title = 'ticket 2020' -- x", "comments"),
+    ("title = E'ticket 2020'", "prefixed string"),
+    ("title = 'ticket 2020", "quote ' at character 8 is not closed"),
+    ("", "non-empty string"),
+])
+def test_a_filter_with_trailing_text_is_refused_not_cut_short(retriever, bad, why):
+    with pytest.raises(QueryError, match=why):
+        retriever.view.matching(bad)
+    with pytest.raises(QueryError, match="where"):
+        retriever.scope(None, bad)  # what search, search_many and context use
+
+
+@pytest.mark.parametrize("where, n_match", [
+    ("(title = 'ticket 2020') OR (title = 'ticket 2022')", 27),
+    ("title IN ('ticket 2020', 'x)y', 'a;b')", 14),
+    ("title = 'it''s (not) here;'", 0),
+    ("`title` LIKE 'ticket%' AND (title != 'ticket 2020')", 26),
+    ("title = 'ticket 2020' ", 14),
+])
+def test_valid_filters_with_parentheses_and_quotes_still_match(retriever, where, n_match):
+    assert len(retriever.view.matching(where)) == n_match
