@@ -86,6 +86,6 @@ def query_corpus(
     if not too_many_failed(len(failed), len(rows), share):
         return result
     error = QueriesFailedError(
-        f"{len(failed)} of {len(rows)} queries failed (tolerated: "
-        f"pipeline.max_failed_query_share = {share:.0%}); results in {out}", result)
+        f"{len(failed)} of {len(rows)} queries failed, more than "
+        f"pipeline.max_failed_query_share ({share:.0%}) tolerates; results in {out}", result)
     return Failed(message=str(error), data=error)

@@ -58,7 +58,10 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | 
         row = json.loads(raw)
     except ValueError as exc:  # not JSON, or not UTF-8
         return Failure(line, f"{where}: not a JSON line ({exc})", doc_id_known=False)
-    if not isinstance(row, dict) or "doc_id" not in row:
+    if not isinstance(row, dict):
+        return Failure(line, f"{where}: not a JSON object {{\"doc_id\", \"text\", ...}} "
+                       f"(a {type(row).__name__})", doc_id_known=False)
+    if "doc_id" not in row:
         return Failure(line, f"{where}: missing field 'doc_id'", doc_id_known=False)
     doc_id = row["doc_id"]
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):

@@ -185,13 +185,13 @@ def _deletions(missing: list[str], failures: Sequence[Failure]
     if anonymous:
         reason = (
             f"deletions held back: {len(anonymous)} corpus entries failed before their "
-            f"doc_id was known ({', '.join(f.doc_id for f in anonymous[:5])}), so "
+            f"doc_id was known ({_first_five([f.doc_id for f in anonymous])}), so "
             f"{len(held)} indexed documents missing from the corpus are kept this run"
         )
     else:
         reason = (
             f"deletions held back: {len(held)} indexed documents below folders that could "
-            f"not be listed ({', '.join(folders[:5])}) are kept this run"
+            f"not be listed ({_first_five(list(folders))}) are kept this run"
         )
     held_set = set(held)
     return [d for d in gone if d not in held_set], kept, held, reason
@@ -216,3 +216,9 @@ def check_deletions(
         "intended, run again with --allow-mass-delete (flow parameter "
         "allow_mass_delete=true)"
     )
+
+
+def _first_five(names: list[str]) -> str:
+    """NAMES joined by commas, at most five of them, then how many more."""
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return ", ".join(names[:5]) + more

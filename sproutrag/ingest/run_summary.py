@@ -72,8 +72,8 @@ class RunSummary:
                        "nor deleted")
         elif status == "completed" and too_many_failed(self.n_failed, total, max_failed_share):
             status = "failed"
-            message = (f"{self.n_failed} of {total} documents failed (tolerated: "
-                       f"pipeline.max_failed_share = {max_failed_share:.0%})")
+            message = (f"{self.n_failed} of {total} documents failed, more than "
+                       f"pipeline.max_failed_share ({max_failed_share:.0%}) tolerates")
         self.status = status
         if message:
             self.note(message)

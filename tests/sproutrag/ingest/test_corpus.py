@@ -55,11 +55,14 @@ def test_jsonl_with_duplicates_and_bad_lines(tmp_path):
         json.dumps({"doc_id": "d1", "text": "Again."}),
         "",
         json.dumps({"doc_id": 7, "text": "Numeric id."}),
+        "[1, 2]",
     ]
     path.write_text("\n".join(lines), encoding="utf-8")
     docs, failures = _pair(discover(str(path)))
     assert [d.doc_id for d in docs] == ["7"]  # d1 is there twice: neither copy is taken
-    assert len(failures) == 3
+    assert len(failures) == 4
+    assert any(f"{path}:7: not a JSON object" in f.reason and "(a list)" in f.reason
+               for f in failures)
     [dup] = [f for f in failures if f.doc_id == "d1"]
     assert dup.doc_id_known and "duplicate doc_id: 2 entries" in dup.reason
     assert f"{path}:1" in dup.reason and f"{path}:4" in dup.reason

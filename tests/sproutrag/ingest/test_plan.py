@@ -95,6 +95,14 @@ def test_a_failure_without_doc_id_holds_every_deletion_back():
     assert "line 3" in plan.held_reason and "3 indexed documents" in plan.held_reason
 
 
+def test_the_held_back_reason_names_five_failed_lines_and_counts_the_rest():
+    lines = [Failure(f"line {n}", f"corpus.jsonl:{n}: not a JSON line", doc_id_known=False)
+             for n in range(1, 8)]
+    plan = plan_changes([_line("a")], _stored(), "fp", failures=lines)
+    assert "7 corpus entries failed" in plan.held_reason
+    assert "line 5 and 2 more)" in plan.held_reason and "line 6" not in plan.held_reason
+
+
 def test_mass_deletions_refuse_unless_allowed():
     half = plan_changes([_line("a"), _line("b")], _stored(), "fp")
     check_deletions(half, 4, corpus="c", max_share=0.5, allow=False)  # 2 of 4: at most half
