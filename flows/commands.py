@@ -192,8 +192,9 @@ def _query(args: argparse.Namespace) -> int:
     else:
         _print_hits(args.question, rows[0])
         _print_hint(args, retriever, rows[0])
-    for r in failed:
-        print(f"query {r['qid']} failed: {r['error']}", file=sys.stderr)
+    for r in failed:  # a QUESTION's internal qid ("q") is no name the user gave
+        what = f"query {r['qid']}" if args.queries else "the question"
+        print(f"sproutrag query: {what} failed: {r['error']}", file=sys.stderr)
     if has_internal_errors(rows):  # a bug: its traceback was logged above
         return EXIT_ERROR
     return EXIT_DOCS_FAILED if failed else EXIT_OK

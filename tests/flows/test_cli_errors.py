@@ -84,8 +84,9 @@ def test_out_that_would_overwrite_the_input_or_cannot_be_written_exits_2(tmp_pat
     assert queries.read_text(encoding="utf-8") == '{"qid": "a", "query": "notice period"}\n'
 
 
-def _emptied_database(path) -> str:
-    """A database of the packaged encoder that held one document, now deleted."""
+def _emptied_database(path, *, delete: bool = True) -> str:
+    """A database of the packaged encoder that held one document "a", now deleted (with
+    DELETE)."""
     store = Store(str(path), encoder_id=PACKAGED_MODEL_ID, dim=384)
     text = "one two three"
     rng = np.random.default_rng(0)
@@ -93,8 +94,18 @@ def _emptied_database(path) -> str:
                       np.arange(1, 3), np.ones(2, np.float32))
     doc = SourceDocument("a", "mem://a", text, content_hash(text))
     store.write([IndexedDocument(doc, np.array([[0, 3], [4, 7], [8, 13]]), tree)], "fp")
-    store.delete(["a"])
+    if delete:
+        store.delete(["a"])
     return str(path)
+
+
+@pytest.mark.model
+def test_a_question_s_failure_is_said_without_an_internal_qid(tmp_path, capsys):
+    db = _emptied_database(tmp_path / "db", delete=False)
+    assert main(["query", "--db", db, "termination notice", "--doc-id", "nope"]) == 3
+    err = capsys.readouterr().err
+    assert ("sproutrag query: the question failed: none of the doc_ids ['nope'] is in the "
+            "database") in err and "query q " not in err
 
 
 @pytest.mark.model
