@@ -56,7 +56,8 @@ class UsageError(ValueError):
 
 def _existing_file(flag: str, path: str | None) -> None:
     if path is not None and not is_s3(path) and not Path(path).is_file():
-        raise UsageError(f"{flag} {path}: no such file")
+        what = "a folder, not a file" if Path(path).is_dir() else "no such file"
+        raise UsageError(f"{flag} {path}: {what}")
 
 
 def _check_question(question: str) -> None:

@@ -143,3 +143,9 @@ def test_a_db_that_is_a_file_exits_1_saying_it_is_not_a_folder(tmp_path, capsys)
     err = capsys.readouterr().err
     assert f"database {afile} is not a folder" in err and "File exists" not in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_queries_file_that_is_a_folder_is_named_a_folder(tmp_path, capsys):
+    assert main(["query", "--db", str(tmp_path / "db"), "--queries", str(tmp_path),
+                 "--out", str(tmp_path / "r.jsonl")]) == 2
+    assert f"--queries {tmp_path}: a folder, not a file" in capsys.readouterr().err
