@@ -60,6 +60,20 @@ def _existing_file(flag: str, path: str | None) -> None:
         raise UsageError(f"{flag} {path}: {what}")
 
 
+def _check_context_flags(args: argparse.Namespace) -> None:
+    """--selection and --cutoff shape a budgeted context: with a QUESTION and no budget
+    they would be ignored (a batch line may bring its own budget)."""
+    from sproutrag.params import DEFAULT
+
+    if args.budget_chars is not None or args.budget_tokens is not None:
+        return
+    given = [flag for flag, unset in (("--selection", args.selection is None),
+                                      ("--cutoff", args.cutoff is DEFAULT)) if not unset]
+    if given:
+        raise UsageError(f"{' and '.join(given)} shape a budgeted context: add "
+                         "--budget-chars N or --budget-tokens N")
+
+
 def _check_question(question: str) -> None:
     """A command-line QUESTION is text to search for (UsageError: exit 2, before a model
     loads)."""
@@ -161,6 +175,7 @@ def preflight(args: argparse.Namespace) -> Settings:
                              "FILE; a QUESTION's results go to stdout (redirect them: > FILE)")
         if args.question is not None:
             _check_question(args.question)
+            _check_context_flags(args)
         if args.where is not None and args.queries:
             raise UsageError("--where filters a QUESTION; in a --queries file give each "
                              "line its own \"where\"")

@@ -149,3 +149,10 @@ def test_a_queries_file_that_is_a_folder_is_named_a_folder(tmp_path, capsys):
     assert main(["query", "--db", str(tmp_path / "db"), "--queries", str(tmp_path),
                  "--out", str(tmp_path / "r.jsonl")]) == 2
     assert f"--queries {tmp_path}: a folder, not a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [["--selection", "window"], ["--cutoff", "2"],
+                                   ["--cutoff", "none", "--selection", "tree"]])
+def test_context_flags_without_a_budget_are_refused_not_ignored(tmp_path, capsys, flags):
+    assert main(["query", "--db", str(tmp_path / "db"), "a question", *flags]) == 2
+    assert "shape a budgeted context: add --budget-chars N" in capsys.readouterr().err
