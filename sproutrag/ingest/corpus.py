@@ -281,8 +281,17 @@ def _read_file(fs, entry: Entry, *, source: str, limits: DocLimits) -> SourceDoc
             data = _read_bytes(fh, name=doc_id, limits=limits)
         text = limits.check_chars(decode_text(data, name=doc_id), name=doc_id)
     except (OSError, ValueError) as exc:
-        return Failure(doc_id, str(exc))
+        broken = _broken_link(entry.path) if is_local(fs) else None
+        return Failure(doc_id, broken or str(exc))
     return SourceDocument(doc_id, source, text, content_hash(text))
+
+
+def _broken_link(path: str) -> str | None:
+    """Why PATH cannot be read when it is a symlink to nothing; None otherwise."""
+    if os.path.islink(path) and not os.path.exists(path):
+        return (f"a broken symlink: its target {os.readlink(path)!r} does not exist (fix "
+                "or remove the link)")
+    return None
 
 
 def _file_item(fs, path: str, name: str) -> Listed:

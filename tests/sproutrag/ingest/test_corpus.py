@@ -162,6 +162,18 @@ def test_symlinks_are_followed_only_inside_the_corpus_folder(tmp_path):
     assert allowed.skipped == []
 
 
+def test_a_broken_symlink_fails_saying_so(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Alpha text.", encoding="utf-8")
+    (corpus / "gone.txt").symlink_to("removed.txt")
+    found = discover(str(corpus))
+    assert [d.doc_id for d in found.docs] == ["a.txt"]
+    [failure] = found.failures
+    assert failure.doc_id == "gone.txt"
+    assert "a broken symlink: its target 'removed.txt' does not exist" in failure.reason
+
+
 # -- what discovery could not see is reported (issue 23) ---------------------------------
 
 _PROBE = """
