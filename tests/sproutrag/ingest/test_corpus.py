@@ -106,25 +106,19 @@ def test_invalid_doc_ids_and_unattributed_lines(tmp_path):
     assert [f.shown for f in failures][:2] == ["'nul\\x00'", "'tab\\there'"]
 
 
-def test_file_names_with_control_characters_fail_alone(tmp_path):
+@pytest.mark.parametrize(("name", "doc_id", "why"), [
+    (b"bad\nname.txt", "bad\nname.txt", "U+000A"),  # a control character
+    (b"caf\xe9.txt", "caf\\xe9.txt", "file name is not valid UTF-8: rename it"),
+])
+def test_a_file_name_that_is_no_doc_id_fails_alone(tmp_path, name, doc_id, why):
     (tmp_path / "good.txt").write_text("Fine.", encoding="utf-8")
-    (tmp_path / "bad\nname.txt").write_text("Also fine text.", encoding="utf-8")
+    with open(os.fsencode(tmp_path) + b"/" + name, "wb") as fh:
+        fh.write(b"Also fine text.\n")
     docs, failures = _pair(discover(str(tmp_path)))
     assert [d.doc_id for d in docs] == ["good.txt"]
     [failure] = failures
-    assert failure.doc_id == "bad\nname.txt" and failure.doc_id_known
-    assert "U+000A" in failure.reason
-
-
-def test_a_file_name_that_is_not_utf8_fails_alone(tmp_path):
-    write_files(tmp_path, {"base.txt": "Base doc."})
-    with open(os.fsencode(tmp_path) + b"/caf\xe9.txt", "wb") as fh:
-        fh.write(b"x\n")
-    docs, failures = _pair(discover(str(tmp_path)))
-    assert [d.doc_id for d in docs] == ["base.txt"]
-    [failure] = failures
-    assert failure.doc_id == "caf\\xe9.txt" and failure.doc_id_known
-    assert "file name is not valid UTF-8: rename it" in failure.reason
+    assert failure.doc_id == doc_id and failure.doc_id_known
+    assert why in failure.reason
 
 
 def test_a_jsonl_doc_id_with_a_lone_surrogate_fails_alone(tmp_path):
