@@ -138,12 +138,13 @@ def _query(args: argparse.Namespace) -> int:
         write_jsonl,
     )
     from sproutrag.search.reader_settings import reader_settings, reader_weights
-    from sproutrag.search.retriever import Retriever, open_reader
+    from sproutrag.search.retriever import Retriever
+    from sproutrag.storage.reader import Reader
 
     settings = args.settings  # --config, SPROUTRAG_* / AWS_* env (checked by preflight)
     if args.out is not None:  # before the model loads or any query runs
         _check_out(args.out, args.queries)
-    reader = open_reader(args.db, storage_options=settings.storage.lance_options(args.db))
+    reader = Reader.open(args.db, storage_options=settings.storage.lance_options(args.db))
     if args.where is not None:  # a bad filter: exit 2, before the model loads
         from sproutrag.flows.preflight import UsageError
 

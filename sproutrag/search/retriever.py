@@ -25,14 +25,12 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
 
-from sproutrag.errors import DatabaseNotFoundError
 from sproutrag.params import DEFAULT, MODES, SearchParams, check_count, check_number
 from sproutrag.search.context import DEFAULT_MARGIN, Context
 from sproutrag.search.current import Current
@@ -78,18 +76,6 @@ from sproutrag.storage.rows import StoredTree
 from sproutrag.storage.store import StaleIndexError
 
 Mode = Literal["tree", "leaves", "flat"]
-
-
-def open_reader(db: str, *, storage_options: dict[str, str] | None = None) -> Reader:
-    """`Reader.open(DB)`; `DatabaseNotFoundError` naming DB when a local DB is a file, not
-    the database folder `sproutrag index` writes."""
-    local = "://" not in str(db)
-    if local and os.path.exists(os.path.expanduser(db)) and not os.path.isdir(
-            os.path.expanduser(db)):
-        raise DatabaseNotFoundError(
-            f"database {db} is not a folder (a file is there): give the folder "
-            "`sproutrag index CORPUS --db DB` wrote")
-    return Reader.open(db, storage_options=storage_options)
 
 
 def _searching_setting(name: str) -> property:
@@ -174,7 +160,7 @@ class Retriever:
             **{k: v for k, v in given.items() if v is not None}})
         # DB: a path (opened here) or a `Reader` that callers share (one open, one read
         # of `index_settings` per version for the reader's settings and this Retriever).
-        self.reader = db if isinstance(db, Reader) else open_reader(
+        self.reader = db if isinstance(db, Reader) else Reader.open(
             db, storage_options=storage_options)
         self.store = self.reader.store
         encoder = encoder if encoder is not None else database_encoder(self.reader)

@@ -102,6 +102,10 @@ class Store:
             raise DatabaseNotFoundError(
                 f"database {uri} does not exist; run `sproutrag index CORPUS --db {uri}` first"
             )
+        if local and not os.path.isdir(os.path.expanduser(uri)):
+            raise DatabaseNotFoundError(
+                f"database {uri} is not a folder (a file is there): give the folder "
+                "`sproutrag index CORPUS --db DB` wrote")
         session = kwargs.pop("session", None)
         db = lancedb.connect(str(uri), storage_options=kwargs.get("storage_options"),
                              session=session)
