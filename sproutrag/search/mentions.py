@@ -20,7 +20,11 @@ a company's legal form is also the run without it ("Apple Inc." also "apple"; a 
 form alone, "Inc", is no entity: rule 39). A document's "of" splits too ("the License
 Agreement of Cerence" also "cerence"), and a run joined to a period is also what comes
 before it ("Boeing for Q2 of FY2022" also "boeing"; rule 40), and a run that opens
-with a role is also the name after it ("Plaintiff John Doe" also "john doe"; rule 42). A
+with a role is also the name after it ("Plaintiff John Doe" also "john doe"; rule 42), and a
+run with "for" before a single acronym is also its two sides ("Keytruda for NSCLC" also
+"keytruda" and "nsclc"; rule 46). A digit and a capital are a code ("3M", not an amount:
+"$3M" and "3m" are), a name though two characters; a slash joins a ratio ("P/E of
+Apple" also "apple"; rule 46). A
 capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
 drops its first word when that is a function word or an instruction's verb ("Among
 PepsiCo" is "pepsico", "Consider the Annual Report" "annual report"), and a
@@ -48,7 +52,7 @@ _JOINERS = frozenset({"of", "the", "for", "&", "de", "du", "la", "von", "van", "
 #: A word; or, before a capitalised word, initials ("Richard A. Bearse", "J.K. Rowling"), a
 #: title ("Dr. Smith") or a case's "v." ("Smith v. Jones"): their dots end no sentence.
 _TOKEN = re.compile(r"(?:[A-Z]\.)+(?=\s+[A-Z])|\b(?:Mrs|Mr|Ms|Dr|Prof|St|vs|v)\.(?=\s+[A-Z])"
-                    r"|\w+(?:['’.&-]\w+)*|&")
+                    r"|[$€£]?\w+(?:['’.&/-]\w+)*|&")
 #: The joiners of a case's two sides, and titles a name drops from its start ("St. Louis"
 #: keeps its "St.").
 _CASE_JOINERS = frozenset({"v.", "vs."})
@@ -70,25 +74,31 @@ _OPENERS = frozenset("""
 """.split())
 #: What may separate two words of one run: spaces, or nothing else.
 _GAP = re.compile(r"\s+")
-#: The shortest entity ("IBM", "Eli"): shorter ones ("3M", "GE") name too much by chance.
+#: The shortest entity ("IBM", "Eli"): shorter ones ("GE", "US") name too much by chance,
+#: but for a digit and a capital ("3M": rule 46).
 MIN_ENTITY_CHARS = 3
+_SHORT_CODE = re.compile(r"\d[A-Z]|[A-Z]\d")
 _POSSESSIVE = re.compile(r"['’]s$")
-#: A word of capitals only ("EBITDA", "CEO"): a measure or a role, not a name's start.
-_ACRONYM = re.compile(r"[A-Z]{2,}")
+#: A word of capitals only ("EBITDA", "CEO"), or of capitals joined by a slash ("P/E",
+#: "EV/EBITDA": rule 46): a measure or a role, not a name's start.
+_ACRONYM = re.compile(r"[A-Z]{2,}|[A-Z]+(?:/[A-Z]+)+")
 #: The shapes of a word that is a period or a filing's form, not a code that may name
 #: something (rule 43): a number, an amount, a percentage, an ordinal or a decade ("1,200",
-#: "$3.5M", "21st", "1990s"); a fiscal year, a quarter or a half ("FY2018", "Q4", "Q2-2020",
-#: "1Q19", "H1", "FY2019-20"); a filing ("10-K", "10-Ks", "20-F", "10-K405", "14A", "S-1");
-#: a date or a range ("2019-12-31", "2019-20", "31-Dec-2019", "Dec-2019"). Every shape
-#: holds a digit.
+#: "$3.5M", "21st", "1990s"; a scale's capital only with a currency sign or a decimal
+#: point: "3M" is a code, rule 46); a fiscal year, a quarter or a half ("FY2018", "Q4",
+#: "Q2-2020", "1Q19", "H1", "FY2019-20"); a filing ("10-K", "10-Ks", "20-F", "10-K405",
+#: "14A", "S-1", a form's letter after a number: "10K", "13D", "5G"); a date or a range
+#: ("2019-12-31", "2019-20", "31-Dec-2019", "Dec-2019"). Every shape holds a digit.
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
           r"|sep(?:t|tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 _PERIOD = re.compile(rf"""
-      [$€£]?\d[\d,.]*(?:%|[kmb]n?|st|nd|rd|th|s)?
+      [$€£]\d[\d,.]*(?:%|[kmb]n?)?
+    | \d[\d,.]*(?:%|(?-i:[kmb])n?|st|nd|rd|th|s)?
+    | \d[\d,]*\.\d+[kmb]n?
     | (?:fy|cy)['’-]?\d{{2,4}}(?:-\d{{2,4}})?
     | [qh][1-4](?:['’-]?(?:fy)?\d{{2,4}})?
     | [1-4][qh]['’-]?\d{{2,4}}
-    | \d{{1,2}}-[a-z]\d{{0,3}}s? | \d{{1,3}}[a-z] | [sf]-(?:1|3|4|8|11)
+    | \d{{1,2}}-[a-z]\d{{0,3}}s? | \d{{1,3}}[abdfgkq] | [sf]-(?:1|3|4|8|11)
     | \d{{1,4}}(?:[-/.]\d{{1,4}})+
     | \d{{1,2}}-{_MONTH}(?:-\d{{1,4}})? | {_MONTH}-\d{{1,4}}
 """, re.IGNORECASE | re.VERBOSE)
@@ -112,6 +122,7 @@ _TERMS = frozenset([
     "mri", "ecg", "ekg", "eeg", "bmi", "icu", "cbc",
     "ceo", "cfo", "coo", "cto",
     "covid 19", "sars cov 2", "h1n1", "h5n1", "hba1c", "co2", "pm2 5", "pm10",
+    "p e", "ev ebitda", "2d", "3d", "4k", "4g", "5g",
 ])
 #: A document's parts, stages and classes: with only a number, a letter or a roman numeral
 #: after it ("Section 2.1", "Schedule B", "Item 7A", "Phase 3", "Class A", "Tier 1") such
@@ -212,10 +223,14 @@ def _parts(run: list[str]) -> list[list[str]]:
     """RUN, then its pieces when it joins names: a case's two sides ("Smith v. Jones"),
     the two sides of a possessive ("Pfizer's Comirnaty": "Pfizer's", "Comirnaty") and what
     follows an acronym's or a filing's "of" or "for" ("EBITDA of Netflix": "Netflix"; "Form
-    10-K of Abbott": "Abbott")."""
+    10-K of Abbott": "Abbott"), and the two sides of a "for" before a single acronym
+    ("Keytruda for NSCLC": "Keytruda", "NSCLC"; rule 46)."""
     after = _after_filing(run)
     if after:
         return [run] + _parts(after)
+    for i in range(1, len(run) - 1):
+        if run[i].lower() == "for" and (_acronym_alone(run[:i]) or _acronym_alone(run[i + 1:])):
+            return [run] + _parts(run[:i]) + _parts(run[i + 1:])  # "Keytruda for NSCLC"
     pieces: list[list[str]] = []
     piece: list[str] = []
     for w in run:
@@ -248,6 +263,11 @@ def _after_filing(run: list[str]) -> list[str]:
                 return run[i + 1:]
             return []
     return []
+
+
+def _acronym_alone(side: list[str]) -> bool:
+    """Whether SIDE, one side of a run's "for", is a single acronym ("NSCLC", "MGM")."""
+    return len(side) == 1 and _ACRONYM.fullmatch(side[0]) is not None
 
 
 def _without_period(run: list[str]) -> list[str]:
@@ -309,7 +329,9 @@ def _name(run: list[str]) -> str | None:
         run = run[:-1]
     ws = re.findall(r"\w+", " ".join(run).lower())
     name = " ".join(ws)
-    if (len(name) >= MIN_ENTITY_CHARS and name not in _TERMS and name not in _ROLE_TERMS
+    short_code = len(run) == 1 and _SHORT_CODE.fullmatch(run[0]) is not None  # "3M"
+    if ((len(name) >= MIN_ENTITY_CHARS or short_code)
+            and name not in _TERMS and name not in _ROLE_TERMS
             and not _part(ws)
             and not all(w in STOPWORDS or w.isdigit() for w in ws)):
         return name

@@ -76,7 +76,7 @@ from sproutrag.search.mentions import (
     ("What does the Statement of Cash Flows say?", ["statement of cash flows", "cash flows"]),
     ("Did the Department of Justice act?", ["department of justice"]),  # no document's "of"
     # rule 41: a currency, a measure or a role is no name
-    ("What is the capital expenditure (in USD millions) for 3M?", []),
+    ("What is the capital expenditure (in USD millions) for 3M?", ["3m"]),  # rule 46
     ("Was the CEO of Acme paid in EUR? Its EBITDA, ROIC and R&D?", ["ceo of acme", "acme"]),
     ("Did the MRI at Mayo Clinic show it?", ["mayo clinic"]),
     # rule 42: a role before a name
@@ -109,6 +109,18 @@ from sproutrag.search.mentions import (
     ("Did Parent pay Target? Did the Licensee, the Plaintiff or the Patient?", []),
     ("Under the Agreement, what is the Effective Date and the Territory?", []),
     ("What did Plaintiff John Doe claim?", ["plaintiff john doe", "john doe"]),  # a name
+    # rule 46: a short code, a ratio's slash, an acronym's "for"
+    ("Is 3M a capital-intensive business? What of 3M's debt?", ["3m"]),
+    ("What is the year end FY2018 net PPNE for 3M?", ["ppne for 3m", "3m"]),
+    ("Did GE, $3M, 500m, 3.5B, 10K, 5G or 3D matter?", []),  # amounts, forms, terms
+    ("What is the P/E of Apple? And the EV/EBITDA of Merck?", ["p e of apple", "apple",
+                                                               "ev ebitda of merck", "merck"]),
+    ("Did the FDA approve Keytruda for NSCLC?", ["fda", "keytruda for nsclc", "keytruda",
+                                                 "nsclc"]),
+    ("Which region had the Highest EBITDAR Contribution for MGM?",
+     ["highest ebitdar contribution for mgm", "highest ebitdar contribution", "mgm"]),
+    ("What did the Bank for International Settlements say?",
+     ["bank for international settlements"]),  # no acronym beside "for": one name
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -165,8 +177,8 @@ def test_a_currency_in_the_question_names_no_report_that_writes_it():
              "bayer": words("Bayer AG annual report. Figures in USD millions."),
              "pfizer": words("Pfizer Inc. annual report. Capital expenditures rose.")}
     query = "What is the FY2018 capital expenditure amount (in USD millions) for 3M?"
-    assert question_entities(query) == []
-    assert mentioned_documents(question_entities(query), texts) == []
+    assert question_entities(query) == ["3m"]  # rule 46: 3M is a name, not an amount
+    assert mentioned_documents(question_entities(query), texts) == ["mmm"]
     assert mentioned_documents(["usd"], texts) == ["bayer"]  # what "usd" named
 
 
@@ -514,6 +526,21 @@ def test_a_document_named_by_a_code_is_fetched_through_the_text_index(tmp_path):
     assert question_entities(query) == ["keynote 189"]
     with r.view.one_view():
         assert r.first.writing("keynote 189") == ["acme"]
+    assert {h.doc_id for h in r.search_vector(query, qvec, k=3)} == {"acme"}
+
+
+def test_a_document_named_by_a_short_code_is_fetched_through_the_text_index(tmp_path):
+    """Rule 46: "3M" is an entity (a code, not an amount, though two characters), the
+    full-text index finds the one document that writes it, and the search keeps to it."""
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _unchosen_pool(tmp_path, party="3M Company")
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
+    query = "When is payment due under 3M's agreement?"
+    assert question_entities(query) == ["3m"]
+    with r.view.one_view():
+        assert r.first.writing("3m") == ["acme"]
     assert {h.doc_id for h in r.search_vector(query, qvec, k=3)} == {"acme"}
 
 
