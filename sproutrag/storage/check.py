@@ -217,7 +217,10 @@ class Report:
 
     def lines(self) -> list[str]:
         h = self.health
-        head = (f"{self.uri}: {h.n_documents} documents, {h.n_nodes} nodes rows checked: ")
+        head = f"{self.uri}: {h.n_documents} documents, {h.n_nodes} nodes rows checked: "
+        if h.unreadable:  # rows read before a table failed are no check of it
+            head = (f"{self.uri}: {h.n_documents} documents, {h.n_nodes} nodes rows read, "
+                    f"{' and '.join(sorted(h.unreadable))} unreadable: ")
         if self.healthy:
             return [*self.notes, head + "healthy"]
         if h.unreadable:

@@ -134,6 +134,8 @@ def test_a_lost_or_truncated_data_file_is_found_at_the_start(store, table, damag
     report = check_database(store.uri)
     assert report.problems[0].startswith(f"table '{table}' cannot be read")
     assert "--full" in report.lines()[-1]
+    assert f"nodes rows read, {table} unreadable: 1 problem found" in report.lines()[-1]
+    assert "checked" not in report.lines()[-1]  # rows read before the failure: no check
 
 
 def test_move_aside_keeps_the_damaged_table_out_of_sight(store):
