@@ -15,7 +15,8 @@ started before the clock starts:
 2. index: the `index-corpus` flow (chunk, encode with relations, trees, store, maintain);
    the store's seconds per batch are timed (`Store.write` + `Store.tidy`), first 10% of
    batches against the last 10%;
-3. unchanged re-run, and a re-run after changing 1% of the documents;
+3. unchanged re-run, a re-run after a line inserted at the top (every other document's
+   line number, its `source`, changes), and a re-run after changing 1% of the documents;
 4. `sproutrag check` (`check_database`).
 
 Prints chars/s of both indexes and their ratio (target >= 0.9), store seconds per batch
@@ -25,7 +26,8 @@ bytes of the live rows of `documents` + `nodes`, target <= 1.5), versions per ta
 `--store-only N`: N documents through `Store.write` alone (trees of 2-4 leaves built from
 a pool of real chunk vectors computed once and reused), in batches as the flow cuts them,
 tidied as the flow does; then an unchanged re-run of the flow over the matching JSONL
-corpus (its plan compares hashes: no document is read twice) and `sproutrag check`.
+corpus (its plan compares hashes: no document is read twice), the same after a line
+inserted at the top, and `sproutrag check`.
 Targets at 10^6: re-run <= 60 s of flow and <= 2 GB, check <= 5 minutes, database <= 1.5x
 live bytes, store seconds per batch flat. Not a test.
 """
@@ -281,6 +283,15 @@ def change_some(corpus: Path, share: float, seed: int = 1) -> int:
     return len(picked)
 
 
+def insert_at_top(corpus: Path) -> None:
+    """A new document's line before the first: every other line moves down by one (an
+    export that writes its newest document first)."""
+    text = corpus.read_text(encoding="utf-8")
+    new = {"doc_id": "inserted-at-top",
+           "text": "A document exported first. Every other line moves down by one."}
+    corpus.write_text(json.dumps(new) + "\n" + text, encoding="utf-8")
+
+
 def rerun(label: str, corpus: Path, db: Path) -> None:
     r = run_phase("index", corpus, db)
     row = r["row"]
@@ -335,6 +346,9 @@ def main_docs(n: int, work: Path) -> None:
     print(per_batch(row, len(idx["store_batch_s"])))
     report_db(db)
     rerun("unchanged re-run", corpus, db)
+    insert_at_top(corpus)
+    rerun("re-run after a line inserted at the top (every line moved: sources updated)",
+          corpus, db)
     changed = change_some(corpus, 0.01)
     rerun(f"re-run with {changed} documents changed (1%)", corpus, db)
     report_db(db)
@@ -354,6 +368,10 @@ def main_store(n: int, work: Path) -> None:
     print(store_growth(st["store_batch_s"], work / "store-batches.json"), flush=True)
     report_db(db)
     rerun("unchanged re-run (JSONL: every line hashed)", corpus, db)
+    insert_at_top(corpus)
+    rerun("re-run after a line inserted at the top (every line moved: sources updated)",
+          corpus, db)
+    report_db(db)
     chk = run_phase("check", corpus, db)
     print(f"sproutrag check: {chk['wall_s']:.1f} s ({n / chk['wall_s']:,.0f} documents/s), "
           f"peak RSS {chk['peak_rss_mb']:.0f} MB: {chk['lines']}")

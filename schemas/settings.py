@@ -291,6 +291,10 @@ class PipelineSettings(_Section):
         False, description="Index a corpus folder's symlinks whose target lies outside the "
         "folder (off: they are skipped and reported)"
     )
+    include_hidden: bool = Field(
+        False, description="Index a corpus folder's hidden files and folders, whose names "
+        "start with a dot (.git/, .ipynb_checkpoints/; off: left out, as file browsers do)"
+    )
     max_doc_bytes: int = Field(
         100_000_000, ge=1, description="Largest corpus file (or JSONL line) read, in bytes; "
         "checked before reading: a larger one fails, named with its size"

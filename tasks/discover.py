@@ -39,6 +39,7 @@ def discover_corpus(corpus: str, settings: Settings) -> CorpusListing:
     """The corpus listing: doc ids and what the listing says of each (no text held)."""
     return list_corpus(corpus, storage_options=settings.storage.fsspec_options(corpus),
                        allow_external_symlinks=settings.pipeline.allow_external_symlinks,
+                       include_hidden=settings.pipeline.include_hidden,
                        limits=_limits(settings))
 
 

@@ -142,6 +142,7 @@ def check_corpus(corpus: str, *, storage_options: dict[str, Any] | None = None) 
 def list_corpus(
     corpus: str, *, storage_options: dict[str, Any] | None = None,
     allow_external_symlinks: bool = False, limits: DocLimits | None = None,
+    include_hidden: bool = False,
 ) -> CorpusListing:
     """The corpus's documents as its listing sees them (no file is read; a JSONL file is
     streamed and hashed line by line), with failures and skipped entries. Memory: about
@@ -152,7 +153,8 @@ def list_corpus(
     listed_at, skipped, failures = datetime.now(UTC), [], []
     if fs.isdir(root):
         kind, root = "folder", root.rstrip("/")
-        items = _list_folder_items(fs, root, corpus, skipped, allow_external_symlinks)
+        items = _list_folder_items(fs, root, corpus, skipped, allow_external_symlinks,
+                                   include_hidden)
     elif root.endswith(".jsonl"):
         kind, items = "jsonl", list_jsonl(fs, root, str(corpus), limits)
     else:
@@ -202,12 +204,14 @@ def read_listed(
 def discover(
     corpus: str, *, storage_options: dict[str, Any] | None = None,
     allow_external_symlinks: bool = False, limits: DocLimits | None = None,
+    include_hidden: bool = False,
 ) -> Discovery:
     """The corpus's readable documents (sorted by doc_id), failures and skipped entries:
     `list_corpus` and `read_listed` of every document, texts held in memory (for small
     corpora and tests; an index run streams)."""
     listing = list_corpus(corpus, storage_options=storage_options,
-                          allow_external_symlinks=allow_external_symlinks, limits=limits)
+                          allow_external_symlinks=allow_external_symlinks, limits=limits,
+                          include_hidden=include_hidden)
     docs, failures = [], list(listing.failures)
     for found in read_listed(listing, storage_options=storage_options, limits=limits):
         (docs if isinstance(found, SourceDocument) else failures).append(found)
@@ -316,12 +320,12 @@ def _external_target(root: str, path: str) -> str | None:
     return None if os.path.commonpath([target, base]) == base else target
 
 
-def _list_folder(fs, root: str, corpus: str, skipped: list[Skipped]):
+def _list_folder(fs, root: str, corpus: str, skipped: list[Skipped], include_hidden: bool):
     """The folder's entries, and a failure for each subfolder that could not be listed."""
     if not is_local(fs):
-        return list_fsspec(fs, root).entries, []
+        return list_fsspec(fs, root, include_hidden=include_hidden).entries, []
     try:
-        listing = list_local(root)
+        listing = list_local(root, include_hidden=include_hidden)
     except OSError as exc:
         raise CorpusUnreadableError(
             f"cannot list the corpus folder {corpus!r}: {exc.strerror or exc}; nothing was "
@@ -337,13 +341,19 @@ def _list_folder(fs, root: str, corpus: str, skipped: list[Skipped]):
 
 def _list_folder_items(
     fs, root: str, corpus: str, skipped: list[Skipped], allow_external: bool,
+    include_hidden: bool = False,
 ) -> list[Listed | Failure]:
     """The folder's .txt/.md files as `Listed` (doc_id: the path below the folder) and a
     failure per subfolder that could not be listed; symlinks out of the folder are
-    reported in SKIPPED instead, unless ALLOW_EXTERNAL; an invalid doc_id fails."""
-    entries, unlisted = _list_folder(fs, root, corpus, skipped)
+    reported in SKIPPED instead, unless ALLOW_EXTERNAL; hidden files and folders (a name
+    starting with a dot) are left out unless INCLUDE_HIDDEN; an invalid doc_id fails."""
+    entries, unlisted = _list_folder(fs, root, corpus, skipped, include_hidden)
     if not entries and not unlisted:
-        raise CorpusNotFoundError(f"corpus folder {corpus!r} holds no .txt or .md files")
+        hint = "" if include_hidden else (
+            " (hidden files and folders, whose names start with a dot, are left out: "
+            "set pipeline.include_hidden to index them)")
+        raise CorpusNotFoundError(
+            f"corpus folder {corpus!r} holds no .txt or .md files{hint}")
     items: list[Listed | Failure] = list(unlisted)
     for entry in entries:
         target = None if allow_external or not is_local(fs) else _external_target(

@@ -88,9 +88,17 @@ def _is_dir(entry: os.DirEntry, *, follow: bool) -> bool:
         return False
 
 
-def list_local(root: str) -> Listing:
+def hidden(rel: str) -> bool:
+    """Whether the path REL (below a corpus folder) is hidden: one of its names starts
+    with a dot (".git/", ".ipynb_checkpoints/", ".notes.md"), as file browsers and
+    most document loaders treat it."""
+    return any(part.startswith(".") for part in rel.split("/"))
+
+
+def list_local(root: str, *, include_hidden: bool = False) -> Listing:
     """The .txt/.md files below ROOT (sorted by doc_id), the subfolders that could not be
-    listed and the symlinks to folders. ROOT itself unlistable raises OSError."""
+    listed and the symlinks to folders; hidden files and folders (`hidden`) only with
+    INCLUDE_HIDDEN. ROOT itself unlistable raises OSError."""
     out, stack = Listing(), [root]
     while stack:
         folder = stack.pop()
@@ -104,6 +112,8 @@ def list_local(root: str) -> Listing:
             continue
         for entry in entries:
             rel = entry.path[len(root) + 1 :]
+            if not include_hidden and entry.name.startswith("."):
+                continue
             if _is_dir(entry, follow=False):
                 stack.append(entry.path)
             elif entry.is_symlink() and _is_dir(entry, follow=True):
@@ -139,15 +149,16 @@ def fsspec_entry(name: str, rel: str, info: dict[str, Any]) -> Entry:
                  str(etag).strip('"') if etag else None)
 
 
-def list_fsspec(fs, root: str) -> Listing:
-    """The .txt/.md objects below ROOT with their sizes, times and ETags; a listing error
-    raises."""
+def list_fsspec(fs, root: str, *, include_hidden: bool = False) -> Listing:
+    """The .txt/.md objects below ROOT with their sizes, times and ETags, hidden ones
+    (`hidden`) only with INCLUDE_HIDDEN; a listing error raises."""
     kwargs = {"on_error": "raise"} if _generic_find(fs) else {}
     found = fs.find(root, detail=True, **kwargs)
     entries = [
         fsspec_entry(name, name[len(root) + 1 :], info)
         for name, info in found.items()
         if info.get("type") != "directory" and name.lower().endswith(TEXT_SUFFIXES)
+        and (include_hidden or not hidden(name[len(root) + 1 :]))
     ]
     return Listing(sorted(entries, key=lambda e: e.rel))
 

@@ -99,3 +99,19 @@ def test_pipes_folder_symlinks_and_huge_files_are_reported(
     assert "1,900 bytes, over the limit of 1,000 bytes (pipeline.max_doc_bytes)" in (
         reasons["big.txt"])
     assert "skipped 1 symlinks to folders (never followed): linked/" in row["message"]
+
+
+def test_hidden_documents_are_indexed_only_with_include_hidden(
+    prefect_harness, tmp_path, monkeypatch
+):
+    """pipeline.include_hidden reaches the run's listing: with it a hidden folder's
+    document is indexed; without it (the default) the next run treats it as gone."""
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, {**TEXTS, ".drafts/d.txt": "A draft clause. It is not final."})
+    monkeypatch.setenv("SPROUTRAG_PIPELINE__INCLUDE_HIDDEN", "true")
+    state, row = run_flow(corpus, db)
+    assert state.is_completed() and set(texts(db)) == {*TEXTS, ".drafts/d.txt"}
+    monkeypatch.delenv("SPROUTRAG_PIPELINE__INCLUDE_HIDDEN")
+    state, row = run_flow(corpus, db)
+    assert state.is_completed() and (row["n_deleted"], row["n_unchanged"]) == (1, 3)
+    assert set(texts(db)) == set(TEXTS)

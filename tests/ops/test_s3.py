@@ -99,6 +99,23 @@ def test_a_jsonl_corpus_on_s3_is_read_again_line_by_line(s3, s3_endpoint):
     assert huge.doc_id == "line 3" and "longer than 60,000 bytes" in huge.reason
 
 
+def test_hidden_objects_below_a_prefix_are_left_out(s3, s3_endpoint):
+    """As in a local folder, a key with a name starting with a dot below the corpus
+    prefix is hidden: left out unless include_hidden."""
+    from sproutrag.ingest.corpus import discover
+
+    for key in ("docs/a.md", "docs/sub/b.txt", "docs/.draft.md", "docs/.git/c.txt",
+                "docs/sub/.cache/d.md"):
+        s3.put_object(Bucket="corpus", Key=key, Body=b"Some text.")
+    options = {"key": KEY_ID, "secret": SECRET, "endpoint_url": s3_endpoint,
+               "client_kwargs": {"region_name": REGION}}
+    found = discover("s3://corpus/docs", storage_options=options)
+    assert [d.doc_id for d in found.docs] == ["a.md", "sub/b.txt"]
+    found = discover("s3://corpus/docs", storage_options=options, include_hidden=True)
+    assert [d.doc_id for d in found.docs] == [".draft.md", ".git/c.txt", "a.md",
+                                              "sub/.cache/d.md", "sub/b.txt"]
+
+
 @pytest.mark.model
 def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_path, monkeypatch):
     import lancedb

@@ -33,6 +33,28 @@ def test_folder_is_discovered_recursively_with_relative_ids(tmp_path):
     assert docs[1].source.endswith("sub/b.md")
 
 
+def test_hidden_files_and_folders_are_left_out_unless_asked_for(tmp_path):
+    """A name starting with a dot, a file's or a folder's anywhere below the corpus
+    folder, is hidden: a git checkout's or a notebook's copies are not documents."""
+    write_files(tmp_path, {"a.md": "Alpha.", "sub/b.txt": "Beta.", ".draft.md": "Draft.",
+                           ".git/notes.txt": "Git.", "sub/.ipynb_checkpoints/b.txt": "Copy.",
+                           "sub/.cache/c.md": "Cached."})
+    assert [d.doc_id for d in discover(str(tmp_path)).docs] == ["a.md", "sub/b.txt"]
+    assert [d.doc_id for d in discover(str(tmp_path), include_hidden=True).docs] == [
+        ".draft.md", ".git/notes.txt", "a.md", "sub/.cache/c.md",
+        "sub/.ipynb_checkpoints/b.txt", "sub/b.txt"]
+    assert [d.doc_id for d in discover(str(tmp_path / ".draft.md")).docs] == [".draft.md"]
+
+
+def test_a_folder_of_hidden_files_only_says_they_are_left_out(tmp_path):
+    write_files(tmp_path, {".notes/a.md": "Alpha."})
+    with pytest.raises(CorpusNotFoundError, match="holds no .txt or .md files .*hidden files "
+                       "and folders.*pipeline.include_hidden"):
+        discover(str(tmp_path))
+    assert [d.doc_id for d in discover(str(tmp_path), include_hidden=True).docs] == [
+        ".notes/a.md"]
+
+
 def test_bad_files_are_reported_not_fatal(tmp_path):
     (tmp_path / "good.txt").write_text("Fine.", encoding="utf-8")
     (tmp_path / "empty.txt").write_text("  \n", encoding="utf-8")
