@@ -42,9 +42,7 @@ def documents_to_index(found: Iterable[SourceDocument | Failure], plan: Plan, ta
         if verdict == "unchanged":
             tally.unchanged += 1
             if plan.restat(doc):
-                # the text's first line only: all its name (`documents.name`) reads
-                first_line = doc.text.lstrip().split("\n", 1)[0][: MAX_NAME_CHARS + 1]
-                tally.restat.append(SourceDocument(doc.doc_id, doc.source, first_line, "",
+                tally.restat.append(SourceDocument(doc.doc_id, doc.source, _first_line(doc), "",
                                                    doc.size, doc.modified_at, doc.etag,
                                                    doc.title, doc.metadata))
             continue
@@ -52,6 +50,14 @@ def documents_to_index(found: Iterable[SourceDocument | Failure], plan: Plan, ta
         if doc.doc_id in plan.damaged and verdict == "changed":
             tally.repaired[doc.doc_id] = plan.damaged[doc.doc_id]
         yield doc
+
+
+def _first_line(doc: SourceDocument) -> str:
+    """DOC's first line, all its name (`documents.name`) reads; one too long to be a name
+    is cut short with "…" at its end, so it stays too long (cut at a space, it would have
+    been stripped to a name: rows `sproutrag check` then found damaged)."""
+    line = doc.text.lstrip().split("\n", 1)[0].strip()
+    return line if len(line) <= MAX_NAME_CHARS else line[:MAX_NAME_CHARS] + "…"
 
 
 def batches(docs: Iterable[SourceDocument], *, max_chars: int, max_docs: int

@@ -62,22 +62,33 @@ def test_jsonl_fields_are_metadata_and_a_metadata_change_re_encodes_nothing(
     assert (nodes.version, nodes.count_rows(), rows["a"]["tree_id"]) == before
 
 
+#: A text of one line over 100 characters with a space as its 101st: cut there and
+#: stripped, the update of its moved line gave it a name its text does not have.
+LONG_LINE = {"doc_id": "c", "text": "x" * 99 + "y and then the sentence goes on well "
+                                    "past the length of any name. It ends here."}
+
+
 def test_a_moved_jsonl_line_gets_its_new_source_and_is_not_re_encoded(
         prefect_harness, tmp_path):
+    from sproutrag.storage.check import check_database
+
     corpus, db = tmp_path / "c.jsonl", tmp_path / "db"
     gone = {"doc_id": "z", "text": "An early line that is removed before the next run."}
-    write_jsonl(corpus, [gone, *LINES])
+    write_jsonl(corpus, [gone, *LINES, LONG_LINE])
     run_index(corpus, db)
     assert _rows(db)["b"]["source"] == f"{corpus}:3"
     trees = {d: r["tree_id"] for d, r in _rows(db).items() if d != "z"}
 
-    write_jsonl(corpus, LINES)  # every line moves up one
+    write_jsonl(corpus, [*LINES, LONG_LINE])  # every line moves up one
     run = run_index(corpus, db)
     assert (run["n_changed"], run["n_deleted"], run["n_unchanged"], run["n_nodes"]) == (
-        0, 1, 2, 0)
+        0, 1, 3, 0)
     rows = _rows(db)
     assert {d: r["source"] for d, r in rows.items()} == {"a": f"{corpus}:1",
-                                                        "b": f"{corpus}:2"}
+                                                        "b": f"{corpus}:2",
+                                                        "c": f"{corpus}:3"}
+    assert (rows["c"]["name"], rows["c"]["name_key"]) == (None, None)
+    assert check_database(str(db)).healthy
     assert {d: r["tree_id"] for d, r in rows.items()} == trees  # not re-encoded
 
 
