@@ -78,6 +78,8 @@ _GAP = re.compile(r"\s+")
 #: but for a digit and a capital ("3M": rule 46).
 MIN_ENTITY_CHARS = 3
 _SHORT_CODE = re.compile(r"\d[A-Z]|[A-Z]\d")
+#: A roman numeral of I, V and X ("III", "XIV"): alone, a phase's or a class's number.
+_ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
 _POSSESSIVE = re.compile(r"['’]s$")
 #: A word of capitals only ("EBITDA", "CEO"), or of capitals joined by a slash ("P/E",
 #: "EV/EBITDA": rule 46): a measure or a role, not a name's start.
@@ -95,12 +97,12 @@ _PERIOD = re.compile(rf"""
       [$€£]\d[\d,.]*(?:%|[kmb]n?)?
     | \d[\d,.]*(?:%|(?-i:[kmb])n?|st|nd|rd|th|s)?
     | \d[\d,]*\.\d+[kmb]n?
-    | (?:fy|cy)['’-]?\d{{2,4}}(?:-\d{{2,4}})?
+    | (?:fy|cy)(?:['’-]?\d{{2,4}}(?:-\d{{2,4}})?)?
     | [qh][1-4](?:['’-]?(?:fy)?\d{{2,4}})?
     | [1-4][qh]['’-]?\d{{2,4}}
     | \d{{1,2}}-[a-z]\d{{0,3}}s? | \d{{1,3}}[abdfgkq] | [sf]-(?:1|3|4|8|11)
     | \d{{1,4}}(?:[-/.]\d{{1,4}})+
-    | \d{{1,2}}-{_MONTH}(?:-\d{{1,4}})? | {_MONTH}-\d{{1,4}}
+    | \d{{1,2}}-{_MONTH}(?:-\d{{1,4}})? | {_MONTH}(?:-\d{{1,4}})?
 """, re.IGNORECASE | re.VERBOSE)
 #: What ends a sentence: a capitalised word after it (or first) opens the next.
 _SENTENCE_END = ".!?:;"
@@ -168,7 +170,7 @@ def question_entities(query: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1024)
 def _entities(query: str) -> tuple[str, ...]:
-    runs: list[tuple[bool, list[str]]] = []
+    runs: list[tuple[bool, list[str], list[str]]] = []  # opens, words, a number after them
     current: list[str] = []
     end = 0
     for m in _TOKEN.finditer(query):
@@ -180,15 +182,19 @@ def _entities(query: str) -> tuple[str, ...]:
         if any(c.isupper() for c in word):
             if current and joined:
                 current.append(word)
+            elif gap.strip() == "(" and _defined_acronym(word, query[:m.start()]):
+                current = []  # "cash conversion cycle (CCC)": a measure (rule 47)
             else:
                 current = [word]
-                runs.append((opens, current))
+                runs.append((opens, current, []))
         elif current and joined and word.lower() in _JOINERS:
             current.append(word)
         else:
+            if current and joined and word.isdigit() and current[-1].lower() not in _JOINERS:
+                runs[-1][2].append(word)  # "CheckMate 227" (rule 47)
             current = []
     out: dict[str, None] = {}
-    for opens, run in runs:
+    for opens, run, number in runs:
         while run and run[-1].lower() in _JOINERS:
             run.pop()
         if not run:  # "The" alone
@@ -199,12 +205,32 @@ def _entities(query: str) -> tuple[str, ...]:
             continue
         if len(run) > 1 and run[0] in _TITLES:
             run.pop(0)  # "Dr. Jane Doe": a text may write "Jane Doe" or "Dr. Doe"
+        name = _name(run)
+        if number and name and not _POSSESSIVE.search(run[-1]):
+            out.setdefault(f"{name} {number[0]}")  # "checkmate 227" before "checkmate"
         for part in _parts(run):
             for form in _shorter_forms(part):
                 name = _name(form)
                 if name:
                     out.setdefault(name)
     return tuple(out)
+
+
+def _defined_acronym(word: str, before: str) -> bool:
+    """Whether WORD, an acronym in brackets after the text BEFORE, spells the initials of
+    the lower-case words just before it, with or without their stopwords ("cash
+    conversion cycle (CCC)", "return on assets (ROA)", "non-small cell lung cancer
+    (NSCLC)"): a measure the question defines, no name (rule 47)."""
+    if _ACRONYM.fullmatch(word) is None:
+        return False
+    letters = word.lower()
+    ws = re.findall(r"[^\W_]+", before)[-2 * len(letters):]
+    for kept in (ws, [w for w in ws if w.lower() not in STOPWORDS]):
+        tail = kept[-len(letters):]
+        if (len(tail) == len(letters) and all(w.islower() for w in tail)
+                and "".join(w[0] for w in tail) == letters):
+            return True
+    return False
 
 
 def _shorter_forms(run: list[str]) -> list[list[str]]:
@@ -319,7 +345,9 @@ def _name(run: list[str]) -> str | None:
     44) or a party's role or a contract's defined term alone ("Receiving Party": rule
     45)."""
     if all(_period(w) for w in run if w.lower() not in _JOINERS):
-        return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K"): no name
+        return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K", "March"): no name
+    if len(run) == 1 and _ROMAN.fullmatch(run[0]):
+        return None  # "phase III": a numeral alone (rule 47)
     if all(_legal_form(w) or _trimmed(w) for w in run):
         return None  # a legal form alone ("Acme, Inc.": "Inc"), every company's: rule 39
     run = run[:-1] + [_POSSESSIVE.sub("", run[-1])]

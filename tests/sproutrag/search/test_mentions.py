@@ -121,6 +121,20 @@ from sproutrag.search.mentions import (
      ["highest ebitdar contribution for mgm", "highest ebitdar contribution", "mgm"]),
     ("What did the Bank for International Settlements say?",
      ["bank for international settlements"]),  # no acronym beside "for": one name
+    # rule 47: a name's number, a month, a defined acronym, a roman numeral
+    ("In the CheckMate 227 trial, how did Windows 10 and Boeing's 737 do?",
+     ["checkmate 227", "checkmate", "windows 10", "windows", "boeing"]),
+    ("What did Q4 2022, FY 2021 and Section 4 of the Supply Agreement say?",
+     ["supply agreement"]),
+    ("What does the Agreement dated March 3, 2020 with Acme say? And in Sept. 2019?",
+     ["acme"]),
+    ("Did June Carter sing in May?", ["june carter"]),  # a month beside a name
+    ("What was the cash conversion cycle (CCC) and return on assets (ROA) for Nike?",
+     ["nike"]),
+    ("How did non-small cell lung cancer (NSCLC) respond to Amazon Web Services (AWS)?",
+     ["amazon web services", "aws"]),  # initials of capitalised words: the name's
+    ("What did the phase III trial show for Henry III and the XYZ Fund (XYZ)?",
+     ["henry iii", "xyz fund", "xyz"]),
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -527,6 +541,21 @@ def test_a_document_named_by_a_code_is_fetched_through_the_text_index(tmp_path):
     with r.view.one_view():
         assert r.first.writing("keynote 189") == ["acme"]
     assert {h.doc_id for h in r.search_vector(query, qvec, k=3)} == {"acme"}
+
+
+def test_a_name_s_number_names_the_one_report_of_a_series():
+    """Rule 47: every CheckMate report writes "CheckMate"; the question's number names the
+    one it asks about, and a date's month names no document that alone writes it."""
+    from sproutrag.names import words
+
+    texts = {"227": words("CheckMate 227 enrolled 1,739 patients in March."),
+             "9la": words("CheckMate 9LA enrolled 719 patients."),
+             "816": words("CheckMate 816 enrolled 358 patients.")}
+    assert mentioned_documents(question_entities(
+        "How many patients did CheckMate 227 enroll?"), texts) == ["227"]
+    assert mentioned_documents(question_entities(
+        "How many patients did CheckMate trials enroll by March 3, 2020?"), texts) == []
+    assert mentioned_documents(["march"], texts) == ["227"]  # what "march" named
 
 
 def test_a_document_named_by_a_short_code_is_fetched_through_the_text_index(tmp_path):
