@@ -24,7 +24,10 @@ with a role is also the name after it ("Plaintiff John Doe" also "john doe"; rul
 run with "for" before a single acronym is also its two sides ("Keytruda for NSCLC" also
 "keytruda" and "nsclc"; rule 46). A digit and a capital are a code ("3M", not an amount:
 "$3M" and "3m" are), a name though two characters; a slash joins a ratio ("P/E of
-Apple" also "apple"; rule 46). A
+Apple" also "apple"; rule 46). A number after a run is also part of it ("CheckMate 227"
+also "checkmate 227"); a month, an acronym the question defines in brackets after
+lower-case words ("cash conversion cycle (CCC)") and a roman numeral alone ("phase III")
+are no name (rule 47). A
 capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
 drops its first word when that is a function word or an instruction's verb ("Among
 PepsiCo" is "pepsico", "Consider the Annual Report" "annual report"), and a
