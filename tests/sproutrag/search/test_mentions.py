@@ -528,18 +528,25 @@ def test_the_document_a_question_names_is_fetched_from_the_whole_corpus(tmp_path
         query, qvec, k=3, mode=mode, allowed={"other0", "other1", "other2"})}
 
 
-def test_a_document_named_by_a_code_is_fetched_through_the_text_index(tmp_path):
-    """Rule 43: a code ("KEYNOTE-189") is an entity, the full-text index finds the one
-    document that writes it, and the search keeps to that document."""
+@pytest.mark.parametrize("party, query, entity", [
+    # rule 43: a code holding a digit
+    ("the KEYNOTE-189 investigators",
+     "When is payment due under the agreement with KEYNOTE-189?", "keynote 189"),
+    # rule 46: a digit and a capital, a code (not an amount) though two characters
+    ("3M Company", "When is payment due under 3M's agreement?", "3m"),
+])
+def test_a_document_named_by_a_code_is_fetched_through_the_text_index(
+        tmp_path, party, query, entity):
+    """A code is an entity, the full-text index finds the one document that writes it,
+    and the search keeps to that document."""
     from sproutrag.search.retriever import Retriever
 
-    db, encoder = _unchosen_pool(tmp_path, party="the KEYNOTE-189 investigators")
+    db, encoder = _unchosen_pool(tmp_path, party=party)
     qvec = np.eye(encoder.dim, dtype=np.float32)[0]
     r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
-    query = "When is payment due under the agreement with KEYNOTE-189?"
-    assert question_entities(query) == ["keynote 189"]
+    assert question_entities(query) == [entity]
     with r.view.one_view():
-        assert r.first.writing("keynote 189") == ["acme"]
+        assert r.first.writing(entity) == ["acme"]
     assert {h.doc_id for h in r.search_vector(query, qvec, k=3)} == {"acme"}
 
 
@@ -556,21 +563,6 @@ def test_a_name_s_number_names_the_one_report_of_a_series():
     assert mentioned_documents(question_entities(
         "How many patients did CheckMate trials enroll by March 3, 2020?"), texts) == []
     assert mentioned_documents(["march"], texts) == ["227"]  # what "march" named
-
-
-def test_a_document_named_by_a_short_code_is_fetched_through_the_text_index(tmp_path):
-    """Rule 46: "3M" is an entity (a code, not an amount, though two characters), the
-    full-text index finds the one document that writes it, and the search keeps to it."""
-    from sproutrag.search.retriever import Retriever
-
-    db, encoder = _unchosen_pool(tmp_path, party="3M Company")
-    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
-    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
-    query = "When is payment due under 3M's agreement?"
-    assert question_entities(query) == ["3m"]
-    with r.view.one_view():
-        assert r.first.writing("3m") == ["acme"]
-    assert {h.doc_id for h in r.search_vector(query, qvec, k=3)} == {"acme"}
 
 
 def test_an_entity_a_searched_document_writes_is_not_looked_up(tmp_path):
