@@ -80,6 +80,7 @@ _GAP = re.compile(r"\s+")
 #: The shortest entity ("IBM", "Eli"): shorter ones ("GE", "US") name too much by chance,
 #: but for a digit and a capital ("3M": rule 46).
 MIN_ENTITY_CHARS = 3
+#: A word of a digit and a capital ("3M", "F1"), an entity though under the floor.
 _SHORT_CODE = re.compile(r"\d[A-Z]|[A-Z]\d")
 #: A roman numeral of I, V and X ("III", "XIV"): alone, a phase's or a class's number.
 _ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
