@@ -83,8 +83,9 @@ def _add_index(sub) -> None:
     p = sub.add_parser(
         "index",
         help="index a corpus into a LanceDB database (incremental)",
-        description="Discover CORPUS (a folder of .txt/.md files, a .jsonl file of "
-        "{doc_id, text} lines, or one file; local or s3://), split it into sentence chunks, "
+        description="Discover CORPUS (a folder of .txt/.md files, hidden ones left out "
+        "unless pipeline.include_hidden; a .jsonl file of {doc_id, text} lines; or one "
+        "file; local or s3://), split it into sentence chunks, "
         "encode them, build one attention tree per document and store it in DB. "
         "Incremental: a file whose size and modification time (an S3 object: ETag) are "
         "those stored is unchanged without being read (pipeline.listing_fast_path), any "
