@@ -27,7 +27,8 @@ run with "for" before a single acronym is also its two sides ("Keytruda for NSCL
 Apple" also "apple"; rule 46). A number after a run is also part of it ("CheckMate 227"
 also "checkmate 227"); a month, an acronym the question defines in brackets after
 lower-case words ("cash conversion cycle (CCC)") and a roman numeral alone ("phase III")
-are no name (rule 47). A
+are no name (rule 47), nor a filing's name or an officer's title alone ("Form 10-K",
+"Chairman": rule 48). A
 capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
 drops its first word when that is a function word or an instruction's verb ("Among
 PepsiCo" is "pepsico", "Consider the Annual Report" "annual report"), and a
@@ -117,8 +118,8 @@ _LEGAL_FORMS = frozenset("""
 """.split())
 #: Terms every report of a kind may write, no document's name, as `_name` writes them: a
 #: currency's code, an accounting standard or measure, a clinical measure or test, a
-#: corporate role (rule 41), a code every report of a kind writes (rule 43). An entity
-#: that is one of them as a whole is none.
+#: corporate role (rule 41), a code every report of a kind writes (rule 43), an officer's
+#: or a board's title (rule 48). An entity that is one of them as a whole is none.
 _TERMS = frozenset([
     "usd", "eur", "gbp", "jpy", "cny", "rmb", "chf", "cad", "aud", "inr", "krw", "hkd",
     "sgd", "sek", "nok", "dkk", "brl", "mxn", "zar", "rub",
@@ -129,6 +130,10 @@ _TERMS = frozenset([
     "ceo", "cfo", "coo", "cto",
     "covid 19", "sars cov 2", "h1n1", "h5n1", "hba1c", "co2", "pm2 5", "pm10",
     "p e", "ev ebitda", "2d", "3d", "4k", "4g", "5g",
+    # an officer's or a board's title (rule 48)
+    "chairman", "chairwoman", "chairperson", "chair", "president", "vice president",
+    "director", "directors", "board", "board of directors", "secretary", "treasurer",
+    "general counsel", "auditor", "auditors", "management", "shareholders", "stockholders",
 ])
 #: A document's parts, stages and classes: with only a number, a letter or a roman numeral
 #: after it ("Section 2.1", "Schedule B", "Item 7A", "Phase 3", "Class A", "Tier 1") such
@@ -352,6 +357,8 @@ def _name(run: list[str]) -> str | None:
         return None  # a period or a form ("FY2018", "Q2 of FY22", "10-K", "March"): no name
     if len(run) == 1 and _ROMAN.fullmatch(run[0]):
         return None  # "phase III": a numeral alone (rule 47)
+    if len(run) > 1 and run[0].lower() == "form" and all(_period(w) for w in run[1:]):
+        return None  # "Form 10-K": every annual report's (rule 48)
     if all(_legal_form(w) or _trimmed(w) for w in run):
         return None  # a legal form alone ("Acme, Inc.": "Inc"), every company's: rule 39
     run = run[:-1] + [_POSSESSIVE.sub("", run[-1])]

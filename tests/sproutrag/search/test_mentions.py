@@ -135,6 +135,11 @@ from sproutrag.search.mentions import (
      ["amazon web services", "aws"]),  # initials of capitalised words: the name's
     ("What did the phase III trial show for Henry III and the XYZ Fund (XYZ)?",
      ["henry iii", "xyz fund", "xyz"]),
+    # rule 48: a filing's name or an officer's title alone is no name
+    ("Which auditor signed Tesla, Inc.'s 2022 Form 10-K and its Form S-1?", ["tesla"]),
+    ("What did the Chairman, the Board of Directors and the General Counsel say?", []),
+    ("What did President Lincoln sign?", ["president lincoln", "lincoln"]),
+    ("What does the Form of Proxy say?", ["form of proxy"]),  # no filing's form
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -194,6 +199,20 @@ def test_a_currency_in_the_question_names_no_report_that_writes_it():
     assert question_entities(query) == ["3m"]  # rule 46: 3M is a name, not an amount
     assert mentioned_documents(question_entities(query), texts) == ["mmm"]
     assert mentioned_documents(["usd"], texts) == ["bayer"]  # what "usd" named
+
+
+def test_a_filing_s_name_or_an_officer_s_title_names_no_report_that_writes_it():
+    """Rule 48: the one report that writes "Form 10-K" or "Chairman" is not the question's
+    (both named it beside the company's own before)."""
+    from sproutrag.names import words
+
+    texts = {"tesla": words("Tesla, Inc. annual report. Our auditor is PwC."),
+             "ford": words("Ford Motor Company. Annual report on Form 10-K. The Chairman "
+                           "writes to shareholders.")}
+    for query in ("Which auditor signed Tesla's 2022 Form 10-K?",
+                  "What did the Chairman say about Tesla?"):
+        assert mentioned_documents(question_entities(query), texts) == ["tesla"], query
+    assert mentioned_documents(["form 10 k", "chairman"], texts) == ["ford"]
 
 
 def test_a_trial_s_code_names_the_report_of_that_trial():
