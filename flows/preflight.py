@@ -167,7 +167,12 @@ def preflight(args: argparse.Namespace) -> Settings:
     command = args.command
     if command == "query":
         if (args.question is None) == (args.queries is None):
-            raise UsageError("give either a QUESTION or --queries FILE (and --out FILE)")
+            hint = ""
+            if args.question is None and getattr(args, "doc_id", None):
+                hint = (f"; --doc-id took every word after it ({' '.join(args.doc_id)}): "
+                        "put the QUESTION before --doc-id, or end its list with --")
+            raise UsageError("give either a QUESTION or --queries FILE (and --out FILE)"
+                             + hint)
         if args.queries and not args.out:
             raise UsageError("--queries needs --out FILE for the results")
         if args.out and not args.queries:

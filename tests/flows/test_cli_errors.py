@@ -136,6 +136,18 @@ def test_out_without_queries_is_refused_not_ignored(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_a_question_after_doc_id_is_explained_not_only_missed(tmp_path, capsys):
+    """--doc-id takes every word after it, so a question written after it is one more id:
+    the error says so and how to write it."""
+    db = tmp_path / "db"
+    _emptied_database(db)
+    code = main(["query", "--db", str(db), "--doc-id", "a.md", "What is due?"])
+    err = capsys.readouterr().err
+    assert code == 2 and "give either a QUESTION or --queries FILE" in err, err
+    assert "--doc-id took every word after it (a.md What is due?): put the QUESTION " in err
+    assert "end its list with --" in err
+
+
 def test_a_db_that_is_a_file_exits_1_saying_it_is_not_a_folder(tmp_path, capsys):
     afile = tmp_path / "afile"
     afile.write_text("x", encoding="utf-8")
