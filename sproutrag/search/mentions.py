@@ -128,7 +128,7 @@ _TERMS = frozenset([
     "cagr", "npv", "irr", "wacc",
     "mri", "ecg", "ekg", "eeg", "bmi", "icu", "cbc",
     "ceo", "cfo", "coo", "cto",
-    "covid 19", "sars cov 2", "h1n1", "h5n1", "hba1c", "co2", "pm2 5", "pm10",
+    "covid", "covid 19", "sars cov 2", "h1n1", "h5n1", "hba1c", "co2", "pm2 5", "pm10",
     "p e", "ev ebitda", "2d", "3d", "4k", "4g", "5g",
     # an officer's or a board's title (rule 48)
     "chairman", "chairwoman", "chairperson", "chair", "president", "vice president",
@@ -214,9 +214,10 @@ def _entities(query: str) -> tuple[str, ...]:
             continue
         if len(run) > 1 and run[0] in _TITLES:
             run.pop(0)  # "Dr. Jane Doe": a text may write "Jane Doe" or "Dr. Doe"
-        name = _name(run)
-        if number and name and not _POSSESSIVE.search(run[-1]):
-            out.setdefault(f"{name} {number[0]}")  # "checkmate 227" before "checkmate"
+        if number and _name(run) and not _POSSESSIVE.search(run[-1]):
+            numbered = _name(run + number[:1])  # "checkmate 227" before "checkmate"
+            if numbered:  # not a term: "COVID 19"
+                out.setdefault(numbered)
         for part in _parts(run):
             for form in _shorter_forms(part):
                 name = _name(form)

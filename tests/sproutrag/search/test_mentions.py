@@ -126,6 +126,7 @@ from sproutrag.search.mentions import (
      ["checkmate 227", "checkmate", "windows 10", "windows", "boeing"]),
     ("What did Q4 2022, FY 2021 and Section 4 of the Supply Agreement say?",
      ["supply agreement"]),
+    ("Did COVID 19 slow Boeing 737 deliveries?", ["boeing 737", "boeing"]),
     ("What does the Agreement dated March 3, 2020 with Acme say? And in Sept. 2019?",
      ["acme"]),
     ("Did June Carter sing in May?", ["june carter"]),  # a month beside a name
