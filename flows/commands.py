@@ -38,6 +38,30 @@ def cmd_index(args: argparse.Namespace) -> int:
                      allow_mass_delete=args.allow_mass_delete)
 
 
+def index_result(state: Any, db: str, settings: Settings | None = None) -> Any:
+    """What a finished `index-corpus` flow run STATE returned (its `runs` row, or its
+    `RunOutcome`). When Prefect's server answered the run's final state from its own
+    record (a retried request under load: the state holds no data), the row the run
+    wrote to DB's `runs` table, found by the flow run's id."""
+    from prefect.exceptions import MissingResult
+
+    from sproutrag.storage.store import Store
+
+    try:
+        return state.result(raise_on_failure=False)
+    except MissingResult:
+        if not state.is_completed():
+            raise
+        options = settings.storage.lance_options(db) if settings is not None else None
+        runs = Store.open_existing(db, storage_options=options).table("runs")
+        flow_run_id = str(state.state_details.flow_run_id)
+        rows = [] if runs is None else runs.search().where(
+            f"flow_run_id = '{flow_run_id}'").limit(None).to_list()
+        if len(rows) != 1:
+            raise
+        return rows[0]
+
+
 def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
               verify: bool = False, allow_mass_delete: bool = False,
               raise_outcome: bool = False) -> int:
@@ -60,7 +84,7 @@ def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
             corpus=corpus, db=db, settings=settings, full=full, verify=verify,
             allow_mass_delete=allow_mass_delete, return_state=True,
         )
-        result = state.result(raise_on_failure=False)
+        result = index_result(state, db, settings)
     if isinstance(result, BaseException) and not isinstance(result, RunOutcome):
         raise result  # the run stopped on an error: main() prints it
     row = result.row if isinstance(result, RunOutcome) else result

@@ -125,10 +125,11 @@ def index_state(db) -> dict[str, tuple[str, int]]:
 def run_flow(corpus, db, **kw):
     """(final state, the run's `runs` row) of one index-corpus flow run; a run that ended
     without a row (a refused run: the database busy, mass deletions) raises its error."""
+    from sproutrag.flows.commands import index_result
     from sproutrag.flows.index_corpus import index_corpus
 
     state = index_corpus(corpus=str(corpus), db=str(db), return_state=True, **kw)
-    result = state.result(raise_on_failure=False)
+    result = index_result(state, str(db), kw.get("settings"))
     row = getattr(result, "row", result)
     if isinstance(row, BaseException):
         raise row

@@ -161,3 +161,26 @@ def test_evaluate_db_indexes_as_index_does_with_the_evaluated_weights(
     assert _settings_env() == before
     [info] = read_index_infos(Store.open_existing(db)).values()
     assert info.weights_source == str(weights)
+
+
+def test_a_completed_run_s_summary_survives_a_state_without_data(prefect_harness, tmp_path):
+    """Under load Prefect's server may answer a run's final state from its own record (a
+    retried request), which holds no data: the summary is then the row the run wrote to
+    `runs`, found by the flow run's id."""
+    from prefect.exceptions import MissingResult
+    from sproutrag.flows.commands import index_result
+    from sproutrag.flows.index_corpus import index_corpus
+
+    from tests.helpers import TEXTS, write_files
+
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, TEXTS)
+    state = index_corpus(corpus=str(corpus), db=str(db), return_state=True)
+    row = index_result(state, str(db))
+    bare = state.model_copy(update={"data": None})
+    with pytest.raises(MissingResult):
+        bare.result(raise_on_failure=False)
+    stored = index_result(bare, str(db))
+    assert stored["flow_run_id"] == str(state.state_details.flow_run_id)
+    assert {k: stored[k] for k in ("run_id", "n_new", "n_chunks", "status")} == {
+        k: row[k] for k in ("run_id", "n_new", "n_chunks", "status")}
