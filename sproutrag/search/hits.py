@@ -49,6 +49,18 @@ def has_surrogate(text: str) -> bool:
     return any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
+def as_list(name: str, value: Any, what: str, *, example: Any = repr) -> list[Any]:
+    """VALUE, argument NAME (a list of WHAT), as a list; `QueryError` for a string (it
+    would be taken a character at a time: the error shows it in a list, written by
+    EXAMPLE), a mapping or a value that is not iterable."""
+    if isinstance(value, str | bytes):
+        raise QueryError(f"{name} must be a list of {what}, got the string {value!r} "
+                         f"(write [{example(value)}])")
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise QueryError(f"{name} must be a list of {what}, got {type(value).__name__}")
+    return list(value)
+
+
 def check_doc_ids(value: Any, name: str = "doc_ids") -> list[str] | None:
     """VALUE (argument NAME) as a list of doc ids: None stays None, integers become their
     decimal strings (as the JSONL corpus stores integer doc_ids). `QueryError` for a
@@ -56,12 +68,7 @@ def check_doc_ids(value: Any, name: str = "doc_ids") -> list[str] | None:
     other iterable, and an id that is neither a string nor an integer (naming it)."""
     if value is None:
         return None
-    if isinstance(value, str | bytes):
-        raise QueryError(f"{name} must be a list of doc ids, got the string {value!r} "
-                         f"(write [{json.dumps(_as_text(value))}])")
-    if isinstance(value, Mapping) or not isinstance(value, Iterable):
-        raise QueryError(f"{name} must be a list of doc ids, got {type(value).__name__}")
-    value = list(value)
+    value = as_list(name, value, "doc ids", example=lambda v: json.dumps(_as_text(v)))
     if not value:
         raise QueryError(f"{name} is empty: leave it out to search every document")
     ids = [text_id(v) for v in value]

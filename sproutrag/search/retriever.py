@@ -25,7 +25,7 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -44,6 +44,7 @@ from sproutrag.search.flat_search import FlatSearch
 from sproutrag.search.hits import (
     Hit,
     QueryError,
+    as_list,
     check_doc_ids,
     check_query_text,
     hit_of,
@@ -86,17 +87,6 @@ def _searching_setting(name: str) -> property:
         self.searching.settings = replace(self.searching.settings, **{name: value})
 
     return property(lambda self: getattr(self.searching.settings, name), put)
-
-
-def _listed(name: str, value: Any, what: str) -> list[Any]:
-    """VALUE, argument NAME of `search_many`, as a list; `QueryError` for a string (it
-    would be taken a character at a time) or a value that is not iterable."""
-    if isinstance(value, str | bytes):
-        raise QueryError(f"{name} must be a list of {what}, got the string {value!r} "
-                         f"(write [{value!r}])")
-    if isinstance(value, Mapping) or not isinstance(value, Iterable):
-        raise QueryError(f"{name} must be a list of {what}, got {type(value).__name__}")
-    return list(value)
 
 
 class Retriever:
@@ -383,14 +373,14 @@ class Retriever:
         question) and searched one by one, each batch on one view of the tables (one
         refresh and one read of `documents` for its questions: they all answer from the
         same version)."""
-        queries = _listed("queries", queries, "questions")
+        queries = as_list("queries", queries, "questions")
         for n, query in enumerate(queries):
             try:
                 check_query_text(query)
             except QueryError as exc:
                 raise QueryError(f"query {n}: {exc}") from None
         check_count("k", k)
-        scopes = (_listed("doc_ids", doc_ids, "doc-id lists (one per query, or None)")
+        scopes = (as_list("doc_ids", doc_ids, "doc-id lists (one per query, or None)")
                   if doc_ids is not None else [None] * len(queries))
         if len(scopes) != len(queries):
             raise QueryError(f"doc_ids: {len(scopes)} lists for {len(queries)} queries")
