@@ -28,8 +28,9 @@ Apple" also "apple"; rule 46). A number after a run is also part of it ("CheckMa
 also "checkmate 227"); a month, an acronym the question defines in brackets after
 lower-case words ("cash conversion cycle (CCC)") and a roman numeral alone ("phase III")
 are no name (rule 47), nor a filing's name or an officer's title alone ("Form 10-K",
-"Chairman": rule 48). A
-capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
+"Chairman": rule 48). A run that ends with a document's title is also the name before it
+("the Acme Master Services Agreement" also "acme", "the Apple 10-K" also "apple"; rule
+49). A capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
 drops its first word when that is a function word or an instruction's verb ("Among
 PepsiCo" is "pepsico", "Consider the Annual Report" "annual report"), and a
 single such word is no entity ("Under", "Some") unless it is possessive ("Pfizer's") or
@@ -109,6 +110,9 @@ _PERIOD = re.compile(rf"""
     | \d{{1,4}}(?:[-/.]\d{{1,4}})+
     | \d{{1,2}}-{_MONTH}(?:-\d{{1,4}})? | {_MONTH}(?:-\d{{1,4}})?
 """, re.IGNORECASE | re.VERBOSE)
+#: A filing's form ("10-K", "20-F", "S-1", "10K"), which makes the words before it a
+#: title's (rule 49).
+_FILING = re.compile(r"\d{1,2}-[a-z]\d{0,3}s?|[sf]-\d{1,2}|\d{1,3}[abdfgkq]", re.IGNORECASE)
 #: What ends a sentence: a capitalised word after it (or first) opens the next.
 _SENTENCE_END = ".!?:;"
 #: A company's legal form at the end of its name, dots left out ("Inc.", "S.A."): a name
@@ -165,6 +169,29 @@ _ROLES = frozenset("""
 _DOCUMENT_KINDS = frozenset("""
     agreement contract license licence lease policy report statement filing plan amendment
     memorandum letter prospectus
+""".split())
+#: What a document's title after a name is made of (rule 49): kinds of documents (one of
+#: them, or a filing's form, makes the words a title) and the words that qualify a kind
+#: in titles ("the Acme Master Services Agreement", "the Merck Annual Report", "the Spotify
+#: Terms of Use"), lower-cased; ordinals and generic adjectives among them, so that a
+#: title alone ("the First Amendment", "the Global Services Agreement") is no name.
+_TITLE_KINDS = _DOCUMENT_KINDS | frozenset("""
+    nda mou loi msa sow eula sla terms conditions charter bylaws indenture addendum deed
+    label trial study
+""".split())
+_TITLE_WORDS = frozenset("""
+    master services service software license licence licensing supply distribution
+    distributor franchise employment merger acquisition purchase sale sales stock share
+    asset assets credit loan security securities pledge guaranty guarantee annual quarterly
+    interim sustainability esg proxy privacy cookie confidentiality non-disclosure
+    nondisclosure mutual reseller resale marketing affiliate joint venture development
+    collaboration consulting consultancy manufacturing hosting sponsorship endorsement
+    outsourcing maintenance support cooperation strategic alliance agency promotion
+    co-branding transportation settlement separation operating partnership subscription
+    registration rights underwriting investment advisory escrow sublease transition
+    commercial research clinical use amended restated final
+    first second third fourth fifth new general global standard corporate customer
+    international national model basic comprehensive
 """.split())
 
 
@@ -245,12 +272,14 @@ def _defined_acronym(word: str, before: str) -> bool:
 
 def _shorter_forms(run: list[str]) -> list[list[str]]:
     """RUN, then itself without a role at its start ("Plaintiff John Doe": "John Doe"; rule
-    42), then those without a period joined to their end ("Boeing for Q2 of FY2022":
+    42), then those without a document's title at their end ("Acme Corp NDA": "Acme
+    Corp"; rule 49), then those without a period joined to their end ("Boeing for Q2 of FY2022":
     "Boeing"; rule 40), then all of those without a legal form at their end ("Apple Inc.":
     "Apple"; rule 39). Each is a part of RUN, so a text that writes RUN writes it too."""
     forms = [run]
     if len(run) > 1 and run[0].lower() in _ROLES and run[1][:1].isupper():
         forms.append(run[1:])  # "Plaintiff John Doe": "John Doe" (rule 42)
+    forms += [f for f in map(_without_title, forms) if f]
     forms += [f for f in map(_without_period, forms) if f]
     return forms + [f for f in map(_without_legal_form, forms) if f]
 
@@ -315,6 +344,28 @@ def _without_period(run: list[str]) -> list[str]:
                 and all(_period(w) or w.lower() in _JOINERS for w in tail)):
             return run[:j]
     return []
+
+
+def _without_title(run: list[str]) -> list[str]:
+    """RUN before the document's title that ends it: from its end, the title's words
+    (`_TITLE_KINDS`, `_TITLE_WORDS`), periods and forms ("2022", "10-K", "Form") and
+    joiners, when one of them is a kind of document or a filing's form and a word is left
+    ("the Acme Master Services Agreement": "Acme"; "the Apple 10-K": "Apple"); else
+    nothing (rule 49). A run that joins names by a possessive gets it through its pieces
+    (`_parts`: "Pfizer's Annual Report" is "Pfizer's" and "Annual Report")."""
+    if any(_POSSESSIVE.search(w) for w in run[:-1]):
+        return []
+    j, titled = len(run), False
+    while j > 0:
+        w = _POSSESSIVE.sub("", run[j - 1]).lower()
+        if w in _TITLE_KINDS or _FILING.fullmatch(w):
+            titled = True
+        elif not (w in _TITLE_WORDS or w in _JOINERS or w == "form" or _period(w)):
+            break
+        j -= 1
+    while j > 0 and run[j - 1].lower() in _JOINERS:
+        j -= 1
+    return run[:j] if titled and j > 0 else []
 
 
 def _has_digit(word: str) -> bool:

@@ -141,6 +141,21 @@ from sproutrag.search.mentions import (
     ("What did the Chairman, the Board of Directors and the General Counsel say?", []),
     ("What did President Lincoln sign?", ["president lincoln", "lincoln"]),
     ("What does the Form of Proxy say?", ["form of proxy"]),  # no filing's form
+    # rule 49: a document's title after its name
+    ("What is the term of the Acme Master Services Agreement?",
+     ["acme master services agreement", "acme"]),
+    ("Does the Globex NDA or the Acme Corp NDA permit reverse engineering?",
+     ["globex nda", "globex", "acme corp nda", "acme corp", "acme"]),
+    ("What did the Merck Annual Report 2022 and the Apple 10-K say?",
+     ["merck annual report 2022", "merck annual report", "merck", "apple 10 k", "apple"]),
+    ("What does the Spotify Terms of Use say?", ["spotify terms of use", "spotify"]),
+    ("Under the Birch First Global Investments Marketing Affiliate Agreement, who pays?",
+     ["birch first global investments marketing affiliate agreement",
+      "birch first global investments"]),
+    ("What do the First Amendment and the Global Services Agreement say?",
+     ["first amendment", "global services agreement"]),  # a title alone: no name left
+    ("What did Pfizer's Annual Report say?", ["pfizer s annual report", "pfizer",
+                                              "annual report"]),
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -393,6 +408,25 @@ def test_a_corpus_wide_search_keeps_to_the_documents_the_question_names(tmp_path
                   .search_vector(one, qvec, k=3, mode=mode, doc_ids=["acme", "other0"])]
               for w in (0.0, 3.0)}
     assert within[0.0] == within[3.0] and "other0" in within[0.0]
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_contract_named_by_its_title_keeps_the_question_s_units(tmp_path, mode):
+    """Rule 49: no agreement writes "Acme Holdings Supply Agreement" (each writes "Supply
+    agreement with" its party), so the title named none and the look-alikes' payment
+    sentences crowded Acme's out; the name before the title names Acme's agreement."""
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _pool(tmp_path, np.random.default_rng(5))
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    query = "When is payment due under the Acme Holdings Supply Agreement?"
+    assert question_entities(query) == ["acme holdings supply agreement", "acme holdings"]
+    found = {w: {h.doc_id for h in Retriever(db, encoder=encoder, first_stage="vector",
+                                             n_docs=5, mention_weight=w)
+                 .search_vector(query, qvec, k=3, mode=mode)}
+             for w in (0.0, 3.0)}
+    assert found[0.0] - {"acme"}
+    assert found[3.0] == {"acme"}
 
 
 def test_the_retriever_and_the_settings_check_mention_weight(tmp_path):
