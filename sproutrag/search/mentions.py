@@ -30,7 +30,9 @@ lower-case words ("cash conversion cycle (CCC)") and a roman numeral alone ("pha
 are no name (rule 47), nor a filing's name or an officer's title alone ("Form 10-K",
 "Chairman": rule 48). A run that ends with a document's title is also the name before it
 ("the Acme Master Services Agreement" also "acme", "the Apple 10-K" also "apple"; rule
-49). A capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
+49). Dotted initials alone ("U.S.", "U.S.C."), a court reporter's abbreviation ("F.3d",
+"Cir.") and "Rule" with its number are no name, and a measure's code spelt as a name
+("Roe", not "ROE") is one (rule 50). A capitalised word that opens a sentence may be an ordinary word: a run opening a sentence
 drops its first word when that is a function word or an instruction's verb ("Among
 PepsiCo" is "pepsico", "Consider the Annual Report" "annual report"), and a
 single such word is no entity ("Under", "Some") unless it is possessive ("Pfizer's") or
@@ -87,6 +89,8 @@ _SHORT_CODE = re.compile(r"\d[A-Z]|[A-Z]\d")
 #: A roman numeral of I, V and X ("III", "XIV"): alone, a phase's or a class's number.
 _ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
 _POSSESSIVE = re.compile(r"['’]s$")
+#: Dotted initials, the last dot perhaps left out ("U.S.", "U.S.C", "S.D.N.Y.").
+_INITIALS = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]?")
 #: A word of capitals only ("EBITDA", "CEO"), or of capitals joined by a slash ("P/E",
 #: "EV/EBITDA": rule 46): a measure or a role, not a name's start.
 _ACRONYM = re.compile(r"[A-Z]{2,}|[A-Z]+(?:/[A-Z]+)+")
@@ -124,14 +128,17 @@ _LEGAL_FORMS = frozenset("""
 #: currency's code, an accounting standard or measure, a clinical measure or test, a
 #: corporate role (rule 41), a code every report of a kind writes (rule 43), an officer's
 #: or a board's title (rule 48). An entity that is one of them as a whole is none.
-_TERMS = frozenset([
-    "usd", "eur", "gbp", "jpy", "cny", "rmb", "chf", "cad", "aud", "inr", "krw", "hkd",
-    "sgd", "sek", "nok", "dkk", "brl", "mxn", "zar", "rub",
-    "gaap", "ifrs", "ebitda", "ebit", "eps", "cogs", "sg a", "r d", "pp e", "p l", "roe",
-    "roa", "roi", "roic", "fcf", "dpo", "dso", "dio", "capex", "opex", "yoy", "ttm", "ltm",
-    "cagr", "npv", "irr", "wacc",
-    "mri", "ecg", "ekg", "eeg", "bmi", "icu", "cbc",
-    "ceo", "cfo", "coo", "cto",
+#: Rule 41's one-word codes and measures: none when written in capitals ("ROE"), a name
+#: when written as one ("Roe v. Wade": rule 50).
+_CAPITALS_TERMS = frozenset("""
+    usd eur gbp jpy cny rmb chf cad aud inr krw hkd sgd sek nok dkk brl mxn zar rub
+    gaap ifrs ebitda ebit eps cogs roe roa roi roic fcf dpo dso dio capex opex yoy ttm ltm
+    cagr npv irr wacc mri ecg ekg eeg bmi icu cbc ceo cfo coo cto
+""".split())
+_TERMS = _CAPITALS_TERMS | frozenset([
+    "sg a", "r d", "pp e", "p l",
+    # a court reporter's or a circuit's abbreviation (rule 50)
+    "f 2d", "f 3d", "f 4th", "f supp", "s ct", "l ed", "cir",
     "covid", "covid 19", "sars cov 2", "h1n1", "h5n1", "hba1c", "co2", "pm2 5", "pm10",
     "p e", "ev ebitda", "2d", "3d", "4k", "4g", "5g",
     # an officer's or a board's title (rule 48)
@@ -144,7 +151,7 @@ _TERMS = frozenset([
 #: a word names no document, most of its kind write it (rule 44).
 _PARTS = frozenset("""
     section article clause schedule exhibit appendix annex chapter paragraph item note page
-    table figure part phase stage step grade type class series tier level
+    table figure part phase stage step grade type class series tier level rule
 """.split())
 _PART_NUMBER = re.compile(r"\d+[a-z]?|[a-z]|[ivxlc]+")
 #: A party's role and a contract's defined terms, as `_name` writes them: every document
@@ -413,6 +420,8 @@ def _name(run: list[str]) -> str | None:
         return None  # "Form 10-K": every annual report's (rule 48)
     if all(_legal_form(w) or _trimmed(w) for w in run):
         return None  # a legal form alone ("Acme, Inc.": "Inc"), every company's: rule 39
+    if all(_INITIALS.fullmatch(w) for w in run):
+        return None  # "U.S.", "U.S.C.", "S.D.N.Y.": an abbreviation (rule 50)
     run = run[:-1] + [_POSSESSIVE.sub("", run[-1])]
     while run and _trimmed(run[0]):
         run = run[1:]
@@ -421,8 +430,10 @@ def _name(run: list[str]) -> str | None:
     ws = re.findall(r"\w+", " ".join(run).lower())
     name = " ".join(ws)
     short_code = len(run) == 1 and _SHORT_CODE.fullmatch(run[0]) is not None  # "3M"
+    spelt_as_name = len(run) == 1 and run[0][:1].isupper() and run[0][1:].islower()
     if ((len(name) >= MIN_ENTITY_CHARS or short_code)
-            and name not in _TERMS and name not in _ROLE_TERMS
+            and (name not in _TERMS or (name in _CAPITALS_TERMS and spelt_as_name))
+            and name not in _ROLE_TERMS
             and not _part(ws)
             and not all(w in STOPWORDS or w.isdigit() for w in ws)):
         return name

@@ -31,7 +31,8 @@ from sproutrag.search.mentions import (
     ("Is it GE's?", []),  # shorter than 3 characters
     ("In the Richard A. Bearse agreement, may it?", ["richard a bearse"]),  # an initial
     ("Is Jon L. Luther older than J.K. Rowling?", ["jon l luther", "j k rowling"]),
-    ("Was it in the U.S. or in Block A. What then?", ["u s", "block"]),  # not initials
+    # "A." ends a sentence, no initial; "U.S." alone is an abbreviation (rule 50)
+    ("Was it in the U.S. or in Block A. What then?", ["block"]),
     # rule 34: the forms names take in reports' questions
     ("Pfizer's revenue in 2020?", ["pfizer"]),  # a possessive opening a sentence
     ("AMD reported what? Some said", ["amd"]),  # a capital after the first letter
@@ -156,6 +157,14 @@ from sproutrag.search.mentions import (
      ["first amendment", "global services agreement"]),  # a title alone: no name left
     ("What did Pfizer's Annual Report say?", ["pfizer s annual report", "pfizer",
                                               "annual report"]),
+    # rule 50: a case's citation, dotted initials, a name spelt like a measure
+    ("What did Smith v. Jones, 123 F.3d 456 (9th Cir. 1997) hold?",
+     ["smith v jones", "smith", "jones"]),
+    ("Under 42 U.S.C. § 1983 and Rule 10b-5, what did Roe v. Wade, 410 U.S. 113 hold?",
+     ["roe v wade", "roe", "wade"]),
+    ("Did Acme v. Beta, 55 F. Supp. 2d 100 (S.D.N.Y. 1999) cite the S. Ct.?",
+     ["acme v beta", "acme", "beta"]),
+    ("What did the U.K. unit of U.S. Steel report as ROE and EPS?", ["u s steel"]),
 ])
 def test_the_entities_of_a_question_are_its_runs_of_capitalised_words(query, entities):
     assert question_entities(query) == entities
@@ -229,6 +238,20 @@ def test_a_filing_s_name_or_an_officer_s_title_names_no_report_that_writes_it():
                   "What did the Chairman say about Tesla?"):
         assert mentioned_documents(question_entities(query), texts) == ["tesla"], query
     assert mentioned_documents(["form 10 k", "chairman"], texts) == ["ford"]
+
+
+def test_a_case_s_citation_names_no_opinion_that_writes_it():
+    """Rule 50: the one opinion that writes "F.3d" and "U.S.C." is not the question's
+    (both named it beside the case's own before); "Roe" names the case, no measure."""
+    from sproutrag.names import words
+
+    texts = {"roe": words("Roe v. Wade. The Court held that the statute was void."),
+             "smith": words("Smith v. Jones, 123 F.3d 456. Under 42 U.S.C. 1983 it held."),
+             "doe": words("Doe v. Bolton. The Court held the same that day.")}
+    for query in ("What did Roe v. Wade hold, as cited in 123 F.3d 456?",
+                  "Under 42 U.S.C. § 1983, what did Roe hold?"):
+        assert mentioned_documents(question_entities(query), texts) == ["roe"], query
+    assert mentioned_documents(["f 3d", "u s c"], texts) == ["smith"]  # what they named
 
 
 def test_a_trial_s_code_names_the_report_of_that_trial():
