@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402
 import mentions as M  # noqa: E402
 
-from sproutrag.search.mentions import question_entities  # noqa: E402
+from sproutrag.search.entities import question_entities  # noqa: E402
 
 RATIOS = (1.0, 2.0, 3.0, 5.0)
 

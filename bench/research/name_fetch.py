@@ -78,7 +78,8 @@ class Fetch:
 
     def mentioned(self, query: str, docs: list[str]) -> list[str]:
         """Rule 23: the DOCS that are the only one of them to write an entity of QUERY."""
-        from sproutrag.search.mentions import mentioned_documents, question_entities
+        from sproutrag.search.entities import question_entities
+        from sproutrag.search.mentions import mentioned_documents
 
         texts = self.__dict__.setdefault("_word_texts", {})
         for d in docs:
@@ -106,7 +107,8 @@ class Fetch:
     def mention_fetched(self, query: str, docs: list[str], limit: int) -> list[str]:
         """Rule 27: at most LIMIT documents, not of DOCS, each the only document of the
         whole pool whose text writes an entity of QUERY, in the order of the entities."""
-        from sproutrag.search.mentions import mentioned_documents, question_entities
+        from sproutrag.search.entities import question_entities
+        from sproutrag.search.mentions import mentioned_documents
 
         if limit <= 0:
             return []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from sproutrag.errors import short_error
-from sproutrag.search.mentions import question_entities
+from sproutrag.search.entities import question_entities
 from sproutrag.search.node_memory import NodeRows, read_node_rows, top_rows
 from sproutrag.storage.indexes import vector_index_record
 

@@ -39,6 +39,7 @@ import numpy as np
 from sproutrag.errors import QueryError
 from sproutrag.params import SearchParams, check_count, check_number
 from sproutrag.search.current import Current
+from sproutrag.search.entities import question_entities
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.links import (
     FETCH_MENTIONED,
@@ -50,12 +51,7 @@ from sproutrag.search.links import (
     Links,
     best_leaf,
 )
-from sproutrag.search.mentions import (
-    dominant_writers,
-    entity_holders,
-    named_by,
-    question_entities,
-)
+from sproutrag.search.mentions import dominant_writers, entity_holders, named_by
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     NodeScores,
