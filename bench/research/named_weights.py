@@ -6,6 +6,7 @@ docs/results.md).
     PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 30   # fit, then dev
     PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 31   # fit, then dev
     PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 32   # fit, then dev
+    PYTHONPATH=. .venv/bin/python bench/research/named_weights.py --rule 52   # fit, then dev
 
 Over `mentions.py`'s four pools with the shipped research search (rules 11-27: anchored
 statistics, fetch and links, mentions, the entities' first-stage ranking, documents
@@ -23,7 +24,10 @@ fetched by mention):
   the simplest of today's, "statistics", "alone" within one SE of the best on train,
   then against today's on dev; both variants reported;
 - rule 32: rule 31's "alone" (shipped) with its own floor M (ALONE_FLOORS; 32 today's),
-  the largest M within one SE of the best on train, then against 32 on dev.
+  the largest M within one SE of the best on train, then against 32 on dev;
+- rule 52: "alone with links" (the named documents and those the link hop names,
+  searched alone) at floors 32, 16, 8 against today's "alone" at 32 (RULE_52, simplest
+  first), fitted on train, then every candidate against today's on dev.
 """
 
 from __future__ import annotations
@@ -56,7 +60,9 @@ ANCHOR = {"mode": None, "alone": False}
 RULE_31 = ("today", "statistics", "alone")
 #: Rule 32's grid: the leaves the named documents must hold together to be searched alone.
 ALONE_FLOORS = (32, 16, 8, 4)
-ALONE = {"floor": ANCHOR_LEAVES}
+ALONE = {"floor": ANCHOR_LEAVES, "links": False}
+#: Rule 52's candidates, simplest first: (links, floor).
+RULE_52 = ((False, 32), (True, 32), (True, 16), (True, 8))
 
 
 def _scores(self: N.Fetch, n: int, docs: list[str]) -> dict[str, NodeScores]:
@@ -87,7 +93,8 @@ def _searched_alone(self: N.Fetch, n: int, k: int, *args, **kwargs):
         p = self.p
         named = self.mentioned(p.queries[n]["query"], docs)
         if named and sum(p.trees[d].n for d in named) >= ALONE["floor"]:
-            docs = [d for d in docs if d in named]
+            keep = set(named) | (set(linked) if ALONE["links"] else set())
+            docs = [d for d in docs if d in keep]
             base = _alone_scores(self, n, docs)
             linked = [d for d in linked if d in docs]
     return docs, base, d1, linked, extra
@@ -219,9 +226,41 @@ def floor_rule(names: list[str], settings, encoder) -> None:
     ALONE["floor"] = ANCHOR_LEAVES
 
 
+def links_rule(names: list[str], settings, encoder) -> None:
+    """Rule 52: RULE_52's candidates fitted on train (the simplest within one SE of the
+    best), then each against today's ("alone" at 32) on dev, paired per query."""
+    set_variant("alone")
+    pools = [M.open_fetch(n, "train", settings, encoder, entities=True) for n in names]
+    trials, rows = [], {}
+    for links, floor in RULE_52:
+        ALONE.update(links=links, floor=floor)
+        rows[links, floor] = [shipped(f, 6.0) for f in pools]
+        ies = [H.per_query(r) for r in rows[links, floor]]
+        trials.append(((links, floor), ies))
+        print(f"  train links {links} floor {floor}: "
+              + " / ".join(f"{100 * x.mean():5.2f}" for x in ies), flush=True)
+    for cand in RULE_52[1:]:
+        for f, new, ref in zip(pools, rows[cand], rows[RULE_52[0]], strict=True):
+            print(f"  train {f.p.name} {cand}: IE {H.difference(new, ref, 'ie')}; "
+                  f"char-IE {H.difference(new, ref, 'char_ie')}", flush=True)
+    chosen = H.one_se_choice(trials, RULE_52.index, "rule 52 fit")
+    for name in names:
+        f = M.open_fetch(name, "dev", settings, encoder, entities=True)
+        within = f.run("within", 0)
+        ALONE.update(links=False, floor=ANCHOR_LEAVES)
+        ref = shipped(f, 6.0)
+        for cand in RULE_52[1:]:
+            ALONE.update(links=cand[0], floor=cand[1])
+            new = shipped(f, 6.0)
+            mark = " (chosen)" if cand == chosen else ""
+            print(f"{name} dev {cand}{mark}: {H.against(new, ref, within)}; "
+                  f"{by_documents(f, new, ref)}", flush=True)
+    ALONE.update(links=False, floor=ANCHOR_LEAVES)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rule", type=int, choices=(28, 29, 30, 31, 32), required=True)
+    ap.add_argument("--rule", type=int, choices=(28, 29, 30, 31, 32, 52), required=True)
     ap.add_argument("--split", default="dev", help="rules 28 and 29: train or dev")
     ap.add_argument("--pools", nargs="+", default=M.POOLS)
     args = ap.parse_args(argv)
@@ -232,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         alone_rule(args.pools, settings, encoder)
     elif args.rule == 32:
         floor_rule(args.pools, settings, encoder)
+    elif args.rule == 52:
+        links_rule(args.pools, settings, encoder)
     else:
         anchor_rule("any" if args.rule == 28 else "floor", args.pools, args.split, settings,
                     encoder)
