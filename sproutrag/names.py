@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import unicodedata
 from collections.abc import Callable
 
 from sproutrag.stopwords import STOPWORDS
@@ -32,6 +33,23 @@ _SENTENCE_END = ".!?;,:。！？"
 def words(text: str) -> str:
     """TEXT lower-cased as its words joined by one space, a space at each end."""
     return " " + " ".join(_WORDS.findall(text.lower())) + " "
+
+
+def folded(text: str) -> str:
+    """TEXT with its accents dropped (Unicode NFKD, combining marks left out): "Nestlé" is
+    "Nestle", "Sjögren" "Sjogren"; a text of ASCII only is returned as it is."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if not unicodedata.combining(c))
+
+
+def mention_words(text: str) -> str:
+    """`words` of TEXT with its accents folded (`folded`): where a question's entities
+    (`sproutrag.search.entities`, folded alike) are looked for, so "Nestle" in a question
+    names the report that writes "Nestlé" (docs/whole-corpus.md, rule 53). Documents'
+    names (stored keys) keep `words`."""
+    return words(folded(text))
 
 
 def document_name(text: str, title: str | None = None) -> str | None:

@@ -78,13 +78,14 @@ class Fetch:
 
     def mentioned(self, query: str, docs: list[str]) -> list[str]:
         """Rule 23: the DOCS that are the only one of them to write an entity of QUERY."""
+        from sproutrag.names import mention_words
         from sproutrag.search.entities import question_entities
         from sproutrag.search.mentions import mentioned_documents
 
         texts = self.__dict__.setdefault("_word_texts", {})
         for d in docs:
             if d not in texts:
-                texts[d] = T.words(self.links.texts[d])
+                texts[d] = mention_words(self.links.texts[d])
         return mentioned_documents(question_entities(query), {d: texts[d] for d in docs})
 
     def named_in(self, text: str) -> list[str]:
@@ -107,6 +108,7 @@ class Fetch:
     def mention_fetched(self, query: str, docs: list[str], limit: int) -> list[str]:
         """Rule 27: at most LIMIT documents, not of DOCS, each the only document of the
         whole pool whose text writes an entity of QUERY, in the order of the entities."""
+        from sproutrag.names import mention_words
         from sproutrag.search.entities import question_entities
         from sproutrag.search.mentions import mentioned_documents
 
@@ -118,7 +120,7 @@ class Fetch:
         texts = self.__dict__.setdefault("_word_texts", {})
         for d in self.links.texts:
             if d not in texts:
-                texts[d] = T.words(self.links.texts[d])
+                texts[d] = mention_words(self.links.texts[d])
         found = [d for d in mentioned_documents(entities, texts) if d not in docs]
         return found[:limit]
 

@@ -53,8 +53,8 @@ def question_entities(query: str) -> list[str]:
     word opening a sentence), lower-cased, their words joined by one space, stopwords
     trimmed from both ends, each once, in order; only those of 3 characters or more, not
     only stopwords and digits; then the ages it writes, as "62 year old" and "62 years
-    old". Computed once per question (the first stage, the read and the boosts of one
-    search ask for them)."""
+    old". Computed once per question (the first
+    stage, the read and the boosts of one search ask for them)."""
     return list(_entities(query))
 
 

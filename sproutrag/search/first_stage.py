@@ -414,33 +414,38 @@ class FirstStage:
 
     def writing(self, entity: str, limit: int = WRITING_HITS) -> list[str]:
         """The current documents whose leaves write ENTITY (words joined by one space, as
-        `sproutrag.names.words` normalises a text) as whole words, among the LIMIT best
-        leaves of the full-text index that hold every word of it; [] without the index
-        (or when it cannot be read). One document alone writing a rare name takes all the
-        hits; a name many documents write (a generic heading) gives many
+        `sproutrag.names.mention_words` normalises a text: accents folded on both sides)
+        as whole words, among the LIMIT best leaves of the full-text index that hold every
+        word of it, as the question spells it or without its accents (the index stems
+        before it folds: "Nestle" finds no leaf that writes "Nestlé"); [] without the
+        index (or when it cannot be read). One document alone writing a rare name takes
+        all the hits; a name many documents write (a generic heading) gives many
         (docs/whole-corpus.md, rule 27)."""
+        import pyarrow as pa
         from lancedb.query import FullTextOperator, MatchQuery
 
-        from sproutrag.names import words
+        from sproutrag.names import folded, mention_words
 
         if not entity or not self.has_text_index():
             return []
         nodes = self.store.table("nodes")
         try:
-            found = (nodes.search(MatchQuery(entity, "text", operator=FullTextOperator.AND),
-                                  query_type="fts")
-                     .select(["doc_id", "tree_id", "text", "_score"])
-                     .limit(limit + self.stale_rows(nodes)).to_arrow())
+            found = pa.concat_tables([
+                nodes.search(MatchQuery(spelt, "text", operator=FullTextOperator.AND),
+                             query_type="fts")
+                .select(["doc_id", "tree_id", "text", "_score"])
+                .limit(limit + self.stale_rows(nodes)).to_arrow()
+                for spelt in dict.fromkeys((entity, folded(entity)))])
         except (RuntimeError, OSError, ValueError) as exc:
             if not index_damaged(exc):
                 raise
             warn_text_index_unreadable(exc)
             return []
-        docs, phrase = found["doc_id"].to_pylist(), f" {entity} "
+        docs, phrase = found["doc_id"].to_pylist(), f" {folded(entity)} "
         now = self.current().is_current(docs, found["tree_id"].to_pylist())
         return list(dict.fromkeys(
             d for d, text, ok in zip(docs, found["text"].to_pylist(), now.tolist(), strict=True)
-            if ok and text and phrase in words(text)))
+            if ok and text and phrase in mention_words(text)))
 
     @staticmethod
     def _text_query(nodes: Any, query: str, columns: list[str], limit: int) -> Any:

@@ -21,19 +21,24 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from sproutrag.names import folded
+
 
 def entity_holders(entities: list[str], word_texts: Mapping[str, str]
                    ) -> dict[str, list[str]]:
     """entity -> the documents of WORD_TEXTS (doc_id -> its text as
-    `sproutrag.names.words` gives it) that write it as whole words, for each of ENTITIES
-    (`question_entities`: words joined by one space), in their order."""
-    return {e: [d for d, text in word_texts.items() if f" {e} " in text] for e in entities}
+    `sproutrag.names.mention_words` gives it: accents folded) that write it as whole
+    words, accents folded too ("nestle" and "nestlé" alike; rule 53), for each of
+    ENTITIES (`question_entities`: words joined by one space), in their order."""
+    return {e: [d for d, text in word_texts.items() if f" {folded(e)} " in text]
+            for e in entities}
 
 
 def mentioned_documents(entities: list[str], word_texts: Mapping[str, str]) -> list[str]:
-    """The documents of WORD_TEXTS (doc_id -> its text as `sproutrag.names.words` gives
-    it) that are the only one to write one of ENTITIES (`question_entities`: words joined
-    by one space) as whole words, in the order of the entities."""
+    """The documents of WORD_TEXTS (doc_id -> its text as `sproutrag.names.mention_words`
+    gives it) that are the only one to write one of ENTITIES (`question_entities`: words
+    joined by one space) as whole words (`entity_holders`), in the order of the
+    entities."""
     return named_by(entity_holders(entities, word_texts))
 
 
@@ -61,7 +66,7 @@ def dominant_writers(holders: Mapping[str, list[str]], word_texts: Mapping[str, 
     for entity, docs in holders.items():
         if len(docs) < 2:
             continue
-        written = re.compile(rf"(?<= ){re.escape(entity)}(?= )")  # "x x": twice
+        written = re.compile(rf"(?<= ){re.escape(folded(entity))}(?= )")  # "x x": twice
         rates = sorted(((len(written.findall(word_texts[d]))
                          / max(1, word_texts[d].count(" ") - 1), d) for d in docs),
                        reverse=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sproutrag.names import document_name, words
+from sproutrag.names import document_name, mention_words
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.view import TablesView
@@ -137,8 +137,9 @@ class StoredDocuments:
 
     def word_text(self, doc_id: str, tree_id: str) -> str:
         """DOC_ID's title and text as their lower-cased words joined by one space, a space
-        at each end (`sproutrag.names.words`: where a question's entities are looked for,
-        `sproutrag.search.mentions`), cached; KeyError as `text`."""
+        at each end, accents folded (`sproutrag.names.mention_words`: where a question's
+        entities are looked for, `sproutrag.search.mentions`), cached; KeyError as
+        `text`."""
         found = self.cache.get(("words", doc_id, tree_id))
         if found is None:
             found = self._put_word_text(doc_id, tree_id,
@@ -147,7 +148,7 @@ class StoredDocuments:
 
     def _put_word_text(self, doc_id: str, tree_id: str, text: str, title: str | None
                        ) -> str:
-        found = words(f"{title}\n{text}" if title else text)
+        found = mention_words(f"{title}\n{text}" if title else text)
         self.cache.put(("words", doc_id, tree_id), found, 2 * len(found) + 64)
         return found
 

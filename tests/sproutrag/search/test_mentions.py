@@ -18,6 +18,23 @@ from sproutrag.search.mentions import (
 )
 
 
+def test_a_name_written_without_its_accents_names_the_document_that_writes_them():
+    """Rule 53: "Nestle" in a question names the report that writes "Nestlé", and the
+    other way round; the word texts and the entities are folded alike."""
+    from sproutrag.names import mention_words
+
+    texts = {"nestle": mention_words("Nestlé S.A. annual report. Water sales grew."),
+             "danone": mention_words("Danone annual report. Water sales fell.")}
+    for query in ("What did Nestle say about water?", "What did Nestlé say about water?"):
+        assert mentioned_documents(question_entities(query), texts) == ["nestle"], query
+    texts = {"nestle": mention_words("Nestlé S.A. annual report. Nestlé water sales grew."),
+             "danone": mention_words("Danone annual report. Its water sales fell, Nestle's "
+                                     "grew, and the rest of the market was flat.")}
+    holders = entity_holders(["nestlé"], texts)  # two holders, one spelt otherwise
+    assert holders == {"nestlé": ["nestle", "danone"]}
+    assert dominant_writers(holders, texts, 2.0) == {"nestlé": "nestle"}  # counted alike
+
+
 def test_the_dominant_writer_of_a_shared_entity_names_it_per_word_of_its_text():
     """Rule 35: Pfizer's report writes "Pfizer" on every page, BioNTech's cites it once; a
     long report that writes a generic entity as often per word as a short one is not
@@ -368,11 +385,15 @@ def test_the_document_a_question_names_is_fetched_from_the_whole_corpus(tmp_path
      "When is payment due under the agreement with KEYNOTE-189?", "keynote 189"),
     # rule 46: a digit and a capital, a code (not an amount) though two characters
     ("3M Company", "When is payment due under 3M's agreement?", "3m"),
+    # rule 53: a name spelt with its accents, written with them or without
+    ("Nestlé Waters", "When is payment due under Nestlé Waters' agreement?", "nestlé waters"),
+    ("Nestle Waters", "When is payment due under Nestlé Waters' agreement?", "nestlé waters"),
 ])
 def test_a_document_named_by_a_code_is_fetched_through_the_text_index(
         tmp_path, party, query, entity):
-    """A code is an entity, the full-text index finds the one document that writes it,
-    and the search keeps to that document."""
+    """A code (or a name written with or without its accents) is an entity, the full-text
+    index finds the one document that writes it, and the search keeps to that
+    document."""
     from sproutrag.search.retriever import Retriever
 
     db, encoder = _unchosen_pool(tmp_path, party=party)
