@@ -128,6 +128,12 @@ class SearchSettings(_Section):
         "capitalised words: a company, a party, a case), fused with the other two rankings: "
         "a named document's few rare words are not drowned by the question's common ones",
     )
+    ranking_leaders: int = Field(
+        0, ge=0, le=10_000, description="With the hybrid first stage, the first documents "
+        "of each of its rankings (nearest nodes, full-text index, entities) that are "
+        "among the n_docs it chooses whatever the fused order says: a document only the "
+        "full-text index ranks high is searched too (0: the fused order alone)",
+    )
     anchor_leaves: int = Field(
         32, ge=0, le=2**31 - 1, description="A query without doc_ids takes BM25's "
         "collection and the standardisation of its scores from the first stage's leading "
@@ -204,11 +210,12 @@ class SearchSettings(_Section):
 
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
-        entity_ranking, anchor_leaves, link_weight, leader_weight, fetch_named,
+        entity_ranking, ranking_leaders, anchor_leaves, link_weight, leader_weight, fetch_named,
         mention_weight, fetch_mentioned, mention_statistics, long_mention_weight,
         mention_alone, dominant_ratio)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "entity_ranking": self.entity_ranking,
+                "ranking_leaders": self.ranking_leaders,
                 "anchor_leaves": self.anchor_leaves, "link_weight": self.link_weight,
                 "leader_weight": self.leader_weight, "fetch_named": self.fetch_named,
                 "mention_weight": self.mention_weight,

@@ -135,6 +135,28 @@ def fuse_rankings(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str
     return sorted(score, key=lambda item: -score[item])
 
 
+def keep_leaders(fused: Sequence[str], rankings: Sequence[Sequence[str]], n: int,
+                 leaders: int) -> list[str]:
+    """FUSED (`fuse_rankings` of RANKINGS) with the first LEADERS items of each ranking
+    among its first N: a leader the fused order leaves out takes the place of the last of
+    the first N that leads no ranking, in turn, and stays out when every one of them leads
+    a ranking (docs/whole-corpus.md, rule 54); the order is otherwise FUSED's. With
+    LEADERS 0, or every leader among the first N, FUSED."""
+    keep = list(dict.fromkeys(item for ranking in rankings for item in ranking[:leaders]))
+    head = list(fused[:n])
+    missing = [item for item in keep if item not in head]
+    if not missing:
+        return list(fused)
+    kept = set(keep)
+    for item in missing:
+        spare = next((i for i in range(len(head) - 1, -1, -1) if head[i] not in kept), None)
+        if spare is None:  # the first N are leaders all: N documents are searched
+            break
+        head[spare] = item
+    taken = set(head)
+    return head + [item for item in fused if item not in taken]
+
+
 #: The filter of the leaves (flat mode): about half of `nodes`, so an ANN search with it
 #: probes as many partitions as one without it (a BITMAP index answers it).
 LEAF_FILTER = "left = -1"
@@ -144,11 +166,15 @@ class FirstStage:
     """Candidate documents of a query over the current trees of STORE."""
 
     def __init__(self, store: Store, current: Callable[[], Current], *, n_docs: int,
-                 kind: str, memory_rows: int, entities: bool = True) -> None:
+                 kind: str, memory_rows: int, entities: bool = True,
+                 leaders: int = 0) -> None:
         """CURRENT: the current trees now (the Retriever's pinned view during a search).
         KIND: "hybrid" or "vector" (`FIRST_STAGES`). MEMORY_ROWS: up to this many `nodes`
         rows the vectors are ranked from memory (about 1.5 KB a row), LanceDB beyond.
-        ENTITIES: the hybrid stage also ranks by the question's entities (`choose`)."""
+        ENTITIES: the hybrid stage also ranks by the question's entities (`choose`).
+        LEADERS: the first documents of each ranking the hybrid stage keeps among its
+        `n_docs` (`keep_leaders`; rule 54)."""
+        self.leaders = leaders
         self.store, self.current = store, current
         self.n_docs, self.kind, self.memory_rows = n_docs, kind, memory_rows
         self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
@@ -253,7 +279,8 @@ class FirstStage:
         a document that only the words match is looked at too; with `entities` and a
         question that names any (`question_entities`), so is the full-text ranking for
         their words alone (a company's or party's few rare words among the question's
-        common ones; docs/whole-corpus.md, rule 25). ALLOWED: only these
+        common ones; docs/whole-corpus.md, rule 25); the first `leaders` of each ranking
+        are among the first `n_docs` (`keep_leaders`, rule 54). ALLOWED: only these
         documents (a filter): the ranking widens until it holds enough of them."""
         current = self.current()
         limit = self.default_limit
@@ -272,9 +299,10 @@ class FirstStage:
                          if x is not None else None for x in searches]
                 ranked = self.ranked_by_vector(qvec, limit)
                 if hybrid:
-                    ranked = fuse_rankings([ranked, *(
-                        self._text_ranking(x, rows) if x is not None else []
-                        for x, rows in zip(searches, found, strict=True))])
+                    rankings = [ranked, *(self._text_ranking(x, rows) if x is not None else []
+                                          for x, rows in zip(searches, found, strict=True))]
+                    ranked = keep_leaders(fuse_rankings(rankings), rankings, self.n_docs,
+                                          self.leaders)
                 if allowed is not None:
                     ranked = [d for d in ranked if d in allowed]
                 chosen, enough = self._leading(ranked, current, k)

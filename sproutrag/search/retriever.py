@@ -106,6 +106,7 @@ class Retriever:
         n_docs: int = 8,
         first_stage: str = "hybrid",
         entity_ranking: bool = True,
+        ranking_leaders: int = 0,
         anchor_leaves: int = ANCHOR_LEAVES,
         link_weight: float = LINK_WEIGHT,
         leader_weight: float = LEADER_WEIGHT,
@@ -127,6 +128,8 @@ class Retriever:
         (nearest nodes and the full-text index's best leaves, fused) or "vector".
         ENTITY_RANKING: the hybrid first stage fuses a third ranking, the full-text
         index's for the question's entities alone, when it has any (rule 25).
+        RANKING_LEADERS: the first documents of each of its rankings the hybrid first
+        stage keeps among its `n_docs` (rule 54; 0: the fused order alone).
         ANCHOR_LEAVES, LINK_WEIGHT, LEADER_WEIGHT, FETCH_NAMED, MENTION_WEIGHT,
         FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE and
         DOMINANT_RATIO: how a query without doc_ids searches beyond the first stage's
@@ -144,6 +147,7 @@ class Retriever:
                              f"{first_stage!r}")
         if not isinstance(entity_ranking, bool):
             raise QueryError(f"entity_ranking must be true or false; got {entity_ranking!r}")
+        leaders = check_count("ranking_leaders", ranking_leaders)
         given = {"threshold": threshold, "lexical_weight": lexical_weight}
         checked = SearchParams.overrides({
             "beam_width": beam_width, "margin": margin, **(overrides or {}),
@@ -170,7 +174,7 @@ class Retriever:
         # has at most `memory_rows` rows (about 1.5 KB each), LanceDB beyond.
         self.first = FirstStage(self.store, self.view.current, n_docs=n_docs,
                                 kind=first_stage, memory_rows=memory_rows,
-                                entities=entity_ranking)
+                                entities=entity_ranking, leaders=leaders)
         self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
         self.searching = SearchedDocuments(self.documents, self.view.current, wide,
@@ -291,6 +295,11 @@ class Retriever:
     def entity_ranking(self) -> bool:
         """Whether the hybrid first stage also ranks by the question's entities."""
         return self.first.entities
+
+    @property
+    def ranking_leaders(self) -> int:
+        """The first documents of each ranking the hybrid first stage keeps (rule 54)."""
+        return self.first.leaders
 
     @property
     def memory_rows(self) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
-from sproutrag.search.first_stage import fuse_rankings, usable_cores
+from sproutrag.search.first_stage import fuse_rankings, keep_leaders, usable_cores
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.storage.store import TEXT_ANALYZER, text_analyzer_matches
 from tests.helpers import toy_document, toy_encoder, toy_store, write_files
@@ -19,6 +19,24 @@ def test_reciprocal_rank_fusion():
     assert fuse_rankings([["a", "b"], []]) == ["a", "b"]
     assert fuse_rankings([["a", "b"], ["b", "a"]]) == ["a", "b"]  # a tie keeps first seen
     assert fuse_rankings([]) == []
+
+
+def test_each_ranking_keeps_its_leaders_among_the_first_n():
+    """Rule 54: a ranking's first documents that the fused order leaves out of its first N
+    take the places of the last ones that lead no ranking; nothing else moves."""
+    vector, text = ["a", "b", "c", "d", "e"], ["x", "y", "a", "z"]
+    fused = fuse_rankings([vector, text])
+    assert fused == ["a", "x", "b", "y", "c", "d", "z", "e"]
+    assert keep_leaders(fused, [vector, text], 3, 0) == fused  # off
+    assert keep_leaders(fused, [vector, text], 3, 2) == fused  # a, b, x, y: already first
+    assert keep_leaders(fused, [vector, text], 2, 2) == fused  # every place a leader's
+    # two rankings that agree, and a third whose leader only it ranks (the full-text
+    # index's document the vectors miss)
+    rankings = [["a", "b", "c", "d"], ["b", "a", "c", "x"], ["q"]]
+    fused = fuse_rankings(rankings)
+    assert fused[:4] == ["a", "b", "c", "q"]
+    assert keep_leaders(fused, rankings, 3, 1) == ["a", "b", "q", "c", "d", "x"]
+    assert keep_leaders([], [[], []], 3, 2) == []
 
 
 def test_usable_cores_are_the_affinity_not_the_machine(monkeypatch):
@@ -61,6 +79,14 @@ def test_the_hybrid_first_stage_finds_a_document_only_the_words_match(tmp_path):
     assert vector.search_vector("quokka", q, k=1, mode="leaves")[0].doc_id == "near"
     with pytest.raises(QueryError, match="first_stage"):
         _toy_retriever(store.uri, first_stage="bm25")
+    # rule 54: the nearest nodes' leader is kept beside the fused choice
+    leaders = _toy_retriever(store.uri, n_docs=1, ranking_leaders=1)
+    assert leaders.ranking_leaders == 1 and hybrid.ranking_leaders == 0
+    for query in ("quokka", "a word no leaf has"):  # one place, held by a leader
+        assert leaders.choose_documents(q, None, query=query) == hybrid.choose_documents(
+            q, None, query=query)
+    with pytest.raises(QueryError, match="ranking_leaders"):
+        _toy_retriever(store.uri, ranking_leaders=-1)
 
 
 def test_the_full_text_query_runs_while_the_vectors_rank(tmp_path, monkeypatch):
