@@ -46,9 +46,10 @@ def folded(text: str) -> str:
 
 def mention_words(text: str) -> str:
     """`words` of TEXT with its accents folded (`folded`): where a question's entities
-    (`sproutrag.search.entities`, folded alike) are looked for, so "Nestle" in a question
-    names the report that writes "Nestlé" (docs/whole-corpus.md, rule 53). Documents'
-    names (stored keys) keep `words`."""
+    (`sproutrag.search.entities`) are looked for, each folded alike
+    (`sproutrag.search.mentions.entity_holders`), so "Nestle" in a question names the
+    report that writes "Nestlé" (docs/whole-corpus.md, rule 53). Documents' names (stored
+    keys) keep `words`."""
     return words(folded(text))
 
 
