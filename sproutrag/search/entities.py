@@ -18,7 +18,8 @@ their ends:
   joined to its end ("Boeing for Q2 of FY2022"; rule 40), a role at its start
   ("Plaintiff John Doe"; rule 42), a document's title at its end ("the Acme Master
   Services Agreement", "the Apple 10-K"; rule 49), and with the number after it
-  ("CheckMate 227"; rule 47);
+  ("CheckMate 227"; rule 47) and the capitalised words after that ("Boeing 737 MAX";
+  rule 55);
 - no name: a period or a filing's form ("FY2018", "Q2 of FY22", "10-K", a month; rules
   36, 43, 47), a currency, a measure or a role ("USD", "EBITDA", "CEO"; rule 41, but
   "Roe" spelt as a name is one: rule 50), a filing's name or an officer's title alone
@@ -60,17 +61,22 @@ def question_entities(query: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1024)
 def _entities(query: str) -> tuple[str, ...]:
-    runs: list[tuple[bool, list[str], list[str]]] = []  # opens, words, a number after them
+    # opens, words, a number after them and the capitalised words after that (rule 55)
+    runs: list[tuple[bool, list[str], list[str]]] = []
     current: list[str] = []
-    end = 0
+    end, numbered = 0, False  # whether the word before was a name's number
     for m in vocab.TOKEN.finditer(query):
         word, gap = m.group(), query[end:m.start()]
         before = gap.rstrip() or (query[end - 1] if end else "")
         end = m.end()
         joined = not gap or vocab.GAP.fullmatch(gap) is not None
         opens = not before or before[-1] in vocab.SENTENCE_END
+        after_number, numbered = numbered, False
         if any(c.isupper() for c in word):
             if current and joined:
+                current.append(word)
+            elif after_number and joined:
+                current = runs[-1][2]  # "Boeing 737 MAX": the name goes on (rule 55)
                 current.append(word)
             elif gap.strip() == "(" and _defined_acronym(word, query[:m.start()]):
                 current = []  # "cash conversion cycle (CCC)": a measure (rule 47)
@@ -80,8 +86,10 @@ def _entities(query: str) -> tuple[str, ...]:
         elif current and joined and word.lower() in vocab.JOINERS:
             current.append(word)
         else:
-            if current and joined and word.isdigit() and current[-1].lower() not in vocab.JOINERS:
+            if (current and current is runs[-1][1] and joined and word.isdigit()
+                    and current[-1].lower() not in vocab.JOINERS):
                 runs[-1][2].append(word)  # "CheckMate 227" (rule 47)
+                numbered = _name(current) is not None
             current = []
     out: dict[str, None] = {}
     for opens, run, number in runs:
@@ -96,9 +104,12 @@ def _entities(query: str) -> tuple[str, ...]:
         if len(run) > 1 and run[0] in vocab.TITLES:
             run.pop(0)  # "Dr. Jane Doe": a text may write "Jane Doe" or "Dr. Doe"
         if number and _name(run) and not vocab.POSSESSIVE.search(run[-1]):
-            numbered = _name(run + number[:1])  # "checkmate 227" before "checkmate"
-            if numbered:  # not a term: "COVID 19"
-                out.setdefault(numbered)
+            for form in (number, number[:1]):  # "boeing 737 max", "boeing 737" (rule 55)
+                while len(form) > 1 and form[-1].lower() in vocab.JOINERS:
+                    form = form[:-1]
+                with_number = _name(run + form)  # "checkmate 227" before "checkmate"
+                if with_number:  # not a term: "COVID 19"
+                    out.setdefault(with_number)
         for part in _parts(run):
             for form in _shorter_forms(part):
                 name = _name(form)

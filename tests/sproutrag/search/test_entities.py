@@ -158,6 +158,12 @@ from sproutrag.search.mentions import mentioned_documents
     ("Did Acme v. Beta, 55 F. Supp. 2d 100 (S.D.N.Y. 1999) cite the S. Ct.?",
      ["acme v beta", "acme", "beta"]),
     ("What did the U.K. unit of U.S. Steel report as ROE and EPS?", ["u s steel"]),
+    # rule 55: capitalised words after a name's number continue the name
+    ("How many Boeing 737 MAX jets, iPhone 14 Pro phones and Windows 11 Pro seats?",
+     ["boeing 737 max", "boeing 737", "boeing", "iphone 14 pro", "iphone 14", "iphone",
+      "windows 11 pro", "windows 11", "windows"]),
+    ("What did the Tesla 2022 Sustainability Report and Q4 2022 Revenue show?",
+     ["tesla 2022 sustainability report", "tesla 2022", "tesla", "revenue"]),
     # rule 51: a patient's age
     ("What dosage was given to the 62-year-old patient?", ["62 year old", "62 years old"]),
     ("A 7 years old boy in the Smith report: was he 0 years old then?",
