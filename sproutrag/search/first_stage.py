@@ -458,11 +458,11 @@ class FirstStage:
             return []
         nodes = self.store.table("nodes")
         try:
+            rows = limit + self.stale_rows(nodes)
             found = pa.concat_tables([
                 nodes.search(MatchQuery(spelt, "text", operator=FullTextOperator.AND),
                              query_type="fts")
-                .select(["doc_id", "tree_id", "text", "_score"])
-                .limit(limit + self.stale_rows(nodes)).to_arrow()
+                .select(["doc_id", "tree_id", "text", "_score"]).limit(rows).to_arrow()
                 for spelt in dict.fromkeys((entity, folded(entity)))])
         except (RuntimeError, OSError, ValueError) as exc:
             if not index_damaged(exc):

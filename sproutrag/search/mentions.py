@@ -30,8 +30,9 @@ def entity_holders(entities: list[str], word_texts: Mapping[str, str]
     `sproutrag.names.mention_words` gives it: accents folded) that write it as whole
     words, accents folded too ("nestle" and "nestlé" alike; rule 53), for each of
     ENTITIES (`question_entities`: words joined by one space), in their order."""
-    return {e: [d for d, text in word_texts.items() if f" {folded(e)} " in text]
-            for e in entities}
+    phrases = {e: f" {folded(e)} " for e in entities}
+    return {e: [d for d, text in word_texts.items() if phrase in text]
+            for e, phrase in phrases.items()}
 
 
 def mentioned_documents(entities: list[str], word_texts: Mapping[str, str]) -> list[str]:
