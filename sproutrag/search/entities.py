@@ -35,7 +35,10 @@ their ends:
   ("Among PepsiCo" is "pepsico"), and a single such word is no entity ("Under") unless it
   is possessive ("Pfizer's") or has a capital after its first letter ("AMD");
 - a person's age ("the 62-year-old patient") is an entity too: it names a case report
-  (rule 51).
+  (rule 51);
+- a title's lower-case words ("to", "and", "by": `entity_words.TITLE_JOINERS`) join its
+  capitalised words into one more name after the others ("Welcome to the Show" is also
+  "welcome to the show"), when each piece it joins is a name (rule 56).
 
 Pure functions over strings (no model, no database).
 """
@@ -54,8 +57,9 @@ def question_entities(query: str) -> list[str]:
     word opening a sentence), lower-cased, their words joined by one space, stopwords
     trimmed from both ends, each once, in order; only those of 3 characters or more, not
     only stopwords and digits; then the ages it writes, as "62 year old" and "62 years
-    old". Computed once per question (the first
-    stage, the read and the boosts of one search ask for them)."""
+    old"; then its titles, runs that `entity_words.TITLE_JOINERS` join too ("welcome to
+    the show"). Computed once per question (the first stage, the read and the boosts of
+    one search ask for them)."""
     return list(_entities(query))
 
 
@@ -118,7 +122,61 @@ def _entities(query: str) -> tuple[str, ...]:
     for m in vocab.AGE.finditer(query):  # "the 62-year-old patient" (rule 51): a report may
         for form in ("year", "years"):  # write "62-year-old" or "62 years old"
             out.setdefault(f"{m.group(1)} {form} old")
+    for title in _titles(query):  # "Welcome to the Show" after "welcome", "show" (rule 56)
+        out.setdefault(title)
     return tuple(out)
+
+
+def _titles(query: str) -> list[str]:
+    """The titles of QUERY: runs of capitalised words that `entity_words.TITLE_JOINERS`
+    join as well as `JOINERS` ("Welcome to the Show", "Kiss and Tell"), each as one name
+    (`_name`) when such a word is inside it; a sentence's opening word in `OPENERS` is
+    dropped ("Are Medici and Senet": "medici and senet"). Their pieces are the names
+    `_entities` reads as before (rule 56)."""
+    out: list[str] = []
+    run: list[str] = []
+    opens = False
+    end = 0
+    for m in vocab.TOKEN.finditer(query):
+        word, gap = m.group(), query[end:m.start()]
+        before = gap.rstrip() or (query[end - 1] if end else "")
+        end = m.end()
+        joined = not gap or vocab.GAP.fullmatch(gap) is not None
+        if run and not joined:
+            out += _title(run, opens)
+            run = []
+        if any(c.isupper() for c in word):
+            if not run:
+                opens = not before or before[-1] in vocab.SENTENCE_END
+            run.append(word)
+        elif run and word.lower() in vocab.JOINERS:
+            run.append(word)
+        elif run and word in vocab.TITLE_JOINERS and run[-1] not in vocab.TITLE_JOINERS:
+            run.append(word)  # "and with" joins two names, not a title's words
+        elif run:
+            out += _title(run, opens)
+            run = []
+    return out + (_title(run, opens) if run else [])
+
+
+def _title(run: list[str], opens: bool) -> list[str]:
+    """[RUN's name] when a title joiner is inside it and each piece it joins is a name
+    (`_name`; "ROE and EPS" is none), after its joiners at the end and an opener at the
+    start, when it OPENS a sentence, are dropped; else []."""
+    while run and not any(c.isupper() for c in run[-1]):
+        run = run[:-1]
+    if opens and len(run) > 1 and run[0].lower() in vocab.OPENERS:
+        run = run[1:]
+    pieces: list[list[str]] = [[]]
+    for w in run:
+        if w in vocab.TITLE_JOINERS:
+            pieces.append([])
+        else:
+            pieces[-1].append(w)
+    if len(pieces) < 2 or not all(_name(p) for p in pieces):
+        return []  # no title joiner, or a piece that is no name ("ROE and EPS")
+    name = _name(run)
+    return [name] if name else []
 
 
 def _defined_acronym(word: str, before: str) -> bool:

@@ -609,3 +609,31 @@ def test_named_documents_holding_anchor_leaves_are_searched_alone(tmp_path, mode
     assert ctx.spans == r.context(one, budget_chars=400, mode=mode, doc_ids=["acme"]).spans
     with pytest.raises(QueryError, match="mention_alone"):
         Retriever(db, encoder=encoder, mention_alone="yes")
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_title_a_question_names_fetches_its_document_among_look_alikes(tmp_path, mode):
+    """Rule 56: the searched look-alikes write "welcome" and "show" (each written by two,
+    so neither names a document); the title "Welcome to the Show", which one document of
+    the corpus alone writes, is looked up whole, brings that document in and keeps the
+    search to it."""
+    from sproutrag.search.retriever import Retriever
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+
+    rng = np.random.default_rng(5)
+    titles = ("Welcome to the Show", "Welcome to Loserville", "Welcome to My Nightmare",
+              "Welcome Home", "The Big Show")
+    docs = [line_document(doc_id, [f"{title} is a show.", "It aired every night.",
+                                   "Its cast sang."], leaf_vectors(rng, near, 3, TOY_DIM))
+            for doc_id, title, near in zip(("show", "loser", "nightmare", "home", "big"),
+                                           titles, (0.1, 0.9, 0.85, 0.8, 0.75), strict=True)]
+    db, encoder = line_pool(tmp_path / "db", docs, rng=rng)
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
+    assert r.store.ensure_text_index()
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    query = "Who sang in Welcome to the Show?"
+    assert question_entities(query) == ["welcome", "show", "welcome to the show"]
+    assert "show" not in r.choose_documents(qvec, None, k=3)
+    with r.view.one_view():
+        assert r.first.writing("welcome to the show") == ["show"]
+    assert {h.doc_id for h in r.search_vector(query, qvec, k=3, mode=mode)} == {"show"}
