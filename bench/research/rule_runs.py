@@ -1,17 +1,19 @@
-"""Rule 56 of docs/whole-corpus.md: a title's lower-case words join one name.
+"""Rules without a setting, through the product: rules 56 and 57 of docs/whole-corpus.md.
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/title_names.py --label before
-    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/title_names.py --label after
-    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/title_names.py --compare
+    PYTHONPATH=. .venv/bin/python bench/research/rule_runs.py --rule 56 --label before
+    PYTHONPATH=. .venv/bin/python bench/research/rule_runs.py --rule 56 --label after
+    PYTHONPATH=. .venv/bin/python bench/research/rule_runs.py --rule 56 --compare
 
-The rule has no setting: `--label before` runs with the code before it (a checkout of that
-commit), `--label after` with the rule. Each runs `sproutrag evaluate --corpus-wide
---modes tree` over each pool's database (`out/db-hierarchy-{pool}-{split}`, built by
-`hierarchy.py`) for both splits; runs are kept under out/title-names/{pool}-{split}-{label}/
-(a run of `text_leaders.py` with T 0, the same code, is taken as "before" when present).
+A rule with no setting is compared as code: `--label before` runs with the code before it
+(a checkout of that commit), `--label after` with the rule. Each runs `sproutrag evaluate
+--corpus-wide --modes tree` over each pool's database (`out/db-hierarchy-{pool}-{split}`,
+built by `hierarchy.py`) for both splits; runs are kept under out/{rule's folder}/
+{pool}-{split}-{label}/. A run of the same code kept by an earlier script is taken as
+"before" when present (rule 56: `text_leaders.py`'s T 0; rule 57: rule 56's "after").
 `--compare` prints, per pool and split, after - before paired per query (unit IE and
 char-IE of the corpus-wide tree row) and each run's ratio to within, then the rule's
-decision.
+decision: it ships when no pool, train or dev, is below -1 SE in unit IE or char-IE and
+the mean of the dev pools' unit-IE differences is not below 0.
 """
 
 from __future__ import annotations
@@ -29,19 +31,22 @@ import hierarchy as H  # noqa: E402 - the pools' files
 from paired_results import database_rows, per_query  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "out" / "title-names"
-LEADERS = ROOT / "out" / "text-leaders"
+#: rule -> (its runs' folder under out/, the earlier runs of the code before it)
+RULES = {56: ("title-names", "text-leaders/{pool}-{split}-0"),
+         57: ("leading-names", "title-names/{pool}-{split}-after")}
 POOLS = ("paragraphs", "hotpot-pooled", "long-pooled", "named-contracts")
 SPLITS = ("train", "dev")
 
 
-def run(pool: str, split: str, label: str) -> Path:
-    """results.json of `sproutrag evaluate` over POOL's SPLIT with today's code (LABEL)."""
-    out = OUT / f"{pool}-{split}-{label}"
+def run(rule: int, pool: str, split: str, label: str) -> Path:
+    """results.json of `sproutrag evaluate` over POOL's SPLIT with today's code (LABEL:
+    before or after RULE)."""
+    folder, earlier = RULES[rule]
+    out = ROOT / "out" / folder / f"{pool}-{split}-{label}"
     if (out / "results.json").is_file():
         return out / "results.json"
     out.mkdir(parents=True, exist_ok=True)
-    same = LEADERS / f"{pool}-{split}-0" / "results.json"
+    same = ROOT / "out" / earlier.format(pool=pool, split=split) / "results.json"
     if label == "before" and same.is_file():
         shutil.copy(same, out / "results.json")
         return out / "results.json"
@@ -49,7 +54,8 @@ def run(pool: str, split: str, label: str) -> Path:
     subprocess.run([str(ROOT / ".venv" / "bin" / "sproutrag"), "evaluate", "--docs",
                     str(docs), "--queries", str(queries), "--db",
                     str(ROOT / "out" / f"db-hierarchy-{pool}-{split}"), "--corpus-wide",
-                    "--modes", "tree", "--cache", str(OUT / f"cache-{pool}-{split}"),
+                    "--modes", "tree", "--cache",
+                    str(ROOT / "out" / folder / f"cache-{pool}-{split}"),
                     "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
     return out / "results.json"
 
@@ -64,11 +70,11 @@ def paired(a: dict[str, float], b: dict[str, float]) -> tuple[float, float]:
     return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
 
 
-def compare() -> int:
+def compare(rule: int) -> int:
     worst, dev_means = 0.0, []
     for split in SPLITS:
         for pool in POOLS:
-            before, after = run(pool, split, "before"), run(pool, split, "after")
+            before, after = (run(rule, pool, split, x) for x in ("before", "after"))
             within = np.mean(list(values(before, "ie", "tree").values()))
             cells = []
             for metric in ("ie", "char_ie"):
@@ -89,6 +95,7 @@ def compare() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rule", type=int, choices=sorted(RULES), required=True)
     ap.add_argument("--label", choices=("before", "after"))
     ap.add_argument("--compare", action="store_true")
     ap.add_argument("--pools", nargs="+", default=list(POOLS))
@@ -96,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.label:
         for split in SPLITS:
             for pool in args.pools:
-                print(pool, split, run(pool, split, args.label), flush=True)
-    return compare() if args.compare else 0
+                print(pool, split, run(args.rule, pool, split, args.label), flush=True)
+    return compare(args.rule) if args.compare else 0
 
 
 if __name__ == "__main__":
