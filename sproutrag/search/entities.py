@@ -36,9 +36,10 @@ their ends:
   is possessive ("Pfizer's") or has a capital after its first letter ("AMD");
 - a person's age ("the 62-year-old patient") is an entity too: it names a case report
   (rule 51);
-- a title's lower-case words ("to", "and", "by": `entity_words.TITLE_JOINERS`) join its
+- a title's lower-case words ("to", "by": `entity_words.TITLE_JOINERS`) join its
   capitalised words into one more name after the others ("Welcome to the Show" is also
-  "welcome to the show"), when each piece it joins is a name (rule 56).
+  "welcome to the show"), when each piece it joins is a name (rule 56); "and" and "or"
+  join none ("Apple and Microsoft" is two names; rule 58).
 
 Pure functions over strings (no model, no database).
 """
@@ -129,10 +130,10 @@ def _entities(query: str) -> tuple[str, ...]:
 
 def _titles(query: str) -> list[str]:
     """The titles of QUERY: runs of capitalised words that `entity_words.TITLE_JOINERS`
-    join as well as `JOINERS` ("Welcome to the Show", "Kiss and Tell"), each as one name
-    (`_name`) when such a word is inside it; a sentence's opening word in `OPENERS` is
-    dropped ("Are Medici and Senet": "medici and senet"). Their pieces are the names
-    `_entities` reads as before (rule 56)."""
+    join as well as `JOINERS` ("Welcome to the Show", "Escape from the Dark"), each as
+    one name (`_name`) when such a word is inside it; a sentence's opening word in
+    `OPENERS` is dropped ("Is Welcome to the Show": "welcome to the show"). Their pieces
+    are the names `_entities` reads as before (rules 56 and 58)."""
     out: list[str] = []
     run: list[str] = []
     opens = False
@@ -149,10 +150,8 @@ def _titles(query: str) -> list[str]:
             if not run:
                 opens = not before or before[-1] in vocab.SENTENCE_END
             run.append(word)
-        elif run and word.lower() in vocab.JOINERS:
+        elif run and (word.lower() in vocab.JOINERS or word in vocab.TITLE_JOINERS):
             run.append(word)
-        elif run and word in vocab.TITLE_JOINERS and run[-1] not in vocab.TITLE_JOINERS:
-            run.append(word)  # "and with" joins two names, not a title's words
         elif run:
             out += _title(run, opens)
             run = []

@@ -10,10 +10,11 @@ import re
 
 #: Lower-case words that may join two capitalised words of one name.
 JOINERS = frozenset({"of", "the", "for", "&", "de", "du", "la", "von", "van", "v.", "vs."})
-#: Lower-case words inside a title ("Welcome to the Show", "Kiss and Tell"): two
-#: capitalised runs they join are also one name, the whole title (rule 56).
-TITLE_JOINERS = frozenset({"a", "an", "and", "at", "by", "from", "in", "into", "on", "or",
-                           "to", "with"})
+#: Lower-case words inside a title ("Welcome to the Show", "Wonderland by Night"): two
+#: capitalised runs they join are also one name, the whole title (rule 56). Not "and" or
+#: "or": "Apple and Microsoft" is two names, and a third report that writes them together
+#: is not the question's (rule 58).
+TITLE_JOINERS = frozenset({"a", "an", "at", "by", "from", "in", "into", "on", "to", "with"})
 #: A word; or, before a capitalised word, initials ("Richard A. Bearse", "J.K. Rowling"), a
 #: title ("Dr. Smith") or a case's "v." ("Smith v. Jones"): their dots end no sentence.
 TOKEN = re.compile(r"(?:[A-Z]\.)+(?=\s+[A-Z])|\b(?:Mrs|Mr|Ms|Dr|Prof|St|vs|v)\.(?=\s+[A-Z])"
