@@ -160,7 +160,7 @@ def _titles(query: str) -> list[str]:
 
 def _title(run: list[str], opens: bool) -> list[str]:
     """[RUN's name] when a title joiner is inside it and each piece it joins is a name
-    (`_name`; "ROE and EPS" is none), after its joiners at the end and an opener at the
+    (`_name`; "USD to EUR" is none), after its joiners at the end and an opener at the
     start, when it OPENS a sentence, are dropped; else []."""
     while run and not any(c.isupper() for c in run[-1]):
         run = run[:-1]
@@ -173,7 +173,7 @@ def _title(run: list[str], opens: bool) -> list[str]:
         else:
             pieces[-1].append(w)
     if len(pieces) < 2 or not all(_name(p) for p in pieces):
-        return []  # no title joiner, or a piece that is no name ("ROE and EPS")
+        return []  # no title joiner, or a piece that is no name ("USD to EUR")
     name = _name(run)
     return [name] if name else []
 

@@ -312,6 +312,8 @@ def test_a_role_the_other_agreements_write_otherwise_names_none():
     ("Which grew more in 2022, Apple and Microsoft or Alphabet?",
      ["apple", "microsoft", "alphabet"]),
     ("What did the ROE and EPS of Acme show?", ["eps of acme", "acme"]),
+    ("What moved USD to EUR rates?", []),  # a piece that is no name: no title
+    ("Is Welcome to the Show a sitcom?", ["welcome", "show", "welcome to the show"]),
 ])
 def test_a_title_s_lower_case_words_join_one_name(query, entities):
     """Rule 56: a title's lower-case words ("to", "by", "from") join its capitalised words
