@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 
 from sproutrag.search import entity_words as vocab
 from sproutrag.stopwords import STOPWORDS
@@ -69,13 +70,8 @@ def _entities(query: str) -> tuple[str, ...]:
     # opens, words, a number after them and the capitalised words after that (rule 55)
     runs: list[tuple[bool, list[str], list[str]]] = []
     current: list[str] = []
-    end, numbered = 0, False  # whether the word before was a name's number
-    for m in vocab.TOKEN.finditer(query):
-        word, gap = m.group(), query[end:m.start()]
-        before = gap.rstrip() or (query[end - 1] if end else "")
-        end = m.end()
-        joined = not gap or vocab.GAP.fullmatch(gap) is not None
-        opens = not before or before[-1] in vocab.SENTENCE_END
+    numbered = False  # whether the word before was a name's number
+    for m, word, gap, joined, opens in _tokens(query):
         after_number, numbered = numbered, False
         if any(c.isupper() for c in word):
             if current and joined:
@@ -136,26 +132,33 @@ def _titles(query: str) -> list[str]:
     are the names `_entities` reads as before (rules 56 and 58)."""
     out: list[str] = []
     run: list[str] = []
-    opens = False
+    run_opens = False
+    for _, word, _, joined, opens in _tokens(query):
+        if run and not joined:
+            out += _title(run, run_opens)
+            run = []
+        if any(c.isupper() for c in word):
+            if not run:
+                run_opens = opens
+            run.append(word)
+        elif run and (word.lower() in vocab.JOINERS or word in vocab.TITLE_JOINERS):
+            run.append(word)
+        elif run:
+            out += _title(run, run_opens)
+            run = []
+    return out + (_title(run, run_opens) if run else [])
+
+
+def _tokens(query: str) -> Iterator[tuple[re.Match[str], str, str, bool, bool]]:
+    """(match, word, the gap before it, whether that gap is only spaces, whether the word
+    opens a sentence) for each word of QUERY (`entity_words.TOKEN`)."""
     end = 0
     for m in vocab.TOKEN.finditer(query):
         word, gap = m.group(), query[end:m.start()]
         before = gap.rstrip() or (query[end - 1] if end else "")
         end = m.end()
-        joined = not gap or vocab.GAP.fullmatch(gap) is not None
-        if run and not joined:
-            out += _title(run, opens)
-            run = []
-        if any(c.isupper() for c in word):
-            if not run:
-                opens = not before or before[-1] in vocab.SENTENCE_END
-            run.append(word)
-        elif run and (word.lower() in vocab.JOINERS or word in vocab.TITLE_JOINERS):
-            run.append(word)
-        elif run:
-            out += _title(run, opens)
-            run = []
-    return out + (_title(run, opens) if run else [])
+        yield (m, word, gap, not gap or vocab.GAP.fullmatch(gap) is not None,
+               not before or before[-1] in vocab.SENTENCE_END)
 
 
 def _title(run: list[str], opens: bool) -> list[str]:
