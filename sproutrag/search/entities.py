@@ -33,7 +33,8 @@ their ends:
 - a capitalised word that opens a sentence may be an ordinary word: a run opening a
   sentence drops its first word when that is a function word or an instruction's verb
   ("Among PepsiCo" is "pepsico"), and a single such word is no entity ("Under") unless it
-  is possessive ("Pfizer's") or has a capital after its first letter ("AMD");
+  is possessive ("Pfizer's"), has a capital after its first letter ("AMD") or is joined
+  by "and" or "or" to a name ("Pfizer and Moderna"; rule 59);
 - a person's age ("the 62-year-old patient") is an entity too: it names a case report
   (rule 51);
 - a title's lower-case words ("to", "by": `entity_words.TITLE_JOINERS`) join its
@@ -56,7 +57,8 @@ from sproutrag.stopwords import STOPWORDS
 
 def question_entities(query: str) -> list[str]:
     """The runs of capitalised words of QUERY (joined by `entity_words.JOINERS`; not one
-    word opening a sentence), lower-cased, their words joined by one space, stopwords
+    word opening a sentence, unless possessive, with a second capital or joined to a name
+    by "and" or "or"), lower-cased, their words joined by one space, stopwords
     trimmed from both ends, each once, in order; only those of 3 characters or more, not
     only stopwords and digits; then the ages it writes, as "62 year old" and "62 years
     old"; then its titles, runs that `entity_words.TITLE_JOINERS` join too ("welcome to
@@ -68,10 +70,11 @@ def question_entities(query: str) -> list[str]:
 @functools.lru_cache(maxsize=1024)
 def _entities(query: str) -> tuple[str, ...]:
     # opens, words, a number after them and the capitalised words after that (rule 55)
-    runs: list[tuple[bool, list[str], list[str]]] = []
+    runs: list[tuple[bool, list[str], list[str], int]] = []  # ... and its first token
     current: list[str] = []
     numbered = False  # whether the word before was a name's number
-    for m, word, gap, joined, opens in _tokens(query):
+    tokens = list(_tokens(query))
+    for at, (m, word, gap, joined, opens) in enumerate(tokens):
         after_number, numbered = numbered, False
         if any(c.isupper() for c in word):
             if current and joined:
@@ -83,7 +86,7 @@ def _entities(query: str) -> tuple[str, ...]:
                 current = []  # "cash conversion cycle (CCC)": a measure (rule 47)
             else:
                 current = [word]
-                runs.append((opens, current, []))
+                runs.append((opens, current, [], at))
         elif current and joined and word.lower() in vocab.JOINERS:
             current.append(word)
         else:
@@ -93,14 +96,15 @@ def _entities(query: str) -> tuple[str, ...]:
                 numbered = _name(current) is not None
             current = []
     out: dict[str, None] = {}
-    for opens, run, number in runs:
+    for opens, run, number, at in runs:
         while run and run[-1].lower() in vocab.JOINERS:
             run.pop()
         if not run:  # "The" alone
             continue
         if opens and len(run) > 1 and run[0].lower() in vocab.OPENERS:
             run.pop(0)  # "Among PepsiCo": the sentence's opening word
-        elif opens and len(run) == 1 and not _names_alone(run[0]):
+        elif opens and len(run) == 1 and not (_names_alone(run[0])
+                                              or _coordinated(tokens, at)):
             continue
         if len(run) > 1 and run[0] in vocab.TITLES:
             run.pop(0)  # "Dr. Jane Doe": a text may write "Jane Doe" or "Dr. Doe"
@@ -373,6 +377,20 @@ def _trimmed(word: str) -> bool:
     as a whole word ("The Hague"), not a piece of one ("AT&T" is "at t")."""
     w = word.lower()
     return w in vocab.JOINERS or w.rstrip(".") in STOPWORDS
+
+
+def _coordinated(tokens: list[tuple[re.Match[str], str, str, bool, bool]], at: int) -> bool:
+    """Whether the word of TOKENS (`_tokens`) at AT, opening a sentence alone, is a name
+    because "and" or "or" joins it to one: the next two words, a space apart each, are the
+    conjunction and a word that is a name itself ("Pfizer and Moderna", "Tesla or Ford's";
+    not "Overall, Apple and ...", "Revenue and EBITDA"), and it is no opener ("Compare
+    and ..."; rule 59)."""
+    if at + 2 >= len(tokens) or tokens[at][1].lower() in vocab.OPENERS:
+        return False
+    _, conjunction, _, joined, _ = tokens[at + 1]
+    _, partner, _, partner_joined, _ = tokens[at + 2]
+    return (joined and partner_joined and conjunction in ("and", "or")
+            and partner[:1].isupper() and _name([partner]) is not None)
 
 
 def _names_alone(word: str) -> bool:

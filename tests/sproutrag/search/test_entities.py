@@ -322,6 +322,39 @@ def test_a_title_s_lower_case_words_join_one_name(query, entities):
     assert question_entities(query) == entities
 
 
+@pytest.mark.parametrize(("query", "entities"), [
+    ("Pfizer and Moderna: which spent more on R&D?", ["pfizer", "moderna"]),
+    ("Tesla or Ford, which sold more cars in 2022?", ["tesla", "ford"]),
+    ("Pfizer and Moderna's vaccines: which sold more?", ["pfizer", "moderna"]),
+    ("Was it filed? Pfizer and Moderna both said so.", ["pfizer", "moderna"]),
+    # no name beside it by "and"/"or", a space apart: the opening word stays out
+    ("Overall, Apple and Microsoft grew?", ["apple", "microsoft"]),
+    ("Revenue and EBITDA: how did they move?", []),  # "EBITDA" is no name
+    ("Tesla reported what revenue?", []),
+    ("Tesla and the Ford company: which grew?", ["ford"]),
+    ("Compare and contrast Apple and Google.", ["apple", "google"]),  # an opener
+    ("Under and over which limits?", []),
+])
+def test_a_word_opening_a_question_is_a_name_beside_a_name(query, entities):
+    """Rule 59: a single capitalised word that opens a sentence is a name when "and" or
+    "or" joins it to a name; without one it stays no entity ("Tesla reported", "Revenue
+    and EBITDA")."""
+    assert question_entities(query) == entities
+
+
+def test_a_two_company_question_opening_with_a_name_names_both_reports():
+    """Rule 59: "Pfizer and Moderna: ..." named Moderna's report alone, which then took
+    the k units; now both reports are named, and neither look-alike is."""
+    from sproutrag.names import words
+
+    texts = {"pfizer": words("Pfizer Inc. annual report. Pfizer spent 11 billion on R&D."),
+             "moderna": words("Moderna, Inc. annual report. Moderna spent 3 billion on R&D."),
+             "merck": words("Merck & Co. annual report. Merck spent 13 billion on R&D.")}
+    query = "Pfizer and Moderna: which spent more on R&D in 2022?"
+    assert mentioned_documents(question_entities(query), texts) == ["pfizer", "moderna"]
+    assert mentioned_documents(["moderna"], texts) == ["moderna"]  # before: Moderna's alone
+
+
 def test_a_title_names_its_document_among_look_alikes_that_write_its_pieces():
     """Rule 56: "Welcome to the Show" gave "welcome" and "show", which look-alike titles
     write too, so no document was named; the whole title names its own."""

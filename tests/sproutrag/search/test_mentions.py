@@ -637,3 +637,30 @@ def test_a_title_a_question_names_fetches_its_document_among_look_alikes(tmp_pat
     with r.view.one_view():
         assert r.first.writing("welcome to the show") == ["show"]
     assert {h.doc_id for h in r.search_vector(query, qvec, k=3, mode=mode)} == {"show"}
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_question_opening_with_two_companies_searches_both_reports(tmp_path, mode):
+    """Rule 59: "Pfizer and Moderna: ..." read as "moderna" alone, so Pfizer's report,
+    which the first stage misses, was not fetched and look-alikes took the units; read as
+    both names, the report the corpus alone names "Pfizer" is fetched (rule 27) and both
+    named reports hold the results."""
+    from sproutrag.search.retriever import Retriever
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+
+    rng = np.random.default_rng(7)
+    names = ("Pfizer", "Moderna", "Merck", "Novavax", "Sanofi")
+    docs = [line_document(name.lower(), [f"{name} annual report.",
+                                         f"{name} spent on research and development.",
+                                         "Vaccine revenue fell."],
+                          leaf_vectors(rng, near, 3, TOY_DIM))
+            for name, near in zip(names, (0.1, 0.9, 0.85, 0.8, 0.75), strict=True)]
+    db, encoder = line_pool(tmp_path / "db", docs, rng=rng)
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
+    assert r.store.ensure_text_index()
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    query = "Pfizer and Moderna: which spent more on research and development?"
+    assert question_entities(query) == ["pfizer", "moderna"]
+    assert "pfizer" not in r.choose_documents(qvec, None, k=4)
+    hits = r.search_vector(query, qvec, k=4, mode=mode)
+    assert {h.doc_id for h in hits} == {"pfizer", "moderna"}
