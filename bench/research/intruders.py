@@ -30,11 +30,16 @@ KINDS = ("gold", "named by the question", "writes a gold title", "other")
 
 
 def title(text: str) -> str:
-    """A paragraph's title (its first line) lower-cased, without a "(...)" qualifier."""
-    return text.split("\n", 1)[0].split(" (", 1)[0].strip().lower()
+    """A paragraph's title (its first line) without a "(...)" qualifier, as
+    `sproutrag.names.words` writes it (lower-cased words, one space apart)."""
+    from sproutrag.names import words
+
+    return words(text.split("\n", 1)[0].split(" (", 1)[0]).strip()
 
 
 def kinds(split: str) -> Counter:
+    from sproutrag.names import written_in
+
     settings, encoder = H.default_encoder()
     retriever, queries, vectors = H.open_pool("paragraphs", split, settings, encoder)
     docs_path, _ = H.pool_files("paragraphs", split)
@@ -51,9 +56,9 @@ def kinds(split: str) -> Counter:
                                            allowed=None):
             if hit.doc_id in gold:
                 count["gold"] += 1
-            elif title(texts[hit.doc_id]) in question:
+            elif written_in(title(texts[hit.doc_id]), question):  # as whole words
                 count["named by the question"] += 1
-            elif any(title(texts[g]) in texts[hit.doc_id].lower() for g in gold):
+            elif any(written_in(title(texts[g]), texts[hit.doc_id].lower()) for g in gold):
                 count["writes a gold title"] += 1
             else:
                 count["other"] += 1

@@ -63,7 +63,8 @@ def patch_parts(queries: str) -> None:
     import sproutrag.search.node_scores as ns
 
     _, encoder = H.default_encoder()
-    texts = [json.loads(line)["query"] for line in open(queries, encoding="utf-8")]
+    with open(queries, encoding="utf-8") as f:
+        texts = [json.loads(line)["query"] for line in f]
     vectors = unit_rows(encoder.encode_texts(texts))
     parts = []
     for text in texts:
