@@ -6,9 +6,10 @@ Searches each question of hotpotqa-paragraphs over the whole pool (the shipped R
 tree mode, k = 5, no doc_ids) and sorts every hit whose paragraph is not one of the
 question's two gold paragraphs into one of three kinds:
 
-- `named by the question`: the paragraph's title (without its "(film)"-style qualifier)
-  is written in the question ("James Hetfield", "Dilys Laye", "Diamond Cut"): HotpotQA's
-  question names an entity whose own paragraph is not the labelled one;
+- `named by the question`: the paragraph's name (its title without a "(film)"-style
+  qualifier, `sproutrag.names.document_name`) is written in the question ("James
+  Hetfield", "Dilys Laye", "Diamond Cut"): HotpotQA's question names an entity whose own
+  paragraph is not the labelled one;
 - `writes a gold title`: the paragraph's text writes a gold paragraph's title ("Walking on
   Glass ... by Scottish writer Iain Banks"): a satellite of the gold entity;
 - `other`: a look-alike by description ("a Jamaican reggae singer born in 1942 in
@@ -29,16 +30,12 @@ import hierarchy as H  # noqa: E402 - the pools' files and databases
 KINDS = ("gold", "named by the question", "writes a gold title", "other")
 
 
-def title(text: str) -> str:
-    """A paragraph's title (its first line) without a "(...)" qualifier, as
-    `sproutrag.names.words` writes it (lower-cased words, one space apart)."""
-    from sproutrag.names import words
-
-    return words(text.split("\n", 1)[0].split(" (", 1)[0]).strip()
-
-
 def kinds(split: str) -> Counter:
-    from sproutrag.names import written_in
+    from sproutrag.names import document_name, written_in
+
+    def named_in(text: str, lowered: str) -> bool:  # TEXT's title written in LOWERED
+        name = document_name(text)
+        return name is not None and written_in(name, lowered)
 
     settings, encoder = H.default_encoder()
     retriever, queries, vectors = H.open_pool("paragraphs", split, settings, encoder)
@@ -56,9 +53,9 @@ def kinds(split: str) -> Counter:
                                            allowed=None):
             if hit.doc_id in gold:
                 count["gold"] += 1
-            elif written_in(title(texts[hit.doc_id]), question):  # as whole words
+            elif named_in(texts[hit.doc_id], question):
                 count["named by the question"] += 1
-            elif any(written_in(title(texts[g]), texts[hit.doc_id].lower()) for g in gold):
+            elif any(named_in(texts[g], texts[hit.doc_id].lower()) for g in gold):
                 count["writes a gold title"] += 1
             else:
                 count["other"] += 1

@@ -56,14 +56,19 @@ def run(rule: int, pool: str, split: str, label: str) -> Path:
     if label == "before" and same.is_file():
         shutil.copy(same, out / "results.json")
         return out / "results.json"
-    docs, queries = H.pool_files(pool, split)
-    subprocess.run([str(ROOT / ".venv" / "bin" / "sproutrag"), "evaluate", "--docs",
-                    str(docs), "--queries", str(queries), "--db",
-                    str(ROOT / "out" / f"db-hierarchy-{pool}-{split}"), "--corpus-wide",
-                    "--modes", "tree", "--cache",
-                    str(ROOT / "out" / folder / f"cache-{pool}-{split}"),
-                    "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([str(ROOT / ".venv" / "bin" / "sproutrag"), "evaluate",
+                    *evaluate_args(pool, split, ROOT / "out" / folder, out)],
+                   check=True, stdout=subprocess.DEVNULL)
     return out / "results.json"
+
+
+def evaluate_args(pool: str, split: str, folder: Path, out: Path) -> list[str]:
+    """`sproutrag evaluate`'s arguments for POOL's SPLIT, corpus-wide, tree mode, through
+    the pool's database, its feature cache in FOLDER, its results in OUT."""
+    docs, queries = H.pool_files(pool, split)
+    return ["--docs", str(docs), "--queries", str(queries), "--db",
+            str(ROOT / "out" / f"db-hierarchy-{pool}-{split}"), "--corpus-wide", "--modes",
+            "tree", "--cache", str(folder / f"cache-{pool}-{split}"), "--out", str(out)]
 
 
 def values(path: Path, metric: str, name: str = "tree corpus-wide") -> dict[str, float]:

@@ -37,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402 - the pools' files
 from paired_results import database_rows, per_query  # noqa: E402
+from rule_runs import evaluate_args, paired  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = ("bigrams", "parts", "echo")
@@ -126,19 +127,16 @@ def run(probe: str, pool: str, split: str) -> Path:
     out = ROOT / "out" / "unit-probes" / probe / f"{pool}-{split}"
     if (out / "results.json").is_file():
         return out / "results.json"
-    docs, queries = H.pool_files(pool, split)
-    args = ["--docs", str(docs), "--queries", str(queries), "--db",
-            str(ROOT / "out" / f"db-hierarchy-{pool}-{split}"), "--corpus-wide", "--modes",
-            "tree", "--cache", str(ROOT / "out" / "unit-probes" / f"cache-{pool}-{split}"),
-            "--out", str(out)]
+    _, queries = H.pool_files(pool, split)
+    args = evaluate_args(pool, split, ROOT / "out" / "unit-probes", out)
     subprocess.run([sys.executable, __file__, "--child", probe, str(queries), "--", *args],
                    check=True, stdout=subprocess.DEVNULL)
     return out / "results.json"
 
 
-def paired(a: dict[str, float], b: dict[str, float]) -> str:
-    d = 100 * np.array([a[q] - b[q] for q in sorted(a.keys() & b.keys())])
-    m, se = d.mean(), d.std(ddof=1) / np.sqrt(len(d))
+def difference(a: dict[str, float], b: dict[str, float]) -> str:
+    """A - B paired per query, in points: "+0.55 +/- 1.04 (+0.5 SE)"."""
+    m, se = paired(a, b)
     return f"{m:+.2f} +/- {se:.2f} ({m / se if se else 0.0:+.1f} SE)"
 
 
@@ -160,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                 for metric in ("ie", "char_ie"):
                     a, b = per_query(rows[name], metric), per_query(today[name], metric)
                     cells.append(f"{metric} {100 * np.mean(list(a.values())):.2f} "
-                                 f"({paired(a, b)})")
+                                 f"({difference(a, b)})")
                 print(f"{pool:16s} {args.split} {probe:8s} {name:17s} " + "; ".join(cells),
                       flush=True)
     return 0

@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from sproutrag.search import entity_words as vocab
 from sproutrag.stopwords import STOPWORDS
@@ -153,16 +154,25 @@ def _titles(query: str) -> list[str]:
     return out + (_title(run, run_opens) if run else [])
 
 
-def _tokens(query: str) -> Iterator[tuple[re.Match[str], str, str, bool, bool]]:
-    """(match, word, the gap before it, whether that gap is only spaces, whether the word
-    opens a sentence) for each word of QUERY (`entity_words.TOKEN`)."""
+class _Token(NamedTuple):
+    """A word of a question (`entity_words.TOKEN`) with what the reading needs of it."""
+
+    match: re.Match[str]
+    word: str
+    gap: str  # the text between the word before and this one
+    joined: bool  # whether that gap is only spaces (or nothing)
+    opens: bool  # whether the word opens a sentence
+
+
+def _tokens(query: str) -> Iterator[_Token]:
+    """The words of QUERY (`entity_words.TOKEN`), in order."""
     end = 0
     for m in vocab.TOKEN.finditer(query):
         word, gap = m.group(), query[end:m.start()]
         before = gap.rstrip() or (query[end - 1] if end else "")
         end = m.end()
-        yield (m, word, gap, not gap or vocab.GAP.fullmatch(gap) is not None,
-               not before or before[-1] in vocab.SENTENCE_END)
+        yield _Token(m, word, gap, not gap or vocab.GAP.fullmatch(gap) is not None,
+                     not before or before[-1] in vocab.SENTENCE_END)
 
 
 def _title(run: list[str], opens: bool) -> list[str]:
@@ -379,18 +389,17 @@ def _trimmed(word: str) -> bool:
     return w in vocab.JOINERS or w.rstrip(".") in STOPWORDS
 
 
-def _coordinated(tokens: list[tuple[re.Match[str], str, str, bool, bool]], at: int) -> bool:
+def _coordinated(tokens: list[_Token], at: int) -> bool:
     """Whether the word of TOKENS (`_tokens`) at AT, opening a sentence alone, is a name
     because "and" or "or" joins it to one: the next two words, a space apart each, are the
     conjunction and a word that is a name itself ("Pfizer and Moderna", "Tesla or Ford's";
     not "Overall, Apple and ...", "Revenue and EBITDA"), and it is no opener ("Compare
     and ..."; rule 59)."""
-    if at + 2 >= len(tokens) or tokens[at][1].lower() in vocab.OPENERS:
+    if at + 2 >= len(tokens) or tokens[at].word.lower() in vocab.OPENERS:
         return False
-    _, conjunction, _, joined, _ = tokens[at + 1]
-    _, partner, _, partner_joined, _ = tokens[at + 2]
-    return (joined and partner_joined and conjunction in ("and", "or")
-            and partner[:1].isupper() and _name([partner]) is not None)
+    conjunction, partner = tokens[at + 1], tokens[at + 2]
+    return (conjunction.joined and partner.joined and conjunction.word in ("and", "or")
+            and partner.word[:1].isupper() and _name([partner.word]) is not None)
 
 
 def _names_alone(word: str) -> bool:
