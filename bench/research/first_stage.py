@@ -47,7 +47,7 @@ def rankings(r, query: str, qvec: np.ndarray, limit: int) -> dict[str, list[str]
     """Documents, best first, by each first stage for one query."""
     from lancedb.rerankers import RRFReranker
 
-    from sproutrag.search.first_stage import fuse_rankings
+    from sproutrag.search.rankings import fuse_rankings
 
     current = dict(r.first.current().items())
     nodes = r.store.table("nodes")

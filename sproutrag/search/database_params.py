@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from sproutrag.errors import StaleIndexError
 from sproutrag.params import SearchParams
 from sproutrag.search.current import Current
 from sproutrag.storage.index_info import search_defaults
@@ -68,6 +69,17 @@ def database_encoder(reader: Reader) -> Any:
         model=reader.store.encoder_id, chunk_max_tokens=fields.get("chunk_max_tokens", 256)))
 
 
+def check_query_encoder(encoder: Any, store: Any) -> None:
+    """`StaleIndexError` unless ENCODER is the one STORE's database was built with (its
+    model id and dimension)."""
+    if encoder.model_id != store.encoder_id or encoder.dim != store.dim:
+        raise StaleIndexError(
+            f"database {store.uri!r} was built with encoder {store.encoder_id!r} "
+            f"(dim {store.dim}, index fingerprint {stored_fingerprints(store)}); this query "
+            f"uses {encoder.model_id!r} (dim {encoder.dim}): query with the encoder the "
+            "database was built with (settings encoding.model)")
+
+
 def stored_fingerprints(store: Any) -> str:
     """The index fingerprints of STORE's documents, for error messages."""
     tbl = store.table("documents")
@@ -77,4 +89,4 @@ def stored_fingerprints(store: Any) -> str:
     return ", ".join(sorted(set(rows.column(0).to_pylist()))) or "none"
 
 
-__all__ = ["DatabaseParams", "database_encoder", "stored_fingerprints"]
+__all__ = ["DatabaseParams", "check_query_encoder", "database_encoder", "stored_fingerprints"]

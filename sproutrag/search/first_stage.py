@@ -3,7 +3,8 @@
 `FirstStage.choose` ranks documents by their nearest nodes (vectors: from memory while
 `nodes` is small, LanceDB's ANN-indexed search beyond) and, with the hybrid first stage,
 by their best leaves in LanceDB's full-text index (the words), then fuses the two
-rankings by reciprocal rank (`fuse_rankings`). The `Retriever` owns one and hands it a
+rankings by reciprocal rank (`sproutrag.search.rankings`; the full-text reads are
+`sproutrag.search.text_index`'s). The `Retriever` owns one and hands it a
 view of the current trees (`Current`, read once per `documents` version); rows of other
 trees (a run writing, or killed) are fetched in excess and dropped.
 """
@@ -16,13 +17,24 @@ import os
 import threading
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sproutrag.errors import short_error
+from sproutrag.errors import QueryError, short_error
+from sproutrag.params import check_count
 from sproutrag.search.entities import question_entities
 from sproutrag.search.node_memory import NodeRows, read_node_rows, top_rows
+from sproutrag.search.rankings import fuse_rankings, keep_leaders
+from sproutrag.search.text_index import (
+    WRITING_HITS,
+    TextSearch,
+    documents_writing,
+    index_damaged,
+    text_query,
+    text_ranking,
+    warn_once,
+)
 from sproutrag.storage.indexes import vector_index_record
 
 if TYPE_CHECKING:
@@ -31,9 +43,6 @@ if TYPE_CHECKING:
 
 #: How a query without doc_ids picks its documents (`FirstStage.choose`).
 FIRST_STAGES = ("hybrid", "vector")
-
-#: Reciprocal rank fusion's constant (Cormack et al. 2009; LanceDB's RRFReranker default).
-RRF_K = 60
 
 #: The ANN search of `FirstStage.nearest_nodes` probes PROBE_SHARE of the vector index's
 #: IVF partitions (about sqrt(rows) of them: `storage.indexes.vector_partitions`), and at
@@ -62,35 +71,10 @@ def usable_cores() -> int:
 #: query grows").
 SPARE_CORES = max(1, usable_cores() // 2)
 
-#: The full-text hits `FirstStage.writing` reads to tell which documents write a name.
-WRITING_HITS = 64
+log = logging.getLogger(__name__)
 
 #: The columns of each row `FirstStage.nearest_nodes` returns unless told otherwise.
 NODE_COLUMNS = ("doc_id", "tree_id", "idx", "start", "end", "text", "_distance")
-
-
-log = logging.getLogger(__name__)
-_warned: set[str] = set()
-
-
-def warn_once(key: str, message: str) -> None:
-    """Log MESSAGE as a warning the first time KEY is warned about in this process."""
-    if key not in _warned:
-        _warned.add(key)
-        log.warning("%s", message)
-
-
-def index_damaged(exc: BaseException) -> bool:
-    """Is EXC a read of an index's files that failed (a lost or damaged index)?"""
-    text = str(exc)
-    return "_indices" in text or ("lance" in text.lower() and "index" in text.lower())
-
-
-def warn_text_index_unreadable(exc: BaseException) -> None:
-    """Warn once that the full-text index of `nodes` cannot be read (EXC: its files)."""
-    warn_once("text", f"the full-text index of nodes cannot be read ({short_error(exc)}): "
-              "corpus-wide queries rank documents by their vectors alone until an index run "
-              "builds it again")
 
 
 def _started(call: Callable[[], Any]) -> Future:
@@ -108,15 +92,6 @@ def _started(call: Callable[[], Any]) -> Future:
     return future
 
 
-class _TextSearch(NamedTuple):
-    """A full-text search of `nodes` split where threads may split it: RUN, LanceDB's
-    query (any thread), and FINISH, reading its rows' documents (the searching thread:
-    the current trees of its view)."""
-
-    run: Callable[[], Any]
-    finish: Callable[[Any], list[str]]
-
-
 def ann_probes(partitions: int | None) -> int:
     """The IVF partitions a query probes in an index of PARTITIONS (None: not recorded)."""
     if partitions is None:
@@ -124,42 +99,19 @@ def ann_probes(partitions: int | None) -> int:
     return min(partitions, max(MIN_PROBES, math.ceil(PROBE_SHARE * partitions)))
 
 
-def fuse_rankings(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
-    """Items of several best-first RANKINGS by reciprocal rank fusion: score = sum of
-    1 / (k + rank) over the rankings holding the item (rank from 1); ties keep the order
-    in which items first appear."""
-    score: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, item in enumerate(ranking, start=1):
-            score[item] = score.get(item, 0.0) + 1.0 / (k + rank)
-    return sorted(score, key=lambda item: -score[item])
-
-
-def keep_leaders(fused: Sequence[str], rankings: Sequence[Sequence[str]], n: int,
-                 leaders: int) -> list[str]:
-    """FUSED (`fuse_rankings` of RANKINGS) with the first LEADERS items of each ranking
-    among its first N: a leader the fused order leaves out takes the place of the last of
-    the first N that leads no ranking, in turn, and stays out when every one of them leads
-    a ranking (docs/whole-corpus.md, rule 54); the order is otherwise FUSED's. With
-    LEADERS 0, or every leader among the first N, FUSED."""
-    keep = list(dict.fromkeys(item for ranking in rankings for item in ranking[:leaders]))
-    head = list(fused[:n])
-    missing = [item for item in keep if item not in head]
-    if not missing:
-        return list(fused)
-    kept = set(keep)
-    for item in missing:
-        spare = next((i for i in range(len(head) - 1, -1, -1) if head[i] not in kept), None)
-        if spare is None:  # the first N are leaders all: N documents are searched
-            break
-        head[spare] = item
-    taken = set(head)
-    return head + [item for item in fused if item not in taken]
-
-
 #: The filter of the leaves (flat mode): about half of `nodes`, so an ANN search with it
 #: probes as many partitions as one without it (a BITMAP index answers it).
 LEAF_FILTER = "left = -1"
+
+
+def check_first_stage(kind: Any, entities: Any, leaders: Any) -> int:
+    """LEADERS (`FirstStage`'s), checked with its KIND (`FIRST_STAGES`) and ENTITIES (true
+    or false): `QueryError` naming a bad one."""
+    if kind not in FIRST_STAGES:
+        raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got {kind!r}")
+    if not isinstance(entities, bool):
+        raise QueryError(f"entity_ranking must be true or false; got {entities!r}")
+    return check_count("ranking_leaders", leaders)
 
 
 class FirstStage:
@@ -245,7 +197,7 @@ class FirstStage:
                 raise
             warn_once("vector", f"the vector index of nodes cannot be read "
                       f"({short_error(exc)}): searching the vectors exactly (slower) until "
-                      "an index run builds it again")
+                      "an index run builds it again", log)
             rows = self._vector_query(nodes, qvec, limit, where, columns,
                                       bypass=True).to_list()
         now = self.current().is_current([r["doc_id"] for r in rows], [r["tree_id"] for r in rows])
@@ -299,7 +251,7 @@ class FirstStage:
                          if x is not None else None for x in searches]
                 ranked = self.ranked_by_vector(qvec, limit)
                 if hybrid:
-                    rankings = [ranked, *(self._text_ranking(x, rows) if x is not None else []
+                    rankings = [ranked, *(text_ranking(x, rows) if x is not None else []
                                           for x, rows in zip(searches, found, strict=True))]
                     ranked = keep_leaders(fuse_rankings(rankings), rankings, self.n_docs,
                                           self.leaders)
@@ -402,9 +354,9 @@ class FirstStage:
         current leaves in memory (`LeafRows`); beyond, each hit's document and tree are
         read with it."""
         search = self._text_search(query, limit)
-        return self._text_ranking(search, search.run) if search is not None else []
+        return text_ranking(search, search.run) if search is not None else []
 
-    def _text_search(self, query: str, limit: int) -> _TextSearch | None:
+    def _text_search(self, query: str, limit: int) -> TextSearch | None:
         """`ranked_by_text`'s search of QUERY, not run yet; None (warned once) without
         the full-text index."""
         if not self.has_text_index():
@@ -414,7 +366,7 @@ class FirstStage:
         nodes = self.store.table("nodes")
         leaves, limit = self._node_rows().leaves, limit + self.stale_rows(nodes)
         if leaves is not None:  # row ids only, their documents from memory
-            return _TextSearch(lambda: self._text_query(nodes, query, [], limit),
+            return TextSearch(lambda: text_query(nodes, query, [], limit),
                                lambda found: leaves.documents(found["_rowid"].to_numpy()))
 
         def current_documents(found: Any) -> list[str]:
@@ -423,65 +375,17 @@ class FirstStage:
             return list(dict.fromkeys(d for d, ok in zip(docs, now.tolist(), strict=True)
                                       if ok))
 
-        return _TextSearch(
-            lambda: self._text_query(nodes, query, ["doc_id", "tree_id", "_score"], limit),
+        return TextSearch(
+            lambda: text_query(nodes, query, ["doc_id", "tree_id", "_score"], limit),
             current_documents)
 
-    @staticmethod
-    def _text_ranking(search: _TextSearch, found: Callable[[], Any]) -> list[str]:
-        """SEARCH's documents from FOUND() (its rows: `search.run` here or a thread's
-        result); [] (warned once) when the full-text index cannot be read."""
-        try:
-            rows = found()
-        except (RuntimeError, OSError, ValueError) as exc:
-            if not index_damaged(exc):
-                raise
-            warn_text_index_unreadable(exc)
-            return []
-        return search.finish(rows)
-
     def writing(self, entity: str, limit: int = WRITING_HITS) -> list[str]:
-        """The current documents whose leaves write ENTITY (words joined by one space, as
-        `sproutrag.names.mention_words` normalises a text: accents folded on both sides)
-        as whole words, among the LIMIT best leaves of the full-text index that hold every
-        word of it, as the question spells it or without its accents (the index stems
-        before it folds: "Nestle" finds no leaf that writes "Nestlé"); [] without the
-        index (or when it cannot be read). One document alone writing a rare name takes
-        all the hits; a name many documents write (a generic heading) gives many
-        (docs/whole-corpus.md, rule 27)."""
-        import pyarrow as pa
-        from lancedb.query import FullTextOperator, MatchQuery
-
-        from sproutrag.names import folded, mention_words
-
+        """The current documents whose leaves write ENTITY as whole words, among the LIMIT
+        best leaves of the full-text index that hold every word of it
+        (`text_index.documents_writing`); [] without the index (or when it cannot be read).
+        One document alone writing a rare name takes all the hits; a name many documents
+        write (a generic heading) gives many (docs/whole-corpus.md, rule 27)."""
         if not entity or not self.has_text_index():
             return []
         nodes = self.store.table("nodes")
-        try:
-            rows = limit + self.stale_rows(nodes)
-            found = pa.concat_tables([
-                nodes.search(MatchQuery(spelt, "text", operator=FullTextOperator.AND),
-                             query_type="fts")
-                .select(["doc_id", "tree_id", "text", "_score"]).limit(rows).to_arrow()
-                for spelt in dict.fromkeys((entity, folded(entity)))])
-        except (RuntimeError, OSError, ValueError) as exc:
-            if not index_damaged(exc):
-                raise
-            warn_text_index_unreadable(exc)
-            return []
-        docs, phrase = found["doc_id"].to_pylist(), f" {folded(entity)} "
-        now = self.current().is_current(docs, found["tree_id"].to_pylist())
-        return list(dict.fromkeys(
-            d for d, text, ok in zip(docs, found["text"].to_pylist(), now.tolist(), strict=True)
-            if ok and text and phrase in mention_words(text)))
-
-    @staticmethod
-    def _text_query(nodes: Any, query: str, columns: list[str], limit: int) -> Any:
-        """The LIMIT best rows of `nodes` for QUERY by its full-text index, best first:
-        COLUMNS, or their row ids without any (a search that reads no row: 5.8 -> 2.5 ms
-        a question at 60k rows, 9.0 -> 4.2 ms at 1.2M, `bench/query.py --throughput`).
-        (Lance's own Python search is not used: it analyses the query's words otherwise
-        than the index LanceDB built: "University" finds 4 leaves there, 38 here.)"""
-        q = nodes.search(query, query_type="fts").limit(limit)
-        return (q.select(columns) if columns else q.with_row_id(True).select(["_score"])
-                ).to_arrow()
+        return documents_writing(nodes, entity, limit + self.stale_rows(nodes), self.current())

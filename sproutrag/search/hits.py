@@ -1,7 +1,6 @@
 """What a search returns (`Hit`), what refuses a query (`QueryError`, `check_query_text`,
-`check_doc_ids`),
-and how a selected node of a stored tree becomes a hit. (The checks of k and the search
-parameters are in `sproutrag.params`.)"""
+`check_doc_ids`, `check_queries`), and how a selected node of a stored tree becomes a hit.
+(The checks of k and the search parameters are in `sproutrag.params`.)"""
 
 from __future__ import annotations
 
@@ -81,6 +80,23 @@ def check_doc_ids(value: Any, name: str = "doc_ids") -> list[str] | None:
         raise QueryError(f"{name}[{bad[0]}] is not valid text (a lone surrogate: bytes "
                          "that are not UTF-8?)")
     return ids
+
+
+def check_queries(queries: Any, doc_ids: Any) -> tuple[list[str], list[list[str] | None]]:
+    """QUERIES (a list of questions) and DOC_IDS (one list of ids, or None, per question;
+    None: none for any), each checked (`check_query_text`, `check_doc_ids`): a
+    `QueryError` names the first bad question or list."""
+    queries = as_list("queries", queries, "questions")
+    for n, query in enumerate(queries):
+        try:
+            check_query_text(query)
+        except QueryError as exc:
+            raise QueryError(f"query {n}: {exc}") from None
+    scopes = (as_list("doc_ids", doc_ids, "doc-id lists (one per query, or None)")
+              if doc_ids is not None else [None] * len(queries))
+    if len(scopes) != len(queries):
+        raise QueryError(f"doc_ids: {len(scopes)} lists for {len(queries)} queries")
+    return queries, [check_doc_ids(ids, f"doc_ids[{n}]") for n, ids in enumerate(scopes)]
 
 
 def _as_text(value: str | bytes) -> str:

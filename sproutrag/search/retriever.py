@@ -26,7 +26,6 @@ one LRU of `cache_bytes`.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -36,16 +35,16 @@ from sproutrag.search.context import DEFAULT_MARGIN, Context
 from sproutrag.search.current import Current
 from sproutrag.search.database_params import (
     DatabaseParams,
+    check_query_encoder,
     database_encoder,
-    stored_fingerprints,
 )
-from sproutrag.search.first_stage import FIRST_STAGES, FirstStage
+from sproutrag.search.first_stage import FIRST_STAGES, FirstStage, check_first_stage
 from sproutrag.search.flat_search import FlatSearch
 from sproutrag.search.hits import (
     Hit,
     QueryError,
-    as_list,
     check_doc_ids,
+    check_queries,
     check_query_text,
     hit_of,
     node_text,
@@ -61,6 +60,7 @@ from sproutrag.search.links import (
 )
 from sproutrag.search.node_scores import ANCHOR_LEAVES
 from sproutrag.search.query_context import check_budget, read_context
+from sproutrag.search.retriever_settings import RetrieverSettings
 from sproutrag.search.searched import CorpusWideSettings, SearchedDocuments
 from sproutrag.search.stored_documents import CACHE_BYTES, StoredDocuments
 from sproutrag.search.tree_search import (
@@ -74,52 +74,26 @@ from sproutrag.search.view import TablesView
 from sproutrag.storage.filters import sql_quote
 from sproutrag.storage.reader import Reader
 from sproutrag.storage.rows import StoredTree
-from sproutrag.storage.store import StaleIndexError
 
 Mode = Literal["tree", "leaves", "flat"]
 
 
-def _searching_setting(name: str) -> property:
-    """A Retriever attribute that reads NAME of its `CorpusWideSettings` and sets it (the
-    settings replaced, the new value checked)."""
-
-    def put(self, value: Any) -> None:
-        self.searching.settings = replace(self.searching.settings, **{name: value})
-
-    return property(lambda self: getattr(self.searching.settings, name), put)
-
-
-class Retriever:
-    """Search a database built by `sproutrag index`; trees are cached by tree id."""
+class Retriever(RetrieverSettings):
+    """Search a database built by `sproutrag index`; trees are cached by tree id. Its
+    settings are attributes (`RetrieverSettings`)."""
 
     def __init__(
-        self,
-        db: str | Reader,
-        *,
-        encoder: Any = None,
-        weights: Any = None,
-        beam_width: int = 5,
-        threshold: float | None = None,
-        margin: float | None = DEFAULT,
-        lexical_weight: float | None = None,
-        overrides: Mapping[str, Any] | None = None,
-        n_docs: int = 8,
-        first_stage: str = "hybrid",
-        entity_ranking: bool = True,
-        ranking_leaders: int = 0,
-        anchor_leaves: int = ANCHOR_LEAVES,
-        link_weight: float = LINK_WEIGHT,
-        leader_weight: float = LEADER_WEIGHT,
-        fetch_named: int = FETCH_NAMED,
-        mention_weight: float = MENTION_WEIGHT,
-        fetch_mentioned: int = FETCH_MENTIONED,
-        mention_statistics: bool = True,
-        long_mention_weight: float = LONG_MENTION_WEIGHT,
-        mention_alone: bool = True,
-        dominant_ratio: float = 0.0,
-        reranker: Reranker = cosine_rerank,
-        storage_options: dict[str, str] | None = None,
-        memory_rows: int = 300_000,
+        self, db: str | Reader, *, encoder: Any = None, weights: Any = None,
+        beam_width: int = 5, threshold: float | None = None, margin: float | None = DEFAULT,
+        lexical_weight: float | None = None, overrides: Mapping[str, Any] | None = None,
+        n_docs: int = 8, first_stage: str = "hybrid", entity_ranking: bool = True,
+        ranking_leaders: int = 0, anchor_leaves: int = ANCHOR_LEAVES,
+        link_weight: float = LINK_WEIGHT, leader_weight: float = LEADER_WEIGHT,
+        fetch_named: int = FETCH_NAMED, mention_weight: float = MENTION_WEIGHT,
+        fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True,
+        long_mention_weight: float = LONG_MENTION_WEIGHT, mention_alone: bool = True,
+        dominant_ratio: float = 0.0, reranker: Reranker = cosine_rerank,
+        storage_options: dict[str, str] | None = None, memory_rows: int = 300_000,
         cache_bytes: int = CACHE_BYTES,
     ) -> None:
         """THRESHOLD, LEXICAL_WEIGHT (None: not set), MARGIN (None: off) and OVERRIDES (any
@@ -142,12 +116,7 @@ class Retriever:
             fetch_mentioned=fetch_mentioned, mention_statistics=mention_statistics,
             long_mention_weight=long_mention_weight, mention_alone=mention_alone,
             dominant_ratio=dominant_ratio)
-        if first_stage not in FIRST_STAGES:
-            raise QueryError(f"first_stage must be one of {', '.join(FIRST_STAGES)}; got "
-                             f"{first_stage!r}")
-        if not isinstance(entity_ranking, bool):
-            raise QueryError(f"entity_ranking must be true or false; got {entity_ranking!r}")
-        leaders = check_count("ranking_leaders", ranking_leaders)
+        leaders = check_first_stage(first_stage, entity_ranking, ranking_leaders)
         given = {"threshold": threshold, "lexical_weight": lexical_weight}
         checked = SearchParams.overrides({
             "beam_width": beam_width, "margin": margin, **(overrides or {}),
@@ -158,23 +127,22 @@ class Retriever:
             db, storage_options=storage_options)
         self.store = self.reader.store
         encoder = encoder if encoder is not None else database_encoder(self.reader)
-        if encoder.model_id != self.store.encoder_id or encoder.dim != self.store.dim:
-            raise StaleIndexError(
-                f"database {self.store.uri!r} was built with encoder {self.store.encoder_id!r} "
-                f"(dim {self.store.dim}, index fingerprint "
-                f"{stored_fingerprints(self.store)}); this query uses {encoder.model_id!r} "
-                f"(dim {encoder.dim}): query with the "
-                "encoder the database was built with (settings encoding.model)"
-            )
+        check_query_encoder(encoder, self.store)
         self.reranker = reranker
+        first = {"n_docs": n_docs, "kind": first_stage, "memory_rows": memory_rows,
+                 "entities": entity_ranking, "leaders": leaders}
+        self._assemble(encoder, weights, checked, wide, first, cache_bytes)
+
+    def _assemble(self, encoder: Any, weights: Any, checked: Mapping[str, Any],
+                  wide: CorpusWideSettings, first: Mapping[str, Any], cache_bytes: int) -> None:
+        """The parts a search uses, over `self.reader`, from `__init__`'s arguments, checked
+        (FIRST: the `FirstStage`'s settings)."""
         self.view = TablesView(self.reader)  # per thread: one `documents` read a search
         # Trees, term counts, texts and names, cached by tree id in one LRU.
         self.documents = StoredDocuments(self.store, self.view, cache_bytes)
         # The documents of a query without doc_ids; vectors from memory while `nodes`
         # has at most `memory_rows` rows (about 1.5 KB each), LanceDB beyond.
-        self.first = FirstStage(self.store, self.view.current, n_docs=n_docs,
-                                kind=first_stage, memory_rows=memory_rows,
-                                entities=entity_ranking, leaders=leaders)
+        self.first = FirstStage(self.store, self.view.current, **first)
         self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
         self.searching = SearchedDocuments(self.documents, self.view.current, wide,
@@ -183,58 +151,6 @@ class Retriever:
         self.database_params = DatabaseParams(self.reader, encoder, weights, checked,
                                               self.view.current)
         self._resolve()  # refuses a mismatched encoder or weights file now
-
-    @property
-    def encoder(self) -> Any:
-        """The query encoder (the database's own unless one was given)."""
-        return self.database_params.encoder
-
-    @property
-    def weights(self) -> Any:
-        """The trained weights file given, or None (the database's own weights)."""
-        return self.database_params.weights
-
-    def _resolve(self) -> tuple[SearchParams, Any]:
-        """(search parameters, their defaults) for the tables as they are now
-        (`DatabaseParams.resolve`)."""
-        return self.database_params.resolve()
-
-    @property
-    def params(self) -> SearchParams:
-        """The tree search's parameters now (see `_resolve`)."""
-        return self._resolve()[0]
-
-    @property
-    def defaults(self) -> Any:
-        """Where the defaults came from (`sproutrag.storage.index_info.SearchDefaults`)."""
-        return self._resolve()[1]
-
-    @property
-    def beam_width(self) -> int:
-        return self.params.beam_width
-
-    @property
-    def threshold(self) -> float:
-        return self.params.threshold
-
-    @property
-    def margin(self) -> float | None:
-        return self.params.margin
-
-    @property
-    def lexical_weight(self) -> float:
-        return self.params.lexical_weight
-
-    @property
-    def fills_k(self) -> bool:
-        """Whether tree and leaves modes return k units whenever the searched documents
-        hold k (`DatabaseParams.fills_k`)."""
-        return self.database_params.fills_k
-
-    @property
-    def flat_threshold(self) -> float | None:
-        """Flat mode cuts only at an explicit threshold."""
-        return self.database_params.flat_threshold
 
     # -- documents and trees ------------------------------------------------------
 
@@ -269,41 +185,6 @@ class Retriever:
     def document_name(self, doc_id: str, tree_id: str) -> str | None:
         """The name other documents may call DOC_ID by (`StoredDocuments.name`)."""
         return self.documents.name(doc_id, tree_id)
-
-    # The corpus-wide search's settings (`SearchedDocuments`), read and set there.
-    anchor_leaves = _searching_setting("anchor_leaves")
-    link_weight = _searching_setting("link_weight")
-    leader_weight = _searching_setting("leader_weight")
-    fetch_named = _searching_setting("fetch_named")
-    mention_weight = _searching_setting("mention_weight")
-    fetch_mentioned = _searching_setting("fetch_mentioned")
-    mention_statistics = _searching_setting("mention_statistics")
-    long_mention_weight = _searching_setting("long_mention_weight")
-    mention_alone = _searching_setting("mention_alone")
-    dominant_ratio = _searching_setting("dominant_ratio")
-
-    @property
-    def n_docs(self) -> int:
-        """Documents a query without doc_ids searches (at least; see `choose_documents`)."""
-        return self.first.n_docs
-
-    @property
-    def first_stage(self) -> str:
-        return self.first.kind
-
-    @property
-    def entity_ranking(self) -> bool:
-        """Whether the hybrid first stage also ranks by the question's entities."""
-        return self.first.entities
-
-    @property
-    def ranking_leaders(self) -> int:
-        """The first documents of each ranking the hybrid first stage keeps (rule 54)."""
-        return self.first.leaders
-
-    @property
-    def memory_rows(self) -> int:
-        return self.first.memory_rows
 
     def choose_documents(
         self, qvec: np.ndarray, doc_ids: Sequence[str] | None, *, k: int = 0,
@@ -382,18 +263,8 @@ class Retriever:
         question) and searched one by one, each batch on one view of the tables (one
         refresh and one read of `documents` for its questions: they all answer from the
         same version)."""
-        queries = as_list("queries", queries, "questions")
-        for n, query in enumerate(queries):
-            try:
-                check_query_text(query)
-            except QueryError as exc:
-                raise QueryError(f"query {n}: {exc}") from None
+        queries, scopes = check_queries(queries, doc_ids)
         check_count("k", k)
-        scopes = (as_list("doc_ids", doc_ids, "doc-id lists (one per query, or None)")
-                  if doc_ids is not None else [None] * len(queries))
-        if len(scopes) != len(queries):
-            raise QueryError(f"doc_ids: {len(scopes)} lists for {len(queries)} queries")
-        scopes = [check_doc_ids(ids, f"doc_ids[{n}]") for n, ids in enumerate(scopes)]
         out = []
         for at in range(0, len(queries), batch_size):
             part = queries[at : at + batch_size]

@@ -11,7 +11,7 @@ import pytest
 
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
-from sproutrag.search import first_stage
+from sproutrag.search import text_index
 from sproutrag.search.retriever import Retriever
 from tests.helpers import TOY_DIM, toy_document, toy_encoder, toy_store
 
@@ -50,9 +50,9 @@ def test_a_damaged_index_answers_from_the_vectors_with_one_warning(store, caplog
         written = r.first.writing("notice")  # rule 27's lookup, the same index
     assert written
     _break(store, kind)
-    first_stage._warned.clear()
+    text_index._warned.clear()
     r = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=memory_rows)
-    with caplog.at_level(logging.WARNING, logger="sproutrag.search.first_stage"):
+    with caplog.at_level(logging.WARNING, logger="sproutrag.search"):
         for _ in range(3):
             hits = r.search_vector("notice period", q, k=5)
             assert sum(len(h.spans) for h in hits) == 5

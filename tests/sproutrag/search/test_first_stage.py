@@ -8,7 +8,8 @@ import pytest
 
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.params import SearchParams
-from sproutrag.search.first_stage import fuse_rankings, keep_leaders, usable_cores
+from sproutrag.search.first_stage import usable_cores
+from sproutrag.search.rankings import fuse_rankings, keep_leaders
 from sproutrag.search.retriever import QueryError, Retriever
 from sproutrag.storage.store import TEXT_ANALYZER, text_analyzer_matches
 from tests.helpers import toy_document, toy_encoder, toy_store, write_files
@@ -106,7 +107,7 @@ def test_the_full_text_query_runs_while_the_vectors_rank(tmp_path, monkeypatch):
     r = _toy_retriever(store.uri, n_docs=1)
     q = docs[0].tree.vectors[0]
     threads, overlapped = [], threading.Event()
-    text_query, by_vector = module.FirstStage._text_query, module.FirstStage.ranked_by_vector
+    text_query, by_vector = module.text_query, module.FirstStage.ranked_by_vector
 
     def slow_text_query(*args):
         threads.append(threading.current_thread().name)
@@ -118,7 +119,7 @@ def test_the_full_text_query_runs_while_the_vectors_rank(tmp_path, monkeypatch):
         overlapped.set()
         return out
 
-    monkeypatch.setattr(module.FirstStage, "_text_query", staticmethod(slow_text_query))
+    monkeypatch.setattr(module, "text_query", slow_text_query)
     monkeypatch.setattr(module.FirstStage, "ranked_by_vector", vector_ranking)
     assert r.choose_documents(q, None, query="quokka") == ["words"]
     assert threads == ["sproutrag-text-query"]
@@ -133,13 +134,13 @@ def test_the_full_text_query_runs_while_the_vectors_rank(tmp_path, monkeypatch):
     def damaged(*args):
         raise OSError("lance error: _indices/fts-0001 not found")
 
-    monkeypatch.setattr(module.FirstStage, "_text_query", staticmethod(damaged))
+    monkeypatch.setattr(module, "text_query", damaged)
     assert r.choose_documents(q, None, query="quokka") == ["near"]  # the vectors alone
 
     def broken(*args):
         raise RuntimeError("something else")
 
-    monkeypatch.setattr(module.FirstStage, "_text_query", staticmethod(broken))
+    monkeypatch.setattr(module, "text_query", broken)
     with pytest.raises(RuntimeError, match="something else"):
         r.choose_documents(q, None, query="quokka")
 

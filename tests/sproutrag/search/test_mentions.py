@@ -245,7 +245,7 @@ def test_the_first_stage_ranks_documents_by_the_question_s_entities_too(tmp_path
     """Quokka Holdings' agreement is the words' best document but the vectors' last; four
     look-alikes rank well in both, so the two rankings fused leave it out. The entities'
     own full-text ranking (rule 25) is fused as a third and brings it in."""
-    from sproutrag.search.first_stage import fuse_rankings
+    from sproutrag.search.rankings import fuse_rankings
     from sproutrag.search.retriever import QueryError, Retriever
     from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
 
