@@ -12,7 +12,7 @@ table. (A folder given by --db that exists is checked as it is.)
 
 Then, each in a fresh process: `check_database` (seconds, documents/s, peak RSS of that
 process), and the per-document path it replaced, measured on a prefix: the start-of-run
-reads of every column (`_check_tables(every_column=True)`, timed whole) plus one
+reads of every column (`check_tables(every_column=True)`, timed whole) plus one
 `Store.load_tree` per document timed on the first --old-docs documents (or --old-seconds)
 and extrapolated to N. The database is deleted afterwards unless --keep or --db.
 """
@@ -200,18 +200,18 @@ def measure_new(db: str) -> dict:
 
 
 def measure_old(db: str, docs: int, seconds: float) -> dict:
-    from sproutrag.storage.check import _check_tables, _tree_problem
+    from sproutrag.storage.check_fallback import check_tables, tree_problem
     from sproutrag.storage.store import Store
 
     t0 = time.perf_counter()
-    _check_tables(db, None, every_column=True)
+    check_tables(db, None, every_column=True)
     health_s = time.perf_counter() - t0
     store = Store.open_existing(db)
     rows = (store.table("documents").search().select(["doc_id", "tree_id", "text"])
             .limit(docs).to_arrow().to_pylist())
     t0, done = time.perf_counter(), 0
     for row in rows:
-        assert _tree_problem(store, row["doc_id"], row["tree_id"], row["text"]) is None
+        assert tree_problem(store, row["doc_id"], row["tree_id"], row["text"]) is None
         done += 1
         if time.perf_counter() - t0 > seconds:
             break

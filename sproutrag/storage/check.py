@@ -12,7 +12,8 @@ back to an older version) is skipped by every query.
   text and title (`sproutrag.names.name_problem`); never more than a batch of
   vectors in memory (bench/check.py: a million documents, 5 million `nodes` rows, in
   15-25 s, 1.8 GB). A table that cannot be read is reported from reads of every column
-  (`_check_tables`).
+  (`sproutrag.storage.check_fallback`). What it found is a `Report`
+  (`sproutrag.storage.check_report`).
 * `explain_damage`: a Lance read error becomes one line naming the damaged table (the
   start-of-run check's `sproutrag.storage.run_check.check_files`).
 * `move_aside`: what a `--full` index run does with an unreadable table.
@@ -23,28 +24,25 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sproutrag.errors import (  # also importable from here
     DamagedIndexError,
     DamagedTableError,
     short_error,  # noqa: F401
 )
-from sproutrag.storage.run_check import check_files
-from sproutrag.storage.tree_check import (
-    TEXT_CHANGED,
-    TreeFindings,
-    hashes_match,
-    leaf_problem,
-    name_problems,
-    read_nodes,
-    size_problem,
+from sproutrag.storage.check_fallback import (
+    check_tables,
+    check_trees,
+    connect,
+    read_other_tables,
 )
+from sproutrag.storage.check_report import Health, Report
+from sproutrag.storage.run_check import check_files
+from sproutrag.storage.tree_check import TreeFindings, read_nodes
 
 #: Called with (rows of `nodes` and `documents` read so far, rows to read in all).
 Progress = Callable[[int, int], None]
@@ -52,110 +50,6 @@ Progress = Callable[[int, int], None]
 #: and the bytes Lance may read ahead of them: together they bound its memory.
 BATCH_ROWS = 8192
 IO_BUFFER_BYTES = 32 << 20
-
-
-@dataclass
-class Health:
-    """What a check found: unreadable tables and damaged documents (id -> why).
-
-    ``trees`` and ``named`` are filled by `_check_tables`; `check_database` keeps them
-    as arrays (`TreeTable`) and leaves them empty, unless it falls back to
-    `_check_tables`'s reads (a table that cannot be read, an older schema).
-    """
-
-    unreadable: dict[str, str] = field(default_factory=dict)
-    documents: dict[str, str] = field(default_factory=dict)
-    indexes: dict[str, str] = field(default_factory=dict)  # "table.index" -> why
-    n_documents: int = 0
-    n_nodes: int = 0
-    trees: dict[str, dict[str, int]] = field(default_factory=dict)  # doc -> tree -> rows
-    named: dict[str, str] = field(default_factory=dict)  # doc -> its documents row's tree
-
-
-def _connect(uri: str, storage_options: dict[str, str] | None):
-    import lancedb
-
-    db = lancedb.connect(str(uri), storage_options=storage_options)
-    return db, set(db.list_tables().tables)
-
-
-def _scan(tbl, columns: list[str] | None) -> Iterator[Any]:
-    query = tbl.search()
-    if columns is not None:
-        query = query.select([c for c in columns if c in tbl.schema.names])
-    yield from query.limit(None).to_batches()
-
-
-def _guard(health: Health, name: str, fn: Callable[[], object]) -> None:
-    try:
-        fn()
-    except Exception as exc:  # noqa: BLE001 - every read error of a table is damage
-        health.unreadable[name] = short_error(exc)
-
-
-def _tree_sizes(tbl, health: Health) -> None:
-    """doc_id -> tree_id -> number of `nodes` rows, from two small columns."""
-    trees: dict[str, dict[str, int]] = {}
-    for batch in _scan(tbl, ["doc_id", "tree_id"]):
-        if "tree_id" not in batch.schema.names:  # schema version 1: migrated next
-            continue
-        pairs = pc.binary_join_element_wise(batch.column("doc_id"), batch.column("tree_id"),
-                                            "\x00")
-        for row in pc.value_counts(pairs).to_pylist():
-            doc, tree = row["values"].split("\x00", 1)
-            trees.setdefault(doc, {})
-            trees[doc][tree] = trees[doc].get(tree, 0) + row["counts"]
-        health.n_nodes += batch.num_rows
-    health.trees = trees
-
-
-def _check_documents(tbl, health: Health, columns: list[str] | None) -> None:
-    """Hash every stored text; compare each document's tree with its `nodes` rows."""
-    nodes_ok = "nodes" not in health.unreadable
-    for batch in _scan(tbl, columns):
-        rows = batch.to_pydict()
-        health.n_documents += batch.num_rows
-        same = hashes_match(rows["text"], rows["content_hash"])
-        names = dict(name_problems(batch, rows["text"], same))
-        for i, doc_id in enumerate(rows["doc_id"]):
-            if "tree_id" in rows:
-                health.named[doc_id] = rows["tree_id"][i]
-            if not same[i]:
-                health.documents[doc_id] = TEXT_CHANGED
-                continue
-            if i in names:
-                health.documents[doc_id] = names[i]
-                continue
-            if not nodes_ok or "tree_id" not in rows:
-                continue
-            want = 2 * rows["n_chunks"][i] - 1
-            got = health.trees.get(doc_id, {}).get(rows["tree_id"][i], 0)
-            if got != want:
-                health.documents[doc_id] = size_problem(rows["tree_id"][i], got, want)
-
-
-def _check_tables(uri: str, storage_options) -> Health:
-    """Every column of every table read (a table whose read fails is unreadable), every
-    stored text hashed, each document's tree counted: the reads `check_database` falls
-    back to when its own cannot be made."""
-    db, names = _connect(uri, storage_options)
-    health = Health()
-    if "nodes" in names:
-        _guard(health, "nodes", lambda: _tree_sizes(db.open_table("nodes"), health))
-        if "nodes" not in health.unreadable:
-            _guard(health, "nodes", lambda: _drain(db.open_table("nodes"), None))
-    if "documents" in names:
-        _guard(health, "documents",
-               lambda: _check_documents(db.open_table("documents"), health, None))
-    for name in ("runs", "index_settings", "results"):
-        if name in names:
-            _guard(health, name, lambda n=name: _drain(db.open_table(n), None))
-    return health
-
-
-def _drain(tbl, columns: list[str] | None) -> None:
-    for _ in _scan(tbl, columns):
-        pass
 
 
 def move_aside(uri: str, names: list[str]) -> dict[str, str]:
@@ -190,7 +84,7 @@ def explain_damage(uri: str, *, storage_options: dict[str, str] | None = None):
         try:
             unreadable = check_files(uri, storage_options=storage_options)
             indexes = {} if unreadable else _damaged_indexes(
-                _connect(uri, storage_options)[0], {"nodes", "documents"})
+                connect(uri, storage_options)[0], {"nodes", "documents"})
         except Exception:  # noqa: BLE001 - the original error says more
             raise exc from None
         if unreadable:
@@ -198,43 +92,6 @@ def explain_damage(uri: str, *, storage_options: dict[str, str] | None = None):
         if indexes:
             raise DamagedIndexError(uri, indexes) from None
         raise
-
-
-@dataclass
-class Report:
-    """What `sproutrag check` prints: one line per problem, notes, a summary line."""
-
-    uri: str
-    health: Health
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    #: Trees `tree_check` flagged that `validate_tree` accepts (not printed; a bug if > 0).
-    unconfirmed: int = 0
-
-    @property
-    def healthy(self) -> bool:
-        return not self.problems
-
-    def lines(self) -> list[str]:
-        h = self.health
-        head = f"{self.uri}: {h.n_documents} documents, {h.n_nodes} nodes rows checked: "
-        if h.unreadable:  # rows read before a table failed are no check of it
-            head = (f"{self.uri}: {h.n_documents} documents, {h.n_nodes} nodes rows read, "
-                    f"{' and '.join(sorted(h.unreadable))} unreadable: ")
-        if self.healthy:
-            return [*self.notes, head + "healthy"]
-        if h.unreadable:
-            advice = (f"`sproutrag index CORPUS --db {self.uri} --full` rebuilds the "
-                      "database from the corpus (moving the damaged tables aside)")
-        elif h.documents or len(self.problems) > len(h.indexes):
-            advice = (f"`sproutrag index CORPUS --db {self.uri} --verify` re-indexes the "
-                      "damaged documents")
-        else:
-            advice = (f"the next `sproutrag index CORPUS --db {self.uri}` rebuilds the "
-                      "damaged indexes (derived data: nothing is lost)")
-        n = len(self.problems)
-        return [*self.problems, *self.notes,
-                head + f"{n} problem{'s' if n > 1 else ''} found: {advice}"]
 
 
 def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
@@ -247,8 +104,9 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
     all) after each batch. Raises `DatabaseNotFoundError` when URI holds no SproutRAG
     database. Cost: one read of each table in batches of `BATCH_ROWS` rows (`documents`'
     doc_id and tree_id twice); memory at most about 300 bytes per `nodes` row. A
-    table that cannot be read, or an older schema, is checked by `_check_tables`'s reads
-    instead (the trees of a damaged database are not validated).
+    table that cannot be read, or an older schema, is checked by the reads of
+    `sproutrag.storage.check_fallback` instead (the trees of a damaged database are not
+    validated).
     """
     from sproutrag.storage.store import Store
 
@@ -261,7 +119,7 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
         except _ReadError as err:
             health = _after_read_error(uri, storage_options, err)
     else:
-        health = _check_tables(uri, storage_options)
+        health = check_tables(uri, storage_options)
     health.indexes = _damaged_indexes(db, names - set(health.unreadable))
     report = Report(uri, health)
     report.problems += [f"table {n!r} cannot be read: {why}"
@@ -271,7 +129,7 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
     report.problems += [f"document {d!r}: {why}" for d, why in sorted(health.documents.items())]
     if not {"documents", "nodes"} & set(health.unreadable) and "nodes" in names:
         if found is None:  # an older schema (one line), or what opening the store raised
-            _check_trees(uri, storage_options, report)
+            check_trees(uri, storage_options, report)
         else:
             report.problems += [f"document {d!r}: {why}" for d, why in found.problems
                                 if d not in health.documents]
@@ -298,7 +156,7 @@ def _existing(uri: str, storage_options) -> tuple[Any, set[str]]:
     if not is_s3(uri) and not os.path.isdir(uri):  # connect() would create the folder
         raise DatabaseNotFoundError(f"no SproutRAG database at {uri!r} (no such folder): "
                                     "check the --db path")
-    db, names = _connect(uri, storage_options)
+    db, names = connect(uri, storage_options)
     if not names & {"documents", "nodes"}:
         raise DatabaseNotFoundError(f"no SproutRAG database at {uri!r} (no 'documents' or "
                                     "'nodes' table): check the --db path")
@@ -314,7 +172,8 @@ class _ReadError(Exception):
 
 
 def _open_store(uri: str, storage_options):
-    """`Store.open_existing`, or what it raised (`_check_trees` decides what it means)."""
+    """`Store.open_existing`, or what it raised (`check_fallback.check_trees` decides
+    what it means)."""
     from sproutrag.storage.store import Store
 
     try:
@@ -370,9 +229,7 @@ def _read_all(store, db, names: set[str],
             health.n_documents += batch.num_rows
             tick(batch.num_rows)
         found.confirm(nodes.take)
-    for name in ("runs", "index_settings", "results"):
-        if name in names:
-            _guard(health, name, lambda n=name: _drain(db.open_table(n), None))
+    read_other_tables(db, names, health)
     return health, found
 
 
@@ -387,42 +244,12 @@ def _document_keys(docs) -> pa.Table:
 
 
 def _after_read_error(uri: str, storage_options, err: _ReadError) -> Health:
-    """A table could not be read: `_check_tables`'s reads of every column say what."""
-    health = _check_tables(uri, storage_options)
+    """A table could not be read: `check_fallback.check_tables`'s reads of every column
+    say what."""
+    health = check_tables(uri, storage_options)
     if not {"documents", "nodes"} & set(health.unreadable):  # it could be read again
         health.unreadable[err.table] = short_error(err.error)
     return health
-
-
-def _check_trees(uri: str, storage_options, report: Report) -> None:
-    """Validate each intact document's stored tree and compare its leaf texts, one
-    `Store.load_tree` per document (a scan of `nodes` each: for what `check_database`
-    does not read itself, an older schema)."""
-    from sproutrag.storage.store import StaleIndexError, Store
-
-    try:
-        store = Store.open_existing(uri, storage_options=storage_options)
-    except StaleIndexError as exc:
-        report.problems.append(f"schema: {exc}")
-        return
-    docs = store.table("documents")
-    if docs is None:
-        return
-    for batch in _scan(docs, ["doc_id", "tree_id", "text"]):
-        for doc_id, tree_id, text in zip(*batch.to_pydict().values()):
-            if doc_id in report.health.documents:
-                continue
-            problem = _tree_problem(store, doc_id, tree_id, text)
-            if problem:
-                report.problems.append(f"document {doc_id!r}: {problem}")
-
-
-def _tree_problem(store, doc_id: str, tree_id: str, text: str) -> str | None:
-    try:
-        stored = store.load_tree(doc_id, tree_id)
-    except (ValueError, KeyError) as exc:  # InvalidTreeError, a lost tree
-        return f"its tree {tree_id} is invalid: {exc}"
-    return leaf_problem(stored, tree_id, text)
 
 
 def _note_debris(report: Report, have_documents: bool,

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from sproutrag.errors import short_error
-from sproutrag.storage.tree_check import TEXT_CHANGED, hashes_match, name_problems
+from sproutrag.storage.document_problems import TEXT_CHANGED, hashes_match, name_problems
 
 #: The tables an index run reads or writes, in the order they are checked.
 TABLES = ("nodes", "documents", "runs", "index_settings", "results")
@@ -103,7 +103,7 @@ def _fsspec(storage_options: dict[str, str] | None) -> dict[str, Any]:
 def verify_texts(documents: Any) -> dict[str, str]:
     """doc_id -> why, of the stored documents whose text does not hash to their content
     hash, or whose stored name, name key or doc key is not what their text, title and
-    doc_id give (`tree_check.name_problems`; reads every stored text, in batches)."""
+    doc_id give (`document_problems.name_problems`; reads every stored text, in batches)."""
     bad: dict[str, str] = {}
     if documents is None:
         return bad

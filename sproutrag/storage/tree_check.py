@@ -34,10 +34,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sproutrag.doc_keys import KEY_CHANGED, doc_key
-from sproutrag.documents import content_hash
-from sproutrag.names import name_problem
-from sproutrag.storage.rows import StoredTree, stored_tree
+from sproutrag.storage.document_problems import (
+    TEXT_CHANGED,
+    hashes_match,
+    leaf_problem,
+    name_problems,
+    size_problem,
+)
+from sproutrag.storage.rows import stored_tree
 from sproutrag.trees.many import invalid_trees
 
 #: The int32 columns of a tree (as `Tree.from_columns` casts them) and `idx`.
@@ -50,7 +54,6 @@ KEPT = {**dict.fromkeys(INT_COLUMNS, np.int32), "merge_sim": np.float32, "start"
         "text_hash": np.int64, "vector_ok": bool}
 #: Trees whose rows one `TreeTable.rows` read takes at a time.
 TAKE_TREES = 1024
-TEXT_CHANGED = "its stored text does not match its content hash"
 
 
 def _as_int(values: np.ndarray, dtype) -> np.ndarray:
@@ -275,52 +278,6 @@ def _spans_as_stored(values: np.ndarray, null: np.ndarray, tree: np.ndarray,
     return out
 
 
-def size_problem(tree_id: str, got: int, want: int) -> str:
-    """Why a document's tree of GOT rows is not the WANT = 2n - 1 rows of its n chunks."""
-    return (f"its tree {tree_id} has no nodes" if got == 0 else
-            f"its tree {tree_id} has {got} nodes rows, not {want}")
-
-
-def leaf_problem(stored: StoredTree, tree_id: str, text: str) -> str | None:
-    """The first leaf of STORED whose text is not TEXT[start:end], as one line."""
-    for i, ((s, e), leaf) in enumerate(zip(stored.spans.tolist(), stored.texts)):
-        if text[s:e] != leaf:
-            return f"leaf {i} of its tree {tree_id} is not the text at {s}-{e}"
-    return None
-
-
-def hashes_match(texts: list[str], digests: list[str]) -> np.ndarray:
-    """Per stored text of TEXTS, whether it hashes to its content hash (DIGESTS)."""
-    return np.fromiter((content_hash(t) == h for t, h in zip(texts, digests, strict=True)),
-                       dtype=bool, count=len(texts))
-
-
-def name_problems(batch: pa.RecordBatch, texts: list[str], whole: np.ndarray
-                  ) -> Iterator[tuple[int, str]]:
-    """(row, why) of the rows of a `documents` BATCH whose stored doc key is not their
-    doc_id's (`sproutrag.doc_keys.KEY_CHANGED`: a query would not find the document), and
-    of those whose text (TEXTS, its column) is WHOLE but whose stored name or name key is
-    not what their text and title give (`sproutrag.names.name_problem`); nothing for the
-    columns a table lacks (an older schema, migrated by the next index run)."""
-    names = batch.schema.names
-    if "doc_key" in names and "doc_id" in names:
-        stored_keys = batch.column("doc_key").to_pylist()
-        for i, doc_id in enumerate(batch.column("doc_id").to_pylist()):
-            if stored_keys[i] != doc_key(doc_id):
-                yield i, KEY_CHANGED
-    if "name_key" not in names or "name" not in names:
-        return
-    titles = (batch.column("title").to_pylist() if "title" in names
-              else [None] * batch.num_rows)
-    stored = zip(batch.column("name").to_pylist(), batch.column("name_key").to_pylist(),
-                 strict=True)
-    for i, (text, title, (name, key)) in enumerate(zip(texts, titles, stored, strict=True)):
-        if whole[i]:
-            why = name_problem(text, title, name, key)
-            if why:
-                yield i, why
-
-
 @dataclass
 class TreeFindings:
     """The documents' side of the check: their texts, tree sizes, trees and leaf texts.
@@ -349,8 +306,8 @@ class TreeFindings:
     def add(self, batch: pa.RecordBatch, damaged: dict[str, str]) -> None:
         """The next batch of `documents`: a stored text that does not hash to its content
         hash or a tree of the wrong size goes to DAMAGED (doc_id -> why, as
-        `_check_tables` says it); a tree that is invalid or whose leaf texts differ is
-        flagged."""
+        `check_fallback.check_tables` says it); a tree that is invalid or whose leaf texts
+        differ is flagged."""
         rows = {c: batch.column(c).to_pylist() for c in ("doc_id", "tree_id", "content_hash",
                                                         "text")}
         codes = self.tree_codes[self.done : self.done + batch.num_rows]
@@ -401,7 +358,7 @@ class TreeFindings:
 
     def stale(self) -> tuple[int, int]:
         """(trees, rows) of `nodes` that no documents row names (a doc_id's last row
-        names its tree, as in `_check_tables`'s ``named``)."""
+        names its tree, as in `check_fallback.check_tables`'s ``named``)."""
         named = np.zeros(len(self.table.counts), dtype=bool)
         present = np.flatnonzero(self.doc_codes >= 0)[::-1]
         _, first = np.unique(self.doc_codes[present], return_index=True)

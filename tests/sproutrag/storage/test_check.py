@@ -103,7 +103,7 @@ def test_a_stored_name_that_its_text_does_not_give_is_found(store, change):
     `--verify` name the document, as the fallback reads do."""
     from sproutrag.doc_keys import KEY_CHANGED
     from sproutrag.names import NAME_CHANGED
-    from sproutrag.storage.check import _check_tables
+    from sproutrag.storage.check_fallback import check_tables
 
     why = KEY_CHANGED if "doc_key" in change else NAME_CHANGED
 
@@ -115,7 +115,7 @@ def test_a_stored_name_that_its_text_does_not_give_is_found(store, change):
     report = check_database(store.uri)
     assert report.problems == [f"document 'c': {why}"]
     assert "--verify` re-indexes the damaged documents" in report.lines()[-1]
-    assert _check_tables(store.uri, None).documents == {"c": why}
+    assert check_tables(store.uri, None).documents == {"c": why}
 
 
 @pytest.mark.parametrize("damage", ["delete", "truncate"])

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sproutrag.documents import SourceDocument, content_hash
-from sproutrag.storage.check import Report, _check_tables, _note_debris, check_database
+from sproutrag.storage.check import Report, _note_debris, check_database
+from sproutrag.storage.check_fallback import check_tables
 from sproutrag.storage.rows import IndexedDocument, node_rows, stored_tree
 from sproutrag.storage.store import Store
 from sproutrag.storage.tree_check import read_nodes
@@ -33,7 +34,7 @@ WORDS = ("alpha", "be", "cedar", "delta", "e", "fjord", "gamma", "hive", "iris",
 def reference_check(uri: str) -> Report:
     """`check_database` as it was: the start-of-run reads of every column, then one
     `Store.load_tree` per intact document (validate_tree) and its leaf texts."""
-    health = _check_tables(uri, None)
+    health = check_tables(uri, None)
     report = Report(uri, health)
     report.problems += [f"table {n!r} cannot be read: {why}"
                         for n, why in health.unreadable.items()]
@@ -345,7 +346,7 @@ def test_a_database_missing_a_table_checks_as_before(store, missing):
     store.write(written([3, 1, 2], seed=1), "fp")
     lancedb.connect(store.uri).drop_table(missing)
     report = check_database(store.uri)
-    health = _check_tables(store.uri, None)
+    health = check_tables(store.uri, None)
     expected = Report(store.uri, health, [f"document {d!r}: {why}" for d, why in
                                           sorted(health.documents.items())])
     _note_debris(expected, missing != "documents")
