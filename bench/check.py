@@ -12,7 +12,7 @@ table. (A folder given by --db that exists is checked as it is.)
 
 Then, each in a fresh process: `check_database` (seconds, documents/s, peak RSS of that
 process), and the per-document path it replaced, measured on a prefix: the start-of-run
-reads of every column (`check_tables(every_column=True)`, timed whole) plus one
+reads of every column (`check_tables`, timed whole) plus one
 `Store.load_tree` per document timed on the first --old-docs documents (or --old-seconds)
 and extrapolated to N. The database is deleted afterwards unless --keep or --db.
 """
@@ -135,6 +135,8 @@ def node_table(doc_ids, texts, spans, tree_ids, rng, shapes, pool, schema) -> pa
 
 
 def document_table(doc_ids, texts, spans, tree_ids, schema) -> pa.Table:
+    from sproutrag.doc_keys import doc_keys
+
     now = datetime.now(UTC)
     known = {
         "doc_id": doc_ids, "source": [f"file:///{d}" for d in doc_ids],
@@ -142,6 +144,7 @@ def document_table(doc_ids, texts, spans, tree_ids, schema) -> pa.Table:
         "text": texts, "n_chars": [len(t) for t in texts],
         "n_chunks": [len(s) for s in spans], "index_fingerprint": ["bench"] * len(doc_ids),
         "indexed_at": [now] * len(doc_ids), "tree_id": tree_ids,
+        "doc_key": doc_keys(doc_ids),
     }
     data = {f.name: known.get(f.name, pa.nulls(len(doc_ids), f.type)) for f in schema}
     return pa.table(data, schema=schema)
@@ -204,7 +207,7 @@ def measure_old(db: str, docs: int, seconds: float) -> dict:
     from sproutrag.storage.store import Store
 
     t0 = time.perf_counter()
-    check_tables(db, None, every_column=True)
+    check_tables(db, None)
     health_s = time.perf_counter() - t0
     store = Store.open_existing(db)
     rows = (store.table("documents").search().select(["doc_id", "tree_id", "text"])
