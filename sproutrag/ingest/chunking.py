@@ -130,18 +130,7 @@ def chunk_text(
     not join the sentence after it, and lone "\\r" line ends count as line ends.
     SENTENCE_RULES is `split_sentences`'. Empty or whitespace-only text gives [].
     """
-    if isinstance(sentences_per_chunk, bool) or not isinstance(sentences_per_chunk, int):
-        raise TypeError(f"sentences_per_chunk must be an int, got {sentences_per_chunk!r}")
-    if isinstance(max_chunk_chars, bool) or not isinstance(max_chunk_chars, int):
-        raise TypeError(f"max_chunk_chars must be an int, got {max_chunk_chars!r}")
-    if sentences_per_chunk < 1:
-        raise ValueError(f"sentences_per_chunk must be >= 1, got {sentences_per_chunk}")
-    if max_chunk_chars < 16:
-        raise ValueError(f"max_chunk_chars must be >= 16, got {max_chunk_chars}")
-    if join_max_chars is not None and (isinstance(join_max_chars, bool)
-                                       or not isinstance(join_max_chars, int)
-                                       or join_max_chars < 16):
-        raise ValueError(f"join_max_chars must be None or an int >= 16, got {join_max_chars!r}")
+    _check_sizes(sentences_per_chunk, max_chunk_chars, join_max_chars)
     join_cap = max_chunk_chars if join_max_chars is None else min(join_max_chars,
                                                                   max_chunk_chars)
     if respect_structure:
@@ -160,6 +149,25 @@ def chunk_text(
             units = []
         units.append((s, e))
     return chunks + _group(units, sentences_per_chunk, join_cap)
+
+
+def _check_sizes(sentences_per_chunk: int, max_chunk_chars: int,
+                 join_max_chars: int | None) -> None:
+    """`chunk_text`'s size arguments checked: TypeError when SENTENCES_PER_CHUNK or
+    MAX_CHUNK_CHARS is no int (a bool is none), ValueError when SENTENCES_PER_CHUNK < 1,
+    MAX_CHUNK_CHARS < 16 or JOIN_MAX_CHARS is neither None nor an int >= 16."""
+    if isinstance(sentences_per_chunk, bool) or not isinstance(sentences_per_chunk, int):
+        raise TypeError(f"sentences_per_chunk must be an int, got {sentences_per_chunk!r}")
+    if isinstance(max_chunk_chars, bool) or not isinstance(max_chunk_chars, int):
+        raise TypeError(f"max_chunk_chars must be an int, got {max_chunk_chars!r}")
+    if sentences_per_chunk < 1:
+        raise ValueError(f"sentences_per_chunk must be >= 1, got {sentences_per_chunk}")
+    if max_chunk_chars < 16:
+        raise ValueError(f"max_chunk_chars must be >= 16, got {max_chunk_chars}")
+    if join_max_chars is not None and (isinstance(join_max_chars, bool)
+                                       or not isinstance(join_max_chars, int)
+                                       or join_max_chars < 16):
+        raise ValueError(f"join_max_chars must be None or an int >= 16, got {join_max_chars!r}")
 
 
 def _chunk_structured(text: str, sentences_per_chunk: int, max_chunk_chars: int,

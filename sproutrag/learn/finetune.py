@@ -150,6 +150,26 @@ def _save(tok: Any, net: Any, out: Path) -> None:
     tok.save_pretrained(out)
 
 
+def _optimiser(net: Any, *, lr: float, warmup: float, total: int) -> tuple[Any, Any]:
+    """(AdamW over NET's parameters at LR, weight decay 0.01; its schedule: linear warm-up
+    over the first WARMUP share of TOTAL steps, then constant)."""
+    import torch
+
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, int(warmup * total))))
+    return opt, sched
+
+
+def _epoch_means(epoch: int, sums: dict[str, float], n_steps: int) -> dict[str, float]:
+    """The history row of EPOCH: `_run_epoch`'s loss SUMS as means (L_ret per document of
+    the N_STEPS, L_attn per pair term) and the number of pair terms."""
+    return {
+        "epoch": epoch, "l_ret": sums["l_ret"] / n_steps,
+        "l_attn": sums["l_attn"] / max(sums["n_attn"], 1), "attn_pairs": sums["n_attn"],
+    }
+
+
 def _run_epoch(tok: Any, net: Any, opt: Any, sched: Any, docs: dict[str, dict[str, Any]],
                steps: list, w: Any, rng: np.random.Generator, *, lam: float, t0: float,
                log: Any, prefix: str, **loss_kw: Any) -> dict[str, float]:
@@ -204,22 +224,15 @@ def finetune_encoder(
     steps = _document_steps(docs, queries)
     if not steps:
         raise ValueError("no training query has a gold chunk in the given documents")
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.01)
-    total = epochs * len(steps)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / max(1, int(warmup * total))))
+    opt, sched = _optimiser(net, lr=lr, warmup=warmup, total=epochs * len(steps))
     w = torch.from_numpy(np.asarray(mix, np.float32)).to(device)
     history, t0 = [], time.perf_counter()
     for epoch in range(1, epochs + 1):
-        sums = _run_epoch(
-            tok, net, opt, sched, docs, steps, w, rng, lam=lam, t0=t0, log=log,
-            prefix=f"fine-tune epoch {epoch}", chunk_max_tokens=chunk_max_tokens,
-            window_tokens=window_tokens, max_pairs=max_pairs_per_step, attn_kind=attn_kind,
-            max_chunks=max_chunks_per_step)
-        history.append({
-            "epoch": epoch, "l_ret": sums["l_ret"] / len(steps),
-            "l_attn": sums["l_attn"] / max(sums["n_attn"], 1), "attn_pairs": sums["n_attn"],
-        })
+        sums = _run_epoch(tok, net, opt, sched, docs, steps, w, rng, lam=lam, t0=t0, log=log,
+                          prefix=f"fine-tune epoch {epoch}", chunk_max_tokens=chunk_max_tokens,
+                          window_tokens=window_tokens, max_pairs=max_pairs_per_step,
+                          attn_kind=attn_kind, max_chunks=max_chunks_per_step)
+        history.append(_epoch_means(epoch, sums, len(steps)))
     _save(tok, net, Path(out_dir))
     return {"history": history, "steps_per_epoch": len(steps), "lr": lr, "epochs": epochs,
             "warmup": warmup, "lambda": lam, "attn_loss": attn_kind,

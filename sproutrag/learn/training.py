@@ -87,13 +87,10 @@ def train_alpha(
     heads = torch.from_numpy(pairs.heads[:, :used].astype(np.float32))
     rows = torch.from_numpy(pairs.row_heads[:, :used].astype(np.float32))
     alpha = torch.zeros(used, requires_grad=True)
-    opt = torch.optim.AdamW([alpha], lr=lr, weight_decay=weight_decay)
     qids = np.unique(pairs.query)
     per_epoch = max(1, math.ceil(len(qids) / batch_queries))
-    total = epochs * per_epoch
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / max(1, int(warmup * total)))
-    )
+    opt, sched = _optimiser(alpha, lr=lr, weight_decay=weight_decay, warmup=warmup,
+                            total=epochs * per_epoch)
     history = []
 
     def full() -> float:
@@ -102,20 +99,45 @@ def train_alpha(
 
     history.append({"epoch": 0, "l_attn": full(), "loss": l_ret + lam * full()})
     for epoch in range(1, epochs + 1):
-        order = rng.permutation(qids)
-        for b in range(per_epoch):
-            sel = np.isin(pairs.query, order[b * batch_queries:(b + 1) * batch_queries])
-            idx = torch.from_numpy(np.flatnonzero(sel))
-            loss = lam * attn_loss(alpha, heads[idx], rows[idx], kind)  # + l_ret (constant)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
+        _alpha_epoch(alpha, heads, rows, pairs.query, rng.permutation(qids), opt, sched,
+                     batch_queries=batch_queries, per_epoch=per_epoch, lam=lam, kind=kind)
         la = full()
         history.append({"epoch": epoch, "l_attn": la, "loss": l_ret + lam * la})
     out = np.zeros(n_layers * n_heads, np.float32)
     out[:used] = alpha.detach().numpy()
     return out.reshape(n_layers, n_heads), history
+
+
+def _optimiser(alpha: Any, *, lr: float, weight_decay: float, warmup: float,
+               total: int) -> tuple[Any, Any]:
+    """(AdamW on ALPHA; its schedule: linear warm-up over the first WARMUP share of TOTAL
+    steps, then constant)."""
+    import torch
+
+    opt = torch.optim.AdamW([alpha], lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, int(warmup * total)))
+    )
+    return opt, sched
+
+
+def _alpha_epoch(
+    alpha: Any, heads: Any, rows: Any, query: np.ndarray, order: np.ndarray, opt: Any,
+    sched: Any, *, batch_queries: int, per_epoch: int, lam: float, kind: str,
+) -> None:
+    """One epoch of `train_alpha`: PER_EPOCH steps of OPT and SCHED, each on the gold pairs
+    (HEADS, ROWS; QUERY: each pair's query) of the next BATCH_QUERIES queries of ORDER, by
+    lam * L_attn (L_ret is constant in alpha)."""
+    import torch
+
+    for b in range(per_epoch):
+        sel = np.isin(query, order[b * batch_queries:(b + 1) * batch_queries])
+        idx = torch.from_numpy(np.flatnonzero(sel))
+        loss = lam * attn_loss(alpha, heads[idx], rows[idx], kind)  # + l_ret (constant)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
 
 
 def timed(seconds: dict[str, float], name: str, t0: float) -> float:
@@ -210,28 +232,13 @@ def train_corpus(
     only the trees change. Returns (TrainedWeights, config dict).
     """
     seconds: dict[str, float] = {}
-    t = t0 = time.perf_counter()
-    feats, queries, texts = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
-                                      log=log)
+    t0 = time.perf_counter()
     kw = dict(attn_kind=attn_kind, epochs=epochs, lr=lr, lam=lam, log=log, layers=layers)
-    r = _alpha_on(encoder, feats, queries, **kw)
-    t = timed(seconds, "featurize_and_train_alpha", t)
-    tuned = None
-    if finetune is not None:
-        tuned = _finetune(encoder, feats, texts, queries, out, r["alpha"], finetune, **kw)
-        t = timed(seconds, "finetune_encoder", t)
-        encoder = encoder.with_model(str(Path(out) / "encoder"))
-        feats, queries, _ = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
-                                      log=log)
-        r = _alpha_on(encoder, feats, queries, **kw)
-        t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
-    variant = Variant("train", mix=TrainedWeights(r["alpha"], layers=layers).mix(),
-                      parent_embedding=parent_embedding)
-    if search is None:
-        params, grid = learn_search(feats, queries, r["qvecs"], variant,
-                                    learn_margin=learn_margin, log=log, **(search_grid or {}))
-    else:
-        params, grid = search, {"kept": search.learned()}
+    encoder, feats, queries, r, tuned, t = _alpha_stages(
+        sets, out, encoder, finetune, seconds, t0, chunking=chunking, cache_dir=cache_dir, **kw)
+    params, grid = _search_params(feats, queries, r, search, layers=layers, log=log,
+                                  parent_embedding=parent_embedding, learn_margin=learn_margin,
+                                  search_grid=search_grid)
     t = timed(seconds, "learn_search", t)
     seconds["total"] = round(time.perf_counter() - t0, 2)
     weights = TrainedWeights(r["alpha"], params, encoder=encoder.model_id,
@@ -240,10 +247,59 @@ def train_corpus(
     config = _config(weights, sets, feats, queries, r, attn_kind=attn_kind, lam=lam, lr=lr,
                      epochs=epochs, parent_embedding=parent_embedding, chunking=chunking,
                      encoder=encoder, grid=grid, seconds=seconds, tuned=tuned)
+    _write(out, weights, config)
+    return weights, config
+
+
+def _alpha_stages(
+    sets: Sequence[tuple[str, str]], out: str, encoder: Any, finetune: dict[str, Any] | None,
+    seconds: dict[str, float], t: float, *, chunking: dict[str, Any], cache_dir: str | None,
+    **kw: Any,
+) -> tuple[Any, dict[str, DocFeatures], list[dict[str, Any]], dict[str, Any],
+           dict[str, Any] | None, float]:
+    """`train_corpus`' alpha: the SETS featurized (`load_sets`) and alpha trained on them
+    (`_alpha_on` with KW); with FINETUNE, ENCODER is then fine-tuned into OUT/encoder
+    (`_finetune`) and both are done again with the fine-tuned model. Each stage's seconds
+    since the one before (from T) go to SECONDS (`timed`). Returns (the encoder, features,
+    queries, `_alpha_on`'s result, `finetune_encoder`'s or None, when the last stage
+    ended)."""
+    feats, queries, texts = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
+                                      log=kw["log"])
+    r = _alpha_on(encoder, feats, queries, **kw)
+    t = timed(seconds, "featurize_and_train_alpha", t)
+    tuned = None
+    if finetune is not None:
+        tuned = _finetune(encoder, feats, texts, queries, out, r["alpha"], finetune, **kw)
+        t = timed(seconds, "finetune_encoder", t)
+        encoder = encoder.with_model(str(Path(out) / "encoder"))
+        feats, queries, _ = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
+                                      log=kw["log"])
+        r = _alpha_on(encoder, feats, queries, **kw)
+        t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
+    return encoder, feats, queries, r, tuned, t
+
+
+def _search_params(
+    feats: dict[str, DocFeatures], queries: list[dict[str, Any]], r: dict[str, Any],
+    search: Any, *, layers: int | None, parent_embedding: str, learn_margin: bool,
+    search_grid: dict[str, Any] | None, log: Any,
+) -> tuple[Any, list[dict[str, Any]] | dict[str, Any]]:
+    """(search parameters, grid record) for the trees of alpha (R: `_alpha_on`'s result):
+    SEARCH (a `SearchParams`) kept as given, else learned on the grids
+    (`learn_search`, SEARCH_GRID overriding them)."""
+    variant = Variant("train", mix=TrainedWeights(r["alpha"], layers=layers).mix(),
+                      parent_embedding=parent_embedding)
+    if search is None:
+        return learn_search(feats, queries, r["qvecs"], variant,
+                            learn_margin=learn_margin, log=log, **(search_grid or {}))
+    return search, {"kept": search.learned()}
+
+
+def _write(out: str, weights: Any, config: dict[str, Any]) -> None:
+    """OUT/weights.json (WEIGHTS) and OUT/config.json (CONFIG), OUT made if missing."""
     Path(out).mkdir(parents=True, exist_ok=True)
     weights.save(Path(out) / "weights.json")
     (Path(out) / "config.json").write_text(json.dumps(config, indent=1) + "\n", "utf-8")
-    return weights, config
 
 
 def _finetune(

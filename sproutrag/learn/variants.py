@@ -4,8 +4,8 @@ A `Variant` is one row of the evaluation table (alpha, relations, parent embeddi
 beam, cutoffs, lexical weight, ...). Its retrieval is composed of the library's
 functions exactly as the served path does: `build_tree` over the variant's relations,
 then `sproutrag.search.tree_search.search_trees` (tree mode, what `Retriever` runs) or
-`sproutrag.search.tree_search.search_leaves` (flat mode) over features held in memory. Scoring is in
-`sproutrag.learn.evaluation`.
+`sproutrag.search.leaf_search.search_leaves` (flat mode) over features held in memory.
+Scoring is in `sproutrag.learn.evaluation`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import numpy as np
 
 from sproutrag.learn.features import DocFeatures
 from sproutrag.params import SearchParams
+from sproutrag.search.leaf_search import leaves_mode, search_leaves
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.tree_search import leaves_mode, node_scores, search_leaves, search_trees
+from sproutrag.search.tree_search import node_scores, search_trees
 from sproutrag.trees.tree import Tree, build_tree
 
 
@@ -187,7 +188,7 @@ def retrieve_leaves(
     feats: dict[str, DocFeatures], qvec: np.ndarray, doc_ids: Sequence[str], *, k: int,
     params: SearchParams, query: str = "",
 ) -> list[tuple[str, int, int]]:
-    """Ranked evidence units of leaves mode: `tree_search.leaves_mode`, exactly what
+    """Ranked evidence units of leaves mode: `leaf_search.leaves_mode`, exactly what
     `Retriever` runs with mode="leaves" (tree mode's fused score and cutoffs, no tree)."""
     lexical = _terms(feats, doc_ids) if params.lexical_weight > 0 else None
     chosen = leaves_mode({d: feats[d].emb for d in doc_ids}, qvec, k=k, params=params,

@@ -1,8 +1,8 @@
-"""The closed word lists and shapes that `sproutrag.search.entities` reads a question's
-names with: joiners, titles and openers, periods and filings' forms, terms every report
-of a kind writes, parts, roles, and the words of documents' titles. Each list cites the
-rule of docs/whole-corpus.md that brought it; all are lower-case as `words` writes
-them unless said."""
+"""The closed word lists and shapes that `sproutrag.search.entities` and
+`sproutrag.search.entity_forms` read a question's names with: joiners, titles and
+openers, periods and filings' forms, terms every report of a kind writes, parts, roles,
+and the words of documents' titles. Each list cites the rule of docs/whole-corpus.md
+that brought it; all are lower-case as `words` writes them unless said."""
 
 from __future__ import annotations
 
@@ -86,10 +86,10 @@ SENTENCE_END = ".!?:;"
 LEGAL_FORMS = frozenset("""
     inc incorporated corp corporation co company ltd limited llc plc ag sa nv se gmbh lp llp
 """.split())
-#: Terms every report of a kind may write, no document's name, as `_name` writes them: a
-#: currency's code, an accounting standard or measure, a clinical measure or test, a
-#: corporate role (rule 41), a code every report of a kind writes (rule 43), an officer's
-#: or a board's title (rule 48). An entity that is one of them as a whole is none.
+#: Terms every report of a kind may write, no document's name, as `entity_forms.run_name`
+#: writes them: a currency's code, an accounting standard or measure, a clinical measure or
+#: test, a corporate role (rule 41), a code every report of a kind writes (rule 43), an
+#: officer's or a board's title (rule 48). An entity that is one of them as a whole is none.
 #: Rule 41's one-word codes and measures: none when written in capitals ("ROE"), a name
 #: when written as one ("Roe v. Wade": rule 50).
 CAPITALS_TERMS = frozenset("""
@@ -116,8 +116,8 @@ PARTS = frozenset("""
     table figure part phase stage step grade type class series tier level rule
 """.split())
 PART_NUMBER = re.compile(r"\d+[a-z]?|[a-z]|[ivxlc]+")
-#: A party's role and a contract's defined terms, as `_name` writes them: every document
-#: of its kind writes them, so alone they name none (rule 45).
+#: A party's role and a contract's defined terms, as `entity_forms.run_name` writes them:
+#: every document of its kind writes them, so alone they name none (rule 45).
 ROLE_TERMS = frozenset("""
     party parties recipient discloser licensee licensor buyer seller purchaser parent target
     borrower lender tenant landlord lessee lessor employee employer contractor consultant

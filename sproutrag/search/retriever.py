@@ -49,6 +49,7 @@ from sproutrag.search.hits import (
     hit_of,
     node_text,
 )
+from sproutrag.search.leaf_search import leaves_mode
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.links import (
     FETCH_MENTIONED,
@@ -63,13 +64,7 @@ from sproutrag.search.query_context import check_budget, read_context
 from sproutrag.search.retriever_settings import RetrieverSettings
 from sproutrag.search.searched import CorpusWideSettings, SearchedDocuments
 from sproutrag.search.stored_documents import CACHE_BYTES, StoredDocuments
-from sproutrag.search.tree_search import (
-    Reranker,
-    Selected,
-    cosine_rerank,
-    leaves_mode,
-    search_trees,
-)
+from sproutrag.search.tree_search import Reranker, Selected, cosine_rerank, search_trees
 from sproutrag.search.view import TablesView
 from sproutrag.storage.filters import sql_quote
 from sproutrag.storage.reader import Reader
@@ -381,7 +376,7 @@ class Retriever(RetrieverSettings):
                 params: SearchParams, ranked: bool = False,
                 allowed: Collection[str] | None = None) -> list[Hit]:
         """Leaves mode: the documents tree mode searches, their leaves ranked by tree mode's
-        fused score and cutoffs (`tree_search.leaves_mode`), no tree."""
+        fused score and cutoffs (`leaf_search.leaves_mode`), no tree."""
         found = self.searching.find(query, qvec, docs, params, ranked, allowed)
         stored = found.stored
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}

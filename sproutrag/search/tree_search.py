@@ -5,11 +5,9 @@ Pure functions over arrays (no model, no database): `node_scores` scores every n
 document's and the sections' evidence (`sproutrag.search.hierarchy`); `beam_search` finds
 candidate nodes, `tree_candidates` adds the seeds and cutoffs, a `Reranker` orders them and
 `select_evidence` spends the budget of k evidence units. `search_trees` is the whole of
-tree mode, shared by `Retriever`, the evaluation and training; `search_leaves` ranks
-leaves held in memory: leaves mode (`leaves_mode`: tree mode's own fused score and
-cutoffs, no tree, the baseline that measures what the tree adds) and the evaluation's
-flat mode (`Retriever` runs flat mode as a LanceDB vector search over the stored
-leaves).
+tree mode, shared by `Retriever`, the evaluation and training. Leaves held in memory are
+ranked without a tree by `sproutrag.search.leaf_search` (`search_leaves`, `leaves_mode`;
+importable from here too).
 """
 
 from __future__ import annotations
@@ -22,16 +20,11 @@ from typing import Protocol
 import numpy as np
 
 from sproutrag.params import SearchParams
-from sproutrag.search.hierarchy import best_first, document_scores, hierarchical_scores
-from sproutrag.search.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.hierarchy import best_first, hierarchical_scores
+from sproutrag.search.leaf_search import leaves_mode, search_leaves
+from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.links import Links
-from sproutrag.search.node_scores import (
-    NodeScores,
-    anchor_collection,
-    cosine_scores,
-    fuse,
-    node_scores,
-)
+from sproutrag.search.node_scores import NodeScores, cosine_scores, fuse, node_scores
 from sproutrag.trees.tree import Tree
 
 
@@ -133,25 +126,38 @@ def tree_candidates(
              for (d, tree), nodes in zip(trees.items(), searched)]
     if p.seed_leaves and k > 0:
         found = _with_seeds(found, scores, p.threshold, k)
+    if p.margin is not None:
+        return _within_margin(found, scores, margin=p.margin, size_penalty=p.size_penalty)
     out: list[tuple[str, int, float]] = []
-    if p.margin is None:  # the same scores as the loop below, computed by arrays
-        for doc_id, tree, nodes in found:
-            internal = tree.left[nodes] >= 0
-            penalty = np.where(internal, p.size_penalty * np.log2(
-                np.maximum(tree.n_leaves[nodes], 1)), 0.0)
-            values = (scores[doc_id].rank[nodes] - penalty).tolist()
-            out.extend(zip(repeat(doc_id, len(values)), nodes.tolist(), values))
-        return out
+    for doc_id, tree, nodes in found:  # the same scores as `_within_margin`'s, by arrays
+        internal = tree.left[nodes] >= 0
+        penalty = np.where(internal, p.size_penalty * np.log2(
+            np.maximum(tree.n_leaves[nodes], 1)), 0.0)
+        values = (scores[doc_id].rank[nodes] - penalty).tolist()
+        out.extend(zip(repeat(doc_id, len(values)), nodes.tolist(), values))
+    return out
+
+
+def _within_margin(
+    found: list[tuple[str, Tree, np.ndarray]], scores: dict[str, NodeScores], *,
+    margin: float, size_penalty: float,
+) -> list[tuple[str, int, float]]:
+    """The candidates (doc_id, node, score) of FOUND (doc_id, tree, nodes) whose cosine and
+    the cosine of each of their leaves reach ``best - margin``, ``best`` being the highest
+    cosine of a candidate leaf over all the trees (none when no candidate is a leaf); the
+    score is the rank score, less ``size_penalty * log2(leaves)`` for internal nodes
+    (`tree_candidates`)."""
     best = max((float(scores[d].cosine[x[t.left[x] < 0]].max()) for d, t, x in found
                 if (t.left[x] < 0).any()), default=None)
+    out: list[tuple[str, int, float]] = []
     for doc_id, tree, nodes in found:
         sc = scores[doc_id]
         for x in nodes.tolist():
-            if best is None or sc.cosine[x] < best - p.margin or (
-                tree.left[x] >= 0 and sc.cosine[tree.leaves_of(x)].min() < best - p.margin
+            if best is None or sc.cosine[x] < best - margin or (
+                tree.left[x] >= 0 and sc.cosine[tree.leaves_of(x)].min() < best - margin
             ):
                 continue
-            penalty = p.size_penalty * np.log2(tree.n_leaves[x]) if tree.left[x] >= 0 else 0.0
+            penalty = size_penalty * np.log2(tree.n_leaves[x]) if tree.left[x] >= 0 else 0.0
             out.append((doc_id, int(x), float(sc.rank[x] - penalty)))
     return out
 
@@ -306,108 +312,6 @@ def rank_scores(
     if links is not None:
         scores = links.apply(scores, {d: t.n for d, t in trees.items()})
     return hierarchical_scores(trees, scores, params, query_vec, query=query, lexical=lexical)
-
-
-def search_leaves(
-    leaf_vectors: dict[str, np.ndarray],
-    query_vec: np.ndarray,
-    *,
-    k: int,
-    threshold: float | None = None,
-    margin: float | None = None,
-    query: str = "",
-    lexical: dict[str, LeafTerms] | None = None,
-    lexical_weight: float = 0.0,
-    fill: bool = False,
-    doc_prior: dict[str, float] | None = None,
-    diversity: float = 0.0,
-    anchor: Sequence[str] | None = None,
-    links: Links | None = None,
-) -> list[tuple[str, int, float]]:
-    """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
-
-    Only leaves whose cosine reaches `threshold`, and with a `margin` only those within
-    margin of the best such leaf; with `lexical_weight` w > 0 (and each document's
-    `LeafTerms`) leaves are ranked by z(cosine) + w z(BM25). DOC_PRIOR adds a score per
-    document to its leaves; DIVERSITY takes lambda per unit already taken from a leaf's
-    document (`best_first`). Ties go to the smaller (doc_id, leaf). FILL: the leaves the
-    cutoffs drop follow, in the same order, up to k. ANCHOR: the documents BM25's
-    collection and the z-scores come from (`node_scores`; default all). LINKS: the
-    documents named by the query or the leading document gain its weight (`links`).
-    """
-    ids = list(leaf_vectors)
-    cos = {d: cosine_scores(leaf_vectors[d], query_vec) for d in ids}
-    rank = dict(cos)
-    if lexical_weight > 0:
-        if lexical is None or any(d not in lexical for d in ids):
-            raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched document")
-        among, collection = anchor_collection(ids, anchor, lexical)
-        lex = bm25_leaves(query, [lexical[d] for d in ids], collection=collection)
-        rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
-                                  lexical_weight, among=among)))
-    if links is not None:
-        boosts = links.boosts(rank)
-        rank = {d: rank[d] + boosts.get(d, 0.0) for d in ids}
-    if doc_prior:
-        rank = {d: rank[d] + doc_prior.get(d, 0.0) for d in ids}
-    every = sorted((-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d])))
-    rows = [r for r in every if threshold is None or cos[r[1]][r[2]] >= threshold]
-    if margin is not None and rows:
-        best = max(float(cos[d][u]) for _, d, u in rows)
-        rows = [r for r in rows if cos[r[1]][r[2]] >= best - margin]
-    if diversity > 0:
-        rows = _diverse(rows, k, diversity)
-    if fill and len(rows) < k:
-        kept = set(rows)
-        rows += [r for r in every if r not in kept][: k - len(rows)]
-    return [(d, u, -score) for score, d, u in rows[:k]]
-
-
-def _diverse(rows: list[tuple[float, str, int]], k: int, diversity: float
-             ) -> list[tuple[float, str, int]]:
-    """The first K of ROWS (-score, doc_id, leaf) in `best_first` order."""
-    taken: dict[str, int] = {}
-    out = []
-    for d, u, score in best_first([(d, u, -r) for r, d, u in rows], diversity, taken):
-        out.append((-score, d, u))
-        taken[d] = taken.get(d, 0) + 1
-        if len(out) == k:
-            break
-    return out
-
-
-def leaves_mode(
-    leaf_vectors: dict[str, np.ndarray],
-    query_vec: np.ndarray,
-    *,
-    k: int,
-    params: SearchParams,
-    query: str = "",
-    lexical: dict[str, LeafTerms] | None = None,
-    fill: bool = True,
-    anchor: Sequence[str] | None = None,
-    links: Links | None = None,
-) -> list[tuple[str, int, float]]:
-    """Leaves mode: the k best leaves by tree mode's own score, no tree.
-
-    The leaves of the documents tree mode searches, ranked by the same fused score
-    (``z(cosine) + w z(BM25)``, w = ``params.lexical_weight``) with the same cutoffs
-    (cosine >= ``params.threshold``, ``params.margin``), the same document prior and
-    diversity (``params.doc_weight``, ``params.doc_diversity``), filled to k as tree mode
-    is (FILL); beam width, size penalty, seeds and the ancestors' weight have nothing to
-    act on. Tree mode minus
-    leaves mode is the tree's own contribution. Returns (doc_id, leaf, rank score), best
-    first.
-    """
-    prior = None
-    if params.doc_weight > 0:
-        found = document_scores(leaf_vectors, query_vec, query=query, lexical=lexical,
-                                lexical_weight=params.lexical_weight)
-        prior = {d: params.doc_weight * v for d, v in found.items()}
-    return search_leaves(leaf_vectors, query_vec, k=k, threshold=params.threshold,
-                         margin=params.margin, query=query, lexical=lexical,
-                         lexical_weight=params.lexical_weight, fill=fill, doc_prior=prior,
-                         diversity=params.doc_diversity, anchor=anchor, links=links)
 
 
 __all__ = ["Candidates", "NodeScores", "Reranker", "Selected", "beam_search", "cosine_rerank",
