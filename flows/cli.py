@@ -1,8 +1,9 @@
 """The `sproutrag` command line (see `sproutrag --help`): arguments and exit codes.
 
 The command line belongs to the orchestration side (`index` runs a Prefect flow); the
-commands themselves are in `sproutrag.flows.commands`; `python -m sproutrag.flows.cli` runs
-it too. Heavy imports (torch, transformers, prefect, lancedb) happen inside the commands, so
+commands themselves are in `sproutrag.flows.commands` (`query`: in
+`sproutrag.flows.query_command`); `python -m sproutrag.flows.cli` runs it too. Heavy
+imports (torch, transformers, prefect, lancedb) happen inside the commands, so
 `sproutrag --help` is instant. `sproutrag index` runs the Prefect flow `index-corpus`
 (the same code path as a deployment); without PREFECT_API_URL it starts a temporary
 local Prefect server for the run that dies with the command, even on kill -9
@@ -26,10 +27,10 @@ from sproutrag.flows.commands import (
     cmd_check,
     cmd_evaluate,
     cmd_index,
-    cmd_query,
     cmd_train,
 )
 from sproutrag.flows.preflight import non_negative_float, positive_int
+from sproutrag.flows.query_command import cmd_query
 
 from sproutrag.params import DEFAULT, MODES, SELECTIONS
 
@@ -126,6 +127,17 @@ def _add_query(sub) -> None:
     p.add_argument("--db", required=True, help="database built by `sproutrag index`")
     p.add_argument("--queries", metavar="Q.jsonl", help="batch of queries")
     p.add_argument("--out", metavar="R.jsonl", help="where to write batch results")
+    _add_amount_options(p)
+    _add_search_options(p)
+    _add_filter_options(p)
+    p.add_argument("--config", metavar="FILE",
+                   help="YAML settings file (storage; encoding.model / encoding.weights to "
+                   "name them explicitly: by default the database's own are used)")
+    p.set_defaults(func=cmd_query)
+
+
+def _add_amount_options(p: argparse.ArgumentParser) -> None:
+    """`sproutrag query`'s options of how much comes back: k units, or a budget."""
     p.add_argument("--k", type=count_type("k"), default=None,
                    help="evidence units per query (default 5; with a budget, no limit "
                    "unless given: then both limits hold)")
@@ -148,6 +160,10 @@ def _add_query(sub) -> None:
                    "unit (fused z-score units, 0 to 1e6) even when the budget has room "
                    "(default 1, fitted on the training splits: short, precise contexts); "
                    "'none' fills the budget")
+
+
+def _add_search_options(p: argparse.ArgumentParser) -> None:
+    """`sproutrag query`'s options of how the search ranks and cuts."""
     p.add_argument("--mode", choices=MODES, default="tree",
                    help="tree (default; the method), leaves (tree mode's fused score, no "
                    "tree), flat (cosine only)")
@@ -166,6 +182,10 @@ def _add_query(sub) -> None:
                    "scores are within M (0 to 2) of the best leaf, fewer than k when fewer "
                    "are (default: the database's margin, which orders and still fills k; "
                    "'none': no margin)")
+
+
+def _add_filter_options(p: argparse.ArgumentParser) -> None:
+    """`sproutrag query`'s options of which documents are searched."""
     p.add_argument("--where", metavar="SQL",
                    help="search only the documents whose `documents` columns match this "
                    "LanceDB SQL filter, e.g. \"title LIKE 'Q3%%'\" or \"modified_at > "
@@ -173,10 +193,6 @@ def _add_query(sub) -> None:
                    "documents; a batch line may carry its own \"where\")")
     p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
                    help="restrict to these documents (--doc-id A B, or --doc-id repeated)")
-    p.add_argument("--config", metavar="FILE",
-                   help="YAML settings file (storage; encoding.model / encoding.weights to "
-                   "name them explicitly: by default the database's own are used)")
-    p.set_defaults(func=cmd_query)
 
 
 def _add_train(sub) -> None:

@@ -8,13 +8,13 @@ documents' small columns, removes what interrupted runs left and names documents
 tree is damaged (re-indexed), lists the corpus (no text read) and diffs it with the
 stored state (refusing mass deletions), then reads the documents the plan needs one at a
 time and indexes the new and changed ones in batches sized by characters
-(`pipeline.batch_chars`); each batch's Parquet intermediates live in the run's own
-folder below the work dir until the batch is stored. It deletes what left the corpus,
-records the listing of documents found unchanged after reading, maintains the tables
-and completes its row. SIGTERM / SIGINT stop it between batches ("interrupted"). The
-flow run ends Failed when more documents failed than `pipeline.max_failed_share`
-tolerates (the data: `DocumentsFailedError` with the run's row), Cancelled when
-interrupted.
+(`pipeline.batch_chars`; the batch loop: `sproutrag.flows.index_batches`); each
+batch's Parquet intermediates live in the run's own folder below the work dir until the
+batch is stored. It deletes what left the corpus, records the listing of documents found
+unchanged after reading, maintains the tables and completes its row. SIGTERM / SIGINT
+stop it between batches ("interrupted"). The flow run ends Failed when more documents
+failed than `pipeline.max_failed_share` tolerates (the data: `DocumentsFailedError` with
+the run's row), Cancelled when interrupted.
 
 Large task parameters (a batch's documents and trees, the listing, the settings of the
 per-batch tasks) go in Prefect's `quote`: Prefect would otherwise walk every element
@@ -24,23 +24,15 @@ receives the value itself; futures are never quoted, nor what the Dask runner pi
 
 from __future__ import annotations
 
-import time
-from collections import deque
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
-
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 from prefect.states import Cancelled, Failed
 from prefect.utilities.annotations import quote
+from sproutrag.flows.index_batches import IndexRun, index_all, timed_stage
 from sproutrag.flows.parameters import flow_settings
-from sproutrag.flows.runners import batch_runner
 from sproutrag.schemas.settings import Settings, is_s3
 from sproutrag.schemas.tables import ROWS_COMPATIBLE_VERSIONS
-from sproutrag.tasks.build_trees import build_trees_batch
-from sproutrag.tasks.chunk import chunk_batch
 from sproutrag.tasks.database import index_fingerprint
 from sproutrag.tasks.discover import (
     check_corpus_exists,
@@ -48,7 +40,6 @@ from sproutrag.tasks.discover import (
     discover_corpus,
     read_documents,
 )
-from sproutrag.tasks.encode import encode_batch
 from sproutrag.tasks.store import (
     check_tables,
     delete_documents,
@@ -63,114 +54,20 @@ from sproutrag.tasks.store import (
     record_index_settings,
     record_run,
     start_run,
-    store_batch,
     update_sources,
 )
 from sproutrag.tasks.workdir import close_work_dir, open_work_dir
-from tqdm import tqdm
 
-from sproutrag.documents import Failure, Skipped
-from sproutrag.errors import is_environment_error
-from sproutrag.ingest.batching import Tally, batches, documents_to_index
+from sproutrag.documents import Skipped
+from sproutrag.ingest.batching import Tally, documents_to_index
 from sproutrag.ingest.plan import Plan, check_deletions
 from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
-from sproutrag.interrupt import (
-    StopRequested,
-    crash_point,
-    stop_on_signals,
-    stop_reason,
-    stop_requested,
-)
+from sproutrag.interrupt import stop_on_signals, stop_reason, stop_requested
 from sproutrag.storage.check import DamagedTableError
 from sproutrag.storage.locking import DatabaseLock
 
 #: Unchanged documents whose listing facts changed are recorded this many at a time.
 SOURCES_PER_COMMIT = 50_000
-
-
-@dataclass
-class _Run:
-    """One index run: what it was asked to do and what it found so far."""
-
-    corpus: str
-    db: str
-    settings: Settings
-    summary: RunSummary
-    logger: Any
-    full: bool = False
-    verify: bool = False
-    allow_mass_delete: bool = False
-
-
-@contextmanager
-def _stage(summary: RunSummary, name: str):
-    t0 = time.perf_counter()
-    yield
-    summary.add_time(name, time.perf_counter() - t0)
-
-
-def _submit_batch(runner, batch, k: int, settings: Settings, work: str):
-    """chunk -> encode -> build_trees of one batch, as chained futures on the task runner."""
-    out = f"{work}/batch-{k:05d}"
-    if settings.pipeline.task_runner == "threads":  # not walked by Prefect (the docstring)
-        docs, settings = quote(batch), quote(settings)
-    else:  # a quote pickles wrapped twice (Prefect's tuple subclass): Dask gets the values
-        docs = batch
-    chunked = runner.submit(chunk_batch, {"docs": docs, "settings": settings, "out_dir": out})
-    encoded = runner.submit(
-        encode_batch, {"docs": docs, "chunked": chunked, "settings": settings, "out_dir": out}
-    )
-    built = runner.submit(
-        build_trees_batch, {"docs": docs, "encoded": encoded, "settings": settings}
-    )
-    return k, batch, (chunked, encoded, built)
-
-
-def _store_batch(submitted, run: _Run, plan: Plan, stored: set[str]) -> None:
-    """Wait for one batch and store it (stores run one at a time, in batch order).
-
-    A batch whose task itself failed (a lost Dask worker, an unreadable intermediate)
-    marks each of its documents failed, with the reason; the run goes on and the next
-    run retries them.
-    """
-    k, batch, futures = submitted
-    summary, logger = run.summary, run.logger
-    try:
-        chunked, encoded, built = (f.result() for f in futures)
-    except StopRequested:  # not a failure: the batch never ran; the next run does it
-        return
-    except Exception as exc:  # reported per document; the run goes on
-        if is_environment_error(exc):  # a full disk fails every batch: stop the run
-            raise
-        reason = f"batch {k} failed: {type(exc).__name__}: {exc}"
-        summary.failures += [Failure(d.doc_id, reason) for d in batch]
-        logger.error("%s (%d documents: %s)", reason, len(batch),
-                     ", ".join(d.doc_id for d in batch))
-        return
-    for name, part in (("chunk", chunked), ("encode", encoded), ("build_trees", built)):
-        summary.add_time(name, part.seconds)
-        summary.failures += part.failures
-    t0 = time.perf_counter()
-    with _stage(summary, "store"):
-        known = [i.doc.doc_id for i in built.items if i.doc.doc_id in plan.stored]
-        n_nodes = store_batch(quote(built.items), run.db, quote(run.settings),
-                              summary.fingerprint, quote(known), summary.run_id)
-    summary.n_nodes += n_nodes
-    stored.update(i.doc.doc_id for i in built.items)
-    summary.n_changed += len(known)  # what was committed, also if the run stops next
-    summary.n_new += len(built.items) - len(known)
-    summary.n_chunks += sum(i.tree.n for i in built.items)
-    summary.n_chars += sum(len(i.doc.text) for i in built.items)
-    crash_point("batch-stored")
-    failed = chunked.failures + encoded.failures + built.failures
-    logger.info(
-        "batch %d: %d documents stored, %d failed, %d chunks, %d nodes; chunk %.1f s, "
-        "encode %.1f s, build_trees %.1f s, store %.1f s", k, len(built.items), len(failed),
-        sum(i.tree.n for i in built.items), n_nodes, chunked.seconds, encoded.seconds,
-        built.seconds, time.perf_counter() - t0,
-    )
-    for f in failed:
-        logger.warning("document %s failed: %s", f.shown, f.reason)
 
 
 def _skipped_kinds(skipped: list[Skipped]) -> list[tuple[str, list[Skipped]]]:
@@ -182,10 +79,10 @@ def _skipped_kinds(skipped: list[Skipped]) -> list[tuple[str, list[Skipped]]]:
     return [(what, group) for what, group in kinds if group]
 
 
-def _plan(run: _Run, stored, damaged: dict[str, str]):
+def _plan(run: IndexRun, stored, damaged: dict[str, str]):
     """List the corpus, diff it with the stored state, refuse a mass deletion."""
     summary, logger = run.summary, run.logger
-    with _stage(summary, "discover"):
+    with timed_stage(summary, "discover"):
         listing = discover_corpus(run.corpus, run.settings)
         summary.failures = list(listing.failures)
         plan = diff_corpus(quote(listing), stored, run.settings, summary.fingerprint,
@@ -212,7 +109,7 @@ def _plan(run: _Run, stored, damaged: dict[str, str]):
     return listing, plan
 
 
-def _inspect(run: _Run):
+def _inspect(run: IndexRun):
     """The stored state, with what interrupted runs left removed and the damaged
     documents named."""
     stored = read_stored_state(run.db, run.settings)
@@ -223,7 +120,7 @@ def _inspect(run: _Run):
     return stored, damaged
 
 
-def _run(run: _Run) -> None:
+def _run(run: IndexRun) -> None:
     """The run's work, under the lock; `run.summary` is finished when this returns."""
     summary, settings = run.summary, run.settings
     stored_state, damaged = _inspect(run)
@@ -235,7 +132,7 @@ def _run(run: _Run) -> None:
     tally = Tally()
     try:
         found = read_documents(listing, plan.to_read, settings)
-        stored = _index_all(documents_to_index(found, plan, tally), plan, run, work, tally)
+        stored = index_all(documents_to_index(found, plan, tally), plan, run, work, tally)
     finally:
         close_work_dir(work, run.db, settings)
     summary.failures += tally.failures
@@ -244,12 +141,12 @@ def _run(run: _Run) -> None:
     if stop_requested():
         summary.finish("interrupted", f"{stop_reason()} after {len(stored)} documents")
         return
-    with _stage(summary, "store"):
+    with timed_stage(summary, "store"):
         delete_documents(quote(plan.deleted), run.db, settings)
         for k in range(0, len(tally.restat), SOURCES_PER_COMMIT):
             update_sources(quote(tally.restat[k : k + SOURCES_PER_COMMIT]), run.db, settings)
     summary.n_deleted = len(plan.deleted)
-    with _stage(summary, "maintain"):
+    with timed_stage(summary, "maintain"):
         maintain_tables(run.db, settings, summary.run_id, summary.fingerprint)
     summary.finish(max_failed_share=settings.pipeline.max_failed_share)
 
@@ -286,55 +183,6 @@ def _check_tables(db: str, settings: Settings, full: bool, logger) -> list[str]:
     return [note]
 
 
-def _wait_all(inflight: deque) -> None:
-    """Let the batches still in flight end (they see the stop request and do no work),
-    so none of them writes into the work folder after it is removed."""
-    for _, _, futures in inflight:
-        for future in futures:
-            future.wait()
-
-
-def _advance(bar, tally: Tally) -> None:
-    """The progress bar at the documents read so far."""
-    bar.update(tally.unchanged + len(tally.failures) + len(tally.new) + len(tally.changed)
-               - bar.n)
-
-
-def _index_all(todo, plan: Plan, run: _Run, work: str, tally: Tally) -> set[str]:
-    """Index the documents of TODO (read one at a time) in batches of
-    `pipeline.batch_chars`; returns the doc_ids stored. A stop request ends it after the
-    batch being stored."""
-    settings, logger = run.settings, run.logger
-    pipeline = settings.pipeline
-    stored: set[str] = set()
-    logger.info("index: reading %d documents, indexing the new and changed ones in "
-                "batches of %d characters on the %s task runner", len(plan.to_read),
-                pipeline.batch_chars, pipeline.task_runner)
-    inflight: deque = deque()
-    progress = tqdm(total=len(plan.to_read), unit="doc", disable=not pipeline.progress)
-    with batch_runner(settings) as runner, progress as bar:
-        try:
-            for k, batch in enumerate(batches(todo, max_chars=pipeline.batch_chars,
-                                              max_docs=pipeline.batch_docs)):
-                _advance(bar, tally)
-                if stop_requested():
-                    break
-                inflight.append(_submit_batch(runner, batch, k, settings, work))
-                if len(inflight) >= pipeline.max_inflight_batches:
-                    _store_batch(inflight.popleft(), run, plan, stored)
-            while inflight and not stop_requested():
-                _store_batch(inflight.popleft(), run, plan, stored)
-        except Exception:  # a full disk: no task may write into the work folder after
-            _wait_all(inflight)  # the run removes it
-            raise
-        _advance(bar, tally)
-        if stop_requested():
-            logger.warning("%s: stopping after %d stored documents", stop_reason(),
-                           len(stored))
-            _wait_all(inflight)
-    return stored
-
-
 def _migrate(db: str, settings: Settings, logger) -> None:
     migrated = migrate_database(db, settings)
     if not migrated:
@@ -345,7 +193,7 @@ def _migrate(db: str, settings: Settings, logger) -> None:
                    else " (columns added, no row rewritten, nothing re-indexed)")
 
 
-def _locked_run(run: _Run) -> RunSummary:
+def _locked_run(run: IndexRun) -> RunSummary:
     """Migrate, record the start, run, record the end: the `runs` row is always completed
     unless the process is killed. A damaged table fails the run here, before it writes
     anything (with --full: moved aside, then rebuilt)."""
@@ -409,7 +257,7 @@ def index_corpus(
                     "of 1 keeps runs from overlapping")
     with DatabaseLock(db, timeout=settings.pipeline.lock_timeout), stop_on_signals():
         summary = RunSummary(corpus=corpus, fingerprint=fp, flow_run_id=flow_run.get_id())
-        run = _Run(corpus, db, settings, summary, logger, full, verify, allow_mass_delete)
+        run = IndexRun(corpus, db, settings, summary, logger, full, verify, allow_mass_delete)
         summary = _locked_run(run)
     create_markdown_artifact(
         key="index-run", markdown=summary.to_markdown(), description=f"index run of {corpus}"

@@ -16,6 +16,7 @@ summary this flow otherwise returns.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
@@ -56,25 +57,39 @@ def query_corpus(
     instead (`sproutrag query --budget-chars`; SELECTION, TOKENIZER, CUTOFF as there:
     None fills the budget).
     """
-    logger = get_run_logger()
-    check_query_parameters(k=k, beam=beam, mode=mode, budget_chars=budget_chars,
-                           budget_tokens=budget_tokens, selection=selection)  # before any work
-    if cutoff is not None:
-        check_number("cutoff", cutoff)
-    check_output_file(out, source=queries, flag="out", source_flag="queries")
+    _check_parameters(queries, out, k=k, beam=beam, mode=mode, budget_chars=budget_chars,
+                      budget_tokens=budget_tokens, selection=selection, cutoff=cutoff)
     settings = flow_settings(settings, config)
     batch = read_queries(queries, settings)
     t0 = time.perf_counter()
     rows = search_queries(batch, db, k=k, mode=mode, beam=beam, settings=settings,
                           budget_chars=budget_chars, budget_tokens=budget_tokens,
                           selection=selection, tokenizer=tokenizer, cutoff=cutoff)
-    logger.info("search: %d queries in %.1f s", len(rows), time.perf_counter() - t0)
+    get_run_logger().info("search: %d queries in %.1f s", len(rows), time.perf_counter() - t0)
     run_id = write_results(rows, db, out, k=k if k is not None else DEFAULT_K, mode=mode,
                            settings=settings,
                            flow_run_id=flow_run.get_id())
+    return _outcome(rows, run_id, out, settings.pipeline.max_failed_query_share)
+
+
+def _check_parameters(queries: str, out: str, *, k: int | None, beam: int, mode: str,
+                      budget_chars: int | None, budget_tokens: int | None,
+                      selection: str | None, cutoff: float | None) -> None:
+    """The flow's parameters, checked before any work (an error names the bad one)."""
+    check_query_parameters(k=k, beam=beam, mode=mode, budget_chars=budget_chars,
+                           budget_tokens=budget_tokens, selection=selection)
+    if cutoff is not None:
+        check_number("cutoff", cutoff)
+    check_output_file(out, source=queries, flag="out", source_flag="queries")
+
+
+def _outcome(rows: list[dict[str, Any]], run_id: str, out: str, share: float) -> Any:
+    """Log the run's summary and publish it (the artifact `query-run`); returns the
+    flow's result, or a Failed state whose data is a `QueriesFailedError` holding it when
+    more queries failed than SHARE (`pipeline.max_failed_query_share`) tolerates."""
     failed = [r for r in rows if "error" in r]
     summary = f"{len(rows)} queries, {len(failed)} failed, results in {out} and `results`"
-    logger.info(summary)
+    get_run_logger().info(summary)
     create_markdown_artifact(
         key="query-run",
         markdown=f"# Query run {run_id}\n\n{summary}\n\n"
@@ -82,7 +97,6 @@ def query_corpus(
     )
     result = {"run_id": run_id, "flow_run_id": flow_run.get_id(), "n_queries": len(rows),
               "n_failed": len(failed), "out": out}
-    share = settings.pipeline.max_failed_query_share
     if not too_many_failed(len(failed), len(rows), share):
         return result
     error = QueriesFailedError(

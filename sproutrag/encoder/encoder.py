@@ -9,7 +9,9 @@ block over the windows that hold both chunks; pairs that never share a window ha
 none. Windows stream through the model in token-budgeted batches, so memory stays
 linear in the document's length. The window arithmetic is in `sproutrag.encoder.windows`; the
 fast forward passes of BERT-architecture models (the default) in `sproutrag.encoder.attention`,
-with the model's own eager forward and attention hooks as the reference and fallback.
+with the model's own eager forward and attention hooks as the reference and fallback; one
+batch's pass in `sproutrag.encoder.forward_batches`; what the windows add up to per document
+(`DocumentEncoding`) in `sproutrag.encoder.document_encoding`.
 
 torch and transformers are imported inside functions only: importing this module is
 instant.
@@ -20,17 +22,24 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from sproutrag.encoder import attention, numpy_bert
 from sproutrag.encoder.attention import block_attention, mean_pool
+from sproutrag.encoder.document_encoding import (
+    DocumentEncoding,
+    WindowBlocks,
+    WindowTotals,
+    checked_spans,
+    chunks_alone,
+    window_embeddings,
+)
+from sproutrag.encoder.forward_batches import by_length, embed_batch, window_batch
 from sproutrag.encoder.loading import (
     DEFAULT_MODEL,
     PACKAGED_MODEL_ID,
-    autocast,
     continuation_ids,
     load_config,
     load_model,
@@ -45,15 +54,10 @@ from sproutrag.encoder.weights import TrainedWeights, for_model
 from sproutrag.encoder.windows import (
     Plan,
     Window,
-    budget_batches,
     cut_windows,
-    merge_pairs,
-    normalise_rows,
-    pad_rows,
     plan_document,
     plan_windows,
     segment_matrix,
-    window_pairs,
 )
 
 __all__ = [
@@ -99,35 +103,6 @@ def _model_thread(method):
         return on_model_thread(method, self, *args, **kwargs)
 
     return run
-
-
-def _checked_spans(spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    """SPANS as an (n, 2) int64 array; ValueError unless sorted and non-overlapping."""
-    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-    if len(sp) and (np.any(sp[:, 1] < sp[:, 0]) or np.any(sp[1:, 0] < sp[:-1, 1])):
-        raise ValueError("chunk spans must be sorted, non-overlapping (start, end) pairs")
-    return sp
-
-
-@dataclass
-class DocumentEncoding:
-    """One document: chunk embeddings and sparse symmetric relations (i < j, sorted)."""
-
-    embeddings: np.ndarray  # float32 (n, dim), L2-normalised
-    rel_i: np.ndarray  # int32 (E,)
-    rel_j: np.ndarray  # int32 (E,)
-    rel_m: np.ndarray  # float32 (E,)
-    n_windows: int
-    n_tokens: int
-
-
-@dataclass
-class WindowBlocks:
-    """Per-(layer, head) block means of one window: chunks [start, stop)."""
-
-    start: int
-    stop: int
-    blocks: np.ndarray  # float32 (n_layers * n_heads, stop - start, stop - start)
 
 
 class Encoder:
@@ -291,29 +266,14 @@ class Encoder:
     @_model_thread
     def _embed_rows(self, ids: Sequence[Any], batch_size: int | None = None) -> np.ndarray:
         """float32 (n, dim) embeddings of token id rows (`_text_rows`), batched by length."""
-        import torch
-
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         if not len(ids):
             return out
-        tok, net = self._load()
-        order = np.argsort([-len(x) for x in ids], kind="stable")
-        lengths = [len(ids[i]) + 2 for i in order]
-        fast = self._fast(net)
-        for rng in budget_batches(lengths, self.batch_tokens, batch_size):
-            idx = order[rng.start : rng.stop]
-            rows = [np.asarray(ids[i], dtype=np.int64) for i in idx]
-            batch = pad_rows(rows, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
-            lens = torch.tensor([len(r) + 2 for r in rows])
-            mask = (torch.arange(batch.shape[1])[None, :] < lens[:, None]).to(self.device)
-            batch_ids = torch.from_numpy(batch).to(self.device)
-            with torch.inference_mode(), autocast(self.device, self.mixed_precision):
-                if fast:
-                    hidden = attention.embed_forward(net, batch_ids, mask)
-                else:
-                    hidden = net(input_ids=batch_ids, attention_mask=mask.long())
-                    hidden = hidden.last_hidden_state
-            out[idx] = mean_pool(hidden, mask).cpu().numpy()
+        model = self._load()
+        fast = self._fast(model[1])
+        for idx in by_length([len(x) + 2 for x in ids], self.batch_tokens, batch_size):
+            out[idx] = embed_batch(model, [ids[i] for i in idx], device=self.device,
+                                   mixed_precision=self.mixed_precision, fast=fast)
         return out
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -343,7 +303,7 @@ class Encoder:
         texts are tokenized in one batch call (per document, the model folder's content
         hash and the tokenizer's call cost a third of the time on a GPU for short
         documents; bench/gpu.py)."""
-        checked = [_checked_spans(spans) for _, spans in docs]
+        checked = [checked_spans(spans) for _, spans in docs]
         todo = [d for d, sp in enumerate(checked) if len(sp)]
         plans = [Plan([], [], 0) for _ in docs]
         if not todo:
@@ -366,39 +326,17 @@ class Encoder:
                  fast: bool) -> dict[str, Any]:
         """One batch of windows through MODEL (tokenizer, network): aggregated blocks
         [B, C, C], chunk states, head blocks (numpy float32), by the fast path with FAST,
-        else the reference forward."""
-        import torch
-
-        tok, net = model
-        dev = self.device
-        ids = pad_rows([w.ids for w in windows], tok.cls_token_id, tok.sep_token_id,
-                       tok.pad_token_id)
-        n_cols = max(len(w.lens) for w in windows)
-        seg = torch.from_numpy(segment_matrix([w.lens for w in windows], ids.shape[1], n_cols))
-        seg = seg.to(dev)
-        lens = torch.tensor([len(w.ids) + 2 for w in windows])
-        valid = (torch.arange(ids.shape[1])[None, :] < lens[:, None]).to(dev)
-        mix = torch.from_numpy(self.weights.mix()).to(dev)
-        ids_t = torch.from_numpy(ids).to(dev)
-        context = self.embedding_mode == "context"
-        with torch.inference_mode(), autocast(self.device, self.mixed_precision):
-            if fast:
-                out = attention.window_forward(
-                    net, ids_t, valid, seg, mix, heads=heads, states=context,
-                    per_window=not dev.startswith("cuda"))
-            else:
-                out = attention.reference_forward(
-                    net, ids_t, valid, seg, mix, heads=heads, states=context)
-            return {k: v.float().cpu().numpy() for k, v in out.items()}
+        else the reference forward (`forward_batches.window_batch`)."""
+        return window_batch(model, windows, self.weights.mix(), device=self.device,
+                            mixed_precision=self.mixed_precision, heads=heads,
+                            states=self.embedding_mode == "context", fast=fast)
 
     def _run_windows(self, windows: list[Window], *, heads: bool = False) -> Iterator[tuple]:
         """(window, result index, batch result) for every window, in token-budgeted batches."""
-        order = np.argsort([-len(w.ids) for w in windows], kind="stable")
-        lengths = [len(windows[i].ids) + 2 for i in order]
         model = self._load()
         fast = self._fast(model[1])
-        for rng in budget_batches(lengths, self.batch_tokens, None):
-            batch = [windows[i] for i in order[rng.start : rng.stop]]
+        for idx in by_length([len(w.ids) + 2 for w in windows], self.batch_tokens):
+            batch = [windows[i] for i in idx]
             res = self._forward(model, batch, heads=heads, fast=fast)
             for b, w in enumerate(batch):
                 yield w, b, res
@@ -413,28 +351,10 @@ class Encoder:
     ) -> list[DocumentEncoding]:
         """`encode_document` for many documents, windows batched across documents."""
         plans = self._plans(docs)
-        parts: list[list[tuple]] = [[] for _ in plans]
-        context = self.embedding_mode == "context"
-        sums = [
-            np.zeros((len(p.chunk_ids), self.dim), np.float64) if context else None for p in plans
-        ]
-        counts = [np.zeros(len(p.chunk_ids), np.int64) for p in plans]
+        totals = WindowTotals(plans, self.dim, states=self.embedding_mode == "context")
         for w, b, res in self._run_windows(cut_windows(plans)):
-            c = len(w.lens)
-            parts[w.doc].append(window_pairs(res["blocks"][b], w.lens, w.start))
-            if context:
-                sums[w.doc][w.start : w.start + c] += res["states"][b, :c]
-                counts[w.doc][w.start : w.start + c] += w.lens > 0
-        embeddings = self._embeddings(docs, plans, sums, counts)
-        return [
-            DocumentEncoding(
-                emb,
-                *merge_pairs(pp, max(len(p.chunk_ids), 1)),
-                n_windows=len(p.windows),
-                n_tokens=p.n_tokens,
-            )
-            for emb, pp, p in zip(embeddings, parts, plans, strict=True)
-        ]
+            totals.add(w, b, res)
+        return totals.encodings(self._embeddings(docs, plans, totals.sums, totals.counts))
 
     def _embeddings(self, docs, plans, sums, counts) -> list[np.ndarray]:
         """Alone: chunk texts embedded alone (`_embed_rows`; a chunk whose tokens in the
@@ -442,28 +362,12 @@ class Encoder:
         window-averaged chunk states (chunks without tokens fall back to being encoded
         alone)."""
         context = self.embedding_mode == "context"
-        limit = self.chunk_max_tokens - 2
-        rows, where, texts, tokenized = [], [], [], []
-        out = []
-        for d, ((text, spans), plan) in enumerate(zip(docs, plans, strict=True)):
-            n = len(plan.chunk_ids)
-            emb = np.zeros((n, self.dim), np.float32)
-            if context and n:
-                ok = counts[d] > 0
-                emb[ok] = normalise_rows(sums[d][ok] / counts[d][ok, None])
-            for k in range(n):
-                if not context or counts[d][k] == 0:
-                    where.append((d, k))
-                    if plan.own_tokens is not None and plan.own_tokens[k]:
-                        rows.append(plan.chunk_ids[k][:limit])
-                        continue
-                    s, e = spans[k]
-                    texts.append(text[s:e])
-                    tokenized.append(len(rows))
-                    rows.append(None)
-            out.append(emb)
+        out = window_embeddings(plans, sums, counts, self.dim, context=context)
+        where, rows, texts = chunks_alone(docs, plans, counts, context=context,
+                                          limit=self.chunk_max_tokens - 2)
         if texts:
-            for r, ids in zip(tokenized, self._text_rows(self._load()[0], texts), strict=True):
+            tokenized = self._text_rows(self._load()[0], list(texts.values()))
+            for r, ids in zip(texts, tokenized, strict=True):
                 rows[r] = ids
         for (d, k), vec in zip(where, self._embed_rows(rows), strict=True):
             out[d][k] = vec
