@@ -129,7 +129,7 @@ class SearchParams:
     * ``seed_leaves``: the k best leaves are candidates even when the beam never reaches
       them, so the search cannot miss the best leaf of a deep tree;
     * ``doc_weight`` (w_d): every node of a document also scores ``w_d * D(d)``, D the
-      document's own match among the searched documents (`tree_search.document_scores`:
+      document's own match among the searched documents (`hierarchy.document_scores`:
       its leaves' mean vector and its whole text's BM25, no tree), so a document that
       matches as a whole lends its units weight against look-alike units elsewhere;
     * ``ancestor_weight`` (w_a, tree and search over trees only): a node also scores
