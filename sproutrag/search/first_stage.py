@@ -233,7 +233,9 @@ class FirstStage:
         their words alone (a company's or party's few rare words among the question's
         common ones; docs/whole-corpus.md, rule 25); the first `leaders` of each ranking
         are among the first `n_docs` (`keep_leaders`, rule 54). ALLOWED: only these
-        documents (a filter): the ranking widens until it holds enough of them."""
+        documents (a filter): the ranking widens until it holds enough of them, or all
+        of them (all the database's without ALLOWED: a database of fewer than `n_docs`
+        documents ranks its nodes once, not until every node is ranked)."""
         current = self.current()
         limit = self.default_limit
         hybrid = query is not None and self.kind == "hybrid"
@@ -258,8 +260,9 @@ class FirstStage:
                 if allowed is not None:
                     ranked = [d for d in ranked if d in allowed]
                 chosen, enough = self._leading(ranked, current, k)
-                if enough or limit >= current.rows:
-                    return chosen
+                every = len(chosen) >= len(current if allowed is None else allowed)
+                if enough or every or limit >= current.rows:
+                    return chosen  # more nodes would find no other document
                 limit = min(4 * limit, current.rows)  # widen: rank more nodes
         finally:
             with self._choosing_lock:

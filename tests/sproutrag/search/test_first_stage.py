@@ -295,3 +295,37 @@ def test_prefetched_rankings_past_memory_rows_come_from_one_lancedb_search(tmp_p
         assert [r.first.ranked_by_vector(q, lim) for q in qvecs] == want
     r.first.prefetch(qvecs[:0], 0)
     assert r.first._ranked.found == {}
+
+
+def test_fewer_documents_than_n_docs_rank_the_nodes_once(tmp_path, monkeypatch):
+    """A database of fewer documents than `n_docs` (one long document, a few reports)
+    holds them all after the first ranking: it is not widened until every node is ranked
+    (one long document: 34-45 -> 16 ms a query, bench/query.py's 2,000 leaves). A
+    filter's documents, all found, stop the widening the same way."""
+    from sproutrag.search.first_stage import FirstStage
+
+    words = " ".join(f"w{i}" for i in range(60))  # 119 nodes each: past one ranking's 80
+    store = toy_store(tmp_path / "db")
+    docs = [toy_document(d, words, seed=s) for s, d in enumerate(("a", "b", "c"))]
+    store.write(docs[:2], "fp")
+    assert store.ensure_text_index()
+    calls = []
+    by_vector = FirstStage.ranked_by_vector
+
+    def counted(self, qvec, limit):
+        calls.append(limit)
+        return by_vector(self, qvec, limit)
+
+    monkeypatch.setattr(FirstStage, "ranked_by_vector", counted)
+    r = _toy_retriever(store.uri)
+    q = docs[0].tree.vectors[0]
+    assert sorted(r.choose_documents(q, None, k=5, query="w3")) == ["a", "b"]
+    assert calls == [r.first.default_limit]
+    store.write(docs[2:], "fp")
+    r = _toy_retriever(store.uri)
+    calls.clear()
+    assert r.choose_documents(q, None, k=5, query="w3", allowed={"a"}) == ["a"]
+    assert calls == [r.first.default_limit]
+    calls.clear()  # without a filter, three documents are still fewer than n_docs
+    assert sorted(r.choose_documents(q, None, k=5, query="w3")) == ["a", "b", "c"]
+    assert calls == [r.first.default_limit]
