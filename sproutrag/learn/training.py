@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -251,18 +251,26 @@ def train_corpus(
     return weights, config
 
 
+class _AlphaStages(NamedTuple):
+    """What `_alpha_stages` leaves for the search parameters and the config."""
+
+    encoder: Any  # the fine-tuned one when fine-tuning ran
+    feats: dict[str, DocFeatures]
+    queries: list[dict[str, Any]]
+    alpha: dict[str, Any]  # `_alpha_on`'s result
+    tuned: dict[str, Any] | None  # `finetune_encoder`'s result, or None
+    ended: float  # when the last stage ended (`time.perf_counter`)
+
+
 def _alpha_stages(
     sets: Sequence[tuple[str, str]], out: str, encoder: Any, finetune: dict[str, Any] | None,
     seconds: dict[str, float], t: float, *, chunking: dict[str, Any], cache_dir: str | None,
     **kw: Any,
-) -> tuple[Any, dict[str, DocFeatures], list[dict[str, Any]], dict[str, Any],
-           dict[str, Any] | None, float]:
+) -> _AlphaStages:
     """`train_corpus`' alpha: the SETS featurized (`load_sets`) and alpha trained on them
     (`_alpha_on` with KW); with FINETUNE, ENCODER is then fine-tuned into OUT/encoder
     (`_finetune`) and both are done again with the fine-tuned model. Each stage's seconds
-    since the one before (from T) go to SECONDS (`timed`). Returns (the encoder, features,
-    queries, `_alpha_on`'s result, `finetune_encoder`'s or None, when the last stage
-    ended)."""
+    since the one before (from T) go to SECONDS (`timed`)."""
     feats, queries, texts = load_sets(sets, encoder, chunking=chunking, cache_dir=cache_dir,
                                       log=kw["log"])
     r = _alpha_on(encoder, feats, queries, **kw)
@@ -276,7 +284,7 @@ def _alpha_stages(
                                       log=kw["log"])
         r = _alpha_on(encoder, feats, queries, **kw)
         t = timed(seconds, "featurize_and_train_alpha_finetuned", t)
-    return encoder, feats, queries, r, tuned, t
+    return _AlphaStages(encoder, feats, queries, r, tuned, t)
 
 
 def _search_params(

@@ -107,37 +107,33 @@ class Retriever(RetrieverSettings):
         # checked before the database is opened and the encoder loaded
         wide = CorpusWideSettings(
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
-            fetch_named=fetch_named, mention_weight=mention_weight,
+            fetch_named=fetch_named, mention_weight=mention_weight, dominant_ratio=dominant_ratio,
             fetch_mentioned=fetch_mentioned, mention_statistics=mention_statistics,
-            long_mention_weight=long_mention_weight, mention_alone=mention_alone,
-            dominant_ratio=dominant_ratio)
+            long_mention_weight=long_mention_weight, mention_alone=mention_alone)
         leaders = check_first_stage(first_stage, entity_ranking, ranking_leaders)
         given = {"threshold": threshold, "lexical_weight": lexical_weight}
         checked = SearchParams.overrides({
             "beam_width": beam_width, "margin": margin, **(overrides or {}),
             **{k: v for k, v in given.items() if v is not None}})
-        # DB: a path (opened here) or a `Reader` that callers share (one open, one read
-        # of `index_settings` per version for the reader's settings and this Retriever).
+        # DB: a path (opened here) or a `Reader` callers share (one `index_settings` read)
         self.reader = db if isinstance(db, Reader) else Reader.open(
             db, storage_options=storage_options)
         self.store = self.reader.store
         encoder = encoder if encoder is not None else database_encoder(self.reader)
         check_query_encoder(encoder, self.store)
         self.reranker = reranker
-        first = {"n_docs": n_docs, "kind": first_stage, "memory_rows": memory_rows,
-                 "entities": entity_ranking, "leaders": leaders}
-        self._assemble(encoder, weights, checked, wide, first, cache_bytes)
+        self.view = TablesView(self.reader)  # per thread: one `documents` read a search
+        # The documents of a query without doc_ids (node vectors in memory to memory_rows)
+        self.first = FirstStage(self.store, self.view.current, n_docs=n_docs, kind=first_stage,
+                                memory_rows=memory_rows, entities=entity_ranking, leaders=leaders)
+        self._assemble(encoder, weights, checked, wide, cache_bytes)
 
     def _assemble(self, encoder: Any, weights: Any, checked: Mapping[str, Any],
-                  wide: CorpusWideSettings, first: Mapping[str, Any], cache_bytes: int) -> None:
-        """The parts a search uses, over `self.reader`, from `__init__`'s arguments, checked
-        (FIRST: the `FirstStage`'s settings)."""
-        self.view = TablesView(self.reader)  # per thread: one `documents` read a search
+                  wide: CorpusWideSettings, cache_bytes: int) -> None:
+        """The parts a search uses besides `view` and `first`, from `__init__`'s
+        arguments, checked."""
         # Trees, term counts, texts and names, cached by tree id in one LRU.
         self.documents = StoredDocuments(self.store, self.view, cache_bytes)
-        # The documents of a query without doc_ids; vectors from memory while `nodes`
-        # has at most `memory_rows` rows (about 1.5 KB each), LanceDB beyond.
-        self.first = FirstStage(self.store, self.view.current, **first)
         self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
         self.searching = SearchedDocuments(self.documents, self.view.current, wide,
