@@ -5,12 +5,13 @@
 Latency: a real LanceDB database with (a) one document of 2,000 leaves and (b) a corpus
 of 500 documents of 40-80 leaves, with the indexes an index run keeps (BTREE and
 full-text, the vector index past its size), so the hybrid first stage reads the words
-too (before stop 66 it had no full-text index and ranked by vectors alone). Trees are built by `build_tree` from MiniLM
-embeddings of generated sentences with banded relations (tree shape and vector count
-are what the search cost depends on). Queries are real questions encoded by the real
-encoder; latency is reported with and without query encoding, p50 and p95, tree mode
-and flat mode, and a context of 1,000 characters (`Retriever.context`, the default
-selection) against a k = 5 tree query, in one process.
+too (before stop 66 it had no full-text index and ranked by vectors alone). Trees are
+built by `build_tree` from MiniLM embeddings of generated sentences with banded
+relations (tree shape and vector count are what the search cost depends on). Queries
+are real questions encoded by the real encoder; latency is reported with and without
+query encoding, p50 and p95, tree mode and flat mode, and a context of 1,000
+characters (`Retriever.context`, the default selection) against a k = 5 tree query, in
+one process.
 
 Scale (with --scale N): a database of N `nodes` rows (documents of 500 leaves: 999 nodes
 each; leaf vectors drawn around MiniLM embeddings of sample sentences, their texts those
