@@ -150,12 +150,14 @@ def _save(tok: Any, net: Any, out: Path) -> None:
     tok.save_pretrained(out)
 
 
-def _optimiser(net: Any, *, lr: float, warmup: float, total: int) -> tuple[Any, Any]:
-    """(AdamW over NET's parameters at LR, weight decay 0.01; its schedule: linear warm-up
-    over the first WARMUP share of TOTAL steps, then constant)."""
+def warmup_adamw(params: Any, *, lr: float, weight_decay: float, warmup: float,
+                 total: int) -> tuple[Any, Any]:
+    """(AdamW over PARAMS at LR with WEIGHT_DECAY; its schedule: linear warm-up over the
+    first WARMUP share of TOTAL steps, then constant): the optimiser of the encoder's
+    fine-tuning and of alpha's training (`sproutrag.learn.training`)."""
     import torch
 
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.01)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / max(1, int(warmup * total))))
     return opt, sched
@@ -224,7 +226,8 @@ def finetune_encoder(
     steps = _document_steps(docs, queries)
     if not steps:
         raise ValueError("no training query has a gold chunk in the given documents")
-    opt, sched = _optimiser(net, lr=lr, warmup=warmup, total=epochs * len(steps))
+    opt, sched = warmup_adamw(net.parameters(), lr=lr, weight_decay=0.01, warmup=warmup,
+                              total=epochs * len(steps))
     w = torch.from_numpy(np.asarray(mix, np.float32)).to(device)
     history, t0 = [], time.perf_counter()
     for epoch in range(1, epochs + 1):

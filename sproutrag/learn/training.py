@@ -46,7 +46,7 @@ from sproutrag.ingest.index_identity import encoder_fields
 from sproutrag.learn.calibration import learn_search
 from sproutrag.learn.datasets import read_jsonl, usable_queries
 from sproutrag.learn.features import DocFeatures, attach_terms, featurize_corpus
-from sproutrag.learn.finetune import finetune_encoder
+from sproutrag.learn.finetune import finetune_encoder, warmup_adamw
 from sproutrag.learn.losses import (
     LAMBDA,
     TAU,
@@ -89,8 +89,8 @@ def train_alpha(
     alpha = torch.zeros(used, requires_grad=True)
     qids = np.unique(pairs.query)
     per_epoch = max(1, math.ceil(len(qids) / batch_queries))
-    opt, sched = _optimiser(alpha, lr=lr, weight_decay=weight_decay, warmup=warmup,
-                            total=epochs * per_epoch)
+    opt, sched = warmup_adamw([alpha], lr=lr, weight_decay=weight_decay, warmup=warmup,
+                              total=epochs * per_epoch)
     history = []
 
     def full() -> float:
@@ -106,19 +106,6 @@ def train_alpha(
     out = np.zeros(n_layers * n_heads, np.float32)
     out[:used] = alpha.detach().numpy()
     return out.reshape(n_layers, n_heads), history
-
-
-def _optimiser(alpha: Any, *, lr: float, weight_decay: float, warmup: float,
-               total: int) -> tuple[Any, Any]:
-    """(AdamW on ALPHA; its schedule: linear warm-up over the first WARMUP share of TOTAL
-    steps, then constant)."""
-    import torch
-
-    opt = torch.optim.AdamW([alpha], lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / max(1, int(warmup * total)))
-    )
-    return opt, sched
 
 
 def _alpha_epoch(
