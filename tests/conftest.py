@@ -20,6 +20,14 @@ for key, value in {
 }.items():
     os.environ.setdefault(key, value)
 
+# Prefect configures its logging when `prefect.main` is first imported (`from prefect
+# import flow`), and its console handler keeps the stream that is sys.stderr then.
+# Imported here, under pytest's session-wide capture: a test with `capsys` that imported
+# it first would hand the handler that test's stream, closed when the test ends, and every
+# later flow's log line would fail ("I/O operation on closed file") in whichever test runs
+# next.
+import prefect.main  # noqa: E402, F401  (after the environment above)
+
 
 @pytest.fixture(scope="session")
 def prefect_harness():

@@ -228,10 +228,13 @@ def _coordinated(tokens: list[_Token], at: int) -> bool:
     because "and" or "or" joins it to one: the next two words, a space apart each, are the
     conjunction and a word that is a name itself ("Pfizer and Moderna", "Tesla or Ford's";
     not "Overall, Apple and ...", "Revenue and EBITDA"), and it is no opener ("Compare
-    and ..."; rule 59)."""
+    and ..."; rule 59); a title before the name is passed over ("Smith and Dr. Jones";
+    rule 60)."""
     if at + 2 >= len(tokens) or tokens[at].word.lower() in vocab.OPENERS:
         return False
     conjunction, partner = tokens[at + 1], tokens[at + 2]
+    if partner.word in vocab.TITLES and at + 3 < len(tokens) and tokens[at + 3].joined:
+        partner = tokens[at + 3]  # "Dr. Jones": the name is the word after the title
     return (conjunction.joined and partner.joined and conjunction.word in ("and", "or")
             and partner.word[:1].isupper() and run_name([partner.word]) is not None)
 

@@ -334,11 +334,15 @@ def test_a_title_s_lower_case_words_join_one_name(query, entities):
     ("Tesla and the Ford company: which grew?", ["ford"]),
     ("Compare and contrast Apple and Google.", ["apple", "google"]),  # an opener
     ("Under and over which limits?", []),
+    # rule 60: a title before the name beside it is passed over
+    ("Smith and Dr. Jones: who treated the patient?", ["smith", "jones"]),
+    ("Pfizer and Dr. Reddy's: which sold more?", ["pfizer", "reddy"]),
+    ("Smith and Dr. met where?", []),  # a title with no name after it
 ])
 def test_a_word_opening_a_question_is_a_name_beside_a_name(query, entities):
     """Rule 59: a single capitalised word that opens a sentence is a name when "and" or
     "or" joins it to a name; without one it stays no entity ("Tesla reported", "Revenue
-    and EBITDA")."""
+    and EBITDA"). Rule 60: "Smith and Dr. Jones" too (the title passed over)."""
     assert question_entities(query) == entities
 
 
