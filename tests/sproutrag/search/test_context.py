@@ -70,13 +70,17 @@ def _check(ctx, docs, budget_chars=None, budget_tokens=None, k=None):
     for d in seen_docs:
         mine = [s for s in ctx.spans if s.doc_id == d]
         units = docs[d].spans
+        assert sum(s.cut for s in ctx.spans) <= 1, "one unit at most is cut, the last"
         for a, b in zip(mine, mine[1:]):
             assert a.end < b.start, "spans in document order, never overlapping"
             # merged when adjacent: a unit ends the first span, the next unit does not
-            # start the second one
-            last = int(np.flatnonzero(units[:, 1] == a.end)[0])
+            # start the second one (unless the first ends inside a unit cut to the budget)
+            last = int(np.flatnonzero(units[:, 0] < a.end)[-1])
             first = int(np.flatnonzero(units[:, 0] == b.start)[0])
-            assert first > last + 1, "adjacent units are one span"
+            assert first > last + 1 or a.cut, "adjacent units are one span"
+        for x in mine:  # a span starts at a unit; it ends at one unless it is cut
+            assert x.start in units[:, 0]
+            assert (x.end in units[:, 1]) != x.cut
     best = [max(s.score for s in ctx.spans if s.doc_id == d) for d in seen_docs]
     assert best == sorted(best, reverse=True), "documents in order of relevance"
 
@@ -101,22 +105,24 @@ def test_a_context_never_exceeds_its_character_budget(seed, n_docs, budget, sele
     if margin is not None:  # nothing far below the best leaf
         best = max(float(s[: len(docs[d].spans)].max()) for d, s in scores.items())
         assert all(s.score >= best - margin for s in ctx.spans)
-    # It is full: no single unit that is not taken would still fit (greedy, skip what
-    # does not fit, with leaves competing alone and no unit limit). A unit next to a
-    # taken one would join its span: it costs the characters between them too.
+    # Greedy, best first, and it ends at the first unit that does not fit (rule 3): with
+    # leaves competing alone and no unit limit, the units taken are a prefix of the
+    # ranking; the first one after it is cut to what is left, or not its first word fits
+    # past its gap to a taken unit (the span it would join).
     if selection == "leaves" and k is None and margin is None:
         left = budget - ctx.used_chars
+        ranked = [(p.doc_id, int(p.node)) for p in pieces]
         taken = {(s.doc_id, u) for s in ctx.spans for u in range(len(docs[s.doc_id].spans))
                  if s.start <= docs[s.doc_id].spans[u, 0] < s.end}
-        for d, u in docs.items():
-            for x in range(len(u.spans)):
-                if (d, x) not in taken:
-                    cost = u.spans[x, 1] - u.spans[x, 0]
-                    if (d, x - 1) in taken:
-                        cost += u.spans[x, 0] - u.spans[x - 1, 1]
-                    if (d, x + 1) in taken:
-                        cost += u.spans[x + 1, 0] - u.spans[x, 1]
-                    assert cost > left
+        n = next((i for i, key in enumerate(ranked) if key not in taken), len(ranked))
+        assert set(ranked[:n]) <= taken and not taken & set(ranked[n + 1:])
+        cut = [s for s in ctx.spans if s.cut]
+        if n < len(ranked) and ranked[n] not in taken and not cut and left > 0:
+            d, x = ranked[n]
+            u = docs[d].spans
+            gap = u[x, 0] - u[x - 1, 1] if (d, x - 1) in taken else 0
+            word = re.match(r"\S+", docs[d].text[u[x, 0] : u[x, 1]]).end()
+            assert gap + word > left
 
 
 @settings(max_examples=40, deadline=None)
@@ -156,13 +162,50 @@ def test_adjacent_leaves_are_one_span_and_the_gap_is_paid():
     assert ctx.spans[0].score == 3.0 and ctx.spans[1].score == 2.0
 
 
-def test_a_piece_that_does_not_fit_is_passed_over_for_the_next():
+def test_the_first_piece_that_does_not_fit_is_cut_to_the_budget_and_ends_it():
+    """Rule 3 (docs/results.md): the best unit, 23 characters, does not fit 22; it is cut
+    at its last word that fits, and the context ends there (the third unit, 22
+    characters, would have fitted whole, and was taken before rule 3)."""
     docs = _three_sentences()
     scores = {"a": np.array([1.0, 3.0, 2.0])}
     ctx = build_context(leaf_pieces(scores, docs), docs, budget_chars=22)
-    assert [(s.start, s.end) for s in ctx.spans] == [(54, 76)]  # 23 does not fit; 22 does
+    assert [(s.start, s.end, s.text, s.cut) for s in ctx.spans] == [
+        (30, 44, "Payment is due", True)]
+    assert ctx.used_chars == 14 and ctx.units == 1
+    assert ctx.spans[0].to_dict()["cut"] is True and ctx.spans[0].nodes == (1,)
     ctx = build_context(leaf_pieces(scores, docs), docs, budget_chars=5)
-    assert ctx.spans == [] and ctx.used_chars == 0
+    assert ctx.spans == []  # not one word fits: no fragment of one
+    # a unit taken whole is no cut, and its line carries no "cut"
+    whole = build_context(leaf_pieces(scores, docs), docs, budget_chars=23)
+    assert [(s.text, s.cut) for s in whole.spans] == [("Payment is due monthly.", False)]
+    assert "cut" not in whole.spans[0].to_dict()
+
+
+def test_a_cut_unit_joins_the_span_before_it_gap_and_all():
+    """The second best unit follows the best: cut, it extends the best one's span, and the
+    space between them is paid from the budget."""
+    docs = _three_sentences()
+    scores = {"a": np.array([3.0, 2.0, 1.0])}
+    ctx = build_context(leaf_pieces(scores, docs), docs, budget_chars=41)
+    # 29 for the first, 1 for the gap, 11 left: "Payment is" (10)
+    assert [(s.start, s.end, s.cut) for s in ctx.spans] == [(0, 40, True)]
+    assert ctx.spans[0].text == "Notice period is thirty days. Payment is"
+    assert ctx.used_chars == 40 and ctx.units == 2 and ctx.spans[0].nodes == (0, 1)
+
+
+def test_a_unit_written_without_spaces_is_cut_at_a_character():
+    text = "安全事件发生后，提供方应在七十二小时内通知客户。付款按月进行。"
+    docs = {"a": Units(np.array([[0, 24], [24, len(text)]], np.int64), text)}
+    ctx = build_context(leaf_pieces({"a": np.array([2.0, 1.0])}, docs), docs, budget_chars=10)
+    assert [(s.text, s.cut) for s in ctx.spans] == [(text[:10], True)]
+
+
+def test_a_cut_in_tokens_keeps_the_words_that_fit():
+    docs = _three_sentences()
+    scores = {"a": np.array([1.0, 3.0, 2.0])}
+    ctx = build_context(leaf_pieces(scores, docs), docs, budget_tokens=3, measure=_tokens)
+    assert [(s.text, s.cut) for s in ctx.spans] == [("Payment is due", True)]
+    assert ctx.used_tokens == 3
 
 
 def test_k_and_the_budget_both_hold():
@@ -177,10 +220,14 @@ def test_a_length_penalty_prefers_the_shorter_of_two_close_scores():
     docs = {"a": Units(np.array([[0, 12], [13, len(text)]], np.int64), text)}
     scores = {"a": np.array([1.0, 1.05])}
     plain = build_context(leaf_pieces(scores, docs), docs, budget_chars=70)
-    assert [(s.start, s.end) for s in plain.spans] == [(13, len(text))]
+    # the long one whole, then the short one cut to the 7 characters left
+    assert [(s.start, s.end, s.cut) for s in plain.spans] == [(0, 7, True), (13, len(text),
+                                                                              False)]
     short = build_context(leaf_pieces(scores, docs, length_penalty=1.0), docs,
                           budget_chars=70)
-    assert [(s.start, s.end) for s in short.spans] == [(0, 12)]
+    # the short one whole, then the long one cut after it (one span, the gap paid)
+    assert [(s.start, s.cut) for s in short.spans] == [(0, True)]
+    assert short.spans[0].nodes == (1, 0) and short.used_chars <= 70  # best first
     first = leaf_pieces(scores, docs, length_penalty=1.0)[0]
     assert first.node == 0
     assert leaf_pieces(scores, docs)[0].node == 1
@@ -230,7 +277,7 @@ def test_ranked_pieces_keep_the_given_order():
     docs = _three_sentences()
     pieces = ranked_pieces([("a", 2, 0.1), ("a", 0, 0.9)])
     ctx = build_context(pieces, docs, budget_chars=30)
-    assert [(s.start, s.end) for s in ctx.spans] == [(54, 76)]
+    assert [(s.start, s.end) for s in ctx.spans] == [(0, 6), (54, 76)]  # "Notice", cut
 
 
 def test_bad_calls_say_what_is_missing():
