@@ -149,7 +149,8 @@ def _print_context(args: argparse.Namespace, row: dict) -> None:
             doc = hit["doc_id"]
             print(f"{doc}:")
         (s, e), = hit["spans"]
-        print(f"  chars {s}-{e}  score {hit['score']:.3f}")
+        cut = "  (cut to the budget)" if hit.get("cut") else ""
+        print(f"  chars {s}-{e}  score {hit['score']:.3f}{cut}")
         for line in hit["text"].splitlines():
             print(f"     {line}")
     used = [f"{row['used_chars']} of {args.budget_chars} characters"

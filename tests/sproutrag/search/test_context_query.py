@@ -55,6 +55,24 @@ def test_a_context_fits_its_budget_and_quotes_the_documents(retriever, sample_in
     assert "twenty-four (24) hours" in " ".join(s.text for s in ctx.spans)
 
 
+def test_a_budget_shorter_than_the_best_clause_gets_its_first_words(retriever, sample_index):
+    """Rule 3 (docs/results.md): 60 characters hold no clause of the answer whole; the
+    best one (9.7) is cut at a word's end and the context ends there, where it used to
+    be passed over for a weaker unit that fitted. The command line says so."""
+    texts = _texts(sample_index[0])
+    ctx = retriever.context(QUESTION, budget_chars=60)
+    (span,) = ctx.spans
+    assert span.cut and span.text.startswith("9.7 Security Incidents. Provider shall")
+    assert ctx.used_chars == len(span.text) <= 60
+    assert texts[span.doc_id][span.end].isspace()  # at a word's end
+    assert span.to_dict()["cut"] is True
+    one = subprocess.run([*CLI, "query", "--db", sample_index[0], QUESTION, "--budget-chars",
+                          "60"], capture_output=True, text=True, cwd=ROOT)
+    assert one.returncode == 0, one.stderr
+    assert f"chars {span.start}-{span.end}  score" in one.stdout
+    assert "(cut to the budget)" in one.stdout
+
+
 def test_the_cutoff_keeps_contexts_short_and_none_fills_the_budget(retriever):
     short = retriever.context(QUESTION, budget_chars=3000)
     full = retriever.context(QUESTION, budget_chars=3000, cutoff=None)
