@@ -5,16 +5,17 @@ document (documents in order of relevance) and in document order inside each.
 Pure functions over arrays and texts (no model, no database), shared by `Retriever.context`
 and the evaluation (`sproutrag evaluate --budgets`). A document's *units* are its leaves'
 character spans, in document order. A `Piece` is what competes for the budget: a leaf, a
-window of adjacent leaves, or a tree node with all its leaves (`leaf_pieces`,
-`window_pieces`, `node_pieces`). Pieces compete by their score less ``length_penalty *
-log2(characters)`` (`priority`): the budget is paid in characters, so a long piece must
-score higher to be worth its room. `fill_budget` takes pieces in that order and keeps each
-that fits what is left; a piece sharing a unit with what is taken is skipped (a chosen tree
-node excludes its ancestors and descendants), or with ``overlap="extend"`` adds only its
-new units. Its cost is what it adds to the context: adjacent units merge into one span,
-whose characters (the gap between them included) or tokens are counted once.
+window of adjacent leaves, or a tree node with all its leaves, ranked by their score less
+``length_penalty * log2(characters)`` (`sproutrag.search.pieces`, whose names this module
+exports too): the budget is paid in characters, so a long piece must score higher to be
+worth its room. `fill_budget` takes pieces in that order and keeps each that fits what is
+left; the first that does not fit is cut to what is left, at a word's end, and ends the
+context (rule 3 of docs/results.md). A piece sharing a unit with what is taken is skipped
+(a chosen tree node excludes its ancestors and descendants), or with
+``overlap="extend"`` adds only its new units. Its cost is what it adds to the context:
+adjacent units merge into one span, whose characters (the gap between them included) or
+tokens are counted once.
 """
-
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ from sproutrag.search.pieces import (
 Measure = Callable[[str], int]
 #: Where a word ends: a whitespace after a non-whitespace character (a cut ends there).
 _WORD_END = re.compile(r"(?<=\S)\s")
+
 
 @dataclass(frozen=True)
 class ContextSpan:

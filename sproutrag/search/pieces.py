@@ -121,12 +121,12 @@ def window_pieces(scores: Mapping[str, np.ndarray], docs: Mapping[str, Units], *
     return _ordered(out)
 
 
-def node_chars(tree: Tree, unit_chars: np.ndarray) -> np.ndarray:
-    """Characters of every node of TREE: the sum of its leaves' (children come before
-    their parent in the numbering)."""
+def node_chars(tree: Tree, sizes: np.ndarray) -> np.ndarray:
+    """Characters of every node of TREE given its leaves' SIZES: the sum of its leaves'
+    (children come before their parent in the numbering)."""
     n = tree.n
     out = np.zeros(2 * n - 1 if n else 0, np.int64)
-    out[:n] = unit_chars[:n]
+    out[:n] = sizes[:n]
     for x in range(n, 2 * n - 1):
         out[x] = out[tree.left[x]] + out[tree.right[x]]
     return out
