@@ -190,32 +190,32 @@ class _Document:
 
     def cut_to(self, u: int, chars_left: float, tokens_left: float) -> bool:
         """Takes as much of unit U's text, from its start, as fits CHARS_LEFT and
-        TOKENS_LEFT (`cut_end`): the whole unit, or a cut one; False when not a word fits."""
-        end = self.cut_end(u, chars_left, tokens_left)
-        if end is None:
-            return False
-        if end == int(self.units.spans[u, 1]):
+        TOKENS_LEFT: the whole unit when what it adds fits (`added`: the gaps to taken
+        units on both sides paid), else a cut one (`cut_end`); False when not a word fits."""
+        chars, tokens = self.added(np.array([u]))
+        if chars <= chars_left and tokens <= tokens_left:
             self.taken[u] = True
-        else:
+            return True
+        end = self.cut_end(u, chars_left, tokens_left)
+        if end is not None:
             self.cut = (u, end)
-        return True
+        return end is not None
 
     def cut_end(self, u: int, chars_left: float, tokens_left: float) -> int | None:
-        """Where unit U's text, taken from its start, ends to fit CHARS_LEFT and
-        TOKENS_LEFT with the gap to a taken unit just before it (a span it joins): at the
-        last word's end that fits, or the unit's end (Chinese or Japanese, written without
-        spaces, at any character); None when not one word fits."""
+        """Where unit U's text, taken from its start and ended inside it (a cut span joins
+        no unit after it), ends to fit CHARS_LEFT and TOKENS_LEFT with the gap to a taken
+        unit just before it (a span it joins): at the last word's end that fits (Chinese
+        or Japanese, written without spaces, at any character); None when not one word
+        fits."""
         sp, text = self.units.spans, self.units.text
         start, full = int(sp[u, 0]), int(sp[u, 1])
         joins = u > 0 and bool(self.taken[u - 1])
         gap = start - int(sp[u - 1, 1]) if joins else 0
-        limit = int(min(full, start + chars_left - gap))
+        limit = int(min(full - 1, start + chars_left - gap))
         if limit <= start:
             return None
         ends = [start + m.start() for m in _WORD_END.finditer(text[start : limit + 1])]
-        if limit == full:
-            ends.append(full)
-        elif not ends and unicodedata.east_asian_width(text[limit - 1]) in "WF":
+        if not ends and unicodedata.east_asian_width(text[limit - 1]) in "WF":
             ends.append(limit)  # Chinese or Japanese, written without spaces: any character
         if not ends:
             return None

@@ -193,6 +193,20 @@ def test_a_cut_unit_joins_the_span_before_it_gap_and_all():
     assert ctx.used_chars == 40 and ctx.units == 2 and ctx.spans[0].nodes == (0, 1)
 
 
+def test_a_unit_before_a_taken_one_is_whole_only_when_the_gap_after_it_fits_too():
+    """The third unit is taken first (22 characters); 23 are left. The second one, 23
+    characters, would join it across a one-character gap: 24 in all, so it is cut (not
+    taken whole into a 46-character span over a budget of 45)."""
+    docs = _three_sentences()
+    ctx = build_context(leaf_pieces({"a": np.array([1.0, 2.0, 3.0])}, docs), docs,
+                        budget_chars=45)
+    assert ctx.used_chars <= 45
+    assert [(s.start, s.end, s.cut) for s in ctx.spans] == [(30, 44, True), (54, 76, False)]
+    whole = build_context(leaf_pieces({"a": np.array([1.0, 2.0, 3.0])}, docs), docs,
+                          budget_chars=46)
+    assert [(s.start, s.end, s.cut) for s in whole.spans] == [(30, 76, False)]
+
+
 def test_a_unit_written_without_spaces_is_cut_at_a_character():
     text = "安全事件发生后，提供方应在七十二小时内通知客户。付款按月进行。"
     docs = {"a": Units(np.array([[0, 24], [24, len(text)]], np.int64), text)}
