@@ -1,13 +1,14 @@
 """Prefect flow `query-corpus`: a file of queries -> results as JSONL and a LanceDB table.
 
 Input: JSONL or Parquet with columns {qid, query, doc_ids?, where?, budget_chars?,
-budget_tokens?}. Output: one JSONL line per query ({qid, results[, used_chars][, error]},
-exactly as `sproutrag query --queries` writes; with a budget, the line's or the flow's
-BUDGET_CHARS / BUDGET_TOKENS, the results are a context) and rows in
-the `results` table of the same database (one row per hit; a failed query gets one row
-with rank 0 and its error), tagged with the query run's id and the Prefect flow run's id
-(`run_id`, `flow_run_id`). Lines that cannot run (not JSON, a bad qid or doc_ids, a
-duplicate qid) get an error line; the batch goes on. When more queries failed than
+budget_tokens?}. Output: one JSONL line per query ({qid, results[, used_chars,
+budget_chars][, error]}, exactly as `sproutrag query --queries` writes; with a budget, the
+line's or the flow's BUDGET_CHARS / BUDGET_TOKENS, the results are a context) and rows in
+the `results` table of the same database (one row per hit; a query with no hit, failed
+or not, gets one row with rank 0 and its error or none; a context's rows keep its
+budget, characters used, nodes and cut flag), tagged with the query run's id and the
+Prefect flow run's id (`run_id`, `flow_run_id`). Lines that cannot run (not JSON, a bad
+qid or doc_ids, a duplicate qid) get an error line; the batch goes on. When more queries failed than
 `pipeline.max_failed_query_share` tolerates (default: any), the flow run ends Failed,
 after writing everything; the state's data is a `QueriesFailedError` whose `.row` is the
 summary this flow otherwise returns.
@@ -29,7 +30,7 @@ from sproutrag.tasks.search import read_queries, search_queries, write_results
 
 from sproutrag.ingest.run_summary import QueriesFailedError, too_many_failed
 from sproutrag.params import check_number
-from sproutrag.search.batch import DEFAULT_K, check_query_parameters
+from sproutrag.search.batch import check_query_parameters
 from sproutrag.search.context import DEFAULT_MARGIN
 
 
@@ -66,8 +67,7 @@ def query_corpus(
                           budget_chars=budget_chars, budget_tokens=budget_tokens,
                           selection=selection, tokenizer=tokenizer, cutoff=cutoff)
     get_run_logger().info("search: %d queries in %.1f s", len(rows), time.perf_counter() - t0)
-    run_id = write_results(rows, db, out, k=k if k is not None else DEFAULT_K, mode=mode,
-                           settings=settings,
+    run_id = write_results(rows, db, out, k=k, mode=mode, settings=settings,
                            flow_run_id=flow_run.get_id())
     return _outcome(rows, run_id, out, settings.pipeline.max_failed_query_share)
 

@@ -195,11 +195,26 @@ RESULTS = pa.schema(
         pa.field("text", pa.string(), nullable=True),
         pa.field("error", pa.string(), nullable=True),  # why the query could not run
         pa.field("mode", pa.string(), nullable=False),
-        pa.field("k", pa.int32(), nullable=False),
+        # The bound on units: the query's k (5 when not given), or a context's k when
+        # one was given, else null (a context bounded by its budget alone).
+        pa.field("k", pa.int32(), nullable=True),
         pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("flow_run_id", pa.string(), nullable=True),  # the Prefect flow run
+        # A context (a query with a budget); null on a top-k query's rows. Added in place
+        # to an older table by its first write (`storage.results.add_results`), k made
+        # nullable there too: no schema version change, old rows null.
+        pa.field("budget_chars", pa.int32(), nullable=True),
+        pa.field("budget_tokens", pa.int32(), nullable=True),
+        pa.field("used_chars", pa.int32(), nullable=True),  # the context's, on each row
+        pa.field("used_tokens", pa.int32(), nullable=True),
+        pa.field("node_ids", pa.list_(pa.string()), nullable=True),  # the span's, best first
+        pa.field("cut", pa.bool_(), nullable=True),  # the span ends inside a unit it cut
     ]
 )
+
+#: Columns `results` gained after schema version 6 (added in place with nulls).
+RESULTS_ADDED = ("budget_chars", "budget_tokens", "used_chars", "used_tokens", "node_ids",
+                 "cut")
 
 #: How the index was built, one row per index fingerprint the documents carry: the
 #: encoder's identity and the weights' alpha (which shaped the trees), and the

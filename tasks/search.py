@@ -12,7 +12,7 @@ from sproutrag.tasks.files import filesystem, read_parquet
 from sproutrag.tasks.retries import IO_RETRIES
 
 from sproutrag.encoder.factory import shared_encoder
-from sproutrag.search.batch import Entry, parse_lines, run_queries, write_jsonl
+from sproutrag.search.batch import DEFAULT_K, Entry, parse_lines, run_queries, write_jsonl
 from sproutrag.search.context import DEFAULT_MARGIN
 from sproutrag.search.reader_settings import reader_settings, reader_weights
 from sproutrag.search.retriever import Retriever
@@ -50,12 +50,14 @@ def search_queries(
 
 @task(name="write_results", cache_policy=NO_CACHE, **IO_RETRIES)
 def write_results(
-    rows: list[dict[str, Any]], db: str, out: str, *, k: int, mode: str,
+    rows: list[dict[str, Any]], db: str, out: str, *, k: int | None, mode: str,
     settings: Settings, flow_run_id: str | None = None,
 ) -> str:
-    """Write OUT (JSONL) and append to `results`; returns the query run's id."""
+    """Write OUT (JSONL) and append to `results`; returns the query run's id. K: as the
+    run was given (None: `DEFAULT_K` for a top-k query, no bound for a context)."""
     run_id = uuid.uuid4().hex[:12]
-    table = result_rows(rows, run_id=run_id, k=k, mode=mode, flow_run_id=flow_run_id)
+    table = result_rows(rows, run_id=run_id, k=k, default_k=DEFAULT_K, mode=mode,
+                        flow_run_id=flow_run_id)
     if is_s3(out):
         fs, where = filesystem(out, settings)
         write_jsonl(where, rows, fs=fs)

@@ -90,10 +90,15 @@ class Context:
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """The output line's form: results, used_chars (used_tokens under a budget in
+        tokens) and the budgets it was filled to."""
         out: dict[str, Any] = {"results": [s.to_dict() for s in self.spans],
                                "used_chars": self.used_chars}
         if self.used_tokens is not None:
             out["used_tokens"] = self.used_tokens
+        for name in ("budget_chars", "budget_tokens"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
     def doc_spans(self) -> list[tuple[str, int, int]]:

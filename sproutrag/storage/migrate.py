@@ -27,6 +27,11 @@ commit, which reads those two columns and writes only the new ones).
 
 Version 6 adds `documents.doc_key` (`sproutrag.doc_keys`), computed from `doc_id` by one
 more commit in the same way.
+
+Within version 6, `results` gained the columns of a context (`tables.RESULTS_ADDED`) and
+its `k` became nullable: `upgrade_results` makes both changes in place (two small
+commits, no row rewritten) when a query run first writes to an older table, as
+`index_settings` gains its added columns; readers of old rows find nulls.
 """
 
 from __future__ import annotations
@@ -174,3 +179,26 @@ def migrate(uri: str, *, storage_options: dict[str, str] | None = None) -> dict[
         db.create_table(name, data=reader, schema=schema, mode="overwrite")
         crash_point(f"migrated-{name}")
     return done
+
+
+def upgrade_results(tbl) -> None:
+    """Give a `results` table written before `tables.RESULTS_ADDED` those columns (with
+    nulls) and a nullable `k`, in place; nothing when it has them (one schema read). A
+    query run that upgrades it at the same time wins: the table is read again."""
+    try:
+        _upgrade_results(tbl)
+    except RuntimeError as exc:
+        if "conflict" not in str(exc).lower():
+            raise
+        tbl.checkout_latest()  # another run's upgrade committed first: finish what it left
+        _upgrade_results(tbl)
+
+
+def _upgrade_results(tbl) -> None:
+    schema = tbl.schema
+    missing = [tables.RESULTS.field(n) for n in tables.RESULTS_ADDED
+               if n not in schema.names]
+    if missing:
+        tbl.add_columns(missing)
+    if not schema.field("k").nullable:
+        tbl.alter_columns({"path": "k", "nullable": True})

@@ -148,16 +148,27 @@ def source_rows(docs: Sequence[SourceDocument]) -> pa.Table:
     }, schema=tables.sources_schema())
 
 
-def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int, mode: str,
-                flow_run_id: str | None = None) -> pa.Table:
+def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int | None, mode: str,
+                default_k: int = 5, flow_run_id: str | None = None) -> pa.Table:
+    """The `results` rows of a query run's output lines (`run_queries`): a row per hit,
+    and one row of rank 0 for a line with no hit (its `error`, or none: nothing fitted or
+    matched), so every query of the run has a row. A context's line (it has
+    `used_chars`) gives its rows the budget, the totals, each span's `node_ids` and `cut`
+    and K as given; a top-k line K, or DEFAULT_K when K is None."""
     now, out = datetime.now(UTC), []
-    base = {"run_id": run_id, "mode": mode, "k": k, "created_at": now,
-            "flow_run_id": flow_run_id}
+    base = {"run_id": run_id, "mode": mode, "created_at": now, "flow_run_id": flow_run_id}
     for row in rows:
-        if "error" in row:
-            out.append({**base, "qid": row["qid"], "rank": 0, "error": row["error"]})
+        context = "used_chars" in row
+        line = {**base, "qid": row["qid"], "k": k if k is not None or context else default_k}
+        if context:
+            line |= {name: row.get(name) for name in (
+                "budget_chars", "budget_tokens", "used_chars", "used_tokens")}
+        if "error" in row or not row["results"]:
+            out.append({**line, "rank": 0, "error": row.get("error")})
         for rank, hit in enumerate(row["results"], start=1):
-            out.append({**base, "qid": row["qid"], "rank": rank, **hit})
+            extra = {"node_ids": hit.get("node_ids"), "cut": bool(hit.get("cut"))} \
+                if context else {"node_ids": None, "cut": None}
+            out.append({**line, "rank": rank, **hit, **extra})
     return pa.Table.from_pylist(out, schema=tables.RESULTS)
 
 

@@ -56,6 +56,7 @@ from sproutrag.storage.indexes import (  # noqa: F401 - also importable from her
     TEXT_INDEX,
     text_analyzer_matches,
 )
+from sproutrag.storage.migrate import upgrade_results
 from sproutrag.storage.rows import (
     IndexedDocument,
     StoredTree,
@@ -314,8 +315,11 @@ class Store(TableHandles):
         )
 
     def add_results(self, rows: pa.Table) -> None:
-        """Append rows to the `results` table (created with the schema metadata)."""
-        self.table("results", create=True).add(rows)
+        """Append rows to the `results` table (created with the schema metadata; a table
+        written before `tables.RESULTS_ADDED` gains those columns in place first)."""
+        tbl = self.table("results", create=True)
+        upgrade_results(tbl)
+        tbl.add(rows)
 
     def document_text(self, doc_id: str, tree_id: str) -> str:
         """The text of a document whose current tree is `tree_id` (KeyError otherwise)."""

@@ -72,6 +72,9 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
     assert {r["qid"] for r in mine} == {"1", "ints", "nulls", "bare", "line-5", "ok",
                                         "surrogate"}
     assert {r["flow_run_id"] for r in mine} == {summary["flow_run_id"]} != {None}
+    # Top-k rows: the run's k (5, not given), no context columns.
+    assert {(r["k"], r["budget_chars"], r["used_chars"], r["cut"]) for r in mine} == {
+        (5, None, None, None)}
 
 
 def test_bad_parameters_fail_the_flow_before_any_work(prefect_harness, tmp_path):

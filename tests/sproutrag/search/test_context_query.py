@@ -125,7 +125,9 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
              {"qid": "b", "query": "monthly internet stipend", "budget_chars": 300,
               "doc_ids": ["policies/remote_work_faq.md"]},
              {"qid": "c", "query": QUESTION},  # the run's budget
-             {"qid": "d", "query": QUESTION, "budget_chars": 0}]
+             {"qid": "d", "query": QUESTION, "budget_chars": 0},
+             {"qid": "e", "query": QUESTION, "budget_chars": 60},  # its unit cut
+             {"qid": "f", "query": QUESTION, "budget_chars": 1}]  # no word fits
     queries = tmp_path / "q.jsonl"
     queries.write_text("\n".join(json.dumps(q) for q in lines), encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
@@ -138,7 +140,7 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
     assert "budget_chars must be a positive integer" in cli[3]["error"]
     from sproutrag.ingest.run_summary import QueriesFailedError
 
-    with pytest.raises(QueriesFailedError):
+    with pytest.raises(QueriesFailedError) as failed:
         query_corpus(queries=str(queries), db=db, out=str(flow_out), budget_chars=450)
     flow = [json.loads(x) for x in flow_out.read_text().splitlines()]
     api = [retriever.context(QUESTION, budget_chars=700).to_dict(),
@@ -150,6 +152,9 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
     assert [r["used_chars"] for r in cli[:3]] == [a["used_chars"] for a in api]
     assert cli[0]["used_chars"] <= 700 and cli[2]["used_chars"] <= 450
     assert {h["doc_id"] for h in cli[1]["results"]} == {"policies/remote_work_faq.md"}
+    assert [r.get("budget_chars") for r in cli] == [700, 300, 450, None, 60, 1]
+    assert cli[4]["results"][0]["cut"] and not cli[5]["results"]
+    _results_table_holds_the_contexts(db, failed.value.row["run_id"], flow)
     # One question on the command line: the same spans, printed.
     one = subprocess.run(
         [*CLI, "query", "--db", db, QUESTION,
@@ -159,6 +164,27 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
         (s, e), = hit["spans"]
         assert f"chars {s}-{e}" in one.stdout
     assert f"{api[0]['used_chars']} of 700 characters" in one.stdout
+
+
+def _results_table_holds_the_contexts(db: str, run_id: str, lines: list[dict]) -> None:
+    """The flow's `results` rows of RUN_ID say what its JSONL LINES say: every query a
+    row, each span its nodes and cut flag, each context its budget and characters."""
+    import lancedb
+
+    rows = [r for r in lancedb.connect(db).open_table("results").to_arrow().to_pylist()
+            if r["run_id"] == run_id]
+    for line in lines:
+        mine = sorted((r for r in rows if r["qid"] == line["qid"]), key=lambda r: r["rank"])
+        if not line["results"]:  # failed (d) or nothing fitted (f): one row of rank 0
+            [row] = mine
+            assert (row["rank"], row["error"], row["doc_id"]) == (0, line.get("error"), None)
+            continue
+        assert [(r["node_id"], r["node_ids"], r["spans"], r["cut"]) for r in mine] == [
+            (h["node_id"], h["node_ids"], h["spans"], h.get("cut", False))
+            for h in line["results"]]
+        assert {(r["budget_chars"], r["used_chars"], r["k"]) for r in mine} == {
+            (line["budget_chars"], line["used_chars"], None)}
+    assert [r["cut"] for r in rows if r["qid"] == "e"] == [True]
 
 
 def test_cli_refuses_a_bad_budget_before_the_model_loads(sample_index):
