@@ -252,8 +252,8 @@ class PipelineSettings(Section):
     )
     optimize_fragments: int = Field(
         8, ge=1, description="At the end of a run, compact documents and nodes once they "
-        "hold this many small fragments, and optimize runs once it holds this many "
-        "fragments ..."
+        "hold this many small fragments, and optimize runs and results once one holds "
+        "this many fragments ..."
     )
     prune_versions: int = Field(
         1, ge=1, description="... or this many versions older than keep_versions_days "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pytest
 from sproutrag.schemas import tables
 
 from sproutrag.storage.rows import result_rows
@@ -98,3 +99,44 @@ def test_two_query_runs_upgrading_one_table_both_write(store):
     second.add_results(result_rows([TOPK_LINE], run_id="q2", k=None, mode="tree"))
     rows = Store.open_existing(store.uri).table("results").to_arrow().to_pylist()
     assert sorted((r["run_id"], r["rank"]) for r in rows) == [("q1", 1), ("q1", 2), ("q2", 1)]
+
+
+def test_an_index_runs_maintenance_compacts_the_results_of_many_query_runs(store):
+    """Each query run appends one commit to `results`; the index run's maintenance
+    compacts them once they reach its threshold, as it does `runs`, and keeps the rows."""
+    store.write([toy_document("a", "one two three")], "fp")
+    for n in range(8):
+        store.add_results(result_rows([TOPK_LINE], run_id=f"q{n}", k=None, mode="tree"))
+    tbl = store.table("results")
+    assert tbl.stats()["fragment_stats"]["num_fragments"] == 8
+    removed = store.maintain(run_id="r1", keep_versions_days=0, min_fragments=8,
+                             min_old_versions=100)
+    tbl = Store.open_existing(store.uri).table("results")
+    assert removed["results"] >= 8 and len(tbl.list_versions()) == 1
+    assert tbl.stats()["fragment_stats"]["num_fragments"] == 1
+    assert sorted(r["run_id"] for r in tbl.to_arrow().to_pylist()) == [
+        f"q{n}" for n in range(8)]
+
+
+def test_a_commit_conflict_on_results_does_not_fail_the_index_run(store, monkeypatch):
+    """A query run that upgrades `results` while the index run compacts it commits first
+    (Lance refuses the compaction): the index run leaves `results` to its next run."""
+    from sproutrag.storage import maintenance
+
+    store.write([toy_document("a", "one two three")], "fp")
+    store.add_results(result_rows([TOPK_LINE], run_id="q", k=None, mode="tree"))
+    real = maintenance.optimize_runs
+
+    def conflicting(tbl, **kwargs):
+        if tbl.name == "results":
+            raise RuntimeError("lance error: Retryable commit conflict for version 3")
+        return real(tbl, **kwargs)
+
+    monkeypatch.setattr(maintenance, "optimize_runs", conflicting)
+    assert "results" not in store.maintain(run_id="r1", keep_versions_days=0,
+                                           min_fragments=1, min_old_versions=1)
+    monkeypatch.setattr(maintenance, "optimize_runs",
+                        lambda tbl, **kw: (_ for _ in ()).throw(RuntimeError("disk full")))
+    with pytest.raises(RuntimeError, match="disk full"):  # anything else still fails
+        store.maintain(run_id="r2", keep_versions_days=0, min_fragments=1,
+                       min_old_versions=1)
