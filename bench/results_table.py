@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sproutrag.schemas.sections import PipelineSettings  # noqa: E402
+
 from sproutrag.storage.rows import result_rows  # noqa: E402
 from sproutrag.storage.store import Store  # noqa: E402
 from tests.helpers import toy_document, toy_store  # noqa: E402
