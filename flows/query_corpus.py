@@ -68,7 +68,7 @@ def query_corpus(
                           selection=selection, tokenizer=tokenizer, cutoff=cutoff)
     get_run_logger().info("search: %d queries in %.1f s", len(rows), time.perf_counter() - t0)
     run_id = write_results(rows, db, out, k=k, mode=mode, settings=settings,
-                           flow_run_id=flow_run.get_id())
+                           flow_run_id=flow_run.get_id(), queries=batch)
     return _outcome(rows, run_id, out, settings.pipeline.max_failed_query_share)
 
 

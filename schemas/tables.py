@@ -200,9 +200,10 @@ RESULTS = pa.schema(
         pa.field("k", pa.int32(), nullable=True),
         pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("flow_run_id", pa.string(), nullable=True),  # the Prefect flow run
-        # A context (a query with a budget); null on a top-k query's rows. Added in place
-        # to an older table by its first write (`storage.results.add_results`), k made
-        # nullable there too: no schema version change, old rows null.
+        # Added in place to an older table by its first write (`Store.add_results`), k
+        # made nullable there too: no schema version change, old rows null.
+        pa.field("query", pa.string(), nullable=True),  # the question (null: not text)
+        # A context (a query with a budget); null on a top-k query's rows.
         pa.field("budget_chars", pa.int32(), nullable=True),
         pa.field("budget_tokens", pa.int32(), nullable=True),
         pa.field("used_chars", pa.int32(), nullable=True),  # the context's, on each row
@@ -213,8 +214,8 @@ RESULTS = pa.schema(
 )
 
 #: Columns `results` gained after schema version 6 (added in place with nulls).
-RESULTS_ADDED = ("budget_chars", "budget_tokens", "used_chars", "used_tokens", "node_ids",
-                 "cut")
+RESULTS_ADDED = ("query", "budget_chars", "budget_tokens", "used_chars", "used_tokens",
+                 "node_ids", "cut")
 
 #: How the index was built, one row per index fingerprint the documents carry: the
 #: encoder's identity and the weights' alpha (which shaped the trees), and the

@@ -12,7 +12,14 @@ from sproutrag.tasks.files import filesystem, read_parquet
 from sproutrag.tasks.retries import IO_RETRIES
 
 from sproutrag.encoder.factory import shared_encoder
-from sproutrag.search.batch import DEFAULT_K, Entry, parse_lines, run_queries, write_jsonl
+from sproutrag.search.batch import (
+    DEFAULT_K,
+    Entry,
+    parse_lines,
+    query_texts,
+    run_queries,
+    write_jsonl,
+)
 from sproutrag.search.context import DEFAULT_MARGIN
 from sproutrag.search.reader_settings import reader_settings, reader_weights
 from sproutrag.search.retriever import Retriever
@@ -52,12 +59,15 @@ def search_queries(
 def write_results(
     rows: list[dict[str, Any]], db: str, out: str, *, k: int | None, mode: str,
     settings: Settings, flow_run_id: str | None = None,
+    queries: list[Entry] | None = None,
 ) -> str:
     """Write OUT (JSONL) and append to `results`; returns the query run's id. K: as the
-    run was given (None: `DEFAULT_K` for a top-k query, no bound for a context)."""
+    run was given (None: `DEFAULT_K` for a top-k query, no bound for a context); QUERIES:
+    the batch ROWS answer, line by line (their questions go to the table)."""
     run_id = uuid.uuid4().hex[:12]
     table = result_rows(rows, run_id=run_id, k=k, default_k=DEFAULT_K, mode=mode,
-                        flow_run_id=flow_run_id)
+                        flow_run_id=flow_run_id,
+                        queries=query_texts(queries) if queries is not None else None)
     if is_s3(out):
         fs, where = filesystem(out, settings)
         write_jsonl(where, rows, fs=fs)

@@ -146,6 +146,18 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
         return Query(qid, error=str(exc))
 
 
+def query_texts(entries: Sequence[Entry | Any]) -> list[str | None]:
+    """The question of each entry as its line gave it (None: no text, or text with a lone
+    surrogate, which no table can store), in order: `run_queries` answers an entry a
+    line, in the same order."""
+    out = []
+    for e in entries:
+        row = e.value if isinstance(e, Entry) else e
+        text = row.get("query") if isinstance(row, dict) else None
+        out.append(text if isinstance(text, str) and not has_surrogate(text) else None)
+    return out
+
+
 def check_batch(entries: Sequence[Entry | Any]) -> list[Query]:
     """Check every entry (plain values are taken as entries numbered from 1)."""
     seen: dict[str, int] = {}

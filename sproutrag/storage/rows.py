@@ -149,17 +149,21 @@ def source_rows(docs: Sequence[SourceDocument]) -> pa.Table:
 
 
 def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int | None, mode: str,
-                default_k: int = 5, flow_run_id: str | None = None) -> pa.Table:
+                default_k: int = 5, flow_run_id: str | None = None,
+                queries: Sequence[str | None] | None = None) -> pa.Table:
     """The `results` rows of a query run's output lines (`run_queries`): a row per hit,
     and one row of rank 0 for a line with no hit (its `error`, or none: nothing fitted or
     matched), so every query of the run has a row. A context's line (it has
     `used_chars`) gives its rows the budget, the totals, each span's `node_ids` and `cut`
-    and K as given; a top-k line K, or DEFAULT_K when K is None."""
+    and K as given; a top-k line K, or DEFAULT_K when K is None. QUERIES: each line's
+    question, by position (`batch.query_texts`)."""
     now, out = datetime.now(UTC), []
     base = {"run_id": run_id, "mode": mode, "created_at": now, "flow_run_id": flow_run_id}
-    for row in rows:
+    texts = queries if queries is not None else [None] * len(rows)
+    for row, text in zip(rows, texts, strict=True):
         context = "used_chars" in row
-        line = {**base, "qid": row["qid"], "k": k if k is not None or context else default_k}
+        line = {**base, "qid": row["qid"], "query": text,
+                "k": k if k is not None or context else default_k}
         if context:
             line |= {name: row.get(name) for name in (
                 "budget_chars", "budget_tokens", "used_chars", "used_tokens")}

@@ -1,6 +1,6 @@
 """A batch with bad entries: the CLI and the query-corpus flow give each its own error
-line and run the rest, identically; the `results` table carries string qids, the schema
-metadata and the flow run's id."""
+line and run the rest, identically; the `results` table carries string qids, each line's
+question, the schema metadata and the flow run's id."""
 
 from __future__ import annotations
 
@@ -72,9 +72,17 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
     assert {r["qid"] for r in mine} == {"1", "ints", "nulls", "bare", "line-5", "ok",
                                         "surrogate"}
     assert {r["flow_run_id"] for r in mine} == {summary["flow_run_id"]} != {None}
-    # Top-k rows: the run's k (5, not given), no context columns.
+    # Top-k rows: the run's k (5, not given), no context columns; each its question as
+    # its line gave it (the broken line has none, nor the one no table can store).
     assert {(r["k"], r["budget_chars"], r["used_chars"], r["cut"]) for r in mine} == {
         (5, None, None, None)}
+    asked = {(r["qid"], r["rank"] > 0, r["query"]) for r in mine}
+    assert asked == {("1", True, json.loads(LINES[0])["query"]),
+                     ("1", False, "a duplicate of the first"),
+                     ("ints", False, "termination for convenience"),
+                     ("nulls", False, "termination"), ("bare", False, "stipend"),
+                     ("line-5", False, None), ("ok", True, "stipend"),
+                     ("surrogate", False, None)}
 
 
 def test_bad_parameters_fail_the_flow_before_any_work(prefect_harness, tmp_path):

@@ -185,6 +185,7 @@ def _results_table_holds_the_contexts(db: str, run_id: str, lines: list[dict]) -
         assert {(r["budget_chars"], r["used_chars"], r["k"]) for r in mine} == {
             (line["budget_chars"], line["used_chars"], None)}
     assert [r["cut"] for r in rows if r["qid"] == "e"] == [True]
+    assert {r["query"] for r in rows if r["qid"] == "b"} == {"monthly internet stipend"}
 
 
 def test_cli_refuses_a_bad_budget_before_the_model_loads(sample_index):

@@ -32,9 +32,11 @@ EMPTY_CONTEXT = {"qid": "e", "results": [], "used_chars": 0, "budget_chars": 1}
 
 def test_every_line_becomes_rows_and_a_context_keeps_what_made_it():
     rows = result_rows([CONTEXT_LINE, TOPK_LINE, FAILED_LINE, EMPTY_CONTEXT], run_id="r",
-                       k=None, default_k=5, mode="tree").to_pylist()
-    assert [(r["qid"], r["rank"]) for r in rows] == [
-        ("c", 1), ("c", 2), ("t", 1), ("f", 0), ("e", 0)]
+                       k=None, default_k=5, mode="tree",
+                       queries=["what?", "who?", None, "when?"]).to_pylist()
+    assert [(r["qid"], r["rank"], r["query"]) for r in rows] == [
+        ("c", 1, "what?"), ("c", 2, "what?"), ("t", 1, "who?"), ("f", 0, None),
+        ("e", 0, "when?")]
     first, cut, topk, failed, empty = rows
     assert (first["node_ids"], first["cut"], cut["node_ids"], cut["cut"]) == (
         ["a:3", "a:2"], False, ["b:0"], True)
