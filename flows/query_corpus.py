@@ -7,10 +7,10 @@ line's or the flow's BUDGET_CHARS / BUDGET_TOKENS, the results are a context) an
 the `results` table of the same database (one row per hit; a query with no hit, failed
 or not, gets one row with rank 0 and its error or none; a context's rows keep its
 budget, characters used, nodes and cut flag), tagged with the query run's id and the
-Prefect flow run's id (`run_id`, `flow_run_id`). Lines that cannot run (not JSON, a bad
-qid or doc_ids, a duplicate qid) get an error line; the batch goes on. When more queries failed than
-`pipeline.max_failed_query_share` tolerates (default: any), the flow run ends Failed,
-after writing everything; the state's data is a `QueriesFailedError` whose `.row` is the
+Prefect flow run's id (`run_id`, `flow_run_id`), each with its line's question. Lines
+that cannot run (not JSON, a bad qid or doc_ids, a duplicate qid) get an error line; the
+batch goes on. When more queries failed than `pipeline.max_failed_query_share`
+tolerates (default: any), the flow run ends Failed, after writing everything; the state's data is a `QueriesFailedError` whose `.row` is the
 summary this flow otherwise returns.
 """
 

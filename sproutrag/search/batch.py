@@ -5,8 +5,8 @@ A batch is a JSONL file of `{"qid", "query", "doc_ids"?, "where"?, "budget_chars
 `{"qid", "results"[, "used_chars", "used_tokens", "budget_chars", "budget_tokens"][,
 "error"]}` lines (with a budget, the line's own or the run's, `results` is a context:
 `Retriever.context`), written by `write_jsonl` (the one JSONL writer: `sproutrag query`,
-the flow's `write_results` task and `sproutrag.learn.devsets`). Every entry is checked before any
-search, the same way for both callers: a line that is not JSON, a query that is not
+the flow's `write_results` task and `sproutrag.learn.devsets`). Every entry is checked
+before any search, the same way for both callers: a line that is not JSON, a query that is not
 text, `doc_ids` that is not a list of ids (a bare string would otherwise be searched as
 its characters), a qid that is neither a string nor an integer, or a qid already used in
 the batch. Such an entry gets its output line with empty `results` and an `error`; the
