@@ -10,8 +10,9 @@ budget, characters used, nodes and cut flag), tagged with the query run's id and
 Prefect flow run's id (`run_id`, `flow_run_id`), each with its line's question. Lines
 that cannot run (not JSON, a bad qid or doc_ids, a duplicate qid) get an error line; the
 batch goes on. When more queries failed than `pipeline.max_failed_query_share`
-tolerates (default: any), the flow run ends Failed, after writing everything; the state's data is a `QueriesFailedError` whose `.row` is the
-summary this flow otherwise returns.
+tolerates (default: any), the flow run ends Failed, after writing everything; the
+state's data is a `QueriesFailedError` whose `.row` is the summary this flow otherwise
+returns.
 """
 
 from __future__ import annotations

@@ -29,9 +29,10 @@ Version 6 adds `documents.doc_key` (`sproutrag.doc_keys`), computed from `doc_id
 more commit in the same way.
 
 Within version 6, `results` gained the question and the columns of a context
-(`tables.RESULTS_ADDED`) and its `k` became nullable: `upgrade_results` makes both changes in place (two small
-commits, no row rewritten) when a query run first writes to an older table, as
-`index_settings` gains its added columns; readers of old rows find nulls.
+(`tables.RESULTS_ADDED`) and its `k` became nullable: `upgrade_results` makes both
+changes in place (two small commits, no row rewritten) when a query run first writes to
+an older table, as `index_settings` gains its added columns; readers of old rows find
+nulls.
 """
 
 from __future__ import annotations
