@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "6"  # 2: tree_id (documents, nodes); status, message (runs)
+SCHEMA_VERSION = "7"  # 2: tree_id (documents, nodes); status, message (runs)
 #                       3: flow_run_id (runs, results); results metadata; index_settings
 #                       4: source_size, modified_at, source_etag, title, metadata_json,
 #                          metadata_hash (documents)
 #                       5: name, name_key (documents)
 #                       6: doc_key (documents)
+#                       7: metadata (documents: metadata_json as a JSON column)
 #: Versions an index run migrates in place (storage/migrate.py).
-MIGRATABLE_VERSIONS = ("1", "2", "3", "4", "5")
+MIGRATABLE_VERSIONS = ("1", "2", "3", "4", "5", "6")
 #: Versions whose trees and vectors are those of today: migrating them adds columns and
 #: re-writes schema metadata only, never the rows (no re-index).
-ROWS_COMPATIBLE_VERSIONS = ("3", "4", "5")
+ROWS_COMPATIBLE_VERSIONS = ("3", "4", "5", "6")
 #: The layout of the stored trees and vectors (`nodes`): the part of the schema that the
 #: index fingerprint names. It changes only when stored trees must be rebuilt.
 TREE_SCHEMA_VERSION = "3"
@@ -96,6 +97,10 @@ DOCUMENTS = pa.schema(
         # digest, signed), by which a query process finds a document among the current
         # ones without a dict of every doc_id (version 6; never null once written).
         pa.field("doc_key", pa.int64(), nullable=True),
+        # `metadata_json` as Lance's JSON type (stored as JSONB), so that a filter can
+        # read a field: `json_get_string(metadata, 'customer') = 'acme'`,
+        # `json_get_int(metadata, 'year') >= 2024` (version 7; null when metadata_json is).
+        pa.field("metadata", pa.json_(pa.utf8()), nullable=True),
     ]
 )
 
@@ -104,7 +109,7 @@ STATE_COLUMNS = ("doc_id", "content_hash", "index_fingerprint", "tree_id", "n_ch
                  "source_size", "modified_at", "source_etag", "metadata_hash", "source")
 #: What an unchanged document's listing may update in place (`Store.update_sources`).
 SOURCE_COLUMNS = ("doc_id", "source", "source_size", "modified_at", "source_etag", "title",
-                  "metadata_json", "metadata_hash", "name", "name_key")
+                  "metadata_json", "metadata_hash", "name", "name_key", "metadata")
 
 
 def state_schema() -> pa.Schema:

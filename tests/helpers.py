@@ -221,8 +221,10 @@ def toy_encoder(weights, **extra):
 
 # -- old database schemas ------------------------------------------------------------------
 
-#: The columns schema version 6 added, per table (the doc_id's key).
-V6_ADDED = {"documents": ["doc_key"]}
+#: The columns schema version 7 added, per table (metadata as a JSON column).
+V7_ADDED = {"documents": ["metadata"]}
+#: The columns schema version 6 added (the doc_id's key), and later ones.
+V6_ADDED = {"documents": ["doc_key", *V7_ADDED["documents"]]}
 #: The columns schema version 5 added, and those of later versions, per table.
 V5_ADDED = {"documents": ["name", "name_key", *V6_ADDED["documents"]]}
 #: The columns schema version 4 added (the listing's facts of a document), and later ones.
@@ -234,13 +236,13 @@ V1_DROPPED = {"documents": ["tree_id", *V4_ADDED["documents"]], "nodes": ["tree_
 
 
 def make_schema_3(db: str, version: str = "3", storage_options: dict | None = None) -> None:
-    """Make a current database what schema version 3 (or 4 or 5: VERSION) wrote:
+    """Make a current database what schema version 3 (or 4 to 6: VERSION) wrote:
     `documents` without the columns later versions added, that metadata version (rows
     and trees as they are)."""
     import lancedb
     import pyarrow as pa
 
-    added = {"3": V4_ADDED, "4": V5_ADDED, "5": V6_ADDED}[version]
+    added = {"3": V4_ADDED, "4": V5_ADDED, "5": V6_ADDED, "6": V7_ADDED}[version]
     conn = lancedb.connect(db, storage_options=storage_options)
     for name in conn.list_tables().tables:
         tbl = conn.open_table(name)

@@ -1,4 +1,4 @@
-"""In-place migration of a database of an older schema version (1 to 5) to the current one.
+"""In-place migration of a database of an older schema version (1 to 6) to the current one.
 
 Version 2 added `tree_id` to `documents` and `nodes` (readers join the two on
 (doc_id, tree_id)) and `status` / `message` to `runs`, whose `finished_at` became
@@ -26,7 +26,8 @@ A version-3 or -4 table gains them computed from its `text` and `title` (one mor
 commit, which reads those two columns and writes only the new ones).
 
 Version 6 adds `documents.doc_key` (`sproutrag.doc_keys`), computed from `doc_id` by one
-more commit in the same way.
+more commit in the same way. Version 7 adds `documents.metadata`, `metadata_json` as a
+JSON column (filters read its fields), computed by one more commit from `metadata_json`.
 
 Within version 6, `results` gained the question and the columns of a context
 (`tables.RESULTS_ADDED`) and its `k` became nullable: `upgrade_results` makes both
@@ -85,8 +86,18 @@ def _doc_keys(batch: pa.RecordBatch) -> pa.RecordBatch:
 #: Columns computed from a table's rows (table -> [(columns, batch -> batch of them, the
 #: columns they are computed from)]): a rewrite fills them, an in-place migration adds
 #: each group by one more commit.
+def _metadata(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """`documents.metadata` of a batch of `metadata_json` (nulls when the table has none)."""
+    field = tables.DOCUMENTS.field("metadata")
+    values = (batch.column("metadata_json").to_pylist()
+              if "metadata_json" in batch.schema.names else [None] * batch.num_rows)
+    return pa.RecordBatch.from_arrays([pa.array(values, field.type)],
+                                      schema=pa.schema([field]))
+
+
 _COMPUTED = {"documents": [(("name", "name_key"), _names, ("text", "title")),
-                           (("doc_key",), _doc_keys, ("doc_id",))]}
+                           (("doc_key",), _doc_keys, ("doc_id",)),
+                           (("metadata",), _metadata, ("metadata_json",))]}
 
 _BASE = {"documents": tables.DOCUMENTS, "runs": tables.RUNS, "results": tables.RESULTS,
          "index_settings": tables.INDEX_SETTINGS}

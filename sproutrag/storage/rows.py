@@ -123,6 +123,7 @@ def document_rows(
             "metadata_hash": [i.doc.metadata_hash for i in items],
             **name_columns([i.doc for i in items]),
             "doc_key": [doc_key(i.doc.doc_id) for i in items],
+            "metadata": [i.doc.metadata for i in items],
         },
         schema=tables.DOCUMENTS,
     )
@@ -145,6 +146,7 @@ def source_rows(docs: Sequence[SourceDocument]) -> pa.Table:
         "metadata_json": [d.metadata for d in docs],
         "metadata_hash": [d.metadata_hash for d in docs],
         **name_columns(docs),
+        "metadata": [d.metadata for d in docs],
     }, schema=tables.sources_schema())
 
 

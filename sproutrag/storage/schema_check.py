@@ -30,7 +30,7 @@ def check_table_schema(uri: str, name: str, schema: pa.Schema, *, encoder_id: st
             f"table {name!r} in {uri!r} has schema version {found['schema_version']}; this "
             f"SproutRAG reads version {tables.SCHEMA_VERSION}: run `sproutrag index CORPUS "
             f"--db {uri}` once to migrate the database in place (from versions 1 and 2 that "
-            "run re-indexes every document; from 3, 4 and 5 it only adds columns)"
+            "run re-indexes every document; from 3 to 6 it only adds columns)"
         )
     raise StaleIndexError(
         f"table {name!r} in {uri!r} was built with {found}, this run uses {wanted}: index "

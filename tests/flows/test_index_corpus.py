@@ -49,7 +49,7 @@ def test_tables_match_the_design(indexed):
     assert one.n == 1 and len(one.left) == 1
     meta = nodes.schema.metadata
     assert meta[b"sproutrag.encoder"] == b"sentence-transformers/all-MiniLM-L6-v2"
-    assert meta[b"sproutrag.dim"] == b"384" and meta[b"sproutrag.schema_version"] == b"6"
+    assert meta[b"sproutrag.dim"] == b"384" and meta[b"sproutrag.schema_version"] == b"7"
 
 
 def test_run_is_recorded_and_rerun_is_incremental(indexed):

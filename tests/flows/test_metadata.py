@@ -53,6 +53,18 @@ def test_jsonl_fields_are_metadata_and_a_metadata_change_re_encodes_nothing(
     assert rows["a"]["title"] == "Supply terms (2026)"
     assert json.loads(rows["a"]["metadata_json"])["year"] == 2026
     assert rows["a"]["name"] == "supply terms"  # the trailing parenthesis dropped
+    # The JSON column follows the in-place update, and a filter reads its fields.
+    assert json.loads(rows["a"]["metadata"])["year"] == 2026 and rows["b"]["metadata"] is None
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    retriever = Retriever(str(db))
+    for where in ("json_get_int(metadata, 'year') = 2026",
+                  "json_array_contains(metadata, '$.tags', 'supply')"):
+        hits = retriever.search("when is payment due", k=3, where=where)
+        assert hits and {h.doc_id for h in hits} == {"a"}, where
+    with pytest.raises(QueryError, match="no document matches"):
+        retriever.search("when is payment due", k=3,
+                         where="json_get_int(metadata, 'year') = 2025")
     write_jsonl(corpus, [{k: v for k, v in LINES[0].items() if k != "title"}, LINES[1]])
     run = run_index(corpus, db)
     assert (run["n_changed"], run["n_nodes"]) == (0, 0)

@@ -66,7 +66,7 @@ def test_bad_entries_fail_alone_the_same_way_in_the_cli_and_the_flow(sample_inde
 
     table = lancedb.connect(db).open_table("results")
     meta = table.schema.metadata
-    assert meta[b"sproutrag.schema_version"] == b"6" and meta[b"sproutrag.dim"] == b"384"
+    assert meta[b"sproutrag.schema_version"] == b"7" and meta[b"sproutrag.dim"] == b"384"
     rows = table.to_arrow().to_pylist()
     mine = [r for r in rows if r["run_id"] == summary["run_id"]]
     assert {r["qid"] for r in mine} == {"1", "ints", "nulls", "bare", "line-5", "ok",

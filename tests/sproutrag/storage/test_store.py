@@ -317,6 +317,38 @@ def test_schema_5_gains_each_documents_key_and_a_search_finds_them(store):
         "b/é.txt": trees["b/é.txt"][0], "a": trees["a"][0]}
 
 
+def test_schema_6_gains_metadata_as_json_and_a_filter_reads_its_fields(store):
+    """Version 7: `documents` gains `metadata`, `metadata_json` as a JSON column, by one
+    more commit; no row rewritten, the index fingerprint stays, and a `where` filter reads
+    a field of it (`json_get_string`, `json_get_int`, `json_array_contains`)."""
+    import json
+    from dataclasses import replace
+
+    from sproutrag.search.view import TablesView
+    from sproutrag.storage.reader import Reader
+
+    def with_metadata(item, fields):
+        text = json.dumps(fields, sort_keys=True)
+        return replace(item, doc=replace(item.doc, metadata=text))
+
+    store.write([with_metadata(toy_document("a", "one two three"),
+                               {"customer": "acme", "year": 2024, "tags": ["nda"]}),
+                 with_metadata(toy_document("b", "four five"),
+                               {"customer": "zeta", "year": 2019}),
+                 toy_document("c", "six seven")], "fp")
+    opened = migrated_in_place(store, "6")
+    rows = {r["doc_id"]: (r["metadata"], r["index_fingerprint"])
+            for r in opened.table("documents").to_arrow().to_pylist()}
+    assert json.loads(rows["a"][0]) == {"customer": "acme", "tags": ["nda"], "year": 2024}
+    assert rows["c"] == (None, "fp") and rows["b"][1] == "fp"
+    view = TablesView(Reader.open(store.uri))
+    for where, found in (("json_get_string(metadata, 'customer') = 'acme'", ["a"]),
+                         ("json_get_int(metadata, 'year') < 2020", ["b"]),
+                         ("json_array_contains(metadata, '$.tags', 'nda')", ["a"]),
+                         ("metadata IS NULL", ["c"])):
+        assert sorted(view.matching(where)) == found, where
+
+
 def test_retriever_reads_only_current_trees(store):
     """Tree and flat search (memory and LanceDB first stage) over a database holding
     other trees than the current ones: those rows are never returned."""
