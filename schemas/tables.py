@@ -15,7 +15,9 @@ SCHEMA_VERSION = "7"  # 2: tree_id (documents, nodes); status, message (runs)
 #                          metadata_hash (documents)
 #                       5: name, name_key (documents)
 #                       6: doc_key (documents)
-#                       7: metadata (documents: metadata_json as a JSON column)
+#                       7: metadata (documents: metadata_json as a JSON column); query,
+#                          budget_chars, budget_tokens, used_chars, used_tokens,
+#                          node_ids, cut (results), whose k became nullable
 #: Versions an index run migrates in place (storage/migrate.py).
 MIGRATABLE_VERSIONS = ("1", "2", "3", "4", "5", "6")
 #: Versions whose trees and vectors are those of today: migrating them adds columns and
@@ -205,8 +207,7 @@ RESULTS = pa.schema(
         pa.field("k", pa.int32(), nullable=True),
         pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("flow_run_id", pa.string(), nullable=True),  # the Prefect flow run
-        # Added in place to an older table by its first write (`Store.add_results`), k
-        # made nullable there too: no schema version change, old rows null.
+        # Version 7 (older rows null; k nullable since then).
         pa.field("query", pa.string(), nullable=True),  # the question (null: not text)
         # A context (a query with a budget); null on a top-k query's rows.
         pa.field("budget_chars", pa.int32(), nullable=True),
@@ -217,10 +218,6 @@ RESULTS = pa.schema(
         pa.field("cut", pa.bool_(), nullable=True),  # the span ends inside a unit it cut
     ]
 )
-
-#: Columns `results` gained after schema version 6 (added in place with nulls).
-RESULTS_ADDED = ("query", "budget_chars", "budget_tokens", "used_chars", "used_tokens",
-                 "node_ids", "cut")
 
 #: How the index was built, one row per index fingerprint the documents carry: the
 #: encoder's identity and the weights' alpha (which shaped the trees), and the

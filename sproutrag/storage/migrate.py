@@ -28,12 +28,9 @@ commit, which reads those two columns and writes only the new ones).
 Version 6 adds `documents.doc_key` (`sproutrag.doc_keys`), computed from `doc_id` by one
 more commit in the same way. Version 7 adds `documents.metadata`, `metadata_json` as a
 JSON column (filters read its fields), computed by one more commit from `metadata_json`.
-
-Within version 6, `results` gained the question and the columns of a context
-(`tables.RESULTS_ADDED`) and its `k` became nullable: `upgrade_results` makes both
-changes in place (two small commits, no row rewritten) when a query run first writes to
-an older table, as `index_settings` gains its added columns; readers of old rows find
-nulls.
+Version 7 also gives `results` the question and the columns of a context, with nulls,
+and makes its `k` nullable (one more commit: a column that the current schema lets be
+null, and the table does not, is relaxed in place).
 """
 
 from __future__ import annotations
@@ -126,9 +123,9 @@ def _batches(tbl, name: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 
 
 def _add_in_place(tbl, name: str, encoder: str, dim: int) -> None:
-    """A rows-compatible table: add the missing (nullable) columns with nulls, and the
-    computed ones (`_COMPUTED`) a commit per group, then write the current schema
-    metadata; no row is rewritten."""
+    """A rows-compatible table: add the missing (nullable) columns with nulls, relax the
+    columns the current schema lets be null, add the computed ones (`_COMPUTED`) a commit
+    per group, then write the current schema metadata; no row is rewritten."""
     import lance
 
     have = set(tbl.schema.names)
@@ -138,6 +135,9 @@ def _add_in_place(tbl, name: str, encoder: str, dim: int) -> None:
     missing = [f for f in target if f.name not in have and f.name not in computed]
     if missing:
         tbl.add_columns(missing)
+    for f in target:
+        if f.nullable and f.name in have and not tbl.schema.field(f.name).nullable:
+            tbl.alter_columns({"path": f.name, "nullable": True})
     for cols, compute, sources in groups:
         if set(cols) <= set(tbl.schema.names):
             continue  # added by an earlier, interrupted migration
@@ -192,25 +192,3 @@ def migrate(uri: str, *, storage_options: dict[str, str] | None = None) -> dict[
         crash_point(f"migrated-{name}")
     return done
 
-
-def upgrade_results(tbl) -> None:
-    """Give a `results` table written before `tables.RESULTS_ADDED` those columns (with
-    nulls) and a nullable `k`, in place; nothing when it has them (one schema read). A
-    query run that upgrades it at the same time wins: the table is read again."""
-    try:
-        _upgrade_results(tbl)
-    except RuntimeError as exc:
-        if "conflict" not in str(exc).lower():
-            raise
-        tbl.checkout_latest()  # another run's upgrade committed first: finish what it left
-        _upgrade_results(tbl)
-
-
-def _upgrade_results(tbl) -> None:
-    schema = tbl.schema
-    missing = [tables.RESULTS.field(n) for n in tables.RESULTS_ADDED
-               if n not in schema.names]
-    if missing:
-        tbl.add_columns(missing)
-    if not schema.field("k").nullable:
-        tbl.alter_columns({"path": "k", "nullable": True})

@@ -56,7 +56,6 @@ from sproutrag.storage.indexes import (  # noqa: F401 - also importable from her
     TEXT_INDEX,
     text_analyzer_matches,
 )
-from sproutrag.storage.migrate import upgrade_results
 from sproutrag.storage.rows import (
     IndexedDocument,
     StoredTree,
@@ -286,15 +285,9 @@ class Store(TableHandles):
                 removed[name] = n
         for name in ("runs", "results"):  # appended to, a commit each: runs, query runs
             tbl = self.table(name)
-            try:
-                n = tbl is not None and maintenance.optimize_runs(
+            if tbl is not None and (n := maintenance.optimize_runs(
                     tbl, keep_days=keep_versions_days, min_fragments=min_fragments,
-                    min_old_versions=min_old_versions)
-            except RuntimeError as exc:  # a query run's in-place upgrade of `results`
-                if name != "results" or "conflict" not in str(exc).lower():
-                    raise  # committed first: the next index run compacts it
-                n = 0
-            if n:
+                    min_old_versions=min_old_versions)):
                 removed[name] = n
         return removed
 
@@ -323,11 +316,8 @@ class Store(TableHandles):
         )
 
     def add_results(self, rows: pa.Table) -> None:
-        """Append rows to the `results` table (created with the schema metadata; a table
-        written before `tables.RESULTS_ADDED` gains those columns in place first)."""
-        tbl = self.table("results", create=True)
-        upgrade_results(tbl)
-        tbl.add(rows)
+        """Append rows to the `results` table (created with the schema metadata)."""
+        self.table("results", create=True).add(rows)
 
     def document_text(self, doc_id: str, tree_id: str) -> str:
         """The text of a document whose current tree is `tree_id` (KeyError otherwise)."""

@@ -1,18 +1,18 @@
-"""The `results` table: a query run's output lines as rows (every query has a row; a
-context's rows keep its budget, totals, nodes and cut flag), and a table written before
-those columns existed gains them in place (toy store, no model)."""
+"""The `results` table: a query run's output lines as rows (every query has a row, with
+its question; a context's rows keep its budget, totals, nodes and cut flag), a version-6
+table migrated in place, many query runs compacted (toy store, no model)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
-import pytest
 from sproutrag.schemas import tables
 
 from sproutrag.storage.rows import result_rows
 from sproutrag.storage.store import Store
-from tests.helpers import toy_document
+from tests.helpers import make_schema_3, toy_document
 
 CONTEXT_LINE = {
     "qid": "c", "used_chars": 52, "budget_chars": 60,
@@ -55,14 +55,24 @@ def test_every_line_becomes_rows_and_a_context_keeps_what_made_it():
     assert [r["k"] for r in given] == [3, 3, 3]  # a k given bounds both kinds
 
 
+#: The columns `results` gained at schema version 7.
+ADDED_AT_7 = ("query", "budget_chars", "budget_tokens", "used_chars", "used_tokens",
+              "node_ids", "cut")
+
+
 def _old_schema() -> pa.Schema:
-    """`results` as 0.11 wrote it: no context columns, k not nullable."""
+    """`results` as schema version 6 wrote it: no question or context columns, k not
+    nullable."""
     fields = [f.with_nullable(False) if f.name == "k" else f for f in tables.RESULTS
-              if f.name not in tables.RESULTS_ADDED]
+              if f.name not in ADDED_AT_7]
     return pa.schema(fields)
 
 
-def test_an_older_results_table_gains_the_columns_in_place(store):
+def test_a_version_6_results_table_gains_the_columns_in_place(store):
+    """The index run's migration to version 7 adds the columns with nulls and relaxes
+    `k`, rewriting no row; a query run then writes contexts to it."""
+    from sproutrag.storage.migrate import migrate
+
     store.write([toy_document("a", "one two three")], "fp")
     old = tables.with_metadata(_old_schema(), encoder_id="fake/encoder", dim=8)
     tbl = store._db.create_table("results", schema=old)
@@ -70,37 +80,23 @@ def test_an_older_results_table_gains_the_columns_in_place(store):
         "run_id": "q0", "qid": "old", "rank": 1, "doc_id": "a", "node_id": "a:0",
         "score": 0.5, "spans": [[0, 3]], "text": "one", "error": None, "mode": "tree",
         "k": 5, "created_at": datetime.now(UTC), "flow_run_id": None}], schema=old))
-    before = tbl.version
+    make_schema_3(store.uri, "6")
+    files = set(Path(store.uri).rglob("results.lance/data/*.lance"))
+    assert migrate(store.uri)["results"] == "6" and "results" not in migrate(store.uri)
+    assert files <= set(Path(store.uri).rglob("results.lance/data/*.lance"))
 
-    reopened = Store.open_existing(store.uri)
-    reopened.add_results(result_rows([CONTEXT_LINE], run_id="q1", k=None, mode="tree"))
+    opened = Store.open_existing(store.uri)
+    opened.add_results(result_rows([CONTEXT_LINE], run_id="q1", k=None, mode="tree",
+                                   queries=["what?"]))
     table = Store.open_existing(store.uri).table("results")
-    assert table.schema.field("k").nullable
-    assert set(tables.RESULTS_ADDED) <= set(table.schema.names)
+    assert table.schema.field("k").nullable and set(ADDED_AT_7) <= set(table.schema.names)
     assert table.schema.metadata[b"sproutrag.schema_version"] == tables.SCHEMA_VERSION.encode()
     rows = {(r["qid"], r["rank"]): r for r in table.to_arrow().to_pylist()}
-    assert rows[("old", 1)]["k"] == 5 and rows[("old", 1)]["node_ids"] is None
-    assert rows[("old", 1)]["text"] == "one" and rows[("old", 1)]["cut"] is None
+    old_row = rows[("old", 1)]
+    assert (old_row["k"], old_row["text"], old_row["node_ids"], old_row["cut"],
+            old_row["query"]) == (5, "one", None, None, None)
     assert rows[("c", 2)]["cut"] is True and rows[("c", 1)]["k"] is None
-    # Two commits to upgrade, one to add: no row rewritten, and none next time.
-    assert table.version == before + 3
-    Store.open_existing(store.uri).add_results(
-        result_rows([TOPK_LINE], run_id="q2", k=None, mode="tree"))
-    assert Store.open_existing(store.uri).table("results").version == before + 4
-
-
-def test_two_query_runs_upgrading_one_table_both_write(store):
-    """Two runs that opened the older table before either upgraded it: the second's
-    upgrade conflicts with the first's commit, reads the table again and goes on."""
-    store.write([toy_document("a", "one two three")], "fp")
-    old = tables.with_metadata(_old_schema(), encoder_id="fake/encoder", dim=8)
-    store._db.create_table("results", schema=old)
-    first, second = Store.open_existing(store.uri), Store.open_existing(store.uri)
-    first.table("results"), second.table("results")  # both handles at the old version
-    first.add_results(result_rows([CONTEXT_LINE], run_id="q1", k=None, mode="tree"))
-    second.add_results(result_rows([TOPK_LINE], run_id="q2", k=None, mode="tree"))
-    rows = Store.open_existing(store.uri).table("results").to_arrow().to_pylist()
-    assert sorted((r["run_id"], r["rank"]) for r in rows) == [("q1", 1), ("q1", 2), ("q2", 1)]
+    assert rows[("c", 1)]["query"] == "what?"
 
 
 def test_an_index_runs_maintenance_compacts_the_results_of_many_query_runs(store):
@@ -118,27 +114,3 @@ def test_an_index_runs_maintenance_compacts_the_results_of_many_query_runs(store
     assert tbl.stats()["fragment_stats"]["num_fragments"] == 1
     assert sorted(r["run_id"] for r in tbl.to_arrow().to_pylist()) == [
         f"q{n}" for n in range(8)]
-
-
-def test_a_commit_conflict_on_results_does_not_fail_the_index_run(store, monkeypatch):
-    """A query run that upgrades `results` while the index run compacts it commits first
-    (Lance refuses the compaction): the index run leaves `results` to its next run."""
-    from sproutrag.storage import maintenance
-
-    store.write([toy_document("a", "one two three")], "fp")
-    store.add_results(result_rows([TOPK_LINE], run_id="q", k=None, mode="tree"))
-    real = maintenance.optimize_runs
-
-    def conflicting(tbl, **kwargs):
-        if tbl.name == "results":
-            raise RuntimeError("lance error: Retryable commit conflict for version 3")
-        return real(tbl, **kwargs)
-
-    monkeypatch.setattr(maintenance, "optimize_runs", conflicting)
-    assert "results" not in store.maintain(run_id="r1", keep_versions_days=0,
-                                           min_fragments=1, min_old_versions=1)
-    monkeypatch.setattr(maintenance, "optimize_runs",
-                        lambda tbl, **kw: (_ for _ in ()).throw(RuntimeError("disk full")))
-    with pytest.raises(RuntimeError, match="disk full"):  # anything else still fails
-        store.maintain(run_id="r2", keep_versions_days=0, min_fragments=1,
-                       min_old_versions=1)
