@@ -80,9 +80,6 @@ def _doc_keys(batch: pa.RecordBatch) -> pa.RecordBatch:
         [keys], schema=pa.schema([tables.DOCUMENTS.field("doc_key")]))
 
 
-#: Columns computed from a table's rows (table -> [(columns, batch -> batch of them, the
-#: columns they are computed from)]): a rewrite fills them, an in-place migration adds
-#: each group by one more commit.
 def _metadata(batch: pa.RecordBatch) -> pa.RecordBatch:
     """`documents.metadata` of a batch of `metadata_json` (nulls when the table has none)."""
     field = tables.DOCUMENTS.field("metadata")
@@ -92,6 +89,9 @@ def _metadata(batch: pa.RecordBatch) -> pa.RecordBatch:
                                       schema=pa.schema([field]))
 
 
+#: Columns computed from a table's rows (table -> [(columns, batch -> batch of them, the
+#: columns they are computed from)]): a rewrite fills them, an in-place migration adds
+#: each group by one more commit.
 _COMPUTED = {"documents": [(("name", "name_key"), _names, ("text", "title")),
                            (("doc_key",), _doc_keys, ("doc_id",)),
                            (("metadata",), _metadata, ("metadata_json",))]}
@@ -191,4 +191,3 @@ def migrate(uri: str, *, storage_options: dict[str, str] | None = None) -> dict[
         db.create_table(name, data=reader, schema=schema, mode="overwrite")
         crash_point(f"migrated-{name}")
     return done
-
