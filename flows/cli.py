@@ -188,9 +188,11 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
     """`sproutrag query`'s options of which documents are searched."""
     p.add_argument("--where", metavar="SQL",
                    help="search only the documents whose `documents` columns match this "
-                   "LanceDB SQL filter, e.g. \"title LIKE 'Q3%%'\" or \"modified_at > "
-                   "'2025-01-01'\" (a prefilter: k is still filled from the matching "
-                   "documents; a batch line may carry its own \"where\")")
+                   "LanceDB SQL filter, e.g. \"title LIKE 'Q3%%'\", \"modified_at > "
+                   "'2025-01-01'\" or, on a JSONL corpus's other fields, "
+                   "\"json_get_string(metadata, 'customer') = 'acme'\" (a prefilter: k is "
+                   "still filled from the matching documents; a batch line may carry its "
+                   "own \"where\")")
     p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
                    help="restrict to these documents (--doc-id A B, or --doc-id repeated)")
 
