@@ -141,8 +141,10 @@ class TablesView:
             found = (tbl.search().where(sql).select(["doc_id", "tree_id"]).limit(None)
                      .to_arrow().to_pydict())
         except (ValueError, RuntimeError) as exc:
-            raise QueryError(f"where {where!r}: {short_error(exc)} (a SQL filter over the "
-                             "documents table's columns)") from None
+            hint = (": JSON functions read the `metadata` column (`metadata_json` is its "
+                    "text)" if "json_" in where.lower() and "coerc" in str(exc) else "")
+            raise QueryError(f"where {where!r}: {short_error(exc)}{hint} (a SQL filter over "
+                             "the documents table's columns)") from None
         now = current.is_current(found["doc_id"], found["tree_id"])
         return [d for d, ok in zip(found["doc_id"], now.tolist(), strict=True) if ok]
 

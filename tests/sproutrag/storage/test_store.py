@@ -347,6 +347,10 @@ def test_schema_6_gains_metadata_as_json_and_a_filter_reads_its_fields(store):
                          ("json_array_contains(metadata, '$.tags', 'nda')", ["a"]),
                          ("metadata IS NULL", ["c"])):
         assert sorted(view.matching(where)) == found, where
+    from sproutrag.search.retriever import QueryError
+
+    with pytest.raises(QueryError, match="JSON functions read the `metadata` column"):
+        view.matching("json_get_string(metadata_json, 'customer') = 'acme'")
 
 
 def test_retriever_reads_only_current_trees(store):
