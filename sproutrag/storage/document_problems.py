@@ -19,6 +19,10 @@ from sproutrag.names import name_problem
 from sproutrag.storage.rows import StoredTree
 
 TEXT_CHANGED = "its stored text does not match its content hash"
+#: One of `metadata_json` and its JSON column `metadata` is null and the other not: a
+#: filter on a field would miss the document or find it wrongly. (Their values are not
+#: compared: Lance's JSON turns NaN into null and integers past 64 bits into floats.)
+METADATA_CHANGED = "its stored metadata and metadata_json disagree (one is null)"
 
 
 def size_problem(tree_id: str, got: int, want: int) -> str:
@@ -44,11 +48,18 @@ def hashes_match(texts: list[str], digests: list[str]) -> np.ndarray:
 def name_problems(batch: pa.RecordBatch, texts: list[str], whole: np.ndarray
                   ) -> Iterator[tuple[int, str]]:
     """(row, why) of the rows of a `documents` BATCH whose stored doc key is not their
-    doc_id's (`sproutrag.doc_keys.KEY_CHANGED`: a query would not find the document), and
-    of those whose text (TEXTS, its column) is WHOLE but whose stored name or name key is
-    not what their text and title give (`sproutrag.names.name_problem`); nothing for the
-    columns a table lacks (an older schema, migrated by the next index run)."""
+    doc_id's (`sproutrag.doc_keys.KEY_CHANGED`: a query would not find the document),
+    whose `metadata` and `metadata_json` are not both null or both set
+    (`METADATA_CHANGED`), and of those whose text (TEXTS, its column) is WHOLE but whose
+    stored name or name key is not what their text and title give
+    (`sproutrag.names.name_problem`); nothing for the columns a table lacks (an older
+    schema, migrated by the next index run)."""
     names = batch.schema.names
+    if "metadata" in names and "metadata_json" in names:
+        text_null = batch.column("metadata_json").is_null().to_numpy(zero_copy_only=False)
+        json_null = batch.column("metadata").is_null().to_numpy(zero_copy_only=False)
+        for i in np.flatnonzero(text_null != json_null).tolist():
+            yield i, METADATA_CHANGED
     if "doc_key" in names and "doc_id" in names:
         stored_keys = batch.column("doc_key").to_pylist()
         for i, doc_id in enumerate(batch.column("doc_id").to_pylist()):

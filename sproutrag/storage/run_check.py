@@ -103,13 +103,15 @@ def _fsspec(storage_options: dict[str, str] | None) -> dict[str, Any]:
 def verify_texts(documents: Any) -> dict[str, str]:
     """doc_id -> why, of the stored documents whose text does not hash to their content
     hash, or whose stored name, name key or doc key is not what their text, title and
-    doc_id give (`document_problems.name_problems`; reads every stored text, in batches)."""
+    doc_id give, or whose metadata columns disagree (`document_problems.name_problems`;
+    reads every stored text, in batches)."""
     bad: dict[str, str] = {}
     if documents is None:
         return bad
     have = set(documents.schema.names)
     columns = ["doc_id", "content_hash", "text",
-               *(c for c in ("title", "name", "name_key", "doc_key") if c in have)]
+               *(c for c in ("title", "name", "name_key", "doc_key", "metadata_json",
+                             "metadata") if c in have)]
     for batch in documents.search().select(columns).limit(None).to_batches():
         rows = batch.to_pydict()
         same = hashes_match(rows["text"], rows["content_hash"])

@@ -95,17 +95,20 @@ def test_a_stored_text_that_does_not_match_its_hash_is_found(store):
 
 
 @pytest.mark.parametrize("change", [{"name_key": 5}, {"name": "'another name'"},
-                                    {"doc_key": 5}])
+                                    {"doc_key": 5}, {"metadata_json": "'{\"a\": 1}'"}])
 def test_a_stored_name_that_its_text_does_not_give_is_found(store, change):
     """A name or name key that is not what the text and title give (the corpus-wide
-    fetch would miss the document, or find it by another name), or a doc key that is not
-    the doc_id's (a query would not find the document), is damage: `check` and
-    `--verify` name the document, as the fallback reads do."""
+    fetch would miss the document, or find it by another name), a doc key that is not
+    the doc_id's (a query would not find the document), or metadata text without its
+    JSON column (a field filter would miss it) is damage: `check` and `--verify` name
+    the document, as the fallback reads do."""
     from sproutrag.doc_keys import KEY_CHANGED
     from sproutrag.names import NAME_CHANGED
     from sproutrag.storage.check_fallback import check_tables
+    from sproutrag.storage.document_problems import METADATA_CHANGED
 
-    why = KEY_CHANGED if "doc_key" in change else NAME_CHANGED
+    why = (KEY_CHANGED if "doc_key" in change else
+           METADATA_CHANGED if "metadata_json" in change else NAME_CHANGED)
 
     assert store.table("documents").to_arrow().to_pydict()["name"] == [
         "one two three", None, "p q r s"]  # "x y" is too short to name anything
