@@ -35,6 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from sproutrag.schemas import tables  # noqa: E402
 
+from bench.scale import disk_bytes  # noqa: E402
+
 FILTERS = {
     "LIKE on metadata_json (reference)": "metadata_json LIKE '%\"customer\": \"c42\"%'",
     "json_get_string": "json_get_string(metadata, 'customer') = 'c42'",
@@ -70,25 +72,19 @@ def measure(n: int) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         tbl = lancedb.connect(tmp).create_table("documents", data=_rows(n))
-        stats = tbl.to_lance().data_storage_version
+        file_format = tbl.to_lance().data_storage_version
         ref = None
         for label, where in FILTERS.items():
             ms, found = _median_ms(tbl, where)
             ref = ref or ms
             print(f"{n:>9,} rows  {label:<38} {ms:9.1f} ms  {ms / ref:5.2f}x  "
                   f"({found:,} documents)")
-        without = lancedb.connect(tmp).create_table(
-            "text_only", data=_rows(n).drop_columns(["metadata"]))
-        with_json, text_only = (_bytes(Path(tmp) / f"{t}.lance")
-                                for t in ("documents", "text_only"))
-        del without
+        lancedb.connect(tmp).create_table("text_only",
+                                          data=_rows(n).drop_columns(["metadata"]))
+        with_json, text_only = (disk_bytes(tmp, names=(t,)) for t in ("documents", "text_only"))
         print(f"{n:>9,} rows  table files {with_json / 1e6:.1f} MB with the JSON column, "
               f"{text_only / 1e6:.1f} MB without ({with_json / text_only:.2f}x; format "
-              f"{stats})")
-
-
-def _bytes(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.rglob("*.lance"))
+              f"{file_format})")
 
 
 def measure_migration(n: int) -> None:

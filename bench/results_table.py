@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from sproutrag.schemas.sections import PipelineSettings  # noqa: E402
 
+from bench.scale import disk_bytes  # noqa: E402
 from sproutrag.storage.rows import result_rows  # noqa: E402
 from sproutrag.storage.store import Store  # noqa: E402
 from tests.helpers import toy_document, toy_store  # noqa: E402
@@ -53,8 +54,7 @@ def _read_ms(db: str, run_id: str) -> tuple[float, float]:
 
 def _shape(db: str) -> tuple[int, int, int]:
     tbl = Store.open_existing(db).table("results")
-    size = sum(p.stat().st_size for p in (Path(db) / "results.lance").rglob("*")
-               if p.is_file())
+    size = disk_bytes(db, names=("results",))
     return tbl.stats()["fragment_stats"]["num_fragments"], len(tbl.list_versions()), size
 
 

@@ -135,8 +135,9 @@ def _add_in_place(tbl, name: str, encoder: str, dim: int) -> None:
     missing = [f for f in target if f.name not in have and f.name not in computed]
     if missing:
         tbl.add_columns(missing)
+    stored = tbl.schema
     for f in target:
-        if f.nullable and f.name in have and not tbl.schema.field(f.name).nullable:
+        if f.nullable and f.name in have and not stored.field(f.name).nullable:
             tbl.alter_columns({"path": f.name, "nullable": True})
     for cols, compute, sources in groups:
         if set(cols) <= set(tbl.schema.names):
