@@ -202,7 +202,8 @@ def _locked_run(run: IndexRun) -> RunSummary:
     _migrate(db, settings, run.logger)
     damaged = drop_damaged_indexes(db, settings)
     if damaged:
-        notes.append("damaged indexes dropped, built again by this run's maintenance: "
+        notes.append("indexes dropped (derived data; this run's maintenance builds its "
+                     "own again): "
                      + "; ".join(f"{name} ({why})" for name, why in damaged.items()))
         run.logger.warning(notes[-1])
     for note in notes:

@@ -91,8 +91,9 @@ def start_run(row: dict[str, Any], db: str, settings: Settings) -> None:
 
 @task(name="drop_damaged_indexes", cache_policy=NO_CACHE)
 def drop_damaged_indexes(db: str, settings: Settings) -> dict[str, str]:
-    """Drop the indexes of `documents` and `nodes` that cannot be read ("table.index" ->
-    why); the run's maintenance builds them again (indexes are derived data)."""
+    """Drop the indexes of `documents` and `nodes` that cannot be read or answer wrongly
+    ("table.index" -> why: `drop_damaged`); the run's maintenance builds its own again
+    (indexes are derived data)."""
     store = open_store(db, settings)
     return {f"{name}.{index}": why for name, tbl in store.written_tables().items()
             for index, why in drop_damaged(tbl).items()}

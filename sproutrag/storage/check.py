@@ -121,11 +121,14 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
     else:
         health = check_tables(uri, storage_options)
     health.indexes = _damaged_indexes(db, names - set(health.unreadable))
+    health.wrong_indexes = _damaged_indexes(db, names - set(health.unreadable), wrong=True)
     report = Report(uri, health)
     report.problems += [f"table {n!r} cannot be read: {why}"
                         for n, why in health.unreadable.items()]
-    report.problems += [f"index {i.split('.', 1)[1]!r} of table {i.split('.', 1)[0]!r} "
-                        f"cannot be read: {why}" for i, why in health.indexes.items()]
+    for verb, bad in (("cannot be read", health.indexes),
+                      ("gives wrong answers", health.wrong_indexes)):
+        report.problems += [f"index {i.split('.', 1)[1]!r} of table {i.split('.', 1)[0]!r} "
+                            f"{verb}: {why}" for i, why in bad.items()]
     report.problems += [f"document {d!r}: {why}" for d, why in sorted(health.documents.items())]
     if not {"documents", "nodes"} & set(health.unreadable) and "nodes" in names:
         if found is None:  # an older schema (one line), or what opening the store raised
@@ -138,14 +141,16 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
     return report
 
 
-def _damaged_indexes(db: Any, names: set[str]) -> dict[str, str]:
+def _damaged_indexes(db: Any, names: set[str], *, wrong: bool = False) -> dict[str, str]:
     """"table.index" -> why, of the indexes of the tables NAMES that cannot be read (a
-    probe query through each: `indexes.probe`)."""
-    from sproutrag.storage.indexes import damaged_indexes
+    probe query through each: `indexes.probe`), or with WRONG those of a kind whose
+    answers are wrong (`indexes.wrong_indexes`)."""
+    from sproutrag.storage.indexes import damaged_indexes, wrong_indexes
 
+    find = wrong_indexes if wrong else damaged_indexes
     have = set(db.list_tables().tables)
     return {f"{name}.{index}": why for name in sorted(names & have)
-            for index, why in damaged_indexes(db.open_table(name)).items()}
+            for index, why in find(db.open_table(name)).items()}
 
 
 def _existing(uri: str, storage_options) -> tuple[Any, set[str]]:

@@ -21,6 +21,8 @@ class Health:
     unreadable: dict[str, str] = field(default_factory=dict)
     documents: dict[str, str] = field(default_factory=dict)
     indexes: dict[str, str] = field(default_factory=dict)  # "table.index" -> why
+    #: Indexes of a kind whose answers are wrong ("table.index" -> why; `WRONG_INDEXES`).
+    wrong_indexes: dict[str, str] = field(default_factory=dict)
     n_documents: int = 0
     n_nodes: int = 0
     trees: dict[str, dict[str, int]] = field(default_factory=dict)  # doc -> tree -> rows
@@ -53,12 +55,15 @@ class Report:
         if h.unreadable:
             advice = (f"`sproutrag index CORPUS --db {self.uri} --full` rebuilds the "
                       "database from the corpus (moving the damaged tables aside)")
-        elif h.documents or len(self.problems) > len(h.indexes):
+        elif h.documents or len(self.problems) > len(h.indexes) + len(h.wrong_indexes):
             advice = (f"`sproutrag index CORPUS --db {self.uri} --verify` re-indexes the "
                       "damaged documents")
-        else:
+        elif h.indexes:
             advice = (f"the next `sproutrag index CORPUS --db {self.uri}` rebuilds the "
                       "damaged indexes (derived data: nothing is lost)")
+        else:
+            advice = (f"the next `sproutrag index CORPUS --db {self.uri}` drops them "
+                      "(derived data: nothing is lost; it builds its own indexes)")
         n = len(self.problems)
         return [*self.problems, *self.notes,
                 head + f"{n} problem{'s' if n > 1 else ''} found: {advice}"]

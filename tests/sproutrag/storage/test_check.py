@@ -180,3 +180,47 @@ def test_a_damaged_index_is_reported_and_dropped_for_the_run_to_rebuild(store, i
     store.maintain(run_id="r", keep_versions_days=0, min_fragments=8, min_old_versions=1)
     assert index in {i.name for i in store.table("nodes").list_indices()}  # built again
     assert check_database(store.uri).healthy
+
+
+def test_a_json_index_that_loses_documents_is_reported_and_dropped(tmp_path):
+    """Lance 9.0.0's JSON index (one a user builds on `documents.metadata`) finds no row
+    for some of its values: `check` names it, an index run's first step drops it, and
+    filters scan (right) again."""
+    import dataclasses
+    import json
+
+    from lance.indices import IndexConfig
+
+    from sproutrag.storage.indexes import drop_damaged, wrong_indexes
+    from tests.helpers import toy_store
+
+    store = toy_store(tmp_path / "db")
+    docs = []
+    for i in range(100):
+        doc = toy_document(f"d{i:03d}", "one two three", seed=i)
+        meta = json.dumps({"customer": f"c{i % 50}"})
+        docs.append(dataclasses.replace(doc, doc=dataclasses.replace(doc.doc, metadata=meta)))
+    store.write(docs, "fp")
+    where = "json_get_string(metadata, 'customer') = 'c7'"
+
+    def matching() -> list[str]:
+        tbl = store.table("documents")
+        tbl.checkout_latest()
+        rows = tbl.search().where(where).select(["doc_id"]).to_list()
+        return sorted(r["doc_id"] for r in rows)
+
+    assert matching() == ["d007", "d057"]
+    store.table("documents").to_lance().create_scalar_index(
+        "metadata", IndexConfig("json", {"target_index_type": "btree", "path": "customer"}),
+        name="customer_idx")
+    assert matching() == []  # the defect this guards against (a fixed Lance: relax WRONG_INDEXES)
+    report = check_database(store.uri)
+    assert report.problems == ["index 'customer_idx' of table 'documents' gives wrong "
+                               "answers: " + wrong_indexes(store.table("documents"))
+                               ["customer_idx"]]
+    assert report.lines()[-1].endswith("drops them (derived data: nothing is lost; it "
+                                       "builds its own indexes)")
+    dropped = drop_damaged(store.table("documents"))  # what a run does first
+    assert list(dropped) == ["customer_idx"] and dropped["customer_idx"].startswith(
+        "gives wrong answers: a JSON index")
+    assert matching() == ["d007", "d057"] and check_database(store.uri).healthy
