@@ -22,6 +22,7 @@ from sproutrag.storage.index_info import (
     IndexInfo,
     built_text_index,
     record_index_info,
+    remove_unused_infos,
     update_text_index,
 )
 from sproutrag.storage.indexes import drop_damaged
@@ -153,7 +154,8 @@ def maintain_tables(db: str, settings: Settings, run_id: str, fingerprint: str
                     ) -> dict[str, int]:
     """Build the indexes that are missing, compact the tables that need it, fold new rows
     into the indexes and prune the versions (`Store.maintain`); then record the
-    full-text index that exists in the run's `index_settings` row."""
+    full-text index that exists in the run's `index_settings` row and remove the rows
+    no document carries any more."""
     pipeline = settings.pipeline
     store = open_store(db, settings)
     removed = store.maintain(
@@ -162,4 +164,5 @@ def maintain_tables(db: str, settings: Settings, run_id: str, fingerprint: str
         min_old_versions=pipeline.prune_versions,
     )
     update_text_index(store, fingerprint)
+    remove_unused_infos(store, fingerprint)  # the fingerprints this run re-indexed away
     return removed

@@ -191,11 +191,11 @@ def run_queries(
 
     out = []
     for q in check_batch(queries):
-        if q.error is not None:
-            out.append({"qid": q.qid, "results": [], "error": q.error})
-            continue
         chars = q.budget_chars if q.budget_chars is not None else budget_chars
         tokens = q.budget_tokens if q.budget_tokens is not None else budget_tokens
+        if q.error is not None:
+            out.append(_failed(q.qid, q.error, chars, tokens))
+            continue
         try:
             if chars is not None or tokens is not None:
                 extra = {} if cutoff is DEFAULT else {"cutoff": cutoff}
@@ -208,15 +208,23 @@ def run_queries(
                                         doc_ids=q.doc_ids, mode=mode, where=q.where)
                 out.append({"qid": q.qid, "results": [h.to_dict() for h in hits]})
         except SproutragError as exc:  # the query cannot run as given
-            out.append({"qid": q.qid, "results": [], "error": str(exc)})
+            out.append(_failed(q.qid, str(exc), chars, tokens))
         except Exception as exc:  # noqa: BLE001 - a bug: its traceback logged, the rest runs
             if _storage_error(exc):  # the database's, not the query's: the caller says
                 raise  # which table is damaged (`storage.check.explain_damage`)
             log.exception("query %s: internal error", q.qid)
-            out.append({"qid": q.qid, "results": [],
-                        "error": f"{INTERNAL} ({type(exc).__name__}: {exc})"})
+            out.append(_failed(q.qid, f"{INTERNAL} ({type(exc).__name__}: {exc})", chars,
+                               tokens))
         crash_point("query-answered")
     return out
+
+
+def _failed(qid: str, error: str, chars: int | None, tokens: int | None) -> dict[str, Any]:
+    """The output line of a query that could not run: a context's (a budget was given,
+    the line's or the run's) carries its budgets, as its answer would have."""
+    budgets = {name: value for name, value in (("budget_chars", chars),
+                                               ("budget_tokens", tokens)) if value is not None}
+    return {"qid": qid, "results": [], **budgets, "error": error}
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]], *,

@@ -256,6 +256,7 @@ class Retriever(RetrieverSettings):
         same version)."""
         queries, scopes = check_queries(queries, doc_ids)
         check_count("k", k)
+        check_count("batch_size", batch_size, limits="k")
         out = []
         for at in range(0, len(queries), batch_size):
             part = queries[at : at + batch_size]

@@ -26,6 +26,21 @@ T = TypeVar("T")
 FILTER_DIRECT = 64
 
 
+def filter_hint(where: str, exc: BaseException) -> str:
+    """What to write instead, for the filters LanceDB refuses that a user writes most: a
+    JSON function over `metadata_json`, a time as a plain string, a typed JSON read of a
+    field some document holds as another type. "" when none applies."""
+    said, lower = str(exc), where.lower()
+    if "json_" in lower and "coerc" in said:
+        return ": JSON functions read the `metadata` column (`metadata_json` is its text)"
+    if "Timestamp" in said and "literal" in said:
+        return ": write a time as `TIMESTAMP '2025-01-01 00:00:00'` (UTC)"
+    if "json_get_" in lower and ("convert" in said or "reinterpret" in said):
+        return (": a document holds that field as another type; `try_cast(json_get_string("
+                "metadata, 'year') AS BIGINT) >= 2024` skips such values")
+    return ""
+
+
 def files_gone(exc: BaseException) -> bool:
     """Is EXC a read of a data file that a version cleanup removed (Lance "Not found")?"""
     return "not found" in str(exc).lower() and "lance" in str(exc).lower()
@@ -129,7 +144,8 @@ class TablesView:
 
     def matching(self, where: str) -> list[str]:
         """The current documents whose `documents` columns match WHERE (LanceDB's SQL
-        filter, e.g. `title = 'Q3 report' AND modified_at > '2025-01-01'`), in table
+        filter, e.g. `title = 'Q3 report' AND modified_at > TIMESTAMP '2025-01-01
+        00:00:00'`), in table
         order; `QueryError` naming the filter when it is not valid SQL (read whole:
         `sproutrag.search.where.enclosed`) or names an unknown column."""
         sql = enclosed(where)
@@ -141,10 +157,8 @@ class TablesView:
             found = (tbl.search().where(sql).select(["doc_id", "tree_id"]).limit(None)
                      .to_arrow().to_pydict())
         except (ValueError, RuntimeError) as exc:
-            hint = (": JSON functions read the `metadata` column (`metadata_json` is its "
-                    "text)" if "json_" in where.lower() and "coerc" in str(exc) else "")
-            raise QueryError(f"where {where!r}: {short_error(exc)}{hint} (a SQL filter over "
-                             "the documents table's columns)") from None
+            raise QueryError(f"where {where!r}: {short_error(exc)}{filter_hint(where, exc)} "
+                             "(a SQL filter over the documents table's columns)") from None
         now = current.is_current(found["doc_id"], found["tree_id"])
         return [d for d, ok in zip(found["doc_id"], now.tolist(), strict=True) if ok]
 

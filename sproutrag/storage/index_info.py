@@ -5,7 +5,8 @@ An index run records, before it writes any document, one row per index fingerpri
 the weights' alpha (what shaped the trees) and the query-time defaults of the weights
 file it used (delta, margin, lexical weight, size penalty, leaf seeds). The row is
 written only when it changed, so an unchanged run still writes nothing but its `runs`
-row; rows no document carries any more are removed at the same time.
+row; rows no document carries any more are removed at the same time and again after
+the run's writes (`remove_unused_infos`).
 
 Readers (`Retriever`, `sproutrag query`, the `query-corpus` flow) take their search
 defaults from the newest row among the fingerprints their documents carry, and refuse,
@@ -152,11 +153,20 @@ def record_index_info(store: Store, info: IndexInfo) -> bool:
         (tbl.merge_insert("index_fingerprint")
          .when_matched_update_all().when_not_matched_insert_all().execute(row))
         wrote = True
-    unused = sorted(set(stored) - document_fingerprints(store) - {info.index_fingerprint})
+    return remove_unused_infos(store, info.index_fingerprint, stored) or wrote
+
+
+def remove_unused_infos(store: Store, keep: str,
+                        stored: dict[str, IndexInfo] | None = None) -> bool:
+    """Remove the rows of fingerprints no document carries, but KEEP's (the running
+    index run's); returns whether any was removed. An index run calls it before it
+    writes (`record_index_info`) and again after (its maintenance step): the documents it
+    re-indexed no longer carry their old fingerprint then."""
+    stored = read_index_infos(store) if stored is None else stored
+    unused = sorted(set(stored) - document_fingerprints(store) - {keep})
     if unused:
         store.table(TABLE).delete(in_filter("index_fingerprint", unused))
-        wrote = True
-    return wrote
+    return bool(unused)
 
 
 def built_text_index(store: Store) -> dict[str, Any] | None:

@@ -156,14 +156,15 @@ def result_rows(rows: list[dict[str, Any]], *, run_id: str, k: int | None, mode:
     """The `results` rows of a query run's output lines (`run_queries`): a row per hit,
     and one row of rank 0 for a line with no hit (its `error`, or none: nothing fitted or
     matched), so every query of the run has a row. A context's line (it has
-    `used_chars`) gives its rows the budget, the totals, each span's `node_ids` and `cut`
-    and K as given; a top-k line K, or DEFAULT_K when K is None. QUERIES: each line's
-    question, by position (`batch.query_texts`)."""
+    `used_chars` or a budget: a failed one has no totals) gives its rows the budget, the
+    totals, each span's `node_ids` and `cut` and K as given; a top-k line K, or
+    DEFAULT_K when K is None. QUERIES: each line's question, by position
+    (`batch.query_texts`)."""
     now, out = datetime.now(UTC), []
     base = {"run_id": run_id, "mode": mode, "created_at": now, "flow_run_id": flow_run_id}
     texts = queries if queries is not None else [None] * len(rows)
     for row, text in zip(rows, texts, strict=True):
-        context = "used_chars" in row
+        context = not {"used_chars", "budget_chars", "budget_tokens"}.isdisjoint(row)
         line = {**base, "qid": row["qid"], "query": text,
                 "k": k if k is not None or context else default_k}
         if context:

@@ -82,3 +82,23 @@ def test_run_queries_reports_per_entry_and_searches_the_good_ones():
     assert rows[0] == {"qid": "1", "results": []}
     assert rows[1]["qid"] == "line-2" and "not a JSON object" in rows[1]["error"]
     assert rows[2]["qid"] == "1" and "duplicate qid" in rows[2]["error"]
+
+
+def test_a_line_that_fails_in_a_context_run_carries_its_budget():
+    """With a budget (the run's, or the line's own) a failed line says so, as its context
+    would have: the `results` table then records it as a context, not a top-k query."""
+    class Failing:
+        def context(self, query, **kwargs):
+            raise QueryError("none of the doc_ids ['z'] is in the database")
+
+    rows = run_queries(Failing(), [{"qid": 4, "query": 17},
+                                   {"qid": 5, "query": "x", "budget_tokens": 90},
+                                   {"qid": 6, "query": "x", "budget_chars": 0}],
+                       budget_chars=400)
+    assert [{k: v for k, v in r.items() if k != "error"} for r in rows] == [
+        {"qid": "4", "results": [], "budget_chars": 400},
+        {"qid": "5", "results": [], "budget_chars": 400, "budget_tokens": 90},
+        {"qid": "6", "results": [], "budget_chars": 400}]  # its own budget was the error
+    assert "doc_ids ['z']" in rows[1]["error"] and "budget_chars" in rows[2]["error"]
+    plain = run_queries(Failing(), [{"qid": 4, "query": 17}])
+    assert set(plain[0]) == {"qid", "results", "error"}  # a top-k query's line, as before

@@ -61,6 +61,12 @@ def test_search_many_refuses_strings_where_lists_belong(retriever, queries, doc_
         retriever.search_many(queries, doc_ids=doc_ids)
 
 
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5])
+def test_search_many_refuses_a_batch_size_that_is_no_count(retriever, batch_size):
+    with pytest.raises(QueryError, match=f"batch_size .*got {batch_size!r}"):
+        retriever.search_many(["q1", "q2"], batch_size=batch_size)
+
+
 def test_a_db_that_is_a_file_is_named_not_a_folder(tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x", encoding="utf-8")

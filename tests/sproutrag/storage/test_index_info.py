@@ -13,6 +13,7 @@ from sproutrag.storage.index_info import (
     IndexInfo,
     read_index_infos,
     record_index_info,
+    remove_unused_infos,
     search_defaults,
 )
 from sproutrag.storage.store import StaleIndexError
@@ -49,6 +50,12 @@ def test_rows_are_written_only_when_they_change_and_pruned_when_unused(store):
     [got] = read_index_infos(store, ["fp2"]).values()
     assert (got.search.threshold, got.tree_fingerprint) == (
         0.25, _weights(0, alpha=1.0).tree_fingerprint())
+    store.write([toy_document("a", "one two three")], "fp3")  # the fp3 run re-indexes it
+    assert remove_unused_infos(store, "fp3")  # after its writes: fp2 is no document's
+    assert set(read_index_infos(store)) == {"fp3"}
+    assert not remove_unused_infos(store, "fp3")
+    store.delete(["a"])  # every document deleted: only the running fp4 row would stay
+    assert remove_unused_infos(store, "fp4") and read_index_infos(store) == {}
 
 
 def test_readers_default_to_the_database_and_refuse_mismatches_by_name():

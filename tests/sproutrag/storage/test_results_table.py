@@ -51,6 +51,11 @@ def test_every_line_becomes_rows_and_a_context_keeps_what_made_it():
     # A context nothing fitted is a row too: no error, no hit, its budget and 0 used.
     assert (empty["error"], empty["doc_id"], empty["used_chars"], empty["budget_chars"]) == (
         None, None, 0, 1)
+    # A context that failed (`run_queries` gives it its budget): a context's row, no k.
+    [bad] = result_rows([{**FAILED_LINE, "budget_chars": 400}], run_id="r", k=None,
+                        default_k=5, mode="tree").to_pylist()
+    assert (bad["rank"], bad["k"], bad["budget_chars"], bad["used_chars"], bad["error"]) == (
+        0, None, 400, None, FAILED_LINE["error"])
     given = result_rows([CONTEXT_LINE, TOPK_LINE], run_id="r", k=3, mode="tree").to_pylist()
     assert [r["k"] for r in given] == [3, 3, 3]  # a k given bounds both kinds
 

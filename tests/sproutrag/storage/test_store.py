@@ -353,6 +353,41 @@ def test_schema_6_gains_metadata_as_json_and_a_filter_reads_its_fields(store):
         view.matching("json_get_string(metadata_json, 'customer') = 'acme'")
 
 
+
+def test_a_refused_filter_names_what_to_write_and_polars_reads_documents(store):
+    """README's filters: a time written as a plain string, a typed JSON read of a field
+    one document holds as text; each refused with the form that works, which works. And
+    README's polars recipe: `documents.to_polars()` fails on the JSON column (LanceDB
+    0.40), `pl.from_arrow(documents.to_arrow())` reads it."""
+    import json
+    from dataclasses import replace
+
+    import polars as pl
+
+    from sproutrag.search.retriever import QueryError
+    from sproutrag.search.view import TablesView
+    from sproutrag.storage.reader import Reader
+
+    docs = [("a", {"year": 2024}), ("b", {"year": "n/a"}), ("c", {"year": 2019})]
+    store.write([replace(d := toy_document(i, "one two"), doc=replace(
+        d.doc, metadata=json.dumps(m))) for i, m in docs], "fp")
+    view = TablesView(Reader.open(store.uri))
+    with pytest.raises(QueryError, match=r"as another type; `try_cast\(json_get_string"):
+        view.matching("json_get_int(metadata, 'year') >= 2020")
+    assert view.matching("try_cast(json_get_string(metadata, 'year') AS BIGINT) >= 2020"
+                         ) == ["a"]
+    with pytest.raises(QueryError, match="write a time as `TIMESTAMP '2025-01-01 00:00:00'"):
+        view.matching("indexed_at > '2025-01-01'")
+    assert sorted(view.matching("indexed_at > TIMESTAMP '2025-01-01 00:00:00'")) == [
+        "a", "b", "c"]
+    documents = store.table("documents")
+    with pytest.raises(Exception, match="metadata"):
+        documents.to_polars().collect()
+    frame = pl.from_arrow(documents.to_arrow())
+    assert sorted(frame["doc_id"].to_list()) == ["a", "b", "c"]
+    assert json.loads(frame.filter(pl.col("doc_id") == "b")["metadata"][0]) == {
+        "year": "n/a"}
+
 def test_retriever_reads_only_current_trees(store):
     """Tree and flat search (memory and LanceDB first stage) over a database holding
     other trees than the current ones: those rows are never returned."""
