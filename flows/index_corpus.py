@@ -63,7 +63,7 @@ from sproutrag.ingest.batching import Tally, documents_to_index
 from sproutrag.ingest.plan import Plan, check_deletions
 from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
 from sproutrag.interrupt import stop_on_signals, stop_reason, stop_requested
-from sproutrag.storage.check import DamagedTableError
+from sproutrag.storage.check import DamagedTableError, with_dependents
 from sproutrag.storage.locking import DatabaseLock
 
 #: Unchanged documents whose listing facts changed are recorded this many at a time.
@@ -175,6 +175,7 @@ def _check_tables(db: str, settings: Settings, full: bool, logger) -> list[str]:
         return []
     if not full:
         raise DamagedTableError(db, unreadable)
+    unreadable = with_dependents(db, unreadable)
     moved = move_damaged_tables(db, sorted(unreadable))
     note = ("moved damaged tables aside (kept, not deleted): " + ", ".join(
         f"{n} ({unreadable[n]}) -> {path}" for n, path in moved.items())

@@ -154,6 +154,19 @@ class DamagedTableError(SproutragError, OSError):
         self.uri, self.tables = uri, dict(problems)
 
 
+class DamagedDocumentError(SproutragError, LookupError):
+    """Documents whose `documents` row names a tree `nodes` does not hold (a `nodes` table
+    rolled back, or moved aside without its `documents`): a search cannot read them."""
+
+    def __init__(self, uri: str, doc_ids: list[str]) -> None:
+        more = f" (and {len(doc_ids) - 1} more)" if len(doc_ids) > 1 else ""
+        super().__init__(
+            f"document {doc_ids[0]!r}{more} of {uri!r} names a tree the nodes table does "
+            f"not hold (a damaged database): `sproutrag check --db {uri}` names every such "
+            f"document; `sproutrag index CORPUS --db {uri} --verify` re-indexes them")
+        self.uri, self.doc_ids = uri, list(doc_ids)
+
+
 class DamagedIndexError(SproutragError, OSError):
     """An index of the database cannot be read (derived data: an index run rebuilds it)."""
 

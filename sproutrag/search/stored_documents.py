@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sproutrag.errors import DamagedDocumentError
 from sproutrag.names import document_name, mention_words
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.lexical import LeafTerms
@@ -85,6 +86,7 @@ class StoredDocuments:
             loaded = {d: loaded[d] for d, t in ids.items()
                       if d in loaded and loaded[d][0] == t}
             text_of = {d: x for d, x in text_of.items() if d in loaded}
+            replaced: list[str] = []
             try:
                 missing = {d: t for d, t in ids.items() if d not in loaded}
                 loaded.update((d, (missing[d], st)) for d, st in self.trees(missing).items())
@@ -102,10 +104,12 @@ class StoredDocuments:
                         del loaded[d]
                     raise KeyError(f"the texts of {gone} were replaced meanwhile")
             except KeyError:
-                if attempt == LOAD_ATTEMPTS - 1:
-                    raise
-                self.view.forget()
-                continue
+                if attempt < LOAD_ATTEMPTS - 1:
+                    self.view.forget()
+                    continue
+                if replaced:  # named by every version read: not a run replacing them
+                    raise DamagedDocumentError(self.store.uri, replaced) from None
+                raise
             return {d: loaded[d] for d in ids}, {d: text_of[d] for d in ids if texts}
         raise AssertionError("unreachable")
 

@@ -16,7 +16,8 @@ back to an older version) is skipped by every query.
   (`sproutrag.storage.check_report`).
 * `explain_damage`: a Lance read error becomes one line naming the damaged table (the
   start-of-run check's `sproutrag.storage.run_check.check_files`).
-* `move_aside`: what a `--full` index run does with an unreadable table.
+* `move_aside`: what a `--full` index run does with an unreadable table (and with
+  `documents` when `nodes` is unreadable: `with_dependents`).
 """
 
 from __future__ import annotations
@@ -69,6 +70,17 @@ def move_aside(uri: str, names: list[str]) -> dict[str, str]:
         os.rename(src, dst)
         moved[name] = dst
     return moved
+
+
+def with_dependents(uri: str, unreadable: dict[str, str]) -> dict[str, str]:
+    """UNREADABLE (table -> why), plus `documents` when `nodes` is among them: its rows
+    name the trees that table held, so a rebuild that kept them would keep, for each
+    document failing in the rebuild, a row naming no tree. Local only, as `move_aside`."""
+    out = dict(unreadable)
+    if "nodes" in out and "documents" not in out and os.path.isdir(
+            os.path.join(uri, "documents.lance")):
+        out["documents"] = "its rows name the trees of the damaged nodes table"
+    return out
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """Index runs on a damaged database: a lost data file fails the run at its start with one
-line of advice, --full moves the damaged table aside and rebuilds, documents whose tree
-is gone (a rolled-back `nodes`) are re-indexed, and so are those whose stored text is
-altered once the run is asked to verify the texts (--verify)."""
+line of advice, --full moves the damaged table aside (`documents` with `nodes`) and
+rebuilds, documents whose tree is gone (a rolled-back `nodes`) are re-indexed, and so are
+those whose stored text is altered once the run is asked to verify the texts
+(--verify)."""
 
 from __future__ import annotations
 
@@ -92,12 +93,20 @@ def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_p
     assert len(errors) == 1 and errors[0].startswith("sproutrag query: error: table 'nodes'")
     check = run_cli("check", "--db", str(db))
     assert check.returncode == 1 and "table 'nodes' cannot be read" in check.stdout
+    (corpus / "a.txt").write_bytes(b"abc\x00binary")  # a.txt fails in the rebuild
     run = run_index(corpus, db, full=True)
-    assert run["n_changed"] == 2 and "moved damaged tables aside" in run["message"]
-    kept = [p for p in Path(db).iterdir() if p.name.startswith("nodes.lance.damaged-")]
-    assert len(kept) == 1 and str(kept[0]) in run["message"]
-    assert set(index_state(db)) == {"a.txt", "b.txt"}
+    assert (run["n_new"], run["n_failed"]) == (1, 1)
+    assert "moved damaged tables aside" in run["message"]
+    for name in ("nodes", "documents"):  # documents too: its rows name the lost trees
+        kept = [p for p in Path(db).iterdir() if p.name.startswith(f"{name}.lance.damaged-")]
+        assert len(kept) == 1 and str(kept[0]) in run["message"]
+    assert set(index_state(db)) == {"b.txt"}  # a.txt failed: no row naming no tree
     assert run_cli("check", "--db", str(db)).returncode == 0
+    query = run_cli("query", "payment", "--db", str(db), "--doc-id", "a.txt")
+    assert query.returncode == 3 and "none of the doc_ids ['a.txt']" in query.stderr
+    write_files(corpus, TEXTS)
+    assert run_index(corpus, db)["n_new"] == 1
+    assert set(index_state(db)) == {"a.txt", "b.txt"}
 
 
 @pytest.mark.parametrize("index", ["text_idx", "tree_id_idx"])

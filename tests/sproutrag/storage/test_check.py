@@ -75,6 +75,28 @@ def test_rolled_back_nodes_the_document_is_damaged_and_gc_keeps_its_old_tree(sto
     assert store.table("nodes").count_rows() == 9 + 3 + 7
 
 
+
+def test_a_search_of_a_document_whose_tree_is_gone_says_so_in_one_line(store):
+    """A `documents` row naming a tree `nodes` does not hold: the search names the
+    document and the command that mends it (it was an internal error, a KeyError)."""
+    import numpy as np
+
+    from sproutrag.encoder.weights import TrainedWeights
+    from sproutrag.errors import DamagedDocumentError, SproutragError
+    from sproutrag.params import SearchParams
+    from sproutrag.search.retriever import Retriever
+    from tests.helpers import TOY_DIM, toy_encoder
+
+    _rolled_back(store)
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    r = Retriever(store.uri, encoder=toy_encoder(weights))
+    q = np.ones(TOY_DIM, np.float32)
+    with pytest.raises(DamagedDocumentError, match="document 'a' of .* names a tree the "
+                       "nodes table does not hold.*--verify` re-indexes them") as got:
+        r.search_vector("q", q, k=3, doc_ids=["a", "b"])
+    assert isinstance(got.value, SproutragError) and got.value.doc_ids == ["a"]
+    assert {h.doc_id for h in r.search_vector("q", q, k=3, doc_ids=["b"])} == {"b"}
+
 def test_gc_does_not_run_without_a_documents_table(store):
     import lancedb
 
