@@ -132,6 +132,9 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
             health = _after_read_error(uri, storage_options, err)
     else:
         health = check_tables(uri, storage_options)
+    if "documents" not in names and "runs" not in health.unreadable and _stored_before(db):
+        health.unreadable["documents"] = ("it is missing, though finished index runs "
+                                          "stored documents (the `runs` table)")
     health.indexes = _damaged_indexes(db, names - set(health.unreadable))
     health.wrong_indexes = _damaged_indexes(db, names - set(health.unreadable), wrong=True)
     report = Report(uri, health)
@@ -151,6 +154,15 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
             report.unconfirmed = found.unconfirmed
     _note_debris(report, "documents" in names, None if found is None else found.stale())
     return report
+
+
+def _stored_before(db: Any) -> bool:
+    """Did a finished index run store documents (the `runs` table; False without one)?"""
+    if "runs" not in set(db.list_tables().tables):
+        return False
+    rows = db.open_table("runs").search().where(
+        "finished_at IS NOT NULL AND n_new + n_changed > 0").select(["run_id"]).limit(1)
+    return bool(rows.to_list())
 
 
 def _damaged_indexes(db: Any, names: set[str], *, wrong: bool = False) -> dict[str, str]:
@@ -275,7 +287,7 @@ def _note_debris(report: Report, have_documents: bool,
     STALE: (trees, rows) when known, else counted from the health's ``trees``."""
     h = report.health
     if not have_documents:
-        if h.n_nodes:
+        if h.n_nodes and "documents" not in h.unreadable:
             report.notes.append(
                 f"note: no 'documents' table but {h.n_nodes} nodes rows (an interrupted "
                 "first run leaves this; the next index run indexes the corpus)")

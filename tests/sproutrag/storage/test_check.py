@@ -103,6 +103,17 @@ def test_gc_does_not_run_without_a_documents_table(store):
     lancedb.connect(store.uri).drop_table("documents")
     assert store.collect_garbage() == 0
     assert store.table("nodes").count_rows() == 5 + 3 + 7
+    # No run finished: what an interrupted first run leaves (a note, healthy) ...
+    report = check_database(store.uri)
+    assert report.healthy and "an interrupted first run" in report.notes[0]
+    # ... but once runs stored documents, the missing table is the damage it is.
+    run = RunSummary(corpus="c", fingerprint="fp", n_new=3)
+    store.start_run(run.to_row())
+    store.finish_run(run.finish().to_row())
+    report = check_database(store.uri)
+    assert report.problems == ["table 'documents' cannot be read: it is missing, though "
+                               "finished index runs stored documents (the `runs` table)"]
+    assert report.notes == [] and "--full` rebuilds the database" in report.lines()[-1]
 
 
 def test_a_stored_text_that_does_not_match_its_hash_is_found(store):
