@@ -8,8 +8,9 @@ A batch is a JSONL file of `{"qid", "query", "doc_ids"?, "where"?, "budget_chars
 the flow's `write_results` task and `sproutrag.learn.devsets`). Every entry is checked
 before any search, the same way for both callers: a line that is not JSON, a query that is not
 text, `doc_ids` that is not a list of ids (a bare string would otherwise be searched as
-its characters), a qid that is neither a string nor an integer, or a qid already used in
-the batch. Such an entry gets its output line with empty `results` and an `error`; the
+its characters), a qid that is neither a string nor an integer, a qid already used in
+the batch, or a field that is a run's setting ("k") or a misspelt field ("doc_id"):
+`misspelled_field`. Such an entry gets its output line with empty `results` and an `error`; the
 rest of the batch runs. Integer qids and doc ids are taken as their decimal strings (as
 discovery takes integer JSONL doc_ids).
 """
@@ -114,6 +115,32 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     return out
 
 
+#: The fields a batch line may give; others (a labelled set's "gold", "type") are left
+#: alone, unless `misspelled_field` takes them for a misspelling of one of these.
+LINE_FIELDS = ("qid", "query", "doc_ids", "where", "budget_chars", "budget_tokens")
+#: Settings of the whole run that a line cannot set: a line giving one is refused.
+RUN_FIELDS = ("k", "mode", "beam", "beam_width", "selection", "tokenizer", "cutoff")
+
+
+def misspelled_field(row: dict[str, Any]) -> str | None:
+    """Why ROW cannot run as written, or None: a field that is a run's setting (a line's
+    "k" would be silently ignored) or that looks like a misspelt `LINE_FIELDS` name
+    ("doc_id" on a line without "doc_ids": the query would search every document)."""
+    import difflib
+
+    for name in row:
+        if name in LINE_FIELDS or not isinstance(name, str):
+            continue
+        if name in RUN_FIELDS:
+            return (f"{name!r} is a setting of the whole run (`sproutrag query --{name}`, "
+                    "the flow's parameter), not of a line")
+        close = difflib.get_close_matches(name.lower(), LINE_FIELDS, n=1, cutoff=0.8)
+        if close and close[0] not in row:  # beside the field itself: a field of its own
+            return (f"unknown field {name!r}: did you mean {close[0]!r}? (a line's fields: "
+                    f"{', '.join(LINE_FIELDS)})")
+    return None
+
+
 def _check(entry: Entry, seen: dict[str, int]) -> Query:
     fallback = f"line-{entry.line}"
     if entry.error is not None:
@@ -133,6 +160,9 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
         return Query(qid, error=f"duplicate qid {qid!r} (first on line {seen[qid]}): qids "
                      "must be unique in a batch")
     seen[qid] = entry.line
+    stray = misspelled_field(row)
+    if stray:
+        return Query(qid, error=stray)
     where = row.get("where")
     if where is not None and (not isinstance(where, str) or not where.strip()):
         return Query(qid, error="where must be a non-empty string: a SQL filter over the "

@@ -41,6 +41,20 @@ def test_each_bad_entry_gets_its_own_error_and_the_rest_runs():
     assert "doc_ids is empty" in checked[9].error
 
 
+def test_a_misspelt_field_or_a_runs_setting_on_a_line_is_refused():
+    """A line's "doc_id" would search every document, its "k" would be ignored: both are
+    refused; a labelled set's own fields ("gold", "id" beside "qid") are left alone."""
+    lines = [{"qid": "t", "query": "traffic", "doc_id": ["m1"]},
+             {"qid": "u", "query": "traffic", "k": 0},
+             {"qid": "v", "query": "traffic", "budget_char": 300},
+             {"qid": "w", "query": "x", "doc_ids": ["m1"], "gold": [], "id": 3, "type": "y"}]
+    checked = check_batch(lines)
+    assert "unknown field 'doc_id': did you mean 'doc_ids'?" in checked[0].error
+    assert "'k' is a setting of the whole run" in checked[1].error
+    assert "did you mean 'budget_chars'?" in checked[2].error
+    assert checked[3].error is None and checked[3].doc_ids == ["m1"]
+
+
 @pytest.mark.parametrize("query, why", [
     ("", "query is empty"), ("  \n\t", "query is empty"), ("\x00\x00", "query is empty"),
     (" \x00 ", "query is empty"), ("abc \ud800 def", "lone surrogate U+D800 at character 4"),
