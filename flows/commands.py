@@ -213,12 +213,18 @@ def _learned(search) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from sproutrag.flows.preflight import UsageError
+
     from sproutrag.encoder.weights import load_default_weights
     from sproutrag.learn.anchors import ANCHORS
     from sproutrag.learn.evaluation import evaluate_corpus
     from sproutrag.learn.report import write_report
-    from sproutrag.learn.variants import make_variants
+    from sproutrag.learn.variants import VARIANT_NAMES, make_variants
 
+    unknown = [m for m in args.modes if m not in VARIANT_NAMES and m not in ANCHORS]
+    if unknown:
+        raise UsageError(f"--modes: unknown {', '.join(unknown)}; choose from "
+                         f"{' '.join([*VARIANT_NAMES, *ANCHORS])}")
     settings = args.settings
     weights = load_default_weights(args.weights or settings.encoding.weights)
     encoder = encoder_from_settings(settings.encoding, weights)

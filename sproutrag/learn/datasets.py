@@ -43,6 +43,66 @@ def _json_object(path: str | Path, n: int, line: bytes) -> dict[str, Any]:
     return row
 
 
+def read_labelled(docs_path: str | Path, queries_path: str | Path
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A labelled set's documents and queries (`read_jsonl`), checked before anything is
+    encoded (`check_labelled`)."""
+    queries, docs = read_jsonl(queries_path), read_jsonl(docs_path)
+    check_labelled(docs, queries, docs_path=docs_path, queries_path=queries_path)
+    return docs, queries
+
+
+def check_labelled(docs: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]], *,
+                   docs_path: Any, queries_path: Any) -> None:
+    """`DatasetError` naming the file, the line and the fix for the first thing that
+    would crash or silently mis-score: a document without a string doc_id (or integer)
+    and text, a doc_id twice; a qid twice, a gold span that is not {doc_id, start, end}
+    with integer offsets inside its document's text (0 <= start < end <= its length), a
+    gold document the query's doc_ids leave out."""
+    texts: dict[str, str] = {}
+    for n, d in enumerate(docs, start=1):
+        doc_id, text = d.get("doc_id"), d.get("text")
+        where = f"{docs_path}: document {n}"
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+            raise DatasetError(f"{where}: doc_id must be a string or an integer, got "
+                               f"{doc_id!r}")
+        if not isinstance(text, str):
+            raise DatasetError(f"{where} ({doc_id!r}): text must be a string, got "
+                               f"{type(text).__name__}")
+        if str(doc_id) in texts:
+            raise DatasetError(f"{where}: doc_id {str(doc_id)!r} again: doc_ids must be "
+                               "unique")
+        texts[str(doc_id)] = text
+    seen: set[str] = set()
+    for n, q in enumerate(queries, start=1):
+        where = f"{queries_path}: query {n} (qid {q.get('qid')!r})"
+        if "qid" in q and str(q["qid"]) in seen:
+            raise DatasetError(f"{where}: the qid again: qids must be unique")
+        seen.add(str(q.get("qid")))
+        problem = _gold_problem(q, texts)
+        if problem:
+            raise DatasetError(f"{where}: {problem}")
+
+
+def _gold_problem(q: dict[str, Any], texts: dict[str, str]) -> str | None:
+    gold, scope = q.get("gold", []), q.get("doc_ids")
+    if not isinstance(gold, list):
+        return f"gold must be a list of {{doc_id, start, end}}, got {type(gold).__name__}"
+    for g in gold:
+        if not isinstance(g, dict) or not {"doc_id", "start", "end"} <= set(g):
+            return f"a gold span must be {{doc_id, start, end}}, got {g!r}"
+        start, end, doc = g["start"], g["end"], str(g["doc_id"])
+        if any(isinstance(x, bool) or not isinstance(x, int) for x in (start, end)):
+            return f"a gold span's start and end must be integers, got {g!r}"
+        length = len(texts.get(doc, ""))
+        if doc in texts and not 0 <= start < end <= length:
+            return (f"gold span {start}-{end} is not inside document {doc!r} (0-{length}, "
+                    "start before end)")
+        if isinstance(scope, list) and doc not in {str(d) for d in scope}:
+            return f"gold document {doc!r} is not among its doc_ids {scope!r}"
+    return None
+
+
 def gold_spans(q: dict[str, Any]) -> list[tuple[str, int, int]]:
     """A query's gold evidence as (doc id, start, end) character spans."""
     return [(str(g["doc_id"]), int(g["start"]), int(g["end"])) for g in q.get("gold", [])]

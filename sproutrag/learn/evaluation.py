@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from sproutrag.ingest.index_identity import encoder_fields
-from sproutrag.learn.datasets import gold_spans, read_jsonl, scorable_queries
+from sproutrag.learn.datasets import gold_spans, read_labelled, scorable_queries
 from sproutrag.learn.features import DocFeatures, attach_terms, feature_path, featurize_corpus
 from sproutrag.learn.metrics import (
     QueryScores,
@@ -171,8 +171,7 @@ def evaluate_corpus(
     and scores of the variant SEARCH, default the first tree variant; the baselines
     filled the same way), in ``meta["budget_rows"]``. (rows, meta)."""
     t0 = time.perf_counter()
-    labelled = read_jsonl(queries_path)  # checked before any document is encoded
-    docs = read_jsonl(docs_path)
+    docs, labelled = read_labelled(docs_path, queries_path)  # checked before encoding
     scorable_queries(labelled, {str(d.get("doc_id")) for d in docs},
                      queries_path=queries_path, docs_path=docs_path)
     feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)

@@ -44,7 +44,7 @@ import numpy as np
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.ingest.index_identity import encoder_fields
 from sproutrag.learn.calibration import learn_search
-from sproutrag.learn.datasets import read_jsonl, usable_queries
+from sproutrag.learn.datasets import read_labelled, usable_queries
 from sproutrag.learn.features import DocFeatures, attach_terms, featurize_corpus
 from sproutrag.learn.finetune import finetune_encoder, warmup_adamw
 from sproutrag.learn.losses import (
@@ -145,11 +145,11 @@ def load_sets(
     feats: dict[str, DocFeatures] = {}
     queries: list[dict[str, Any]] = []
     texts: dict[str, str] = {}
-    for n, (docs_path, queries_path) in enumerate(sets):
-        docs = read_jsonl(docs_path)
+    labelled = [read_labelled(d, q) for d, q in sets]  # every file checked before encoding
+    for n, ((docs_path, _), (docs, set_queries)) in enumerate(zip(sets, labelled, strict=True)):
         f = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
         attach_terms(f, docs)
-        qs = usable_queries(read_jsonl(queries_path), f)
+        qs = usable_queries(set_queries, f)
         prefix = f"{n}/" if len(sets) > 1 else ""
 
         def name(d: str, prefix: str = prefix) -> str:

@@ -78,6 +78,14 @@ EXTRA_MODES = ("flat_delta", "flat_cutoffs", "nomargin", "size_weighted",
                "untrained_size_weighted", "noband", "b5")
 
 
+#: The keys `make_variants` knows (`sproutrag evaluate --modes` checks them before the
+#: model loads).
+VARIANT_NAMES = ("flat", "leaves", "flat_lexical", "flat_delta", "flat_cutoffs",
+                 "nomargin", "tree", "tree_paper", "tree_cosine", "tree_nocalib",
+                 "tree_noseed", "untrained", "untrained_search", "untrained_size_weighted",
+                 "embedding", "b1", "b3", "b5", "b10", "size_weighted", "noband")
+
+
 def make_variants(
     modes: Sequence[str], weights: Any, parent_embedding: str
 ) -> list[Variant]:
@@ -124,6 +132,7 @@ def make_variants(
                                    parent_embedding=other),
         "noband": with_name(tree, "tree (trained), without the |i-j|<=1 band", band=1),
     }
+    assert set(table) == set(VARIANT_NAMES), "VARIANT_NAMES must list the table's keys"
     unknown = [m for m in modes if m not in table]
     if unknown:
         raise ValueError(f"unknown modes {unknown}; choose from {sorted(table)}")

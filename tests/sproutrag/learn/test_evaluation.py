@@ -230,9 +230,21 @@ _GOLD = {"qid": "q1", "query": "When is payment due?", "doc_ids": ["a"],
          "gold": [{"doc_id": "a", "start": 0, "end": 7}]}
 
 
+def _gold(**span):
+    return {**_GOLD, "gold": [{"doc_id": "a", "start": 0, "end": 7, **span}]}
+
+
 @pytest.mark.parametrize("lines, doc_id, why", [
     ([_GOLD, '{"qid": "q2", "query": \n'], "a", "queries.jsonl line 2 is not a JSON object"),
     ([_GOLD], "b", "queries.jsonl: no query can be scored: the documents of its 1 queries"),
+    # what crashed (a traceback) or scored 0 without a word
+    ([_gold(start="a")], "a", r"query 1 \(qid 'q1'\): a gold span's start and end must be "
+     "integers"),
+    ([_gold(start=500, end=100)], "a", "gold span 500-100 is not inside document 'a' "
+     r"\(0-26, start before end\)"),
+    ([{**_gold(), "doc_ids": ["b"]}], "a", "gold document 'a' is not among its doc_ids"),
+    ([_GOLD, _GOLD], "a", r"query 2 \(qid 'q1'\): the qid again: qids must be unique"),
+    ([_GOLD], 3.5, r"docs.jsonl: document 1: doc_id must be a string or an integer"),
 ])
 def test_bad_queries_are_refused_before_any_document_is_encoded(tmp_path, lines, doc_id, why):
     from sproutrag.errors import DatasetError
@@ -243,6 +255,30 @@ def test_bad_queries_are_refused_before_any_document_is_encoded(tmp_path, lines,
     with pytest.raises(DatasetError, match=why):
         evaluate_corpus(docs, queries, encoder=encoder, chunking={}, variants=[],
                         cache_dir=tmp_path / "cache", log=lambda *a: None)
+
+
+def test_a_document_that_is_not_text_or_twice_is_refused(tmp_path):
+    from sproutrag.errors import DatasetError
+    from sproutrag.learn.datasets import read_labelled
+
+    docs, queries = _labelled(tmp_path, [_GOLD])
+    for line, why in (({"doc_id": "b", "text": 5}, "document 2 \\('b'\\): text must be a "
+                       "string, got int"),
+                      ({"doc_id": "a", "text": "x"}, "document 2: doc_id 'a' again")):
+        docs.write_text(json.dumps({"doc_id": "a", "text": "Payment is due."}) + "\n"
+                        + json.dumps(line) + "\n", encoding="utf-8")
+        with pytest.raises(DatasetError, match=why):
+            read_labelled(docs, queries)
+
+
+def test_evaluate_refuses_an_unknown_mode_before_the_model_loads(tmp_path, capsys):
+    from sproutrag.flows.cli import main
+
+    docs, queries = _labelled(tmp_path, [_GOLD])
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                 "tree", "bogus", "--out", str(tmp_path / "eval")]) == 2
+    err = capsys.readouterr().err
+    assert "--modes: unknown bogus; choose from flat" in err and "lancedb_hybrid" in err
 
 
 def test_evaluate_exits_2_naming_the_file_and_line_of_a_malformed_line(tmp_path, capsys):
