@@ -158,7 +158,9 @@ def probe(tbl: Any, index: Any) -> str | None:
             query = tbl.search("probe", query_type="fts", fts_columns=column)
         elif index.index_type in ("BTree", "Bitmap", "LabelList"):
             first = tbl.search().select([column]).limit(1).to_list()  # a value it holds:
-            value = first[0][column] if first else ""  # its lookup opens the index's data
+            if not first:  # its lookup opens the index's data; an empty table has none
+                return None
+            value = first[0][column]
             literal = value if isinstance(value, int) else sql_quote(str(value))
             query = tbl.search().where(f"{column} = {literal}")
         else:  # a vector index

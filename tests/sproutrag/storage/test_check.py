@@ -257,3 +257,14 @@ def test_a_json_index_that_loses_documents_is_reported_and_dropped(tmp_path):
     assert list(dropped) == ["customer_idx"] and dropped["customer_idx"].startswith(
         "gives wrong answers: a JSON index")
     assert matching() == ["d007", "d057"] and check_database(store.uri).healthy
+
+
+def test_a_database_whose_documents_were_all_deleted_checks_healthy(store):
+    """The probe of a scalar index looks up a value the table holds: an emptied table
+    holds none, and its indexes were reported unreadable."""
+    from sproutrag.storage.indexes import damaged_indexes, ensure_scalar_indexes
+
+    ensure_scalar_indexes(store.written_tables())
+    store.delete(["a", "b", "c"])
+    assert damaged_indexes(store.table("nodes")) == {}
+    assert check_database(store.uri).healthy
