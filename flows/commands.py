@@ -19,6 +19,7 @@ from typing import Any
 from sproutrag.schemas.settings import Settings
 
 from sproutrag.encoder.factory import encoder_from_settings
+from sproutrag.errors import MassDeleteError
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # the command could not run or finish (bad input, interrupted, ...)
@@ -269,7 +270,13 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
 
     if args.weights:  # index with the weights being evaluated
         settings = with_setting(settings, "encoding", weights=os.path.abspath(args.weights))
-    run_index(args.docs, args.db, settings, raise_outcome=True)
+    try:
+        run_index(args.docs, args.db, settings, raise_outcome=True)
+    except MassDeleteError:  # --db holds another corpus: evaluate would replace it
+        raise MassDeleteError(
+            f"--db {args.db} holds documents that {args.docs} does not: `sproutrag "
+            "evaluate --db` indexes --docs into it and would delete them; give evaluate a "
+            "folder of its own (a new one)") from None
     feats = load_features(meta["features"])  # the file this evaluation used, not the newest
     queries = usable_queries(read_jsonl(args.queries), feats)
     retriever = Retriever(args.db, encoder=encoder, **settings.search.retriever_options())

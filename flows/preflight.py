@@ -160,6 +160,17 @@ def check_writable(db: str) -> None:
         )
 
 
+def _not_a_file(flag: str, value: str | None) -> None:
+    """A folder a command writes: UsageError when VALUE names a file (or lies under one)."""
+    if value is None or is_s3(value):
+        return
+    path = Path(value).expanduser().absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        raise UsageError(f"{flag} {value}: {path} is a file, not a folder: give a folder")
+
+
 def preflight(args: argparse.Namespace) -> Settings:
     """Validate ARGS and the settings before the command starts any work."""
     from sproutrag.schemas.settings import load_settings
@@ -190,6 +201,8 @@ def preflight(args: argparse.Namespace) -> Settings:
             value = getattr(args, flag)
             for path in value if isinstance(value, list) else [value]:
                 _existing_file(f"--{flag}", path)
+        for flag in ("out", "cache", "db"):  # folders it writes: refused now, not after
+            _not_a_file(f"--{flag}", getattr(args, flag, None))  # the encoding
     _existing_file("--config", getattr(args, "config", None))
     if command == "evaluate":
         _existing_file("--weights", args.weights)

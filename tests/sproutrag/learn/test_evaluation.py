@@ -292,3 +292,38 @@ def test_evaluate_exits_2_naming_the_file_and_line_of_a_malformed_line(tmp_path,
     err = capsys.readouterr().err
     assert f"{docs} line 2 is not a JSON object" in err and "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag", ["--out", "--db", "--cache"])
+def test_evaluate_refuses_an_output_folder_that_is_a_file_at_once(tmp_path, capsys, flag):
+    from sproutrag.flows.cli import main
+
+    docs, queries = _labelled(tmp_path, [_GOLD])
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    args = {"--out": str(tmp_path / "eval"), flag: str(afile / "sub")}
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                 "flat", *[x for kv in args.items() for x in kv]]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} {afile / 'sub'}: {afile} is a file, not a folder" in err
+    assert afile.read_text(encoding="utf-8") == "x"
+
+
+def test_evaluate_db_holding_another_corpus_is_refused_with_advice_it_can_follow(
+        tmp_path, monkeypatch):
+    """`evaluate --db` indexes --docs into it: a database of another corpus would lose
+    its documents, and the mass-delete refusal named `--allow-mass-delete`, a flag
+    evaluate does not have."""
+    from sproutrag.flows import commands
+
+    from sproutrag.errors import MassDeleteError
+
+    def refuse(*args, **kwargs):
+        raise MassDeleteError("... run again with --allow-mass-delete")
+
+    monkeypatch.setattr(commands, "run_index", refuse)
+    args = SimpleNamespace(weights=None, docs="d.jsonl", db="other-db", queries="q.jsonl")
+    with pytest.raises(MassDeleteError, match="--db other-db holds documents that d.jsonl "
+                       "does not.*give evaluate a folder of its own") as got:
+        commands._db_rows(args, SimpleNamespace(), None, {})
+    assert "--allow-mass-delete" not in str(got.value)
