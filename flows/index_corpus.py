@@ -83,7 +83,7 @@ def _plan(run: IndexRun, stored, damaged: dict[str, str]):
     """List the corpus, diff it with the stored state, refuse a mass deletion."""
     summary, logger = run.summary, run.logger
     with timed_stage(summary, "discover"):
-        listing = discover_corpus(run.corpus, run.settings)
+        listing = discover_corpus(run.corpus, run.settings, run.allow_mass_delete)
         summary.failures = list(listing.failures)
         plan = diff_corpus(quote(listing), stored, run.settings, summary.fingerprint,
                            run.full, quote(damaged))

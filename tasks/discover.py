@@ -35,12 +35,14 @@ def check_corpus_exists(corpus: str, settings: Settings | None = None) -> None:
 
 
 @task(name="discover", cache_policy=NO_CACHE, **IO_RETRIES)
-def discover_corpus(corpus: str, settings: Settings) -> CorpusListing:
-    """The corpus listing: doc ids and what the listing says of each (no text held)."""
+def discover_corpus(corpus: str, settings: Settings,
+                    allow_empty: bool = False) -> CorpusListing:
+    """The corpus listing: doc ids and what the listing says of each (no text held); an
+    empty folder only with ALLOW_EMPTY (`--allow-mass-delete`)."""
     return list_corpus(corpus, storage_options=settings.storage.fsspec_options(corpus),
                        allow_external_symlinks=settings.pipeline.allow_external_symlinks,
                        include_hidden=settings.pipeline.include_hidden,
-                       limits=_limits(settings))
+                       limits=_limits(settings), allow_empty=allow_empty)
 
 
 @task(name="diff", cache_policy=NO_CACHE)

@@ -130,19 +130,26 @@ def _filesystem(corpus: str, storage_options: dict[str, Any] | None):
 
 
 def check_corpus(corpus: str, *, storage_options: dict[str, Any] | None = None) -> None:
-    """Raise CorpusNotFoundError when CORPUS does not exist (a cheap check before a run)."""
+    """Raise CorpusNotFoundError when CORPUS does not exist, or is a .json file (a cheap
+    check before a run: it would be indexed as one text document)."""
     fs, root = _filesystem(str(corpus), storage_options)
     if not fs.exists(root):
         raise CorpusNotFoundError(
             f"corpus {corpus!r} does not exist: give a folder of .txt/.md files, "
             "a .jsonl file of {doc_id, text} lines, or a single text file"
         )
+    if root.lower().endswith(".json") and not fs.isdir(root):  # not one text document
+        raise CorpusNotFoundError(
+            f"corpus {corpus!r} is a .json file: SproutRAG reads JSON Lines from a .jsonl "
+            "file (one {doc_id, text} object a line); rename it .jsonl if it is JSON "
+            "Lines, or write it as JSON Lines"
+        )
 
 
 def list_corpus(
     corpus: str, *, storage_options: dict[str, Any] | None = None,
     allow_external_symlinks: bool = False, limits: DocLimits | None = None,
-    include_hidden: bool = False,
+    include_hidden: bool = False, allow_empty: bool = False,
 ) -> CorpusListing:
     """The corpus's documents as its listing sees them (no file is read; a JSONL file is
     streamed and hashed line by line), with failures and skipped entries. Memory: about
@@ -154,7 +161,7 @@ def list_corpus(
     if fs.isdir(root):
         kind, root = "folder", root.rstrip("/")
         items = _list_folder_items(fs, root, corpus, skipped, allow_external_symlinks,
-                                   include_hidden)
+                                   include_hidden, allow_empty)
     elif root.endswith(".jsonl"):
         kind, items = "jsonl", list_jsonl(fs, root, str(corpus), limits)
     else:
@@ -341,19 +348,22 @@ def _list_folder(fs, root: str, corpus: str, skipped: list[Skipped], include_hid
 
 def _list_folder_items(
     fs, root: str, corpus: str, skipped: list[Skipped], allow_external: bool,
-    include_hidden: bool = False,
+    include_hidden: bool = False, allow_empty: bool = False,
 ) -> list[Listed | Failure]:
     """The folder's .txt/.md files as `Listed` (doc_id: the path below the folder) and a
     failure per subfolder that could not be listed; symlinks out of the folder are
     reported in SKIPPED instead, unless ALLOW_EXTERNAL; hidden files and folders (a name
-    starting with a dot) are left out unless INCLUDE_HIDDEN; an invalid doc_id fails."""
+    starting with a dot) are left out unless INCLUDE_HIDDEN; an invalid doc_id fails.
+    A folder with no such file is an error (a wrong path, most likely) unless
+    ALLOW_EMPTY (a run allowed to delete every document: `--allow-mass-delete`)."""
     entries, unlisted = _list_folder(fs, root, corpus, skipped, include_hidden)
-    if not entries and not unlisted:
+    if not entries and not unlisted and not allow_empty:
         hint = "" if include_hidden else (
             " (hidden files and folders, whose names start with a dot, are left out: "
             "set pipeline.include_hidden to index them)")
         raise CorpusNotFoundError(
-            f"corpus folder {corpus!r} holds no .txt or .md files{hint}")
+            f"corpus folder {corpus!r} holds no .txt or .md files{hint}; to delete every "
+            "document of the database, run again with --allow-mass-delete")
     items: list[Listed | Failure] = list(unlisted)
     for entry in entries:
         target = None if allow_external or not is_local(fs) else _external_target(

@@ -168,3 +168,13 @@ def test_a_queries_file_that_is_a_folder_is_named_a_folder(tmp_path, capsys):
 def test_context_flags_without_a_budget_are_refused_not_ignored(tmp_path, capsys, flags):
     assert main(["query", "--db", str(tmp_path / "db"), "a question", *flags]) == 2
     assert "shape a budgeted context: add --budget-chars N" in capsys.readouterr().err
+
+
+def test_a_json_corpus_file_is_refused_not_indexed_as_one_document(tmp_path, capsys):
+    """JSON Lines named .json were indexed as one text document, exit 0."""
+    corpus = tmp_path / "data.json"
+    corpus.write_text('{"doc_id": "a", "text": "One."}\n', encoding="utf-8")
+    assert main(["index", str(corpus), "--db", str(tmp_path / "db")]) == 1
+    err = capsys.readouterr().err
+    assert "is a .json file: SproutRAG reads JSON Lines from a .jsonl file" in err, err
+    assert not (tmp_path / "db").exists()

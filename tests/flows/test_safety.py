@@ -129,6 +129,23 @@ def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, 
     assert set(index_state(db)) == {"z"}
 
 
+def test_an_emptied_folder_clears_the_database_only_when_allowed(prefect_harness, tmp_path):
+    """A folder with no .txt/.md file is most likely a wrong path: refused; with
+    --allow-mass-delete it is the corpus emptied, and every document goes."""
+    from sproutrag.errors import CorpusNotFoundError
+
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, {"a.txt": TEXTS["a.txt"]})
+    run_index(corpus, db)
+    (corpus / "a.txt").unlink()
+    with pytest.raises(CorpusNotFoundError, match="holds no .txt or .md files.*run again "
+                       "with --allow-mass-delete"):
+        run_index(corpus, db)
+    assert set(index_state(db)) == {"a.txt"}
+    row = run_index(corpus, db, allow_mass_delete=True)
+    assert (row["n_deleted"], row["status"]) == (1, "completed") and index_state(db) == {}
+
+
 # -- 4. invalid doc_ids ----------------------------------------------------------------
 
 
