@@ -56,7 +56,11 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | 
     usable one. A line's metadata must be text too (no lone surrogates)."""
     try:
         row = json.loads(raw)
-    except ValueError as exc:  # not JSON, or not UTF-8
+    except UnicodeDecodeError as exc:
+        return Failure(line, f"{where}: not UTF-8 (byte {exc.object[exc.start]:#04x} at "
+                       f"{exc.start}): write the file as UTF-8 (e.g. `iconv -f latin1 -t "
+                       "utf-8`)", doc_id_known=False)
+    except ValueError as exc:  # not JSON
         return Failure(line, f"{where}: not a JSON line ({exc})", doc_id_known=False)
     if not isinstance(row, dict):
         return Failure(line, f"{where}: not a JSON object {{\"doc_id\", \"text\", ...}} "
@@ -65,17 +69,21 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | 
         return Failure(line, f"{where}: missing field 'doc_id'", doc_id_known=False)
     doc_id = row["doc_id"]
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
-        return Failure(line, f"{where}: doc_id must be a string, got {doc_id!r}",
-                       doc_id_known=False)
+        return Failure(line, f"{where}: doc_id must be a string or an integer, got "
+                       f"{doc_id!r}", doc_id_known=False)
     doc_id = str(doc_id)
     try:
         check_doc_id(doc_id)
         if "text" not in row:
             raise ValueError("missing field 'text'")
         if not isinstance(row["text"], str):
-            raise ValueError("text must be a string")
+            raise ValueError(f"text must be a string, got {type(row['text']).__name__}")
         text = limits.check_chars(check_text(row["text"], name=doc_id), name=doc_id)
-        digest = content_hash(text)  # UnicodeEncodeError (a ValueError): lone surrogates
+        try:
+            digest = content_hash(text)
+        except UnicodeEncodeError:  # a JSON escape such as "\ud800" without its pair
+            raise ValueError("text holds a lone surrogate (a \\uD800-\\uDFFF escape "
+                             "without its pair): not valid Unicode; fix the export") from None
         title, metadata = _metadata(row)
         if metadata is not None:
             metadata.encode("utf-8")  # lone surrogates in a field

@@ -153,6 +153,24 @@ def test_a_jsonl_doc_id_with_a_lone_surrogate_fails_alone(tmp_path):
     assert failure.doc_id == "bad\\ud800" and "U+D800" in failure.reason
 
 
+def test_jsonl_lines_that_fail_say_what_they_got_and_what_to_do(tmp_path):
+    """A lone surrogate in a text (was a raw codec error), a Latin-1 byte (was "not a JSON
+    line"), a doc_id or text of another type (said "string" only, or not what it got)."""
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"doc_id": "ok", "text": "Fine."}\n'
+                     b'{"doc_id": "s", "text": "x \\ud800 y"}\n'
+                     b'{"doc_id": "l", "text": "caf\xe9"}\n'
+                     b'{"doc_id": 3.5, "text": "x"}\n'
+                     b'{"doc_id": "t", "text": 5}\n')
+    docs, failures = _pair(discover(str(path)))
+    assert [d.doc_id for d in docs] == ["ok"]
+    why = {f.doc_id: f.reason for f in failures}
+    assert "text holds a lone surrogate" in why["s"] and "fix the export" in why["s"]
+    assert "not UTF-8 (byte 0xe9 at 28): write the file as UTF-8" in why["line 3"]
+    assert "doc_id must be a string or an integer, got 3.5" in why["line 4"]
+    assert "text must be a string, got int" in why["t"]
+
+
 def _pair(found):
     """(documents, failures) of a `Discovery`."""
     return found.docs, found.failures
