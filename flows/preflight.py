@@ -176,6 +176,9 @@ def preflight(args: argparse.Namespace) -> Settings:
     from sproutrag.schemas.settings import load_settings
 
     command = args.command
+    for flag in ("db", "corpus", "out"):
+        if getattr(args, flag, None) == "":  # "--db $DB" with DB unset
+            raise UsageError(f"--{flag} is empty" if flag != "corpus" else "CORPUS is empty")
     if command == "query":
         if (args.question is None) == (args.queries is None):
             hint = ""

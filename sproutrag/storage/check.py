@@ -183,7 +183,8 @@ def _existing(uri: str, storage_options) -> tuple[Any, set[str]]:
     from sproutrag.storage.store import DatabaseNotFoundError
 
     if not is_s3(uri) and not os.path.isdir(uri):  # connect() would create the folder
-        raise DatabaseNotFoundError(f"no SproutRAG database at {uri!r} (no such folder): "
+        what = "a file, not a folder" if os.path.exists(uri) else "no such folder"
+        raise DatabaseNotFoundError(f"no SproutRAG database at {uri!r} ({what}): "
                                     "check the --db path")
     db, names = connect(uri, storage_options)
     if not names & {"documents", "nodes"}:

@@ -178,3 +178,16 @@ def test_a_json_corpus_file_is_refused_not_indexed_as_one_document(tmp_path, cap
     err = capsys.readouterr().err
     assert "is a .json file: SproutRAG reads JSON Lines from a .jsonl file" in err, err
     assert not (tmp_path / "db").exists()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["query", "--db", "", "a question"], "--db is empty"),
+    (["index", "", "--db", "x"], "CORPUS is empty"),
+    (["check", "--db", "AFILE"], "no SproutRAG database at 'AFILE' (a file, not a folder)"),
+])
+def test_an_empty_path_or_a_file_for_a_database_is_named_so(tmp_path, capsys, argv, said):
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    argv = [str(afile) if a == "AFILE" else a for a in argv]
+    assert main(argv) == 2
+    assert said.replace("AFILE", str(afile)) in capsys.readouterr().err
