@@ -109,6 +109,13 @@ def test_evaluate_variants_and_report(tmp_path):
     assert json.loads(paths["json"].read_text())["rows"][0]["name"] == flat["name"]
     with pytest.raises(ValueError, match="unknown modes"):
         make_variants(["nope"], w, "size_weighted")
+    from sproutrag.learn.variants import VARIANT_NAMES  # what `evaluate --modes` accepts
+
+    assert len(make_variants(list(VARIANT_NAMES), w, "size_weighted")) == len(VARIANT_NAMES)
+    with pytest.raises(ValueError, match=r"choose from \[(.*)\]") as got:
+        make_variants(["nope"], w, "size_weighted")
+    assert sorted(VARIANT_NAMES) == [m.strip("'") for m in
+                                     got.value.args[0].split("[")[-1][:-1].split(", ")]
 
 
 @pytest.mark.model
