@@ -39,8 +39,9 @@ class Failure:
 
     @property
     def shown(self) -> str:
-        """The doc_id for logs and reports: control characters escaped."""
-        return self.doc_id if self.doc_id.isprintable() else repr(self.doc_id)
+        """The doc_id for logs and reports: control characters escaped, an empty or
+        blank one quoted."""
+        return shown_id(self.doc_id)
 
     def to_dict(self) -> dict[str, str]:
         """The entry of `runs.failures_json`."""
@@ -57,7 +58,14 @@ class Skipped:
 
     @property
     def shown(self) -> str:
-        return self.doc_id if self.doc_id.isprintable() else repr(self.doc_id)
+        return shown_id(self.doc_id)
+
+
+def shown_id(doc_id: str) -> str:
+    """DOC_ID as logs show it: as it is, or quoted when empty, blank at an end or not
+    printable (`FAILED '': ...`, not `FAILED : ...`)."""
+    plain = doc_id.isprintable() and doc_id.strip() == doc_id and doc_id != ""
+    return doc_id if plain else repr(doc_id)
 
 
 def metadata_hash(metadata_json: str) -> str:

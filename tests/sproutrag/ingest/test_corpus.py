@@ -126,6 +126,7 @@ def test_invalid_doc_ids_and_unattributed_lines(tmp_path):
     unknown = [f.doc_id for f in failures if not f.doc_id_known]
     assert unknown == ["line 7", "line 8", "line 9"]
     assert [f.shown for f in failures][:2] == ["'nul\\x00'", "'tab\\there'"]
+    assert known["  "] and [f.shown for f in failures if f.doc_id == "  "] == ["'  '"]
 
 
 @pytest.mark.parametrize(("name", "doc_id", "why"), [
