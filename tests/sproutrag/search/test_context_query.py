@@ -152,7 +152,8 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
     assert [r["used_chars"] for r in cli[:3]] == [a["used_chars"] for a in api]
     assert cli[0]["used_chars"] <= 700 and cli[2]["used_chars"] <= 450
     assert {h["doc_id"] for h in cli[1]["results"]} == {"policies/remote_work_faq.md"}
-    assert [r.get("budget_chars") for r in cli] == [700, 300, 450, None, 60, 1]
+    # d failed on its own budget: it carries the run's, a context's line as the rest
+    assert [r.get("budget_chars") for r in cli] == [700, 300, 450, 450, 60, 1]
     assert cli[4]["results"][0]["cut"] and not cli[5]["results"]
     _results_table_holds_the_contexts(db, failed.value.row["run_id"], flow)
     # One question on the command line: the same spans, printed.
@@ -178,6 +179,7 @@ def _results_table_holds_the_contexts(db: str, run_id: str, lines: list[dict]) -
         if not line["results"]:  # failed (d) or nothing fitted (f): one row of rank 0
             [row] = mine
             assert (row["rank"], row["error"], row["doc_id"]) == (0, line.get("error"), None)
+            assert (row["budget_chars"], row["k"]) == (line["budget_chars"], None)
             continue
         assert [(r["node_id"], r["node_ids"], r["spans"], r["cut"]) for r in mine] == [
             (h["node_id"], h["node_ids"], h["spans"], h.get("cut", False))
