@@ -148,9 +148,7 @@ def check_writable(db: str) -> None:
     """A local database folder (or the folder it will be created in) can be written."""
     if is_s3(db) or "://" in db:
         return
-    path = Path(db).expanduser().absolute()
-    while not path.exists() and path != path.parent:
-        path = path.parent
+    path = _nearest_existing(db)
     if not path.is_dir():
         raise NotADirectoryError(f"--db {db}: {path} is not a folder")
     if not os.access(path, os.W_OK | os.X_OK):
@@ -164,11 +162,18 @@ def _not_a_file(flag: str, value: str | None) -> None:
     """A folder a command writes: UsageError when VALUE names a file (or lies under one)."""
     if value is None or is_s3(value):
         return
+    path = _nearest_existing(value)
+    if not path.is_dir():
+        raise UsageError(f"{flag} {value}: {path} is a file, not a folder: give a folder")
+
+
+def _nearest_existing(value: str) -> Path:
+    """VALUE as an absolute path, or its nearest parent that exists (where it would be
+    created)."""
     path = Path(value).expanduser().absolute()
     while not path.exists() and path != path.parent:
         path = path.parent
-    if not path.is_dir():
-        raise UsageError(f"{flag} {value}: {path} is a file, not a folder: give a folder")
+    return path
 
 
 def preflight(args: argparse.Namespace) -> Settings:
