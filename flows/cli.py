@@ -304,7 +304,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sproutrag.flows.preflight import UsageError, preflight
     from sproutrag.schemas.settings import SettingsError
 
-    from sproutrag.errors import DatasetError, SproutragError, describe_os_error
+    from sproutrag.errors import (
+        DatasetError,
+        SproutragError,
+        describe_os_error,
+        describe_storage_error,
+    )
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -318,9 +323,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SproutragError as exc:  # the project's own: bad input, a refused run, damage
         print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except (OSError, RuntimeError) as exc:  # a read-only database, a full disk
-        ours = isinstance(exc, OSError) and exc.errno is None  # raised with a message
-        line = str(exc) if ours else describe_os_error(exc)
+    except Exception as exc:  # noqa: BLE001 - S3, the OS (a full disk), else a bug
+        settings = getattr(args, "settings", None)  # None: preflight failed before it
+        line = describe_storage_error(exc, _paths(args), settings and settings.storage.endpoint)
+        if line is None and isinstance(exc, OSError | RuntimeError):
+            ours = isinstance(exc, OSError) and exc.errno is None  # raised with a message
+            line = str(exc) if ours else describe_os_error(exc)
         if line is None:
             return _bug(args.command)
         print(f"sproutrag {args.command}: error: {line}", file=sys.stderr)
@@ -329,8 +337,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = str(exc) or "SIGINT"
         print(f"sproutrag {args.command}: interrupted ({why}); stopped", file=sys.stderr)
         return EXIT_ERROR
-    except Exception:  # noqa: BLE001 - not ours: a bug, shown whole
-        return _bug(args.command)
+
+
+def _paths(args) -> list[str]:
+    """The corpus, database and batch paths a command was given (for its error lines)."""
+    return [v for name in ("corpus", "db", "queries", "out")
+            if isinstance(v := getattr(args, name, None), str)]
 
 
 def _bug(command: str) -> int:

@@ -70,7 +70,10 @@ def _read_queries(args: argparse.Namespace) -> list[Any]:
     if args.question is not None:
         return [{"qid": "q", "query": args.question, "doc_ids": args.doc_id or None,
                  "where": args.where}]
-    with open(args.queries, "rb") as fh:
+    from sproutrag.tasks.files import filesystem
+
+    fs, path = filesystem(args.queries, args.settings)  # a local file or s3://
+    with fs.open(path, "rb") as fh:
         return parse_lines(fh)
 
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -56,6 +56,14 @@ class StorageSettings(Section):
     access_key_id: SecretStr | None = None
     secret_access_key: SecretStr | None = None
     session_token: SecretStr | None = None
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint_has_scheme(cls, value: str | None) -> str | None:
+        """An endpoint without http:// or https:// made LanceDB panic at the first read."""
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https:// (e.g. http://{value})")
+        return value
 
     def _secret(self, value: SecretStr | None, env: str) -> str | None:
         return value.get_secret_value() if value is not None else os.environ.get(env) or None

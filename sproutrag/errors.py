@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Iterable
 from typing import Any
 
 _LANCE_OS_ERROR = re.compile(r"\(os error (\d+)\)")
@@ -53,6 +54,37 @@ def describe_os_error(exc: BaseException) -> str | None:
     head = f"{what} ({where})" if where else what
     hint = _HINTS.get(code)
     return f"{head}: {hint}" if hint else head
+
+
+#: What an S3 read or write failure says (botocore's, s3fs's or LanceDB's object store's
+#: text) -> the line a user reads: what to check. Matched in order, case-insensitively;
+#: the error's own text is never printed (it can hold the access key id).
+_STORAGE_PROBLEMS = (
+    (("nosuchbucket",), "the bucket does not exist: create it first (the pipeline "
+     "creates no bucket)"),
+    (("invalidaccesskeyid", "signaturedoesnotmatch", "403", "forbidden", "accessdenied"),
+     "the S3 server refused the credentials (403): check AWS_ACCESS_KEY_ID and "
+     "AWS_SECRET_ACCESS_KEY (or SPROUTRAG_STORAGE__ACCESS_KEY_ID / __SECRET_ACCESS_KEY)"),
+    (("unable to locate credentials", "nocredentials"), "no S3 credentials: set "
+     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+    (("could not connect to the endpoint", "failed to connect", "tcp connect error",
+      "connection refused", "connecttimeout", "dns error"),
+     "cannot reach the S3 endpoint: check storage.endpoint (and that its server runs)"),
+)
+
+
+def describe_storage_error(exc: BaseException, paths: Iterable[str] = (),
+                           endpoint: str | None = None) -> str | None:
+    """One line for a failure of S3 (None when EXC is not one): what to check, naming the
+    s3:// PATHS of the command and the ENDPOINT (None: AWS). Never EXC's own text."""
+    text = f"{type(exc).__name__} {exc} {exc.__cause__ or ''}".lower()
+    s3 = [p for p in paths if isinstance(p, str) and p.startswith("s3://")]
+    if not s3:
+        return None
+    for needles, line in _STORAGE_PROBLEMS:
+        if any(n in text for n in needles):
+            return f"{', '.join(s3)} (endpoint {endpoint or 'AWS'}): {line}"
+    return None
 
 
 #: Errors of the machine rather than of a document: a batch that hits one stops the run.

@@ -4,6 +4,7 @@ server (moto's server mode, a subprocess on 127.0.0.1): index, query, re-index."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,6 +176,17 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
     assert out["n_failed"] == 0 and _keys(s3, "lake", "out/r.jsonl")
     results = lancedb.connect(db, storage_options=options).open_table("results")
     assert results.count_rows() == len(row["results"]) >= 1
+    # `sproutrag query --queries` reads an s3:// batch too (it opened it as a local file)
+    s3.put_object(Bucket="lake", Key="qs/q.jsonl", Body=queries.read_bytes())
+    cli_out = tmp_path / "cli.jsonl"
+    proc = subprocess.run([*CLI, "query", "--db", db, "--config", str(config), "--queries",
+                           "s3://lake/qs/q.jsonl", "--out", str(cli_out)],
+                          capture_output=True, text=True, env={**os.environ,
+                                                               "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(cli_out.read_text(encoding="utf-8"))["results"]
+    assert [(h["node_id"], h["spans"]) for h in got] == [
+        (h["node_id"], h["spans"]) for h in row["results"]]
 
     # a schema 4 database on S3 is migrated in place by the next run (names computed)
     named = {d["doc_id"]: (d["name"], d["name_key"]) for d in documents}
@@ -270,3 +282,25 @@ def test_secrets_are_never_printed_logged_or_stored(
     assert any(k.startswith("s3://lake/db/results.lance") for k in stored)
     assert any("prefect-home" in k and k.endswith(".db") for k in stored)
     assert not _leaks({**printed, **stored}, secrets)
+
+
+def test_an_unreachable_endpoint_or_a_missing_bucket_is_one_line(s3, s3_endpoint, tmp_path):
+    """What a user gets wrong on S3 is their input, not a bug: one line naming the
+    path, the endpoint and what to check (it was a traceback and "internal error")."""
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET,
+           "AWS_REGION": REGION, "HF_HUB_OFFLINE": "1"}
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text(f"storage:\n  endpoint: {s3_endpoint}\n", encoding="utf-8")
+    bad.write_text("storage:\n  endpoint: http://127.0.0.1:1\n", encoding="utf-8")
+    for argv, said in (
+        (["check", "--db", "s3://nolake/db", "--config", str(good)],
+         "s3://nolake/db (endpoint http://127.0.0.1:"),
+        (["query", "--db", "s3://lake/db", "--config", str(bad), "a question"],
+         "s3://lake/db (endpoint http://127.0.0.1:1): cannot reach the S3 endpoint")):
+        proc = subprocess.run([*CLI, *argv], capture_output=True, text=True, env=env,
+                              timeout=300)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert said in proc.stderr and SECRET not in proc.stderr and KEY_ID not in proc.stderr
+    assert "the bucket does not exist" in subprocess.run(
+        [*CLI, "check", "--db", "s3://nolake/db", "--config", str(good)],
+        capture_output=True, text=True, env=env, timeout=300).stderr

@@ -63,3 +63,25 @@ def test_only_transient_errors_are_retried():
     assert not retried(OSError(errno.ENOSPC, "No space left on device"))
     assert not retried(RuntimeError("LanceError(IO): Read-only file system (os error 30)"))
     assert not retried(ValueError("bad input")) and not retried(PermissionError("no"))
+
+
+def test_an_s3_failure_is_one_line_that_never_holds_its_text():
+    from botocore.exceptions import EndpointConnectionError, NoCredentialsError
+
+    from sproutrag.errors import describe_storage_error
+
+    paths = ["s3://corpus/docs", "local/db"]
+    cases = [
+        (EndpointConnectionError(endpoint_url="http://h:1/x"), "cannot reach the S3 endpoint"),
+        (ValueError("Failed to connect to namespace: IO { tcp connect error AKIAKEY }"),
+         "cannot reach the S3 endpoint"),
+        (NoCredentialsError(), "no S3 credentials"),
+        (PermissionError("Forbidden AKIAKEY"), "refused the credentials (403)"),
+        (OSError("404 <Code>NoSuchBucket</Code> AKIAKEY"), "the bucket does not exist"),
+    ]
+    for exc, said in cases:
+        line = describe_storage_error(exc, paths, "http://h:1")
+        assert line.startswith("s3://corpus/docs (endpoint http://h:1): ") and said in line
+        assert "AKIAKEY" not in line and "local/db" not in line
+    assert describe_storage_error(PermissionError("Forbidden"), ["local/db"]) is None
+    assert describe_storage_error(KeyError("x"), paths) is None
