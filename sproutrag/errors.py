@@ -73,6 +73,13 @@ _STORAGE_PROBLEMS = (
 )
 
 
+def permanent_storage_error(exc: BaseException) -> bool:
+    """An S3 failure another attempt cannot pass: a missing bucket, credentials refused or
+    missing (an endpoint that does not answer may come back)."""
+    text = f"{type(exc).__name__} {exc} {exc.__cause__ or ''}".lower()
+    return any(n in text for needles, _ in _STORAGE_PROBLEMS[:3] for n in needles)
+
+
 def describe_storage_error(exc: BaseException, paths: Iterable[str] = (),
                            endpoint: str | None = None) -> str | None:
     """One line for a failure of S3 (None when EXC is not one): what to check, naming the

@@ -13,11 +13,13 @@ def retry_transient(task, task_run, state) -> bool:  # Prefect passes all three
     """Prefect `retry_condition_fn`: retry only errors that another attempt may pass
     (a dropped connection, a timeout), not a missing corpus, a bad setting, a read-only
     database or a full disk."""
-    from sproutrag.errors import os_errno
+    from sproutrag.errors import os_errno, permanent_storage_error
 
     exc = state.data if isinstance(getattr(state, "data", None), BaseException) else None
     if exc is None:
         return True
+    if permanent_storage_error(exc):  # a missing bucket, credentials refused or missing
+        return False
     if isinstance(exc, ValueError | LookupError | TypeError | FileNotFoundError
                   | PermissionError | IsADirectoryError | NotADirectoryError):
         return False  # a missing corpus, bad input or settings: the same next time

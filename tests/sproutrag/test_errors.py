@@ -63,6 +63,11 @@ def test_only_transient_errors_are_retried():
     assert not retried(OSError(errno.ENOSPC, "No space left on device"))
     assert not retried(RuntimeError("LanceError(IO): Read-only file system (os error 30)"))
     assert not retried(ValueError("bad input")) and not retried(PermissionError("no"))
+    from botocore.exceptions import EndpointConnectionError, NoCredentialsError
+
+    assert not retried(NoCredentialsError())  # S3: the same next time (it was retried)
+    assert not retried(OSError("404 <Code>NoSuchBucket</Code>"))
+    assert retried(EndpointConnectionError(endpoint_url="http://h:1"))  # may come back
 
 
 def test_an_s3_failure_is_one_line_that_never_holds_its_text():
