@@ -62,7 +62,7 @@ def describe_os_error(exc: BaseException) -> str | None:
 _STORAGE_PROBLEMS = (
     (("nosuchbucket",), "the bucket does not exist: create it first (the pipeline "
      "creates no bucket)"),
-    (("invalidaccesskeyid", "signaturedoesnotmatch", "403", "forbidden", "accessdenied"),
+    (("invalidaccesskeyid", "signaturedoesnotmatch", "forbidden", "accessdenied"),
      "the S3 server refused the credentials (403): check AWS_ACCESS_KEY_ID and "
      "AWS_SECRET_ACCESS_KEY (or SPROUTRAG_STORAGE__ACCESS_KEY_ID / __SECRET_ACCESS_KEY)"),
     (("unable to locate credentials", "nocredentials"), "no S3 credentials: set "
