@@ -189,7 +189,7 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--where", metavar="SQL",
                    help="search only the documents whose `documents` columns match this "
                    "LanceDB SQL filter, e.g. \"title LIKE 'Q3%%'\", \"modified_at > "
-                   "'2025-01-01'\" or, on a JSONL corpus's other fields, "
+                   "TIMESTAMP '2025-01-01 00:00:00'\" or, on a JSONL corpus's other fields, "
                    "\"json_get_string(metadata, 'customer') = 'acme'\" (a prefilter: k is "
                    "still filled from the matching documents; a batch line may carry its "
                    "own \"where\")")
