@@ -67,8 +67,8 @@ _STORAGE_PROBLEMS = (
      "AWS_SECRET_ACCESS_KEY (or SPROUTRAG_STORAGE__ACCESS_KEY_ID / __SECRET_ACCESS_KEY)"),
     (("unable to locate credentials", "nocredentials"), "no S3 credentials: set "
      "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
-    (("could not connect to the endpoint", "failed to connect", "tcp connect error",
-      "connection refused", "connecttimeout", "dns error"),
+    (("could not connect to the endpoint", "failed to connect to namespace",
+      "tcp connect error"),  # botocore's, LanceDB's: not a Prefect server's refusal
      "cannot reach the S3 endpoint: check storage.endpoint (and that its server runs)"),
 )
 

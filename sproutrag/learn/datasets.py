@@ -54,7 +54,7 @@ def read_labelled(docs_path: str | Path, queries_path: str | Path
 
 def check_labelled(docs: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]], *,
                    docs_path: Any, queries_path: Any) -> None:
-    """`DatasetError` naming the file, the line and the fix for the first thing that
+    """`DatasetError` naming the file, the entry and the fix for the first thing that
     would crash or silently mis-score: a document without a string doc_id (or integer)
     and text, a doc_id twice; a qid twice, a gold span that is not {doc_id, start, end}
     with integer offsets inside its document's text (0 <= start < end <= its length), a
@@ -85,7 +85,7 @@ def check_labelled(docs: Sequence[dict[str, Any]], queries: Sequence[dict[str, A
 
 
 def _gold_problem(q: dict[str, Any], texts: dict[str, str]) -> str | None:
-    gold, scope = q.get("gold", []), q.get("doc_ids")
+    gold, scope = q.get("gold") or [], q.get("doc_ids")  # null gold: unlabelled
     if not isinstance(gold, list):
         return f"gold must be a list of {{doc_id, start, end}}, got {type(gold).__name__}"
     for g in gold:
@@ -105,7 +105,7 @@ def _gold_problem(q: dict[str, Any], texts: dict[str, str]) -> str | None:
 
 def gold_spans(q: dict[str, Any]) -> list[tuple[str, int, int]]:
     """A query's gold evidence as (doc id, start, end) character spans."""
-    return [(str(g["doc_id"]), int(g["start"]), int(g["end"])) for g in q.get("gold", [])]
+    return [(str(g["doc_id"]), int(g["start"]), int(g["end"])) for g in q.get("gold") or []]
 
 
 def usable_queries(

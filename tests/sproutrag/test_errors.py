@@ -90,3 +90,5 @@ def test_an_s3_failure_is_one_line_that_never_holds_its_text():
         assert "AKIAKEY" not in line and "local/db" not in line
     assert describe_storage_error(PermissionError("Forbidden"), ["local/db"]) is None
     assert describe_storage_error(KeyError("x"), paths) is None
+    prefect_down = OSError("All connection attempts failed: [Errno 111] Connection refused")
+    assert describe_storage_error(prefect_down, paths) is None  # not S3's: not said so
