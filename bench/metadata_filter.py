@@ -89,11 +89,10 @@ def measure(n: int) -> None:
 
 def measure_migration(n: int) -> None:
     import lancedb
-    from sproutrag.schemas import tables as t
 
     from sproutrag.storage.migrate import migrate
 
-    meta = {**t.table_metadata(encoder_id="bench/encoder", dim=4),
+    meta = {**tables.table_metadata(encoder_id="bench/encoder", dim=4),
             b"sproutrag.schema_version": b"6"}
     rows = _rows(n)
     columns = {"doc_id": rows["doc_id"], "tree_id": rows["tree_id"],
@@ -103,12 +102,12 @@ def measure_migration(n: int) -> None:
                "n_chars": pa.array([7] * n, pa.int64()), "n_chunks": pa.array([1] * n, pa.int32()),
                "index_fingerprint": pa.array(["fp"] * n),
                "indexed_at": pa.array([0] * n, pa.timestamp("us", tz="UTC"))}
-    old = pa.schema([f for f in t.DOCUMENTS if f.name != "metadata"], metadata=meta)
+    old = pa.schema([f for f in tables.DOCUMENTS if f.name != "metadata"], metadata=meta)
     data = pa.table({f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in old},
                     schema=old)
     with tempfile.TemporaryDirectory() as tmp:
         db = lancedb.connect(tmp)
-        db.create_table("nodes", schema=pa.schema(list(t.nodes_schema(4)), metadata=meta))
+        db.create_table("nodes", schema=pa.schema(list(tables.nodes_schema(4)), metadata=meta))
         db.create_table("documents", data=data, schema=old)
         t0 = time.perf_counter()
         done = migrate(tmp)

@@ -57,41 +57,46 @@ def describe_os_error(exc: BaseException) -> str | None:
 
 
 #: What an S3 read or write failure says (botocore's, s3fs's or LanceDB's object store's
-#: text) -> the line a user reads: what to check. Matched in order, case-insensitively;
-#: the error's own text is never printed (it can hold the access key id).
+#: text) -> (the line a user reads: what to check; whether another attempt cannot pass
+#: it). Matched in order, case-insensitively; the error's own text is never printed (it
+#: can hold the access key id).
 _STORAGE_PROBLEMS = (
     (("nosuchbucket",), "the bucket does not exist: create it first (the pipeline "
-     "creates no bucket)"),
+     "creates no bucket)", True),
     (("invalidaccesskeyid", "signaturedoesnotmatch", "forbidden", "accessdenied"),
      "the S3 server refused the credentials (403): check AWS_ACCESS_KEY_ID and "
-     "AWS_SECRET_ACCESS_KEY (or SPROUTRAG_STORAGE__ACCESS_KEY_ID / __SECRET_ACCESS_KEY)"),
+     "AWS_SECRET_ACCESS_KEY (or SPROUTRAG_STORAGE__ACCESS_KEY_ID / __SECRET_ACCESS_KEY)",
+     True),
     (("unable to locate credentials", "nocredentials"), "no S3 credentials: set "
-     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", True),
     (("could not connect to the endpoint", "failed to connect to namespace",
       "tcp connect error"),  # botocore's, LanceDB's: not a Prefect server's refusal
-     "cannot reach the S3 endpoint: check storage.endpoint (and that its server runs)"),
+     "cannot reach the S3 endpoint: check storage.endpoint (and that its server runs)",
+     False),  # it may come back
 )
+
+
+def _storage_problem(exc: BaseException) -> tuple[str, bool] | None:
+    """(line, permanent) of the `_STORAGE_PROBLEMS` entry EXC's text matches, or None."""
+    text = f"{type(exc).__name__} {exc} {exc.__cause__ or ''}".lower()
+    return next(((line, permanent) for needles, line, permanent in _STORAGE_PROBLEMS
+                 if any(n in text for n in needles)), None)
 
 
 def permanent_storage_error(exc: BaseException) -> bool:
     """An S3 failure another attempt cannot pass: a missing bucket, credentials refused or
     missing (an endpoint that does not answer may come back)."""
-    text = f"{type(exc).__name__} {exc} {exc.__cause__ or ''}".lower()
-    return any(n in text for needles, _ in _STORAGE_PROBLEMS[:3] for n in needles)
+    found = _storage_problem(exc)
+    return found is not None and found[1]
 
 
 def describe_storage_error(exc: BaseException, paths: Iterable[str] = (),
                            endpoint: str | None = None) -> str | None:
     """One line for a failure of S3 (None when EXC is not one): what to check, naming the
     s3:// PATHS of the command and the ENDPOINT (None: AWS). Never EXC's own text."""
-    text = f"{type(exc).__name__} {exc} {exc.__cause__ or ''}".lower()
     s3 = [p for p in paths if isinstance(p, str) and p.startswith("s3://")]
-    if not s3:
-        return None
-    for needles, line in _STORAGE_PROBLEMS:
-        if any(n in text for n in needles):
-            return f"{', '.join(s3)} (endpoint {endpoint or 'AWS'}): {line}"
-    return None
+    found = _storage_problem(exc) if s3 else None
+    return None if found is None else f"{', '.join(s3)} (endpoint {endpoint or 'AWS'}): {found[0]}"
 
 
 #: Errors of the machine rather than of a document: a batch that hits one stops the run.

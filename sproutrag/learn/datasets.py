@@ -15,6 +15,7 @@ from typing import Any
 
 from sproutrag.errors import DatasetError
 from sproutrag.search.batch import write_jsonl  # noqa: F401 - the one JSONL writer
+from sproutrag.search.hits import text_id
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -61,18 +62,17 @@ def check_labelled(docs: Sequence[dict[str, Any]], queries: Sequence[dict[str, A
     gold document the query's doc_ids leave out."""
     texts: dict[str, str] = {}
     for n, d in enumerate(docs, start=1):
-        doc_id, text = d.get("doc_id"), d.get("text")
+        doc_id, text = text_id(d.get("doc_id")), d.get("text")
         where = f"{docs_path}: document {n}"
-        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+        if doc_id is None:
             raise DatasetError(f"{where}: doc_id must be a string or an integer, got "
-                               f"{doc_id!r}")
+                               f"{d.get('doc_id')!r}")
         if not isinstance(text, str):
             raise DatasetError(f"{where} ({doc_id!r}): text must be a string, got "
                                f"{type(text).__name__}")
-        if str(doc_id) in texts:
-            raise DatasetError(f"{where}: doc_id {str(doc_id)!r} again: doc_ids must be "
-                               "unique")
-        texts[str(doc_id)] = text
+        if doc_id in texts:
+            raise DatasetError(f"{where}: doc_id {doc_id!r} again: doc_ids must be unique")
+        texts[doc_id] = text
     seen: set[str] = set()
     for n, q in enumerate(queries, start=1):
         where = f"{queries_path}: query {n} (qid {q.get('qid')!r})"

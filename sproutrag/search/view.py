@@ -145,9 +145,9 @@ class TablesView:
     def matching(self, where: str) -> list[str]:
         """The current documents whose `documents` columns match WHERE (LanceDB's SQL
         filter, e.g. `title = 'Q3 report' AND modified_at > TIMESTAMP '2025-01-01
-        00:00:00'`), in table
-        order; `QueryError` naming the filter when it is not valid SQL (read whole:
-        `sproutrag.search.where.enclosed`) or names an unknown column."""
+        00:00:00'`), in table order; `QueryError` naming the filter when it is not valid
+        SQL (read whole: `sproutrag.search.where.enclosed`) or names an unknown column,
+        with the form that works when `filter_hint` knows one."""
         sql = enclosed(where)
         current = self.current()
         tbl = self.store.table("documents")

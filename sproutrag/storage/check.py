@@ -132,11 +132,11 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
             health = _after_read_error(uri, storage_options, err)
     else:
         health = check_tables(uri, storage_options)
-    if "documents" not in names and "runs" not in health.unreadable and _stored_before(db):
+    if "documents" not in names and "runs" in names - set(health.unreadable) \
+            and _stored_before(db):
         health.unreadable["documents"] = ("it is missing, though finished index runs "
                                           "stored documents (the `runs` table)")
-    health.indexes = _damaged_indexes(db, names - set(health.unreadable))
-    health.wrong_indexes = _damaged_indexes(db, names - set(health.unreadable), wrong=True)
+    health.indexes, health.wrong_indexes = _index_problems(db, names - set(health.unreadable))
     report = Report(uri, health)
     report.problems += [f"table {n!r} cannot be read: {why}"
                         for n, why in health.unreadable.items()]
@@ -157,24 +157,32 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
 
 
 def _stored_before(db: Any) -> bool:
-    """Did a finished index run store documents (the `runs` table; False without one)?"""
-    if "runs" not in set(db.list_tables().tables):
-        return False
+    """Did a finished index run store documents (the `runs` table)?"""
     rows = db.open_table("runs").search().where(
         "finished_at IS NOT NULL AND n_new + n_changed > 0").select(["run_id"]).limit(1)
     return bool(rows.to_list())
 
 
-def _damaged_indexes(db: Any, names: set[str], *, wrong: bool = False) -> dict[str, str]:
+def _damaged_indexes(db: Any, names: set[str]) -> dict[str, str]:
     """"table.index" -> why, of the indexes of the tables NAMES that cannot be read (a
-    probe query through each: `indexes.probe`), or with WRONG those of a kind whose
-    answers are wrong (`indexes.wrong_indexes`)."""
+    probe query through each: `indexes.probe`)."""
+    return _index_problems(db, names)[0]
+
+
+def _index_problems(db: Any, names: set[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """("table.index" -> why) of the indexes of the tables NAMES that cannot be read (a
+    probe query through each: `indexes.probe`), and of those of a kind whose answers are
+    wrong (`indexes.wrong_indexes`); each table opened once."""
     from sproutrag.storage.indexes import damaged_indexes, wrong_indexes
 
-    find = wrong_indexes if wrong else damaged_indexes
     have = set(db.list_tables().tables)
-    return {f"{name}.{index}": why for name in sorted(names & have)
-            for index, why in find(db.open_table(name)).items()}
+    damaged: dict[str, str] = {}
+    wrong: dict[str, str] = {}
+    for name in sorted(names & have):
+        tbl = db.open_table(name)
+        damaged |= {f"{name}.{i}": why for i, why in damaged_indexes(tbl).items()}
+        wrong |= {f"{name}.{i}": why for i, why in wrong_indexes(tbl).items()}
+    return damaged, wrong
 
 
 def _existing(uri: str, storage_options) -> tuple[Any, set[str]]:

@@ -163,6 +163,8 @@ def remove_unused_infos(store: Store, keep: str,
     writes (`record_index_info`) and again after (its maintenance step): the documents it
     re-indexed no longer carry their old fingerprint then."""
     stored = read_index_infos(store) if stored is None else stored
+    if set(stored) <= {keep}:  # the usual run: no other row, no scan of `documents`
+        return False
     unused = sorted(set(stored) - document_fingerprints(store) - {keep})
     if unused:
         store.table(TABLE).delete(in_filter("index_fingerprint", unused))
