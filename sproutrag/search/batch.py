@@ -8,10 +8,11 @@ A batch is a JSONL file of `{"qid", "query", "doc_ids"?, "where"?, "budget_chars
 the flow's `write_results` task and `sproutrag.learn.devsets`). Every entry is checked
 before any search, the same way for both callers: a line that is not JSON, a query that is not
 text, `doc_ids` that is not a list of ids (a bare string would otherwise be searched as
-its characters), a qid that is neither a string nor an integer, a qid already used in
-the batch, or a field that is a run's setting ("k") or a misspelt field ("doc_id"):
-`misspelled_field`. Such an entry gets its output line with empty `results` and an `error`; the
-rest of the batch runs. Integer qids and doc ids are taken as their decimal strings (as
+its characters), a qid that is neither a string nor an integer, or a qid already used
+in the batch. Such an entry gets its output line with empty `results` and an `error`; the
+rest of the batch runs. A field that is a run's setting ("k") or looks misspelt
+("doc_id") is ignored, as every unknown field is (the command-line contract), but with a
+logged warning (`misspelled_field`). Integer qids and doc ids are taken as their decimal strings (as
 discovery takes integer JSONL doc_ids).
 """
 
@@ -115,17 +116,17 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     return out
 
 
-#: The fields a batch line may give; others (a labelled set's "gold", "type") are left
-#: alone, unless `misspelled_field` takes them for a misspelling of one of these.
+#: The fields a batch line may give; others (a labelled set's "gold", "type") are
+#: ignored, with a warning when `misspelled_field` takes them for a misspelling.
 LINE_FIELDS = ("qid", "query", "doc_ids", "where", "budget_chars", "budget_tokens")
-#: Settings of the whole run that a line cannot set: a line giving one is refused.
+#: Settings of the whole run that a line cannot set: a line giving one gets a warning.
 RUN_FIELDS = ("k", "mode", "beam", "beam_width", "selection", "tokenizer", "cutoff")
 
 
 def misspelled_field(row: dict[str, Any]) -> str | None:
-    """Why ROW cannot run as written, or None: a field that is a run's setting (a line's
-    "k" would be silently ignored) or that looks like a misspelt `LINE_FIELDS` name
-    ("doc_id" on a line without "doc_ids": the query would search every document)."""
+    """What ROW gives that is ignored though it looks meant, or None: a field that is a
+    run's setting (a line's "k") or that looks like a misspelt `LINE_FIELDS` name
+    ("doc_id" on a line without "doc_ids": the query searches every document)."""
     import difflib
 
     for name in row:
@@ -133,11 +134,11 @@ def misspelled_field(row: dict[str, Any]) -> str | None:
             continue
         if name in RUN_FIELDS:
             return (f"{name!r} is a setting of the whole run (`sproutrag query --{name}`, "
-                    "the flow's parameter), not of a line")
+                    "the flow's parameter), not of a line: ignored")
         close = difflib.get_close_matches(name.lower(), LINE_FIELDS, n=1, cutoff=0.8)
         if close and close[0] not in row:  # beside the field itself: a field of its own
-            return (f"unknown field {name!r}: did you mean {close[0]!r}? (a line's fields: "
-                    f"{', '.join(LINE_FIELDS)})")
+            return (f"unknown field {name!r}, ignored: did you mean {close[0]!r}? (a "
+                    f"line's fields: {', '.join(LINE_FIELDS)})")
     return None
 
 
@@ -161,8 +162,8 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
                      "must be unique in a batch")
     seen[qid] = entry.line
     stray = misspelled_field(row)
-    if stray:
-        return Query(qid, error=stray)
+    if stray:  # the contract ignores unknown fields: said, not refused
+        log.warning("query %s (line %d): %s", qid, entry.line, stray)
     where = row.get("where")
     if where is not None and (not isinstance(where, str) or not where.strip()):
         return Query(qid, error="where must be a non-empty string: a SQL filter over the "

@@ -41,18 +41,24 @@ def test_each_bad_entry_gets_its_own_error_and_the_rest_runs():
     assert "doc_ids is empty" in checked[9].error
 
 
-def test_a_misspelt_field_or_a_runs_setting_on_a_line_is_refused():
-    """A line's "doc_id" would search every document, its "k" would be ignored: both are
-    refused; a labelled set's own fields ("gold", "id" beside "qid") are left alone."""
+def test_a_misspelt_field_or_a_runs_setting_on_a_line_is_ignored_with_a_warning(caplog):
+    """A line's "doc_id" searches every document, its "k" is not the run's: both are
+    ignored, as the command-line contract ignores every unknown field, but said in a
+    warning; a labelled set's own fields ("gold", "id" beside "qid") say nothing."""
+    import logging
+
     lines = [{"qid": "t", "query": "traffic", "doc_id": ["m1"]},
              {"qid": "u", "query": "traffic", "k": 0},
              {"qid": "v", "query": "traffic", "budget_char": 300},
              {"qid": "w", "query": "x", "doc_ids": ["m1"], "gold": [], "id": 3, "type": "y"}]
-    checked = check_batch(lines)
-    assert "unknown field 'doc_id': did you mean 'doc_ids'?" in checked[0].error
-    assert "'k' is a setting of the whole run" in checked[1].error
-    assert "did you mean 'budget_chars'?" in checked[2].error
-    assert checked[3].error is None and checked[3].doc_ids == ["m1"]
+    with caplog.at_level(logging.WARNING, logger="sproutrag.search"):
+        checked = check_batch(lines)
+    assert [q.error for q in checked] == [None] * 4 and checked[3].doc_ids == ["m1"]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3
+    assert "query t (line 1): unknown field 'doc_id', ignored: did you mean 'doc_ids'?" in said[0]
+    assert "'k' is a setting of the whole run" in said[1] and "ignored" in said[1]
+    assert "did you mean 'budget_chars'?" in said[2]
 
 
 @pytest.mark.parametrize("query, why", [
