@@ -44,23 +44,35 @@ def _json_object(path: str | Path, n: int, line: bytes) -> dict[str, Any]:
     return row
 
 
-def read_labelled(docs_path: str | Path, queries_path: str | Path
+def read_labelled(docs_path: str | Path, queries_path: str | Path, *, log: Any = print
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A labelled set's documents and queries (`read_jsonl`), checked before anything is
-    encoded (`check_labelled`)."""
+    encoded (`check_labelled`); what would mis-score is said through LOG (the first
+    `WARNINGS_SHOWN`, then how many more)."""
     queries, docs = read_jsonl(queries_path), read_jsonl(docs_path)
-    check_labelled(docs, queries, docs_path=docs_path, queries_path=queries_path)
+    said = check_labelled(docs, queries, docs_path=docs_path, queries_path=queries_path)
+    for line in said[:WARNINGS_SHOWN]:
+        log(f"warning: {line}")
+    if len(said) > WARNINGS_SHOWN:
+        log(f"warning: and {len(said) - WARNINGS_SHOWN} more such labels")
     return docs, queries
 
 
+#: Label warnings `read_labelled` prints one by one.
+WARNINGS_SHOWN = 5
+
+
 def check_labelled(docs: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]], *,
-                   docs_path: Any, queries_path: Any) -> None:
-    """`DatasetError` naming the file, the entry and the fix for the first thing that
-    would crash or silently mis-score: a document without a string doc_id (or integer)
-    and text, a doc_id twice; a qid twice, a gold span that is not {doc_id, start, end}
-    with integer offsets inside its document's text (0 <= start < end <= its length), a
-    gold document the query's doc_ids leave out."""
+                   docs_path: Any, queries_path: Any) -> list[str]:
+    """What would crash: `DatasetError` naming the file, the entry and the fix (a doc_id
+    that is neither a string nor an integer, a text that is not a string, a gold span
+    that is not {doc_id, start, end} with integer offsets). What would mis-score without
+    a word, returned as lines to say (labels are still scored as given: evaluation
+    scripts call `evaluate` on their own sets): a doc_id or qid twice, a gold span
+    outside its document's text (0 <= start < end <= its length), a gold document the
+    query's doc_ids leave out."""
     texts: dict[str, str] = {}
+    said: list[str] = []
     for n, d in enumerate(docs, start=1):
         doc_id, text = text_id(d.get("doc_id")), d.get("text")
         where = f"{docs_path}: document {n}"
@@ -71,36 +83,42 @@ def check_labelled(docs: Sequence[dict[str, Any]], queries: Sequence[dict[str, A
             raise DatasetError(f"{where} ({doc_id!r}): text must be a string, got "
                                f"{type(text).__name__}")
         if doc_id in texts:
-            raise DatasetError(f"{where}: doc_id {doc_id!r} again: doc_ids must be unique")
+            said.append(f"{where}: doc_id {doc_id!r} again (the last one is used)")
         texts[doc_id] = text
     seen: set[str] = set()
     for n, q in enumerate(queries, start=1):
         where = f"{queries_path}: query {n} (qid {q.get('qid')!r})"
         if "qid" in q and str(q["qid"]) in seen:
-            raise DatasetError(f"{where}: the qid again: qids must be unique")
+            said.append(f"{where}: the qid again (both are scored)")
         seen.add(str(q.get("qid")))
-        problem = _gold_problem(q, texts)
-        if problem:
+        problem, fatal = _gold_problem(q, texts)
+        if fatal:
             raise DatasetError(f"{where}: {problem}")
+        if problem:
+            said.append(f"{where}: {problem}")
+    return said
 
 
-def _gold_problem(q: dict[str, Any], texts: dict[str, str]) -> str | None:
+def _gold_problem(q: dict[str, Any], texts: dict[str, str]) -> tuple[str | None, bool]:
+    """(what is wrong with Q's gold spans, whether scoring them would crash)."""
     gold, scope = q.get("gold") or [], q.get("doc_ids")  # null gold: unlabelled
     if not isinstance(gold, list):
-        return f"gold must be a list of {{doc_id, start, end}}, got {type(gold).__name__}"
+        return f"gold must be a list of {{doc_id, start, end}}, got {type(gold).__name__}", True
     for g in gold:
         if not isinstance(g, dict) or not {"doc_id", "start", "end"} <= set(g):
-            return f"a gold span must be {{doc_id, start, end}}, got {g!r}"
+            return f"a gold span must be {{doc_id, start, end}}, got {g!r}", True
+        if any(isinstance(x, bool) or not isinstance(x, int) for x in (g["start"], g["end"])):
+            return f"a gold span's start and end must be integers, got {g!r}", True
+    for g in gold:
         start, end, doc = g["start"], g["end"], str(g["doc_id"])
-        if any(isinstance(x, bool) or not isinstance(x, int) for x in (start, end)):
-            return f"a gold span's start and end must be integers, got {g!r}"
         length = len(texts.get(doc, ""))
         if doc in texts and not 0 <= start < end <= length:
             return (f"gold span {start}-{end} is not inside document {doc!r} (0-{length}, "
-                    "start before end)")
+                    "start before end): it cannot be found"), False
         if isinstance(scope, list) and doc not in {str(d) for d in scope}:
-            return f"gold document {doc!r} is not among its doc_ids {scope!r}"
-    return None
+            return (f"gold document {doc!r} is not among its doc_ids {scope!r}: its spans "
+                    "cannot be found"), False
+    return None, False
 
 
 def gold_spans(q: dict[str, Any]) -> list[tuple[str, int, int]]:

@@ -171,7 +171,7 @@ def evaluate_corpus(
     and scores of the variant SEARCH, default the first tree variant; the baselines
     filled the same way), in ``meta["budget_rows"]``. (rows, meta)."""
     t0 = time.perf_counter()
-    docs, labelled = read_labelled(docs_path, queries_path)  # checked before encoding
+    docs, labelled = read_labelled(docs_path, queries_path, log=log)  # before encoding
     scorable_queries(labelled, {str(d.get("doc_id")) for d in docs},
                      queries_path=queries_path, docs_path=docs_path)
     feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)

@@ -145,7 +145,7 @@ def load_sets(
     feats: dict[str, DocFeatures] = {}
     queries: list[dict[str, Any]] = []
     texts: dict[str, str] = {}
-    labelled = [read_labelled(d, q) for d, q in sets]  # every file checked before encoding
+    labelled = [read_labelled(d, q, log=log) for d, q in sets]  # all checked first
     for n, ((docs_path, _), (docs, set_queries)) in enumerate(zip(sets, labelled, strict=True)):
         f = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
         attach_terms(f, docs)
