@@ -102,7 +102,7 @@ def _plan(run: IndexRun, stored, damaged: dict[str, str]):
         len(summary.failures), len(plan.kept),
     )
     for f in summary.failures:
-        logger.warning("document %s failed: %s", f.shown, f.reason)
+        logger.warning("failed: %s", f.line)
     if plan.held_reason:
         summary.note(plan.held_reason)
         logger.warning(plan.held_reason)

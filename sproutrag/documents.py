@@ -43,9 +43,21 @@ class Failure:
         blank one quoted."""
         return shown_id(self.doc_id)
 
-    def to_dict(self) -> dict[str, str]:
+    @property
+    def reported_id(self) -> str | None:
+        """The doc_id `runs.failures_json` records: None for a line that names no document
+        ("line 5" could be a real document's id), an unlistable folder's "sub/" as it is."""
+        return self.doc_id if self.doc_id_known or self.folder is not None else None
+
+    @property
+    def line(self) -> str:
+        """The failure as a report's line: "doc_id: reason", or the reason alone (it says
+        where) for a line that names no document."""
+        return self.reason if self.reported_id is None else f"{self.shown}: {self.reason}"
+
+    def to_dict(self) -> dict[str, str | None]:
         """The entry of `runs.failures_json`."""
-        return {"doc_id": self.doc_id, "reason": self.reason}
+        return {"doc_id": self.reported_id, "reason": self.reason}
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ class RunSummary:
             "  stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items()),
         ]
         lines += [f"  note: {self.message}"] if self.message else []
-        lines += [f"  FAILED {f.shown}: {f.reason}" for f in self.failures]
+        lines += [f"  FAILED {f.line}" for f in self.failures]
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
@@ -147,8 +147,13 @@ class RunSummary:
         rows += [f"| {k} | {v:.2f} |" for k, v in self.timings.items()]
         if self.failures:
             rows += ["", "| failed document | reason |", "|---|---|"]
-            rows += [f"| `{f.shown}` | {f.reason.replace('|', '/')} |" for f in self.failures]
+            rows += [f"| {_cell(f)} | {f.reason.replace('|', '/')} |" for f in self.failures]
         head = f"# Index run {self.run_id}\n\nCorpus: `{self.corpus}`\n\nStatus: {self.status}"
         if self.message:
             head += f" ({self.message})"
         return head + "\n\n" + "\n".join(rows)
+
+
+def _cell(failure: Failure) -> str:
+    """The doc_id cell of the artifact's failures table (a line naming no document: none)."""
+    return "(none)" if failure.reported_id is None else f"`{failure.shown}`"

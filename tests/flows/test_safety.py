@@ -94,7 +94,10 @@ def test_unreadable_documents_keep_their_indexed_version(prefect_harness, tmp_pa
     assert index_state(db) == before  # a.txt keeps its indexed version
 
 
-def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, tmp_path):
+def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, tmp_path,
+                                                              capsys):
+    from sproutrag.flows.cli import main
+
     from sproutrag.ingest.plan import MassDeleteError
 
     db, jl = tmp_path / "db", tmp_path / "corpus.jsonl"
@@ -111,6 +114,11 @@ def test_jsonl_failures_never_delete_and_mass_deletions_refuse(prefect_harness, 
     state, row = run_flow(jl, db)
     assert row["n_deleted"] == 0 and index_state(db) == indexed
     assert "deletions held back" in row["message"] and "line 1" in row["message"]
+    assert [f["doc_id"] for f in json.loads(row["failures_json"])] == [None]  # no document
+    capsys.readouterr()
+    assert main(["index", str(jl), "--db", str(db)]) == 3
+    failed = [x for x in capsys.readouterr().err.splitlines() if x.startswith("FAILED")]
+    assert len(failed) == 1 and failed[0].startswith(f"FAILED {jl}:1: not a JSON line (")
 
     write_jsonl(jl, docs[2:])  # would delete x and y: 2 of 3 > half
     with pytest.raises(MassDeleteError, match="2 of 3 indexed documents.*allow-mass-delete"):

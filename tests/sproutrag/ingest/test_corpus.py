@@ -60,10 +60,13 @@ def test_bad_files_are_reported_not_fatal(tmp_path):
     (tmp_path / "empty.txt").write_text("  \n", encoding="utf-8")
     (tmp_path / "binary.txt").write_bytes(b"\x00\x01\x02abc")
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (tmp_path / "invisible.txt").write_text("\ufeff\u200b \u200d\n\u00a0", encoding="utf-8")
+    (tmp_path / "joined.txt").write_text("Zero\u200bwidth.", encoding="utf-8")
     docs, failures = _pair(discover(str(tmp_path)))
-    assert [d.doc_id for d in docs] == ["good.txt"]
+    assert [d.doc_id for d in docs] == ["good.txt", "joined.txt"]
     reasons = {f.doc_id: f.reason for f in failures}
     assert "empty" in reasons["empty.txt"]
+    assert "empty document" in reasons["invisible.txt"]  # zero-width characters show nothing
     assert "binary" in reasons["binary.txt"]
     assert "UTF-8" in reasons["latin1.txt"] and "offset 3" in reasons["latin1.txt"]
 
@@ -123,8 +126,13 @@ def test_invalid_doc_ids_and_unattributed_lines(tmp_path):
     assert set(known) == {"nul\x00", "tab\there", "  ", "lone", "notext"}
     assert "U+0000" in known["nul\x00"] and "U+0009" in known["tab\there"]
     assert "empty" in known["  "] and "missing field 'text'" in known["notext"]
-    unknown = [f.doc_id for f in failures if not f.doc_id_known]
-    assert unknown == ["line 7", "line 8", "line 9"]
+    unknown = [f for f in failures if not f.doc_id_known]
+    assert [f.doc_id for f in unknown] == ["line 7", "line 8", "line 9"]
+    # the run's record names no document for them: "line 7" could be a real doc_id
+    assert [f.to_dict()["doc_id"] for f in unknown] == [None, None, None]
+    assert unknown[0].line == unknown[0].reason and unknown[0].reason.startswith(f"{path}:7: ")
+    assert failures[0].to_dict() == {"doc_id": "nul\x00", "reason": failures[0].reason}
+    assert failures[0].line == f"'nul\\x00': {failures[0].reason}"
     assert [f.shown for f in failures][:2] == ["'nul\\x00'", "'tab\\there'"]
     assert known["  "] and [f.shown for f in failures if f.doc_id == "  "] == ["'  '"]
 
