@@ -111,6 +111,9 @@ def _report(args: argparse.Namespace, retriever: Any, rows: list[dict]) -> int:
     if args.queries:
         write_jsonl(args.out, rows)
         print(f"{len(rows)} queries ({len(failed)} failed) -> {args.out}")
+        if not rows:
+            print(f"sproutrag query: --queries {args.queries} holds no queries (an empty "
+                  "file, or blank lines only): nothing was searched", file=sys.stderr)
         if not retriever.n_documents():
             print(_EMPTY.format(db=args.db), file=sys.stderr)
     elif "used_chars" in rows[0]:

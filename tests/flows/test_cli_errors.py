@@ -136,6 +136,16 @@ def test_out_without_queries_is_refused_not_ignored(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_an_empty_queries_file_is_said_to_hold_no_queries(tmp_path, capsys):
+    db, queries, out = tmp_path / "db", tmp_path / "q.jsonl", tmp_path / "r.jsonl"
+    _emptied_database(db)
+    queries.write_text("\n  \n", encoding="utf-8")
+    code = main(["query", "--db", str(db), "--queries", str(queries), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0 and out.read_text(encoding="utf-8") == ""  # an empty batch is no error
+    assert f"--queries {queries} holds no queries (an empty file, or blank lines" in err, err
+
+
 def test_a_question_after_doc_id_is_explained_not_only_missed(tmp_path, capsys):
     """--doc-id takes every word after it, so a question written after it is one more id:
     the error says so and how to write it."""
