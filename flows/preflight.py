@@ -104,7 +104,9 @@ def check_encoding(settings: Settings, *, model: bool = True,
         try:
             model_sha256(enc.model)
         except FileNotFoundError as exc:  # ModelNotFoundError
-            raise SettingsError(str(exc)) from None
+            said = str(exc)
+            raise SettingsError(said if said.startswith("encoding.model")
+                                else f"encoding.model: {said}") from None
     weights = None
     path, setting = ((weights_flag, "--weights") if weights_flag
                      else (enc.weights, "encoding.weights"))

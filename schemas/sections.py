@@ -89,6 +89,14 @@ class EncodingSettings(Section):
         None, description="Aggregation weights file; None = the packaged default (or uniform)"
     )
 
+    @field_validator("model", "weights")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        """An empty path named the current folder (a model folder there was used)."""
+        if value is not None and not value.strip():
+            raise ValueError("an empty path: give a path, or null for the packaged default")
+        return value
+
     @field_validator("device")
     @classmethod
     def _device_named(cls, value: str | None) -> str | None:

@@ -201,6 +201,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             f"config file {str(path)!r} must be a mapping of settings sections "
             f"({', '.join(Settings.model_fields)}), not a {type(data).__name__}"
         )
+    odd = [k for k in data if not isinstance(k, str)]
+    if odd:  # `1: x` made pydantic-settings fail with a TypeError
+        raise ConfigFileError(
+            f"config file {str(path)!r}: {odd[0]!r} is no settings section (sections: "
+            f"{', '.join(Settings.model_fields)})")
     return data
 
 

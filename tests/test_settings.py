@@ -78,6 +78,14 @@ def test_misspelled_sections_and_broken_yaml_are_refused(tmp_path, monkeypatch):
     listed.write_text("- pipeline\n", encoding="utf-8")
     with pytest.raises(ConfigFileError, match="must be a mapping"):
         load_settings(listed)
+    numbered = tmp_path / "numbered.yaml"
+    numbered.write_text("1: x\n", encoding="utf-8")  # was a TypeError, an internal error
+    with pytest.raises(ConfigFileError, match="1 is no settings section"):
+        load_settings(numbered)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("encoding:\n  model: ''\n", encoding="utf-8")  # was the current folder
+    with pytest.raises(SettingsError, match="encoding.model: .*an empty path"):
+        load_settings(empty)
 
 
 def test_the_search_section_gives_the_retrievers_first_stage(tmp_path):

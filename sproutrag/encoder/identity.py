@@ -64,15 +64,43 @@ def folder_sha256(folder: str | os.PathLike[str]) -> str:
     """sha256 (hex, 16 characters) of a model folder's config, tokenizer and weights."""
     folder = Path(folder).resolve()
     files = model_files(folder)
-    if not any(p.name == "config.json" for p in files):
-        raise ModelNotFoundError(
-            f"{folder} is not a model folder (no config.json): give the folder a model "
-            "was saved to (`save_pretrained`: config.json, weights, tokenizer)"
-        )
+    check_model_files(folder, [p.name for p in files])
     h = hashlib.sha256(b"sproutrag-model/1")
     for path in files:
         h.update(path.name.encode() + b"\0" + _file_sha256(path).encode() + b"\0")
     return h.hexdigest()[:16]
+
+
+#: Files a model folder needs besides config.json: weights, and a tokenizer's vocabulary.
+_WEIGHTS = ("*.safetensors", "*.safetensors.index.json", "pytorch_model*.bin",
+            "pytorch_model*.bin.index.json")
+_VOCABULARY = ("tokenizer.json", "vocab.txt", "vocab.json", "*.model")
+
+
+def check_model_files(folder: Path, names: list[str]) -> None:
+    """ModelNotFoundError unless FOLDER (whose hashed files are NAMES) holds a readable
+    config.json, a weights file and a tokenizer's vocabulary: what loading needs, checked
+    before a run starts (a run that fails every document on it would stamp a new database
+    with a model it cannot load)."""
+    import json
+
+    missing = [what for what, patterns in (("config.json", ("config.json",)),
+                                            ("weights (model.safetensors)", _WEIGHTS),
+                                            ("tokenizer (tokenizer.json)", _VOCABULARY))
+               if not any(fnmatch.fnmatch(n, pat) for n in names for pat in patterns)]
+    if missing:
+        raise ModelNotFoundError(
+            f"{folder} is not a model folder (no {' and no '.join(missing)}): give the "
+            "folder a model was saved to (`save_pretrained`: config.json, weights, "
+            "tokenizer)")
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ModelNotFoundError(f"{folder / 'config.json'} cannot be read as JSON "
+                                 f"({exc}): save the model again") from None
+    if not isinstance(config, dict):
+        raise ModelNotFoundError(f"{folder / 'config.json'} is not a JSON object: save the "
+                                 "model again")
 
 
 def _hub_snapshot(name: str) -> str | None:

@@ -59,3 +59,21 @@ def test_bad_model_paths_are_named(tmp_path, model_dir):
     (model_dir / "config.json").unlink()
     with pytest.raises(ModelNotFoundError, match="not a model folder"):
         model_sha256(str(model_dir))
+
+
+@pytest.mark.parametrize("remove, broken, said", [
+    (("model.safetensors",), None, r"no weights \(model.safetensors\)"),
+    (("tokenizer.json", "vocab.txt"), None, r"no tokenizer \(tokenizer.json\)"),
+    ((), "{not json", "config.json cannot be read as JSON"),
+    ((), "[1, 2]", "config.json is not a JSON object"),
+])
+def test_a_folder_a_model_cannot_load_from_is_named_before_any_run(model_dir, remove, broken,
+                                                                    said):
+    """A folder of config.json alone passed, and the run then failed every document while
+    stamping a new database with a model it could not load."""
+    for name in remove:
+        (model_dir / name).unlink()
+    if broken is not None:
+        (model_dir / "config.json").write_text(broken, encoding="utf-8")
+    with pytest.raises(ModelNotFoundError, match=said):
+        model_sha256(str(model_dir))
