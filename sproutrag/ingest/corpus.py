@@ -60,6 +60,7 @@ from sproutrag.ingest.sources import (
     decode_text,
     listed_rows,
     listed_table,
+    not_text,
 )
 
 # re-exported: callers import them from here
@@ -272,7 +273,7 @@ def _read_bytes(fh: BinaryIO, *, name: str, limits: DocLimits) -> bytes:
     and never more than `limits.max_bytes`."""
     head = fh.read(8192)
     if b"\x00" in head:
-        raise ValueError(f"{name}: binary file (NUL bytes), not text")
+        raise not_text(head, name=name)
     data = head + fh.read(limits.max_bytes + 1 - len(head))
     limits.check_bytes(len(data), name=name)  # it grew since its size was checked
     return data

@@ -68,10 +68,37 @@ def listed_rows(table: pa.Table, rows: Sequence[int] | None = None) -> list[List
     return [Listed(*values) for values in zip(*(data[c] for c in _COLUMNS))]
 
 
+def not_text(data: bytes, *, name: str) -> ValueError:
+    """Why DATA, whose first 8 KiB hold a NUL byte, is not read: UTF-16 or UTF-32 text
+    gets the conversion to run."""
+    wide = _wide_encoding(data)
+    if wide:
+        return ValueError(f"{name}: {wide} text, not UTF-8: convert the file (e.g. `iconv "
+                          f"-f {wide} -t UTF-8`)")
+    return ValueError(f"{name}: binary file (NUL bytes), not text")
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """"UTF-32" or "UTF-16" when DATA starts with that byte order mark; "UTF-16LE" or
+    "UTF-16BE" when, without one, a NUL sits beside most letters on one side and never
+    on the other; else None."""
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return "UTF-32"
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16"
+    head = data[:512]
+    half = len(head) // 2
+    even, odd = head[0::2].count(0), head[1::2].count(0)  # "H\0" is little-endian
+    if half < 8 or min(even, odd) > 0 or max(even, odd) < 0.4 * half:
+        return None
+    return "UTF-16LE" if odd else "UTF-16BE"
+
+
 def decode_text(data: bytes, *, name: str) -> str:
-    """Strict UTF-8 (a BOM is dropped); binary and undecodable data raise ValueError."""
+    """Strict UTF-8; a leading byte order mark is dropped (as Python's "utf-8-sig" reads
+    it), so spans index the text after it. Binary and undecodable data raise ValueError."""
     if b"\x00" in data[:8192]:
-        raise ValueError(f"{name}: binary file (NUL bytes), not text")
+        raise not_text(data, name=name)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

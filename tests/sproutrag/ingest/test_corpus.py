@@ -62,11 +62,17 @@ def test_bad_files_are_reported_not_fatal(tmp_path):
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
     (tmp_path / "invisible.txt").write_text("\ufeff\u200b \u200d\n\u00a0", encoding="utf-8")
     (tmp_path / "joined.txt").write_text("Zero\u200bwidth.", encoding="utf-8")
+    (tmp_path / "wide.txt").write_bytes("Saved as UTF-16 by an editor.".encode("utf-16"))
+    (tmp_path / "wide-le.md").write_bytes("No byte order mark here.".encode("utf-16-le"))
     docs, failures = _pair(discover(str(tmp_path)))
     assert [d.doc_id for d in docs] == ["good.txt", "joined.txt"]
     reasons = {f.doc_id: f.reason for f in failures}
     assert "empty" in reasons["empty.txt"]
     assert "empty document" in reasons["invisible.txt"]  # zero-width characters show nothing
+    assert "UTF-16 text, not UTF-8: convert the file (e.g. `iconv -f UTF-16 -t UTF-8`)" in (
+        reasons["wide.txt"])  # it said "binary file"
+    assert "`iconv -f UTF-16LE -t UTF-8`" in reasons["wide-le.md"]
+    assert "binary file" in reasons["binary.txt"]
     assert "binary" in reasons["binary.txt"]
     assert "UTF-8" in reasons["latin1.txt"] and "offset 3" in reasons["latin1.txt"]
 
