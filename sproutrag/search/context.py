@@ -209,8 +209,8 @@ class _Document:
     def cut_end(self, u: int, chars_left: float, tokens_left: float) -> int | None:
         """Where unit U's text, taken from its start and ended inside it (a cut span joins
         no unit after it), ends to fit CHARS_LEFT and TOKENS_LEFT with the gap to a taken
-        unit just before it (a span it joins): at the last word's end that fits (Chinese
-        or Japanese, written without spaces, at any character); None when not one word
+        unit just before it (a span it joins): at the last word's end that fits (text
+        written without spaces at any character: `_cut_points`); None when not one word
         fits."""
         sp, text = self.units.spans, self.units.text
         start, full = int(sp[u, 0]), int(sp[u, 1])
@@ -219,9 +219,7 @@ class _Document:
         limit = int(min(full - 1, start + chars_left - gap))
         if limit <= start:
             return None
-        ends = [start + m.start() for m in _WORD_END.finditer(text[start : limit + 1])]
-        if not ends and unicodedata.east_asian_width(text[limit - 1]) in "WF":
-            ends.append(limit)  # Chinese or Japanese, written without spaces: any character
+        ends = _cut_points(text, start, limit)
         if not ends:
             return None
         if self.measure is None:
@@ -238,6 +236,30 @@ class _Document:
             else:
                 hi = mid - 1
         return best
+
+
+#: A run this long without a space is text written without spaces (Thai, a URL), not a
+#: word: a cut may end inside it.
+UNSPACED_RUN = 24
+#: Characters a cut never ends before: they belong to the character before them.
+_JOINED = "\u200d\ufe0e\ufe0f"
+
+
+def _cut_points(text: str, start: int, limit: int) -> list[int]:
+    """Where a cut of TEXT from START may end, up to LIMIT: after each word that fits.
+    When no word ends there and the text is written without spaces (Chinese or Japanese,
+    or a run of `UNSPACED_RUN` characters: Thai, a URL), at the last character that fits
+    and takes no mark, joiner or selector after it (an accent stays on its letter)."""
+    ends = [start + m.start() for m in _WORD_END.finditer(text[start : limit + 1])]
+    unspaced = (unicodedata.east_asian_width(text[limit - 1]) in "WF"
+                or limit - start >= UNSPACED_RUN)
+    if ends or not unspaced:
+        return ends
+    end = limit
+    while end > start and (unicodedata.category(text[end]).startswith("M")
+                           or text[end] in _JOINED or text[end - 1] in _JOINED):
+        end -= 1
+    return [end] if end > start else []
 
 
 def fill_budget(

@@ -214,6 +214,22 @@ def test_a_unit_written_without_spaces_is_cut_at_a_character():
     assert [(s.text, s.cut) for s in ctx.spans] == [(text[:10], True)]
 
 
+@pytest.mark.parametrize("text, budget, taken", [
+    # Thai writes no space between words: it was cut at no character (an empty context)
+    ("แม่น้ำเจ้าพระยาเป็นแม่น้ำสายหลักของประเทศไทย ไหลผ่านกรุงเทพมหานคร", 30,
+     "แม่น้ำเจ้าพระยาเป็นแม่น้ำสายห"),  # not before the vowel mark of character 30
+    ("See https://example.com/a/very/long/path/to/a/policy/page.html now.", 30,
+     "See"),  # a space in reach: at the word
+    ("https://example.com/a/very/long/path/to/a/policy/page.html now.", 30,
+     "https://example.com/a/very/lon"),
+    ("Confidentiality obligations survive.", 10, None),  # a word, not a run: no fragment
+])
+def test_a_run_without_spaces_is_cut_at_a_character_a_word_is_not(text, budget, taken):
+    docs = {"a": Units(np.array([[0, len(text)]], np.int64), text)}
+    ctx = build_context(leaf_pieces({"a": np.array([1.0])}, docs), docs, budget_chars=budget)
+    assert [s.text for s in ctx.spans] == ([] if taken is None else [taken])
+
+
 def test_a_cut_in_tokens_keeps_the_words_that_fit():
     docs = _three_sentences()
     scores = {"a": np.array([1.0, 3.0, 2.0])}
