@@ -53,6 +53,7 @@ from sproutrag.tasks.store import (
     read_stored_state,
     record_index_settings,
     record_run,
+    settings_changes,
     start_run,
     update_sources,
 )
@@ -106,7 +107,24 @@ def _plan(run: IndexRun, stored, damaged: dict[str, str]):
     if plan.held_reason:
         summary.note(plan.held_reason)
         logger.warning(plan.held_reason)
+    _note_settings_change(run, plan)
     return listing, plan
+
+
+def _note_settings_change(run: IndexRun, plan: Plan) -> None:
+    """Say why documents whose text did not change are re-indexed: they were indexed
+    with other index settings (which ones, as `index_settings` recorded them)."""
+    other = sorted({s.fingerprint for s in plan.stored.values()
+                    if s.fingerprint != plan.fingerprint})
+    if not other or run.full:
+        return
+    n = sum(s.fingerprint in other for s in plan.stored.values())
+    changes = settings_changes(run.db, run.settings, other)
+    shown = "; ".join(changes[:6]) + (f"; {len(changes) - 6} more" if len(changes) > 6 else "")
+    text = (f"{n} documents indexed with other index settings are re-indexed with this "
+            f"run's" + (f" ({shown})" if shown else ""))
+    run.summary.note(text)
+    run.logger.warning(text)
 
 
 def _inspect(run: IndexRun):

@@ -16,11 +16,13 @@ from sproutrag.tasks.retries import IO_RETRIES
 
 from sproutrag.documents import SourceDocument
 from sproutrag.encoder.factory import shared_encoder
+from sproutrag.ingest.index_identity import setting_changes
 from sproutrag.storage.check import move_aside
 from sproutrag.storage.garbage import tree_damage
 from sproutrag.storage.index_info import (
     IndexInfo,
     built_text_index,
+    read_index_infos,
     record_index_info,
     remove_unused_infos,
     update_text_index,
@@ -116,6 +118,18 @@ def record_index_settings(db: str, settings: Settings, fingerprint: str, run_id:
                            fields=index_fields(settings), run_id=run_id,
                            text_index=built_text_index(store))
     return record_index_info(store, info)
+
+
+@task(name="settings_changes", cache_policy=NO_CACHE, **IO_RETRIES)
+def settings_changes(db: str, settings: Settings, fingerprints: list[str]) -> list[str]:
+    """What this run indexes differently from the documents stored under FINGERPRINTS
+    (`index_identity.setting_changes` against their `index_settings` rows; a fingerprint
+    without a row adds nothing)."""
+    now = index_fields(settings)
+    changes: list[str] = []
+    for info in read_index_infos(open_store(db, settings), fingerprints).values():
+        changes += [c for c in setting_changes(info.encoding(), now) if c not in changes]
+    return changes
 
 
 @task(name="record_run", cache_policy=NO_CACHE, **IO_RETRIES)

@@ -90,3 +90,31 @@ def fingerprint(fields: Mapping[str, Any]) -> str:
 def index_fingerprint(encoder: Any, *, chunking: Any, tree: Any) -> str:
     """The index identity of documents indexed with ENCODER, CHUNKING and TREE."""
     return fingerprint(index_fields(encoder, chunking=chunking, tree=tree))
+
+
+def setting_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What differs between two runs' `index_fields` (BEFORE as `index_settings` recorded
+    it), one "name: old -> new" per setting, nested ones dotted ("chunking.lists: false ->
+    true"); a setting one side lacks reads "unset" there."""
+    added = {f"chunking.{k}": v for k, v in CHUNKING_ADDED.items()}  # left out at these
+    flat_before, flat_after = ({**added, **_flat(before)}, {**added, **_flat(after)})
+    return [f"{k}: {_shown(flat_before.get(k, _UNSET))} -> {_shown(flat_after.get(k, _UNSET))}"
+            for k in sorted(set(flat_before) | set(flat_after))
+            if flat_before.get(k, _UNSET) != flat_after.get(k, _UNSET)]
+
+
+_UNSET = object()
+
+
+def _flat(fields: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if isinstance(value, Mapping):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is _UNSET else json.dumps(value, default=str)

@@ -52,9 +52,12 @@ def test_add_change_delete_rename_and_fingerprint(prefect_harness, corpus, tmp_p
     cfg.write_text("chunking:\n  sentences_per_chunk: 1\n", encoding="utf-8")
     run = run_index(corpus, db, config=str(cfg))
     assert (run["n_changed"], run["n_unchanged"]) == (4, 0)
+    assert run["message"] == ("4 documents indexed with other index settings are "
+                              "re-indexed with this run's (chunking.sentences_per_chunk: 2 "
+                              "-> 1)")  # a user sees why documents nobody touched changed
     assert index_state(db)["a.txt"][1] == 2 * 3 - 1  # three one-sentence chunks
     run = run_index(corpus, db, config=str(cfg), full=True)
-    assert run["n_changed"] == 4
+    assert run["n_changed"] == 4 and run["message"] is None  # --full says why itself
     runs = Store.open_existing(str(db)).table("runs").count_rows()
     assert runs == 5
 

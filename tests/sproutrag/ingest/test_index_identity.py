@@ -171,3 +171,16 @@ def test_the_default_fingerprints_are_pinned():
     assert task_index_fingerprint(old_units) == "c1faec46309c5d2b"
     fields = index_fields(shared_encoder(stop19), chunking=stop19.chunking, tree=stop19.tree)
     assert "join_max_chars" not in fields["chunking"]
+
+
+def test_setting_changes_name_each_changed_setting_dotted():
+    from sproutrag.ingest.index_identity import setting_changes
+
+    before = {"encoder": "m", "chunking": {"sentences_per_chunk": 2}, "tree": {"p": "a"}}
+    after = {"encoder": "m", "chunking": {"sentences_per_chunk": 1, "lists": True},
+             "tree": {"p": "a"}, "schema_version": "7"}
+    # "lists" left out of a fingerprint at its old default reads as that default
+    assert setting_changes(before, after) == [
+        "chunking.lists: false -> true", "chunking.sentences_per_chunk: 2 -> 1",
+        'schema_version: unset -> "7"']
+    assert setting_changes(after, after) == []
