@@ -226,4 +226,26 @@ def preflight(args: argparse.Namespace) -> Settings:
         if not is_s3(args.corpus):  # an s3:// corpus is checked by the flow
             check_corpus(args.corpus)
         check_writable(args.db)
+        _check_work_dir(settings.pipeline.work_dir)
     return settings
+
+
+def _check_work_dir(work_dir: str | None) -> None:
+    """A local `pipeline.work_dir` is (or is now created as) a folder this user writes:
+    SettingsError naming the setting otherwise (the run found it after listing the
+    corpus, with the system's bare words)."""
+    from sproutrag.schemas.settings import SettingsError
+
+    if work_dir is None or "://" in work_dir:
+        return
+    path = _nearest_existing(work_dir)
+    if not path.is_dir():
+        raise SettingsError(f"pipeline.work_dir {work_dir}: {path} is a file, not a folder")
+    try:  # the run creates it too; access() cannot tell for root (/proc says yes)
+        os.makedirs(work_dir, exist_ok=True)
+        if not os.access(work_dir, os.W_OK | os.X_OK):
+            raise PermissionError(13, "read-only or not yours")
+    except OSError as exc:
+        raise SettingsError(f"pipeline.work_dir {work_dir}: cannot create or write the "
+                            f"folder ({exc.strerror}): choose a folder you can write to"
+                            ) from None

@@ -201,3 +201,22 @@ def test_an_empty_path_or_a_file_for_a_database_is_named_so(tmp_path, capsys, ar
     argv = [str(afile) if a == "AFILE" else a for a in argv]
     assert main(argv) == 2
     assert said.replace("AFILE", str(afile)) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("work_dir, said", [
+    ("AFILE/work", "pipeline.work_dir AFILE/work: AFILE is a file, not a folder"),
+    ("/proc/work", "pipeline.work_dir /proc/work: cannot create or write the folder"),
+])
+def test_a_work_dir_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys,
+                                                                     monkeypatch, work_dir,
+                                                                     said):
+    """It was found after the corpus was listed, in the system's bare words, and left a new
+    database behind."""
+    afile, corpus, db = tmp_path / "afile", tmp_path / "corpus", tmp_path / "db"
+    afile.write_text("x", encoding="utf-8")
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("One sentence here. And another.", encoding="utf-8")
+    monkeypatch.setenv("SPROUTRAG_PIPELINE__WORK_DIR", work_dir.replace("AFILE", str(afile)))
+    assert main(["index", str(corpus), "--db", str(db)]) == 2
+    assert said.replace("AFILE", str(afile)) in capsys.readouterr().err
+    assert not db.exists()
