@@ -10,6 +10,7 @@ encoder unless the settings name one (`sproutrag.flows.commands` has the other c
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -146,6 +147,15 @@ def _check_out(out: str, queries: str | None) -> None:
         raise UsageError(str(exc)) from None
 
 
+_CONTROLS = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+
+
+def _printable(line: str) -> str:
+    """LINE with control characters escaped ("\\x1b"): a document's escape sequences
+    would otherwise drive the terminal (colours, a cleared screen, a moved cursor)."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", line)
+
+
 def _print_context(args: argparse.Namespace, row: dict) -> None:
     """A context: its spans, grouped by document, and the budget used."""
     print(f"query: {args.question}")
@@ -158,7 +168,7 @@ def _print_context(args: argparse.Namespace, row: dict) -> None:
         cut = "  (cut to the budget)" if hit.get("cut") else ""
         print(f"  chars {s}-{e}  score {hit['score']:.3f}{cut}")
         for line in hit["text"].splitlines():
-            print(f"     {line}")
+            print(f"     {_printable(line)}")
     used = [f"{row['used_chars']} of {args.budget_chars} characters"
             if args.budget_chars else f"{row['used_chars']} characters"]
     if "used_tokens" in row:
@@ -192,4 +202,4 @@ def _print_hits(question: str, row: dict) -> None:
         spans = ", ".join(f"{s}-{e}" for s, e in hit["spans"])
         print(f"{rank}. {hit['node_id']}  score {hit['score']:.3f}  chars {spans}")
         for line in hit["text"].splitlines():
-            print(f"     {line}")
+            print(f"     {_printable(line)}")

@@ -195,3 +195,11 @@ def test_the_tokenizer_uses_every_core_unless_the_user_says_otherwise(monkeypatc
     env["TOKENIZERS_PARALLELISM"] = "false"
     cli._offline_env()
     assert env["TOKENIZERS_PARALLELISM"] == "false"
+
+
+def test_printed_evidence_escapes_control_characters():
+    """A document's escape sequences drove the terminal when a hit was printed."""
+    from sproutrag.flows.query_command import _printable
+
+    assert _printable("\x1b[31mRed\x1b[0m\tand \x7f") == "\\x1b[31mRed\\x1b[0m\tand \\x7f"
+    assert _printable("Plain text, é and 中文.") == "Plain text, é and 中文."
