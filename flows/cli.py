@@ -310,13 +310,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         describe_os_error,
         describe_storage_error,
     )
+    from sproutrag.interrupt import term_as_interrupt
 
     parser = build_parser()
     args = parser.parse_args(argv)
     _offline_env()
     try:
-        args.settings = preflight(args)  # before Prefect starts or a model loads
-        return args.func(args)
+        with term_as_interrupt():  # SIGTERM as Ctrl-C, not a silent exit 143
+            args.settings = preflight(args)  # before Prefect starts or a model loads
+            return args.func(args)
     except (UsageError, SettingsError, DatasetError) as exc:  # nothing ran (a bad JSONL file)
         print(f"sproutrag {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from sproutrag.interrupt import crash_point
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -116,6 +118,7 @@ def temporary_server() -> Iterator[str | None]:
     if PREFECT_API_URL.value():
         yield None
         return
+    crash_point("server-start")
     server = _start_server()
     # Prefect code that asks for "the" temporary server gets this one, not a second one.
     SubprocessASGIServer._instances[None] = server

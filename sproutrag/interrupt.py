@@ -66,6 +66,28 @@ def stop_on_signals() -> Iterator[None]:
         _stop.clear()  # the request was for this block's work only
 
 
+def _term_handler(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt("SIGTERM")
+
+
+@contextmanager
+def term_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM stops the process as Ctrl-C does (KeyboardInterrupt
+    "SIGTERM"), where `stop_on_signals` does not hold it: before an index run's batches
+    start (the temporary Prefect server starting; Prefect's engine hands the signal back
+    here after its own handling) and after them. By default it killed the command with
+    exit 143 and no word. Nothing outside the main thread."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _term_handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def crash_point(name: str) -> None:
     """Test hook: SPROUTRAG_CRASH_AT=<name> kills the process here with SIGKILL;
     SPROUTRAG_CRASH_AT=<name>:<SIGNAL> sends it that signal instead, and

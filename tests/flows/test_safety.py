@@ -303,6 +303,30 @@ def test_signal_stops_promptly_records_the_run_and_its_server(prefect_harness, t
     assert run_index(corpus, db)["n_new"] == 12 - len(stored)
 
 
+@pytest.mark.parametrize("command, point", [("index", "server-start"),
+                                            ("query", "query-answered")])
+def test_sigterm_outside_the_batches_exits_1_saying_so(prefect_harness, tmp_path, command,
+                                                        point):
+    """SIGTERM while an index run's temporary server starts, or during a query batch, killed
+    the command with exit 143 and no word (the flow run, if any, ended Crashed)."""
+    corpus, db, out = tmp_path / "corpus", tmp_path / "db", tmp_path / "r.jsonl"
+    write_files(corpus, TEXTS)
+    if command == "query":
+        run_index(corpus, db)
+    queries = write_jsonl(tmp_path / "q.jsonl", [{"qid": "1", "query": "delivery time"}])
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # its own server
+    env.update(SPROUTRAG_CRASH_AT=f"{point}:SIGTERM", PREFECT_HOME=str(tmp_path / "prefect"))
+    args = ([str(corpus), "--db", str(db)] if command == "index" else
+            ["--db", str(db), "--queries", str(queries), "--out", str(out)])
+    done = subprocess.run([*CLI, command, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert f"sproutrag {command}: interrupted (SIGTERM); stopped" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    if command == "index":
+        assert not (db / "documents.lance").exists()  # nothing was indexed
+
+
 def test_ctrl_c_stops_a_query_batch_without_traceback(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)
