@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import threading
 import time
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import ClassVar, TextIO
 
 from sproutrag.errors import DatabaseBusyError  # noqa: F401 - also importable from here
+
+log = logging.getLogger(__name__)
 
 
 class DatabaseLock:
@@ -67,18 +70,27 @@ class DatabaseLock:
                 "choose a --db path you can write to"
             ) from None
         deadline = time.monotonic() + self.timeout
+        said = False
         while True:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not said and self.timeout > 0:  # a wait without a word looks hung
+                    said = True
+                    fh.seek(0)
+                    log.warning("another index run is writing to %r (%s): waiting up to "
+                                "%.0f s for it (pipeline.lock_timeout)", self.db,
+                                fh.read().strip() or "unknown", self.timeout)
                 if time.monotonic() >= deadline:
                     fh.seek(0)
                     holder = fh.read().strip() or "unknown"
                     fh.close()
+                    wait = (f"still writing after pipeline.lock_timeout ({self.timeout:g} s)"
+                            if self.timeout > 0 else
+                            "wait for it to finish (or set pipeline.lock_timeout to wait)")
                     raise DatabaseBusyError(
-                        f"another index run is writing to {self.db!r} ({holder}); "
-                        "wait for it to finish (or set pipeline.lock_timeout to wait)"
+                        f"another index run is writing to {self.db!r} ({holder}); {wait}"
                     ) from None
                 time.sleep(self.poll)
         fh.seek(0)

@@ -128,6 +128,21 @@ def test_second_run_refuses_while_one_holds_the_database(prefect_harness, corpus
     assert run_index(corpus, db)["n_new"] == 3
 
 
+def test_a_lock_timeout_waits_saying_so(tmp_path, caplog):
+    db = tmp_path / "db"
+    holder = _hold_lock(db)
+    try:
+        with caplog.at_level("WARNING"), pytest.raises(
+                DatabaseBusyError, match=r"still writing after pipeline.lock_timeout \(0.3 s\)"):
+            with DatabaseLock(str(db), timeout=0.3, poll=0.1):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    said = [r.getMessage() for r in caplog.records if "waiting up to" in r.getMessage()]
+    assert len(said) == 1 and f"{str(db)!r} ({{\"pid\": {holder.pid}" in said[0], said
+
+
 def test_the_lock_is_re_entrant_within_a_process(tmp_path):
     db = str(tmp_path / "db")
     with DatabaseLock(db), DatabaseLock(db):  # the command, then its flow
