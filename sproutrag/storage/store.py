@@ -301,11 +301,19 @@ class Store(TableHandles):
         tbl = self.table("runs")
         if tbl is None or not tbl.count_rows("status = 'running'"):
             return 0
-        why = (f"the run's process ended before it completed this row (killed); found by "
-               f"run {by_run}")
-        result = tbl.update(where="status = 'running'",
-                            values={"status": "killed", "message": why})
-        return int(getattr(result, "rows_updated", 0) or 0)
+        running = tbl.search().where("status = 'running'").select(
+            ["run_id", "started_at"]).limit(None).to_list()
+        docs = self.table("documents")
+        for row in running:  # what it stored stays: say how much (no row counts it)
+            since = row["started_at"].isoformat(sep=" ").split("+")[0]
+            stored = 0 if docs is None else docs.count_rows(
+                f"indexed_at >= TIMESTAMP '{since}'")
+            why = (f"the run's process ended before it completed this row (killed); found "
+                   f"by run {by_run}; the {stored} documents it had stored stay (indexed_at "
+                   "after its start); its deletions are not counted")
+            tbl.update(where=f"run_id = '{row['run_id']}'",
+                       values={"status": "killed", "message": why})
+        return len(running)
 
     def finish_run(self, row: dict[str, Any]) -> None:
         """Replace the run's row with its final counts and status (one commit)."""

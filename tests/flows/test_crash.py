@@ -101,6 +101,8 @@ def test_kill_at_each_commit_boundary(prefect_harness, tmp_path, point):
     runs = Store.open_existing(str(db)).table("runs").to_arrow().to_pylist()
     was = next(r for r in runs if r["run_id"] == killed["run_id"])
     assert was["status"] == "killed" and "killed" in was["message"]  # marked by the next run
+    stored = 0 if point == "nodes-written" else 2  # a.txt changed, d.txt new: no row counted
+    assert f"the {stored} documents it had stored stay" in was["message"], was["message"]
     assert not [r for r in runs if r["status"] == "running"]
     state = index_state(db)  # node ids unique, no nodes outside the current trees
     assert {k: h for k, (h, _) in state.items()} == {k: content_hash(v)
