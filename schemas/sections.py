@@ -9,15 +9,25 @@ fields it does not know.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
 class Section(BaseModel):
-    """A settings section: unknown fields are refused."""
+    """A settings section: unknown fields are refused, and so is true or false for a
+    setting that takes no boolean (pydantic reads `sentences_per_chunk: true` as 1)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        annotation = cls.model_fields[info.field_name].annotation
+        if isinstance(value, bool) and annotation is not bool and bool not in get_args(
+                annotation):
+            raise ValueError(f"got {str(value).lower()}: give a value of this setting's type")
+        return value
 
 
 class ChunkingSettings(Section):

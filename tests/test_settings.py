@@ -30,6 +30,10 @@ def test_bad_settings_are_rejected(tmp_path):
     bad.write_text("chunking:\n  sentences_per_chunk: 0\n", encoding="utf-8")
     with pytest.raises(ValueError, match="sentences_per_chunk"):
         load_settings(bad)
+    flag = tmp_path / "flag.yaml"  # pydantic read true as 1
+    flag.write_text("chunking:\n  sentences_per_chunk: true\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="chunking.sentences_per_chunk: .*got true"):
+        load_settings(flag)
     typo = tmp_path / "typo.yaml"
     typo.write_text("chunking:\n  sentence_per_chunk: 2\n", encoding="utf-8")
     with pytest.raises(ValueError, match="sentence_per_chunk"):
