@@ -238,8 +238,8 @@ class _Document:
         return best
 
 
-#: A run this long without a space is text written without spaces (Thai, a URL), not a
-#: word: a cut may end inside it.
+#: A run this long without a space, half of it letters, is text written without spaces
+#: (Thai, a URL), not a word: a cut may end inside it (a form's "______" line is none).
 UNSPACED_RUN = 24
 #: Characters a cut never ends before: they belong to the character before them.
 _JOINED = "\u200d\ufe0e\ufe0f"
@@ -248,13 +248,16 @@ _JOINED = "\u200d\ufe0e\ufe0f"
 def _cut_points(text: str, start: int, limit: int) -> list[int]:
     """Where a cut of TEXT from START may end, up to LIMIT: after each word that fits.
     When no word ends there and the text is written without spaces (Chinese or Japanese,
-    or a run of `UNSPACED_RUN` characters: Thai, a URL), at the last character that fits
-    and takes no mark, joiner or selector after it (an accent stays on its letter)."""
+    or a run of `UNSPACED_RUN` characters, half of them letters: Thai, a URL), at the last
+    character that fits and takes no mark, joiner or selector after it (an accent stays on
+    its letter)."""
     ends = [start + m.start() for m in _WORD_END.finditer(text[start : limit + 1])]
-    unspaced = (unicodedata.east_asian_width(text[limit - 1]) in "WF"
-                or limit - start >= UNSPACED_RUN)
-    if ends or not unspaced:
+    if ends:
         return ends
+    run = text[start:limit]
+    if not (unicodedata.east_asian_width(text[limit - 1]) in "WF"
+            or (len(run) >= UNSPACED_RUN and 2 * sum(map(str.isalpha, run)) >= len(run))):
+        return []
     end = limit
     while end > start and (unicodedata.category(text[end]).startswith("M")
                            or text[end] in _JOINED or text[end - 1] in _JOINED):

@@ -223,6 +223,7 @@ def test_a_unit_written_without_spaces_is_cut_at_a_character():
     ("https://example.com/a/very/long/path/to/a/policy/page.html now.", 30,
      "https://example.com/a/very/lon"),
     ("Confidentiality obligations survive.", 10, None),  # a word, not a run: no fragment
+    ("Signature:______________________________ Date:____", 30, None),  # a form's line
 ])
 def test_a_run_without_spaces_is_cut_at_a_character_a_word_is_not(text, budget, taken):
     docs = {"a": Units(np.array([[0, len(text)]], np.int64), text)}
