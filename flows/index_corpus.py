@@ -61,6 +61,7 @@ from sproutrag.tasks.workdir import close_work_dir, open_work_dir
 
 from sproutrag.documents import Skipped
 from sproutrag.ingest.batching import Tally, documents_to_index
+from sproutrag.ingest.index_identity import reindex_note
 from sproutrag.ingest.plan import Plan, check_deletions
 from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
 from sproutrag.interrupt import stop_on_signals, stop_reason, stop_requested
@@ -114,15 +115,11 @@ def _plan(run: IndexRun, stored, damaged: dict[str, str]):
 def _note_settings_change(run: IndexRun, plan: Plan) -> None:
     """Say why documents whose text did not change are re-indexed: they were indexed
     with other index settings (which ones, as `index_settings` recorded them)."""
-    other = sorted({s.fingerprint for s in plan.stored.values()
-                    if s.fingerprint != plan.fingerprint})
+    other = plan.other_settings()
     if not other or run.full:
         return
-    n = sum(s.fingerprint in other for s in plan.stored.values())
-    changes = settings_changes(run.db, run.settings, other)
-    shown = "; ".join(changes[:6]) + (f"; {len(changes) - 6} more" if len(changes) > 6 else "")
-    text = (f"{n} documents indexed with other index settings are re-indexed with this "
-            f"run's" + (f" ({shown})" if shown else ""))
+    text = reindex_note(sum(other.values()),
+                        settings_changes(run.db, run.settings, sorted(other)))
     run.summary.note(text)
     run.logger.warning(text)
 

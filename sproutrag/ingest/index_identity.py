@@ -106,6 +106,14 @@ def setting_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list
 _UNSET = object()
 
 
+def reindex_note(n: int, changes: list[str], shown: int = 6) -> str:
+    """The run's note for N documents re-indexed because the index settings CHANGES
+    (`setting_changes`; the first SHOWN named)."""
+    more = f"; {len(changes) - shown} more" if len(changes) > shown else ""
+    named = f" ({'; '.join(changes[:shown])}{more})" if changes else ""
+    return f"{n} documents indexed with other index settings are re-indexed with this run's{named}"
+
+
 def _flat(fields: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in fields.items():

@@ -24,6 +24,7 @@ everything.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -80,6 +81,12 @@ class Plan:
                 or stored.content_hash != doc.content_hash):
             return "changed"
         return "unchanged"
+
+    def other_settings(self) -> dict[str, int]:
+        """Fingerprint -> how many documents to read are stored under it, for each one
+        that is not this run's (they are re-indexed whatever their text)."""
+        return dict(Counter(s.fingerprint for s in self.stored.values()
+                            if s.fingerprint != self.fingerprint))
 
     def restat(self, doc: SourceDocument) -> bool:
         """Whether an unchanged DOC's listing facts differ from the stored ones (so the
