@@ -18,7 +18,7 @@ from typing import Any
 
 from sproutrag.schemas.settings import Settings
 
-from sproutrag.documents import shown_id
+from sproutrag.documents import failure_line
 from sproutrag.encoder.factory import encoder_from_settings
 from sproutrag.errors import MassDeleteError
 
@@ -99,8 +99,7 @@ def run_index(corpus: str, db: str, settings: Settings, *, full: bool = False,
         f"{row['seconds']:.1f} s ({row['n_chars'] / max(row['seconds'], 1e-9):,.0f} chars/s)"
     )
     for f in failures:
-        shown = "" if f["doc_id"] is None else f"{shown_id(f['doc_id'])}: "
-        print(f"FAILED {shown}{f['reason']}", file=sys.stderr)
+        print(f"FAILED {failure_line(f['doc_id'], f['reason'])}", file=sys.stderr)
     if row.get("message"):
         print(f"note: {row['message']}", file=sys.stderr)
     if raise_outcome and isinstance(result, RunOutcome):

@@ -53,7 +53,7 @@ class Failure:
     def line(self) -> str:
         """The failure as a report's line: "doc_id: reason", or the reason alone (it says
         where) for a line that names no document."""
-        return self.reason if self.reported_id is None else f"{self.shown}: {self.reason}"
+        return failure_line(self.reported_id, self.reason)
 
     def to_dict(self) -> dict[str, str | None]:
         """The entry of `runs.failures_json`."""
@@ -71,6 +71,12 @@ class Skipped:
     @property
     def shown(self) -> str:
         return shown_id(self.doc_id)
+
+
+def failure_line(doc_id: str | None, reason: str) -> str:
+    """A failure as a report prints it (`runs.failures_json`'s entry): "doc_id: reason",
+    or REASON alone, which says where, when no document is named (DOC_ID None)."""
+    return reason if doc_id is None else f"{shown_id(doc_id)}: {reason}"
 
 
 def shown_id(doc_id: str) -> str:

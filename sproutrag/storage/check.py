@@ -95,8 +95,8 @@ def explain_damage(uri: str, *, storage_options: dict[str, str] | None = None):
             raise
         try:
             unreadable = check_files(uri, storage_options=storage_options)
-            indexes = {} if unreadable else _damaged_indexes(
-                connect(uri, storage_options)[0], {"nodes", "documents"})
+            indexes = {} if unreadable else _index_problems(
+                connect(uri, storage_options)[0], {"nodes", "documents"})[0]
         except Exception:  # noqa: BLE001 - the original error says more
             raise exc from None
         if unreadable:
@@ -161,12 +161,6 @@ def _stored_before(db: Any) -> bool:
     rows = db.open_table("runs").search().where(
         "finished_at IS NOT NULL AND n_new + n_changed > 0").select(["run_id"]).limit(1)
     return bool(rows.to_list())
-
-
-def _damaged_indexes(db: Any, names: set[str]) -> dict[str, str]:
-    """"table.index" -> why, of the indexes of the tables NAMES that cannot be read (a
-    probe query through each: `indexes.probe`)."""
-    return _index_problems(db, names)[0]
 
 
 def _index_problems(db: Any, names: set[str]) -> tuple[dict[str, str], dict[str, str]]:

@@ -78,13 +78,11 @@ class DatabaseLock:
             except BlockingIOError:
                 if not said and self.timeout > 0:  # a wait without a word looks hung
                     said = True
-                    fh.seek(0)
                     log.warning("another index run is writing to %r (%s): waiting up to "
                                 "%.0f s for it (pipeline.lock_timeout)", self.db,
-                                fh.read().strip() or "unknown", self.timeout)
+                                _holder(fh), self.timeout)
                 if time.monotonic() >= deadline:
-                    fh.seek(0)
-                    holder = fh.read().strip() or "unknown"
+                    holder = _holder(fh)
                     fh.close()
                     wait = (f"still writing after pipeline.lock_timeout ({self.timeout:g} s)"
                             if self.timeout > 0 else
@@ -113,3 +111,9 @@ class DatabaseLock:
         fcntl.flock(fh, fcntl.LOCK_UN)
         fh.close()
         self._fh = None
+
+
+def _holder(fh: TextIO) -> str:
+    """What the lock file FH says of the run holding it (its pid and start)."""
+    fh.seek(0)
+    return fh.read().strip() or "unknown"

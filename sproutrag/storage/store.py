@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC
 from typing import Any
 
 import pyarrow as pa
@@ -305,7 +306,7 @@ class Store(TableHandles):
             ["run_id", "started_at"]).limit(None).to_list()
         docs = self.table("documents")
         for row in running:  # what it stored stays: say how much (no row counts it)
-            since = row["started_at"].isoformat(sep=" ").split("+")[0]
+            since = row["started_at"].astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
             stored = 0 if docs is None else docs.count_rows(
                 f"indexed_at >= TIMESTAMP '{since}'")
             why = (f"the run's process ended before it completed this row (killed); found "
