@@ -184,6 +184,26 @@ def test_cuda_token_budget_does_not_change_trees(docs, weights):
         np.testing.assert_allclose(a.embeddings, b.embeddings, atol=2e-2)
 
 
+@pytest.mark.gpu
+@pytest.mark.model
+@requires_cuda
+def test_cuda_encodes_from_task_threads_as_from_the_main_thread(docs, weights):
+    """The flow's encode tasks run on pool threads and every forward on the process's model
+    thread: on cuda, calls from four threads at once (as without the lock) give each part
+    exactly what the same call on the main thread gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    encoder = Encoder(device="cuda", weights=weights)
+    parts = [[doc] for doc in docs] * 2
+    here = [encoder.encode_documents(part) for part in parts]
+    with ThreadPoolExecutor(4) as pool:
+        there = list(pool.map(encoder.encode_documents, parts))
+    for (a,), (b,) in zip(here, there, strict=True):
+        np.testing.assert_array_equal(a.embeddings, b.embeddings)
+        np.testing.assert_array_equal(a.rel_i, b.rel_i)
+        np.testing.assert_array_equal(a.rel_m, b.rel_m)
+
+
 @pytest.mark.model
 @pytest.mark.parametrize("layers", [1, 2])
 def test_window_pass_stopped_at_the_deepest_used_layer_equals_the_reference(docs, layers):
