@@ -10,6 +10,7 @@ environment, is here.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,33 @@ def check_environment(environ: dict[str, str] | None = None) -> None:
         )
 
 
+@functools.cache
+def _unique_key_loader() -> type:
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the
+    last, so a second `encoding:` section silently replaced the first)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            first: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<:` may override
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    seen = key in first
+                except TypeError:  # an unhashable key: the base class says what is wrong
+                    continue
+                if seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"{key!r} is given twice (first at line {first[key]})",
+                        key_node.start_mark)
+                first[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     """The YAML file's mapping; errors name the file and the line, never the content."""
     import yaml
@@ -187,7 +215,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             f"config file {str(path)!r} cannot be read: {exc.strerror}"
         ) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -92,6 +92,31 @@ def test_misspelled_sections_and_broken_yaml_are_refused(tmp_path, monkeypatch):
         load_settings(empty)
 
 
+@pytest.mark.parametrize("text, where, key", [
+    ("encoding:\n  batch_size: 16\nchunking: {}\nencoding:\n  device: cpu\n",
+     "line 4", "'encoding' is given twice \\(first at line 1\\)"),
+    ("chunking:\n  sentences_per_chunk: 2\n  sentences_per_chunk: 3\n", "line 3",
+     "'sentences_per_chunk' is given twice \\(first at line 2\\)"),
+    ("chunking: {lists: true, lists: false}\n", "line 1", "'lists' is given twice"),
+])
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path, text, where, key):
+    """PyYAML keeps a repeated key's last value: a second `encoding:` section silently
+    dropped the first one's settings."""
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigFileError, match=f"twice.yaml' is not valid YAML at {where}, "
+                                              f"column [0-9]+: {key}"):
+        load_settings(twice)
+
+
+def test_a_merge_key_may_still_be_overridden(tmp_path):
+    merged = tmp_path / "merged.yaml"
+    merged.write_text("chunking:\n  <<: {sentences_per_chunk: 2, lists: true}\n"
+                      "  sentences_per_chunk: 3\n", encoding="utf-8")
+    chunking = load_settings(merged).chunking
+    assert chunking.sentences_per_chunk == 3 and chunking.lists is True
+
+
 def test_the_search_section_gives_the_retrievers_first_stage(tmp_path):
     assert load_settings().search.retriever_options() == {
         "n_docs": 8, "first_stage": "hybrid", "entity_ranking": True, "ranking_leaders": 0,

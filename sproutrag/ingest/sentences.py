@@ -36,6 +36,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from sproutrag.graphemes import whole_character_cut
+
 Span = tuple[int, int]
 
 # spaCy is never asked to tokenize more than this many characters at once.
@@ -168,7 +170,8 @@ def blocks(text: str, lists: bool = False) -> Iterator[Span]:
 
 def pieces(text: str, start: int, end: int, limit: int) -> Iterator[Span]:
     """Cut text[start:end] into trimmed pieces of at most `limit` chars, at whitespace
-    where possible (preferring a newline in the second half of the window)."""
+    where possible (preferring a newline in the second half of the window), else at the
+    last position that splits no character (`sproutrag.graphemes`)."""
     while span := _trim(text, start, end):
         start, end = span
         if end - start <= limit:
@@ -178,7 +181,8 @@ def pieces(text: str, start: int, end: int, limit: int) -> Iterator[Span]:
         cut = window.rfind("\n", limit // 2)
         if cut <= 0:
             match = _LAST_SPACE.match(window)
-            cut = match.end() - 1 if match else limit
+            cut = match.end() - 1 if match else (
+                whole_character_cut(text, start, start + limit) - start)
         if piece := _trim(text, start, start + cut):
             yield piece
         start += cut

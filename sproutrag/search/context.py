@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from sproutrag.graphemes import splits_character
 from sproutrag.params import SELECTIONS
 from sproutrag.search.pieces import (
     DEFAULT_LENGTH_PENALTY,
@@ -241,16 +242,14 @@ class _Document:
 #: A run this long without a space, half of it letters, is text written without spaces
 #: (Thai, a URL), not a word: a cut may end inside it (a form's "______" line is none).
 UNSPACED_RUN = 24
-#: Characters a cut never ends before: they belong to the character before them.
-_JOINED = "\u200d\ufe0e\ufe0f"
 
 
 def _cut_points(text: str, start: int, limit: int) -> list[int]:
     """Where a cut of TEXT from START may end, up to LIMIT: after each word that fits.
     When no word ends there and the text is written without spaces (Chinese or Japanese,
     or a run of `UNSPACED_RUN` characters, half of them letters: Thai, a URL), at the last
-    character that fits and takes no mark, joiner or selector after it (an accent stays on
-    its letter)."""
+    position that fits and splits no character (`sproutrag.graphemes`: an accent stays on
+    its letter, an emoji sequence and a Korean syllable whole)."""
     ends = [start + m.start() for m in _WORD_END.finditer(text[start : limit + 1])]
     if ends:
         return ends
@@ -259,8 +258,7 @@ def _cut_points(text: str, start: int, limit: int) -> list[int]:
             or (len(run) >= UNSPACED_RUN and 2 * sum(map(str.isalpha, run)) >= len(run))):
         return []
     end = limit
-    while end > start and (unicodedata.category(text[end]).startswith("M")
-                           or text[end] in _JOINED or text[end - 1] in _JOINED):
+    while end > start and splits_character(text, end):
         end -= 1
     return [end] if end > start else []
 

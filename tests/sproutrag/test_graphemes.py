@@ -1,0 +1,63 @@
+"""A hard cut never splits a character as a reader sees it (sproutrag.graphemes): chunks of
+a sentence longer than max_chunk_chars, and a context cut inside unspaced text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sproutrag.graphemes import splits_character, whole_character_cut
+from sproutrag.ingest.chunking import chunk_text
+from sproutrag.search.context import build_context, leaf_pieces
+from sproutrag.search.pieces import Units
+
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # man ZWJ woman ZWJ girl: one emoji
+WAVE = "\U0001f44b\U0001f3fd"  # a hand and its skin tone
+FLAG = "\U0001f1eb\U0001f1f7"  # two regional indicators: one flag
+HEART = "\u2764\ufe0f"  # a heart and its emoji presentation selector
+E_ACUTE = "e\u0301"  # e and a combining acute accent
+HAN = "\u1112\u1161\u11ab"  # a Korean syllable as conjoining jamo (leading, vowel, final)
+
+CLUSTERS = [FAMILY, WAVE, FLAG, HEART, E_ACUTE, HAN, "\r\n"]
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_no_position_inside_a_cluster_is_a_cut_and_its_edges_are(cluster):
+    text = "ab" + cluster + "cd"
+    inside = range(3, 2 + len(cluster))
+    assert [i for i in range(len(text) + 1) if splits_character(text, i)] == list(inside)
+
+
+def test_regional_indicators_pair_from_the_start_of_their_run():
+    text = "x" + FLAG * 3
+    assert [splits_character(text, i) for i in range(1, 8)] == [
+        False, True, False, True, False, True, False]
+
+
+def test_a_cut_moves_back_to_the_cluster_start_or_stays_when_nothing_is_whole():
+    text = "ab" + FAMILY + "cd"
+    assert whole_character_cut(text, 0, 5) == 2
+    assert whole_character_cut(text, 0, 2 + len(FAMILY)) == 2 + len(FAMILY)
+    zalgo = "a" + "\u0301" * 50
+    assert whole_character_cut(zalgo, 0, 20) == 20  # every position splits: the cut stays
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS[:-1])
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_a_sentence_without_spaces_is_cut_between_characters(cluster, offset):
+    """A chunk of an over-long sentence with nowhere to cut at a space ended at the
+    character limit, inside an emoji sequence or a syllable as often as not."""
+    text = "x" * (30 - offset) + cluster * 12
+    chunks = chunk_text(text, max_chunk_chars=30)
+    assert "".join(text[s:e] for s, e in chunks) == text
+    assert all(e - s <= 30 for s, e in chunks)
+    assert not any(splits_character(text, e) for _, e in chunks)
+    assert chunks[0][1] >= 30 - len(cluster)  # moved back by less than one character
+
+
+def test_a_context_cut_in_unspaced_text_keeps_a_korean_syllable_whole():
+    text = HAN * 40 + " end."
+    docs = {"a": Units(np.array([[0, len(text)]], np.int64), text)}
+    ctx = build_context(leaf_pieces({"a": np.array([1.0])}, docs), docs, budget_chars=31)
+    (span,) = ctx.spans
+    assert span.cut and span.end == 30 and not splits_character(text, span.end)
