@@ -31,6 +31,7 @@ from prefect.states import Cancelled, Failed
 from prefect.utilities.annotations import quote
 from sproutrag.flows.index_batches import IndexRun, index_all, timed_stage
 from sproutrag.flows.parameters import flow_settings
+from sproutrag.flows.preflight_s3 import check_s3_paths
 from sproutrag.schemas.settings import Settings, is_s3
 from sproutrag.schemas.tables import ROWS_COMPATIBLE_VERSIONS
 from sproutrag.tasks.database import index_fingerprint
@@ -265,8 +266,10 @@ def index_corpus(
     """
     logger = get_run_logger()
     settings = flow_settings(settings, config)
-    # Before the database is touched: a missing corpus, or a model or weights file that
-    # cannot be read, fails here (no retries, no database folder created).
+    # Before the database is touched: a missing corpus or bucket, or a model or weights
+    # file that cannot be read, fails here (no retries, no database folder created).
+    check_s3_paths([("corpus", corpus), ("db", db),
+                    ("pipeline.work_dir", settings.pipeline.work_dir)], settings)
     check_corpus_exists(corpus, settings)
     fp = index_fingerprint(settings)
     if is_s3(db):

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sproutrag.flows.preflight_s3 import check_s3_paths, cli_paths
 from sproutrag.schemas.paths import is_s3
 
 if TYPE_CHECKING:  # pydantic is imported by the checks, not by `sproutrag --help`
@@ -227,6 +228,7 @@ def preflight(args: argparse.Namespace) -> Settings:
             check_corpus(args.corpus)
         check_writable(args.db)
         _check_work_dir(settings.pipeline.work_dir)
+    check_s3_paths(cli_paths(args, settings), settings)  # a listing for each s3:// path
     return settings
 
 

@@ -26,6 +26,7 @@ from prefect.runtime import flow_run
 from prefect.states import Failed
 from sproutrag.flows.arguments import check_output_file
 from sproutrag.flows.parameters import flow_settings
+from sproutrag.flows.preflight_s3 import check_s3_paths
 from sproutrag.schemas.settings import Settings
 from sproutrag.tasks.search import read_queries, search_queries, write_results
 
@@ -62,6 +63,7 @@ def query_corpus(
     _check_parameters(queries, out, k=k, beam=beam, mode=mode, budget_chars=budget_chars,
                       budget_tokens=budget_tokens, selection=selection, cutoff=cutoff)
     settings = flow_settings(settings, config)
+    check_s3_paths([("queries", queries), ("db", db), ("out", out)], settings)
     batch = read_queries(queries, settings)
     t0 = time.perf_counter()
     rows = search_queries(batch, db, k=k, mode=mode, beam=beam, settings=settings,

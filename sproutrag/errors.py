@@ -76,11 +76,19 @@ _STORAGE_PROBLEMS = (
 )
 
 
-def _storage_problem(exc: BaseException) -> tuple[str, bool] | None:
+def _storage_problem(exc: BaseException | str) -> tuple[str, bool] | None:
     """(line, permanent) of the `_STORAGE_PROBLEMS` entry EXC's text matches, or None."""
-    text = f"{type(exc).__name__} {exc} {exc.__cause__ or ''}".lower()
+    text = (exc if isinstance(exc, str)
+            else f"{type(exc).__name__} {exc} {exc.__cause__ or ''}").lower()
     return next(((line, permanent) for needles, line, permanent in _STORAGE_PROBLEMS
                  if any(n in text for n in needles)), None)
+
+
+def storage_problem(exc: BaseException | str) -> str | None:
+    """What to check for the S3 failure EXC (or an error code such as "NoSuchBucket"),
+    or None when it is no S3 failure this module knows."""
+    found = _storage_problem(exc)
+    return None if found is None else found[0]
 
 
 def permanent_storage_error(exc: BaseException) -> bool:
@@ -130,7 +138,7 @@ def is_expected(exc: BaseException) -> bool:
 
     clean = (SettingsError, CorpusNotFoundError, MassDeleteError, DatabaseBusyError,
              ModelNotFoundError, RunOutcome, DatabaseNotFoundError, StaleIndexError,
-             WeightsFileError, DamagedTableError, StopRequested)
+             WeightsFileError, DamagedTableError, StopRequested, StoragePathError)
     return isinstance(exc, clean) or describe_os_error(exc) is not None
 
 
@@ -262,6 +270,11 @@ class QueriesFailedError(RunOutcome):
 
 class RunInterruptedError(RunOutcome):
     """The run stopped early on SIGTERM / SIGINT; what it stored stays."""
+
+
+class StoragePathError(SproutragError):
+    """An s3:// path of the command cannot be used: its bucket is missing, refuses the
+    credentials or cannot be reached (checked before the command starts)."""
 
 
 class CorpusNotFoundError(SproutragError, FileNotFoundError):

@@ -56,7 +56,8 @@ def _ours(fs, folder: str, db: str, *, exclusive: bool) -> bool:
 def create_run_dir(fs, base: str, *, run_id: str, db: str) -> str:
     """Make BASE/sproutrag-run-<run_id> with its marker; returns its path."""
     path = f"{base.rstrip('/')}/{run_dir_name(run_id)}"
-    fs.makedirs(path, exist_ok=True)
+    if "file" in fs.protocol:  # on S3 a key needs no folder, and s3fs would make a bucket
+        fs.makedirs(path, exist_ok=True)
     marker = {"db": database_key(db), "run_id": run_id,
               "created_at": datetime.now(UTC).isoformat(), "pid": os.getpid()}
     with fs.open(f"{path}/{MARKER}", "wb") as fh:

@@ -304,3 +304,58 @@ def test_an_unreachable_endpoint_or_a_missing_bucket_is_one_line(s3, s3_endpoint
     assert "the bucket does not exist" in subprocess.run(
         [*CLI, "check", "--db", "s3://nolake/db", "--config", str(good)],
         capture_output=True, text=True, env=env, timeout=300).stderr
+
+
+def test_each_s3_path_is_checked_before_the_run_and_no_bucket_is_made(
+    s3, s3_endpoint, tmp_path
+):
+    """A missing bucket of the work dir failed with a bare "Invalid argument" (in another
+    region s3fs made the bucket); of the corpus, without the endpoint; of the database,
+    after the server's reply was printed through Prefect's log. Each is now one line
+    naming the setting or argument, before Prefect starts; a missing s3:// --queries
+    object is a missing --queries file (exit 2)."""
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET,
+           "AWS_REGION": "eu-west-1", "HF_HUB_OFFLINE": "1"}
+    s3.put_object(Bucket="corpus", Key="docs/a.txt", Body=(SAMPLE / SMALL_DOCS[0]).read_bytes())
+    good, nowork = tmp_path / "good.yaml", tmp_path / "nowork.yaml"
+    good.write_text(f"storage:\n  endpoint: {s3_endpoint}\n", encoding="utf-8")
+    nowork.write_text(f"storage:\n  endpoint: {s3_endpoint}\n"
+                      "pipeline:\n  work_dir: s3://nowork/work\n", encoding="utf-8")
+    missing = ": the bucket does not exist: create it first (the pipeline creates no bucket)"
+    for argv, code, said in (
+        (["index", "s3://corpus/docs", "--db", "s3://lake/db", "--config", str(nowork)], 1,
+         f"pipeline.work_dir s3://nowork/work (endpoint {s3_endpoint}){missing}"),
+        (["index", "s3://nobucket/docs", "--db", "s3://lake/db", "--config", str(good)], 1,
+         f"CORPUS s3://nobucket/docs (endpoint {s3_endpoint}){missing}"),
+        (["index", "s3://corpus/docs", "--db", "s3://nolake/db", "--config", str(good)], 1,
+         f"--db s3://nolake/db (endpoint {s3_endpoint}){missing}"),
+        (["query", "--db", "s3://lake/db", "--config", str(good), "--queries",
+          "s3://lake/q/missing.jsonl", "--out", str(tmp_path / "r.jsonl")], 2,
+         "--queries s3://lake/q/missing.jsonl: no such object"),
+    ):
+        proc = subprocess.run([*CLI, *argv], capture_output=True, text=True, env=env,
+                              timeout=300)
+        assert proc.returncode == code, proc.stderr
+        assert proc.stderr.strip().splitlines() == [f"sproutrag {argv[0]}: error: {said}"]
+    buckets = {b["Name"] for b in s3.list_buckets()["Buckets"]}
+    assert buckets == {"corpus", "lake"} and not _keys(s3, "lake", "")  # nothing written
+
+
+def test_a_deployment_run_checks_its_s3_paths_too(prefect_harness, s3, s3_endpoint,
+                                                   tmp_path, monkeypatch):
+    """A flow run from a deployment has no command line before it: the flow refuses a
+    missing work dir bucket itself, in its own words, and makes no bucket."""
+    from sproutrag.errors import StoragePathError
+    from sproutrag.flows.index_corpus import index_corpus
+
+    for var, value in (("AWS_ACCESS_KEY_ID", KEY_ID), ("AWS_SECRET_ACCESS_KEY", SECRET),
+                       ("AWS_REGION", "eu-west-1")):
+        monkeypatch.setenv(var, value)
+    s3.put_object(Bucket="corpus", Key="docs/a.txt", Body=(SAMPLE / SMALL_DOCS[0]).read_bytes())
+    config = tmp_path / "nowork.yaml"
+    config.write_text(f"storage:\n  endpoint: {s3_endpoint}\n"
+                      "pipeline:\n  work_dir: s3://nowork/work\n", encoding="utf-8")
+    with pytest.raises(StoragePathError, match="^pipeline.work_dir s3://nowork/work "
+                                               r"\(endpoint .*\): the bucket does not exist"):
+        index_corpus(corpus="s3://corpus/docs", db="s3://lake/db", config=str(config))
+    assert {b["Name"] for b in s3.list_buckets()["Buckets"]} == {"corpus", "lake"}
