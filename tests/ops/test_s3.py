@@ -345,8 +345,9 @@ def test_a_deployment_run_checks_its_s3_paths_too(prefect_harness, s3, s3_endpoi
                                                    tmp_path, monkeypatch):
     """A flow run from a deployment has no command line before it: the flow refuses a
     missing work dir bucket itself, in its own words, and makes no bucket."""
-    from sproutrag.errors import StoragePathError
     from sproutrag.flows.index_corpus import index_corpus
+
+    from sproutrag.errors import StoragePathError
 
     for var, value in (("AWS_ACCESS_KEY_ID", KEY_ID), ("AWS_SECRET_ACCESS_KEY", SECRET),
                        ("AWS_REGION", "eu-west-1")):
