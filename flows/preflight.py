@@ -222,14 +222,19 @@ def preflight(args: argparse.Namespace) -> Settings:
     settings = load_settings(getattr(args, "config", None))
     check_encoding(settings, weights_flag=getattr(args, "weights", None))
     if command == "index":
-        from sproutrag.ingest.corpus import check_corpus
-
-        if not is_s3(args.corpus):  # an s3:// corpus is checked by the flow
-            check_corpus(args.corpus)
-        check_writable(args.db)
-        _check_work_dir(settings.pipeline.work_dir)
+        _check_index_paths(args, settings)
     check_s3_paths(cli_paths(args, settings), settings)  # a listing for each s3:// path
     return settings
+
+
+def _check_index_paths(args: argparse.Namespace, settings: Settings) -> None:
+    """The local corpus, database and work dir of `sproutrag index`."""
+    from sproutrag.ingest.corpus import check_corpus
+
+    if not is_s3(args.corpus):  # an s3:// corpus is checked by the flow
+        check_corpus(args.corpus)
+    check_writable(args.db)
+    _check_work_dir(settings.pipeline.work_dir)
 
 
 def _check_work_dir(work_dir: str | None) -> None:
