@@ -97,13 +97,26 @@ def setting_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list
     it), one "name: old -> new" per setting, nested ones dotted ("chunking.lists: false ->
     true"); a setting one side lacks reads "unset" there."""
     added = {f"chunking.{k}": v for k, v in CHUNKING_ADDED.items()}  # left out at these
-    flat_before, flat_after = ({**added, **_flat(before)}, {**added, **_flat(after)})
+    flat_before, flat_after = ({**added, **_named(before)}, {**added, **_named(after)})
     return [f"{k}: {_shown(flat_before.get(k, _UNSET))} -> {_shown(flat_after.get(k, _UNSET))}"
             for k in sorted(set(flat_before) | set(flat_after))
             if flat_before.get(k, _UNSET) != flat_after.get(k, _UNSET)]
 
 
 _UNSET = object()
+#: The encoder's fields, top-level in the fingerprint, by the settings that give them.
+_ENCODER_SETTINGS = {"encoder": "encoding.model", "encoder_sha256": "encoding.model content",
+                     "embedding_mode": "encoding.embedding_mode",
+                     "window_tokens": "encoding.window_tokens",
+                     "window_stride": "encoding.window_stride",
+                     "chunk_max_tokens": "encoding.chunk_max_tokens",
+                     "precision": "encoding.mixed_precision (precision)",
+                     "weights": "encoding.weights (alpha)"}
+
+
+def _named(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`_flat` FIELDS, each under the name of the setting a user changes."""
+    return {_ENCODER_SETTINGS.get(k, k): v for k, v in _flat(fields).items()}
 
 
 def reindex_note(n: int, changes: list[str], shown: int = 6) -> str:

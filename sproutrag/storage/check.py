@@ -73,13 +73,19 @@ def move_aside(uri: str, names: list[str]) -> dict[str, str]:
 
 
 def with_dependents(uri: str, unreadable: dict[str, str]) -> dict[str, str]:
-    """UNREADABLE (table -> why), plus `documents` when `nodes` is among them: its rows
-    name the trees that table held, so a rebuild that kept them would keep, for each
-    document failing in the rebuild, a row naming no tree. Local only, as `move_aside`."""
+    """UNREADABLE (table -> why), plus the other of `documents` and `nodes` when one of
+    them is among them: `documents` rows name the trees `nodes` held, so a rebuild that
+    kept them would keep, for each document failing in the rebuild, a row naming no
+    tree; and a kept `nodes` would hold, beside the rebuilt trees, every old tree, named
+    by no document (a "healthy" database of twice its rows). Local only, as
+    `move_aside`."""
     out = dict(unreadable)
-    if "nodes" in out and "documents" not in out and os.path.isdir(
-            os.path.join(uri, "documents.lance")):
-        out["documents"] = "its rows name the trees of the damaged nodes table"
+    for damaged, other, why in (
+            ("nodes", "documents", "its rows name the trees of the damaged nodes table"),
+            ("documents", "nodes", "its trees are named by the damaged documents table")):
+        if damaged in unreadable and other not in out and os.path.isdir(
+                os.path.join(uri, f"{other}.lance")):
+            out[other] = why
     return out
 
 

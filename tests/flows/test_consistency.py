@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lancedb
 import pytest
 
 from sproutrag.search.retriever import Retriever
@@ -107,6 +108,27 @@ def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_p
     write_files(corpus, TEXTS)
     assert run_index(corpus, db)["n_new"] == 1
     assert set(index_state(db)) == {"a.txt", "b.txt"}
+
+
+def test_full_after_a_damaged_documents_table_moves_nodes_aside_too(prefect_harness, tmp_path):
+    """With only `documents` unreadable, --full kept `nodes`: the rebuild ended with
+    every old tree beside the new ones (twice the rows, "healthy"), and the next run
+    removed them as "rows an interrupted run left"."""
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
+    rows = lancedb.connect(str(db)).open_table("nodes").count_rows()
+    for f in (db / "documents.lance" / "data").glob("*.lance"):
+        f.write_bytes(f.read_bytes()[:100])  # truncated
+    run = run_index(corpus, db, full=True)
+    assert run["n_new"] == 2 and "moved damaged tables aside" in run["message"]
+    for name in ("documents", "nodes"):
+        kept = [p for p in Path(db).iterdir() if p.name.startswith(f"{name}.lance.damaged-")]
+        assert len(kept) == 1 and str(kept[0]) in run["message"]
+    assert lancedb.connect(str(db)).open_table("nodes").count_rows() == rows
+    assert run_cli("check", "--db", str(db)).returncode == 0
+    again = run_index(corpus, db)
+    assert again["n_unchanged"] == 2 and "interrupted" not in (again["message"] or "")
 
 
 @pytest.mark.parametrize("index", ["text_idx", "tree_id_idx"])

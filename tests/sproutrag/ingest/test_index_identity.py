@@ -184,3 +184,7 @@ def test_setting_changes_name_each_changed_setting_dotted():
         "chunking.lists: false -> true", "chunking.sentences_per_chunk: 2 -> 1",
         'schema_version: unset -> "7"']
     assert setting_changes(after, after) == []
+    # the encoder's fields sit at the top of the fingerprint: named by their settings
+    assert setting_changes({"window_tokens": 512, "window_stride": 510},
+                           {"window_tokens": 256, "window_stride": 254}) == [
+        "encoding.window_stride: 510 -> 254", "encoding.window_tokens: 512 -> 256"]
