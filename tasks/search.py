@@ -12,6 +12,7 @@ from sproutrag.tasks.files import filesystem, read_parquet
 from sproutrag.tasks.retries import IO_RETRIES
 
 from sproutrag.encoder.factory import shared_encoder
+from sproutrag.errors import DatasetError
 from sproutrag.search.batch import (
     DEFAULT_K,
     Entry,
@@ -35,6 +36,8 @@ def read_queries(path: str, settings: Settings | None = None) -> list[Entry]:
         rows = read_parquet(path, settings).to_pylist()
         return [Entry(n, row) for n, row in enumerate(rows, start=1)]
     fs, where = filesystem(path, settings)
+    if not fs.isfile(where):  # the system's "[Errno 2] No such file" named no argument
+        raise DatasetError(f"queries {path}: no such file (a JSONL file of query lines)")
     with fs.open(where, "rb") as fh:
         return parse_lines(fh)
 

@@ -99,3 +99,7 @@ def test_bad_parameters_fail_the_flow_before_any_work(prefect_harness, tmp_path)
         query_corpus(queries=str(queries), db=str(tmp_path / "db"), out=str(queries))
     assert queries.read_text(encoding="utf-8") == '{"qid": "a", "query": "x"}\n'
     assert not (tmp_path / "db").exists()
+    from sproutrag.errors import DatasetError
+
+    with pytest.raises(DatasetError, match="^queries .*none.jsonl: no such file"):
+        query_corpus(queries=str(tmp_path / "none.jsonl"), db=str(tmp_path / "db"))
