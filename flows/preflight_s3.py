@@ -62,16 +62,14 @@ def _filesystem(url: str, settings: Settings):
 
 def _list_prefix(fs, bucket: str, prefix: str, what: str, url: str,
                  settings: Settings) -> None:
-    from sproutrag.errors import StoragePathError, describe_storage_error, storage_problem
+    from sproutrag.errors import StoragePathError, describe_storage_error
 
     try:
         fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
     except Exception as exc:  # noqa: BLE001 - described below, or raised as it is
-        if isinstance(exc, FileNotFoundError):  # a listing's 404 is the bucket's
-            line = f"{url} (endpoint {settings.storage.endpoint or 'AWS'}): " + (
-                storage_problem("NoSuchBucket") or "")
-        else:
-            line = describe_storage_error(exc, [url], settings.storage.endpoint)
+        # s3fs turns the listing's 404 (it can only be the bucket's) into a bare "Not Found"
+        problem = "NoSuchBucket" if isinstance(exc, FileNotFoundError) else exc
+        line = describe_storage_error(problem, [url], settings.storage.endpoint)
         if line is None:
             raise
         raise StoragePathError(f"{what} {line}") from None

@@ -84,13 +84,6 @@ def _storage_problem(exc: BaseException | str) -> tuple[str, bool] | None:
                  if any(n in text for n in needles)), None)
 
 
-def storage_problem(exc: BaseException | str) -> str | None:
-    """What to check for the S3 failure EXC (or an error code such as "NoSuchBucket"),
-    or None when it is no S3 failure this module knows."""
-    found = _storage_problem(exc)
-    return None if found is None else found[0]
-
-
 def permanent_storage_error(exc: BaseException) -> bool:
     """An S3 failure another attempt cannot pass: a missing bucket, credentials refused or
     missing (an endpoint that does not answer may come back)."""
@@ -98,10 +91,11 @@ def permanent_storage_error(exc: BaseException) -> bool:
     return found is not None and found[1]
 
 
-def describe_storage_error(exc: BaseException, paths: Iterable[str] = (),
+def describe_storage_error(exc: BaseException | str, paths: Iterable[str] = (),
                            endpoint: str | None = None) -> str | None:
     """One line for a failure of S3 (None when EXC is not one): what to check, naming the
-    s3:// PATHS of the command and the ENDPOINT (None: AWS). Never EXC's own text."""
+    s3:// PATHS of the command and the ENDPOINT (None: AWS). Never EXC's own text. EXC
+    may be an S3 error code ("NoSuchBucket") where the exception lost it."""
     s3 = [p for p in paths if isinstance(p, str) and p.startswith("s3://")]
     found = _storage_problem(exc) if s3 else None
     return None if found is None else f"{', '.join(s3)} (endpoint {endpoint or 'AWS'}): {found[0]}"

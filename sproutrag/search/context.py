@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sproutrag.graphemes import splits_character
+from sproutrag.graphemes import splits_character, whole_character_cut
 from sproutrag.params import SELECTIONS
 from sproutrag.search.pieces import (
     DEFAULT_LENGTH_PENALTY,
@@ -257,10 +257,8 @@ def _cut_points(text: str, start: int, limit: int) -> list[int]:
     if not (unicodedata.east_asian_width(text[limit - 1]) in "WF"
             or (len(run) >= UNSPACED_RUN and 2 * sum(map(str.isalpha, run)) >= len(run))):
         return []
-    end = limit
-    while end > start and splits_character(text, end):
-        end -= 1
-    return [end] if end > start else []
+    end = whole_character_cut(text, start, limit)  # LIMIT itself when nothing is whole
+    return [] if splits_character(text, end) else [end]
 
 
 def fill_budget(
