@@ -4,9 +4,10 @@
                                     [--old-docs 2000] [--old-seconds 120]
 
 Builds a store-only database of N small documents (default a million) under /tmp:
-300-500 characters of varied words each, 2-4 leaves (3-7 `nodes` rows), 384-d vectors
-drawn from a pool of random unit vectors, tree structures from a few `build_tree`
-templates; written with LanceDB `add` in batches of 50,000 documents, then
+300-500 characters of varied words each, 2-4 leaves (3-7 `nodes` rows), 384-d leaf
+vectors drawn from a pool of random unit vectors (each parent the mean of its children's,
+as the check requires), tree structures from a few `build_tree` templates; written with
+LanceDB `add` in batches of 50,000 documents, then
 `optimize()` once and the BTREE index on `nodes.doc_id` that `Store` creates on a large
 table. (A folder given by --db that exists is checked as it is.)
 
@@ -119,6 +120,11 @@ def node_table(doc_ids, texts, spans, tree_ids, rng, shapes, pool, schema) -> pa
                           flat[:, 0].tolist(), flat[:, 1].tolist()):
         leaf_text[r] = texts[o][s:e]
     vectors = pool[rng.integers(0, len(pool), size=len(idx))]
+    base = np.arange(len(idx)) - idx  # each row's tree's first row
+    for k in range(int(sizes.min()), int(idx.max()) + 1):  # parents: their children's mean
+        rows = np.flatnonzero(~leaf & (idx == k))
+        left, right = base[rows] + cols["left"][rows], base[rows] + cols["right"][rows]
+        vectors[rows] = (vectors[left] + vectors[right]) * np.float32(0.5)
     ids = pa.array(doc_ids).take(pa.array(owner))
     data = {
         "node_id": [f"{d}:{i}" for d, i in zip(ids.to_pylist(), idx.tolist())],

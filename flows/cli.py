@@ -98,8 +98,9 @@ def _add_index(sub) -> None:
     p.add_argument("--config", metavar="FILE", help="YAML settings file")
     p.add_argument("--full", action="store_true", help="read and re-index every document")
     p.add_argument("--verify", action="store_true",
-                   help="also hash every stored text and re-index the documents whose text "
-                   "does not match (what `sproutrag check` finds; reads the whole database)")
+                   help="also re-index every document `sproutrag check` names (a stored "
+                   "text, tree, leaf text, vector or name that is wrong; reads the whole "
+                   "database, as the check does)")
     p.add_argument("--allow-mass-delete", action="store_true",
                    help="let this run delete more than pipeline.max_delete_share (default "
                    "half) of the indexed documents, or all of them for an empty corpus")
@@ -287,9 +288,11 @@ def _add_check(sub) -> None:
         "check",
         help="verify that a database can be read and its trees and texts are whole",
         description="Read every column of every table of DB, check that each document's "
-        "stored tree exists with 2n - 1 valid nodes for its n chunks and that its leaf "
-        "texts are the document's text, and that each stored text hashes to its content "
-        "hash. Prints one line per problem and a summary line. Exit codes: 0 healthy, "
+        "stored tree exists with 2n - 1 valid nodes for its n chunks, that its leaf "
+        "texts are the document's text and its vectors agree with the tree (leaves of unit "
+        "length, each internal node the mean of its children), and that each stored text "
+        "hashes to its content hash. Prints one line per problem and a summary line. "
+        "Exit codes: 0 healthy, "
         "1 problems found (a damaged table: `sproutrag index CORPUS --db DB --full` "
         "rebuilds the database, moving the damaged tables aside; damaged documents: "
         "`sproutrag index CORPUS --db DB --verify` re-indexes them), 2 bad arguments (no "

@@ -202,14 +202,16 @@ class DamagedTableError(SproutragError, OSError):
 
 class DamagedDocumentError(SproutragError, LookupError):
     """Documents whose `documents` row names a tree `nodes` does not hold (a `nodes` table
-    rolled back, or moved aside without its `documents`): a search cannot read them."""
+    rolled back, or moved aside without its `documents`), or whose stored tree is
+    invalid (WHY says so): a search cannot read them."""
 
-    def __init__(self, uri: str, doc_ids: list[str]) -> None:
+    def __init__(self, uri: str, doc_ids: list[str], why: str | None = None) -> None:
         more = f" (and {len(doc_ids) - 1} more)" if len(doc_ids) > 1 else ""
+        why = why or "names a tree the nodes table does not hold"
         super().__init__(
-            f"document {doc_ids[0]!r}{more} of {uri!r} names a tree the nodes table does "
-            f"not hold (a damaged database): `sproutrag check --db {uri}` names every such "
-            f"document; `sproutrag index CORPUS --db {uri} --verify` re-indexes them")
+            f"document {doc_ids[0]!r}{more} of {uri!r} {why} (a damaged database): "
+            f"`sproutrag check --db {uri}` names every such document; "
+            f"`sproutrag index CORPUS --db {uri} --verify` re-indexes them")
         self.uri, self.doc_ids = uri, list(doc_ids)
 
 

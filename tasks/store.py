@@ -17,7 +17,7 @@ from sproutrag.tasks.retries import IO_RETRIES
 from sproutrag.documents import SourceDocument
 from sproutrag.encoder.factory import shared_encoder
 from sproutrag.ingest.index_identity import setting_changes
-from sproutrag.storage.check import move_aside
+from sproutrag.storage.check import damaged_documents, move_aside
 from sproutrag.storage.garbage import tree_damage
 from sproutrag.storage.index_info import (
     IndexInfo,
@@ -30,7 +30,7 @@ from sproutrag.storage.index_info import (
 from sproutrag.storage.indexes import drop_damaged
 from sproutrag.storage.migrate import migrate
 from sproutrag.storage.rows import source_rows
-from sproutrag.storage.run_check import check_files, verify_texts
+from sproutrag.storage.run_check import check_files
 from sproutrag.storage.store import IndexedDocument
 
 
@@ -60,12 +60,14 @@ def inspect_trees(db: str, settings: Settings, stored: pa.Table, verify: bool = 
                   ) -> tuple[int, dict[str, str]]:
     """Remove the trees no document names (an interrupted run left them) and name the
     damaged documents (tree missing or incomplete; with VERIFY every tree's rows are
-    counted and every stored text hashed): (nodes rows removed, doc_id -> why)."""
+    counted and every document `sproutrag check` names is too: its text, tree, leaf
+    texts, vectors or name): (nodes rows removed, doc_id -> why)."""
     store = open_store(db, settings)
     damage = tree_damage(store.table("nodes"), stored, force=verify)
     damaged = dict(damage.damaged)
     if verify:
-        damaged.update(verify_texts(store.table("documents")))
+        found = damaged_documents(db, storage_options=settings.storage.lance_options(db))
+        damaged.update((d, why) for d, why in found.items() if d not in damaged)
     return store.collect_garbage(damage), damaged
 
 

@@ -198,7 +198,9 @@ def toy_document(doc_id: str, text: str, seed: int = 0):
     n = len(spans)
     rng = np.random.default_rng(seed)
     i = np.arange(n - 1)
-    tree = build_tree(rng.normal(size=(n, TOY_DIM)).astype(np.float32), i, i + 1,
+    leaves = rng.normal(size=(n, TOY_DIM))  # of unit length, as the encoder's
+    leaves /= np.linalg.norm(leaves, axis=1, keepdims=True)
+    tree = build_tree(leaves.astype(np.float32), i, i + 1,
                       rng.uniform(0.1, 1, n - 1).astype(np.float32))
     doc = SourceDocument(doc_id, f"mem://{doc_id}", text, content_hash(text))
     return IndexedDocument(doc, np.asarray(spans, dtype=np.int64), tree)

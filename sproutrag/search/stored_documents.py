@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sproutrag.errors import DamagedDocumentError
+from sproutrag.errors import DamagedDocumentError, InvalidTreeError
 from sproutrag.names import document_name, mention_words
 from sproutrag.search.cache import LRUCache, leaf_terms_nbytes, stored_tree_nbytes
 from sproutrag.search.lexical import LeafTerms
@@ -57,7 +57,12 @@ class StoredDocuments:
                 unread[d] = t
             else:
                 out[d] = found
-        for d, found in self.store.load_trees(unread).items():
+        try:
+            loaded = self.store.load_trees(unread)
+        except InvalidTreeError as exc:
+            raise DamagedDocumentError(self.store.uri, [exc.doc_id],
+                                       f"has an invalid stored tree ({exc})") from None
+        for d, found in loaded.items():
             self.cache.put(("tree", d, unread[d]), found, stored_tree_nbytes(found))
             out[d] = found
         return out

@@ -151,15 +151,30 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
         report.problems += [f"index {i.split('.', 1)[1]!r} of table {i.split('.', 1)[0]!r} "
                             f"{verb}: {why}" for i, why in bad.items()]
     report.problems += [f"document {d!r}: {why}" for d, why in sorted(health.documents.items())]
+    report.damaged.update(health.documents)
     if not {"documents", "nodes"} & set(health.unreadable) and "nodes" in names:
         if found is None:  # an older schema (one line), or what opening the store raised
             check_trees(uri, storage_options, report)
         else:
-            report.problems += [f"document {d!r}: {why}" for d, why in found.problems
-                                if d not in health.documents]
+            trees = [(d, why) for d, why in found.problems if d not in health.documents]
+            report.problems += [f"document {d!r}: {why}" for d, why in trees]
+            report.damaged.update(reversed(trees))  # the first problem of a document
             report.unconfirmed = found.unconfirmed
     _note_debris(report, "documents" in names, None if found is None else found.stale())
     return report
+
+
+def damaged_documents(uri: str, *, storage_options: dict[str, str] | None = None
+                      ) -> dict[str, str]:
+    """doc_id -> why, of every document `check_database` names (its text, tree size,
+    tree, leaf texts, vectors or name is wrong): what `sproutrag index --verify`
+    re-indexes. Reads what `check_database` reads; none when URI holds no database."""
+    from sproutrag.storage.store import DatabaseNotFoundError
+
+    try:
+        return dict(check_database(uri, storage_options=storage_options).damaged)
+    except DatabaseNotFoundError:
+        return {}
 
 
 def _stored_before(db: Any) -> bool:

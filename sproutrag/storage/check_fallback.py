@@ -143,6 +143,7 @@ def check_trees(uri: str, storage_options, report: Report) -> None:
             problem = tree_problem(store, doc_id, tree_id, text)
             if problem:
                 report.problems.append(f"document {doc_id!r}: {problem}")
+                report.damaged.setdefault(doc_id, problem)
 
 
 def tree_problem(store, doc_id: str, tree_id: str, text: str) -> str | None:

@@ -39,6 +39,9 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: Trees `tree_check` flagged that `validate_tree` accepts (not printed; a bug if > 0).
     unconfirmed: int = 0
+    #: The documents named by a problem line (doc_id -> why): what `index --verify`
+    #: re-indexes.
+    damaged: dict[str, str] = field(default_factory=dict)
 
     @property
     def healthy(self) -> bool:

@@ -11,13 +11,13 @@ what the run would read anyway, never a scan of the database.
   name the damaged documents (their tree is missing or incomplete: re-indexed) and the
   stale trees (named by no document: removed).
 * With `sproutrag index --verify` (not by default): `tree_damage` reads those columns
-  whatever the row count, and `verify_texts` hashes every stored text against its
-  content hash, as `sproutrag check` does.
+  whatever the row count, and every document `sproutrag check` names is re-indexed too
+  (`sproutrag.storage.check.damaged_documents`: the check's own reads).
 
 Damage that the default checks do not see (a rollback of `nodes` that kept its row
 count, bytes changed inside a file) is found by `sproutrag check` (every column of every
-table, every tree validated); `sproutrag index --verify` re-indexes the documents it
-names.
+table, every tree and its vectors validated); `sproutrag index --verify` re-indexes the
+documents it names.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
-
 from sproutrag.errors import short_error
-from sproutrag.storage.document_problems import TEXT_CHANGED, hashes_match, name_problems
 
 #: The tables an index run reads or writes, in the order they are checked.
 TABLES = ("nodes", "documents", "runs", "index_settings", "results")
@@ -98,24 +95,3 @@ def _fsspec(storage_options: dict[str, str] | None) -> dict[str, Any]:
     if opts.get("region"):
         out["client_kwargs"] = {"region_name": opts["region"]}
     return out
-
-
-def verify_texts(documents: Any) -> dict[str, str]:
-    """doc_id -> why, of the stored documents whose text does not hash to their content
-    hash, or whose stored name, name key or doc key is not what their text, title and
-    doc_id give, or whose metadata columns disagree (`document_problems.name_problems`;
-    reads every stored text, in batches)."""
-    bad: dict[str, str] = {}
-    if documents is None:
-        return bad
-    have = set(documents.schema.names)
-    columns = ["doc_id", "content_hash", "text",
-               *(c for c in ("title", "name", "name_key", "doc_key", "metadata_json",
-                             "metadata") if c in have)]
-    for batch in documents.search().select(columns).limit(None).to_batches():
-        rows = batch.to_pydict()
-        same = hashes_match(rows["text"], rows["content_hash"])
-        bad.update((rows["doc_id"][i], TEXT_CHANGED) for i in np.flatnonzero(~same).tolist())
-        bad.update((rows["doc_id"][i], why)
-                   for i, why in name_problems(batch, rows["text"], same))
-    return bad

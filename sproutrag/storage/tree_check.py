@@ -2,8 +2,9 @@
 
 `read_nodes` takes `nodes` in record batches (every column, so that a damaged data file
 fails the read) and keeps per row only the small structural columns as numpy arrays, one
-bool "every vector value is finite" (each batch's vectors are checked, then dropped) and,
-for rows holding a text, a hash of it. `TreeTable` sorts the rows by (tree, idx), stably,
+bool "every vector value is finite" and two projections and the length of the vector
+(each batch's vectors are checked, then dropped: `vector_check`) and, for rows holding a
+text, a hash of it. `TreeTable` sorts the rows by (tree, idx), stably,
 as `Store.load_tree` orders one tree's rows, so that a row's position in its tree is what
 `storage.rows.stored_tree` makes of it, and applies every check of `Tree.from_columns`
 and `validate_tree` (shapes, children, parents, n_leaves, height, leaf ranges, leaf_start
@@ -42,6 +43,8 @@ from sproutrag.storage.document_problems import (
     size_problem,
 )
 from sproutrag.storage.rows import stored_tree
+from sproutrag.storage.vector_check import KEPT as VECTOR_KEPT
+from sproutrag.storage.vector_check import first_disagreement, projections, vector_problem
 from sproutrag.trees.many import invalid_trees
 
 #: The int32 columns of a tree (as `Tree.from_columns` casts them) and `idx`.
@@ -51,7 +54,7 @@ NEEDED = ("doc_id", "tree_id", *INT_COLUMNS, "merge_sim", "start", "end", "text"
 #: What `read_nodes` keeps per row, and its dtype.
 KEPT = {**dict.fromkeys(INT_COLUMNS, np.int32), "merge_sim": np.float32, "start": np.int64,
         "end": np.int64, "start_null": bool, "end_null": bool, "text_null": bool,
-        "text_hash": np.int64, "vector_ok": bool}
+        "text_hash": np.int64, "vector_ok": bool, **VECTOR_KEPT}
 #: Trees whose rows one `TreeTable.rows` read takes at a time.
 TAKE_TREES = 1024
 
@@ -126,6 +129,7 @@ class _Collector:
             cols[name] = got[name].fill_null(0).to_numpy(zero_copy_only=False)
         cols["text_null"], cols["text_hash"] = _text_hashes(got["text"])
         cols["vector_ok"] = _finite_vectors(got["vector"])
+        cols.update(projections(got["vector"]))
         for name, value in cols.items():
             self.columns[name].append(_as_int(value, KEPT[name]))
         for name in ("doc_id", "tree_id"):  # each batch's distinct values, and positions
@@ -168,7 +172,9 @@ class TreeTable:
     """The rows of `nodes` grouped by tree (one tree: a (doc_id, tree_id) pair).
 
     Tree t (numbered in the order of its sorted key) has ``counts[t]`` rows, sorted rows
-    ``starts[t]`` onwards, in idx order; ``bad[t]`` says that `stored_tree` rejects it.
+    ``starts[t]`` onwards, in idx order; ``bad[t]`` says that `stored_tree` rejects it,
+    ``vectors_off[t]`` names the first node of a valid tree whose vector disagrees with
+    the others (-1: none; `vector_check`).
     ``doc_ids`` / ``tree_ids``: the distinct values; ``keys``: per tree
     ``doc code * len(tree_ids) + tree code``. Per sorted row: ``offsets`` (its row number
     in the read), the leaf columns `stored_tree` reads (``start``, ``end`` cast as it casts
@@ -181,6 +187,7 @@ class TreeTable:
     counts: np.ndarray
     starts: np.ndarray
     bad: np.ndarray
+    vectors_off: np.ndarray
     offsets: np.ndarray
     start: np.ndarray
     end: np.ndarray
@@ -209,8 +216,9 @@ class TreeTable:
         start, end = (_spans_as_stored(cols[c], cols[f"{c}_null"], tree, len(starts))
                       for c in ("start", "end"))
         bad = invalid_trees(cols, tree, starts, counts)
-        return cls(doc_ids, tree_ids, key[starts], counts, starts, bad, order, start, end,
-                   cols["text_null"], cols["text_hash"])
+        off = first_disagreement(cols, tree, starts, bad)
+        return cls(doc_ids, tree_ids, key[starts], counts, starts, bad, off, order, start,
+                   end, cols["text_null"], cols["text_hash"])
 
     def codes(self, doc_ids: pa.Array, tree_ids: pa.Array) -> np.ndarray:
         """The tree of each (doc_id, tree_id) pair, -1 where `nodes` has no such rows."""
@@ -306,8 +314,9 @@ class TreeFindings:
     def add(self, batch: pa.RecordBatch, damaged: dict[str, str]) -> None:
         """The next batch of `documents`: a stored text that does not hash to its content
         hash or a tree of the wrong size goes to DAMAGED (doc_id -> why, as
-        `check_fallback.check_tables` says it); a tree that is invalid or whose leaf texts
-        differ is flagged."""
+        `check_fallback.check_tables` says it), and so does a valid tree whose vectors
+        disagree (`vector_check`); a tree that is invalid or whose leaf texts differ is
+        flagged."""
         rows = {c: batch.column(c).to_pylist() for c in ("doc_id", "tree_id", "content_hash",
                                                         "text")}
         codes = self.tree_codes[self.done : self.done + batch.num_rows]
@@ -327,6 +336,11 @@ class TreeFindings:
             damaged.setdefault(rows["doc_id"][i], why)
         whole = same & (got == want)  # the tree's rows exist: codes >= 0
         invalid = whole & (self.table.bad[codes.clip(0)] if has.any() else False)
+        off = np.where(whole & ~invalid, self.table.vectors_off[codes.clip(0)], -1) \
+            if has.any() else np.full(len(codes), -1)
+        for i in np.flatnonzero(off >= 0).tolist():
+            damaged.setdefault(rows["doc_id"][i], vector_problem(
+                rows["tree_id"][i], int(off[i]), int(got[i])))
         texts = self.table.leaf_mismatches(np.where(whole & ~invalid, codes, -1), rows["text"])
         for i in sorted(set(np.flatnonzero(invalid).tolist()) | set(texts)):
             self.flagged.append((rows["doc_id"][i], rows["tree_id"][i], rows["text"][i],

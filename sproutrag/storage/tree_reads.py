@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sproutrag.errors import InvalidTreeError
 from sproutrag.storage.filters import doc_filter, in_filter, parts
 from sproutrag.storage.rows import StoredTree, stored_tree
 
@@ -62,6 +63,10 @@ def load_trees(nodes: Any, trees: Mapping[str, str]) -> dict[str, StoredTree]:
                 continue
             d, t = keys[start]
             if trees.get(d) == t:  # not another document's tree of the same id
-                out[d] = stored_tree(d, rows.slice(start, end - start))
+                try:
+                    out[d] = stored_tree(d, rows.slice(start, end - start))
+                except InvalidTreeError as exc:  # the caller names the database
+                    exc.doc_id = d
+                    raise
             start = end
     return out

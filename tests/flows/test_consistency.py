@@ -80,6 +80,32 @@ def test_damaged_documents_are_reindexed(prefect_harness, tmp_path):
     assert Retriever(str(db)).known_doc_ids(["a.txt", "b.txt"]) == ["a.txt", "b.txt"]
 
 
+def test_verify_reindexes_every_document_check_names(prefect_harness, tmp_path):
+    """A tree made invalid and a vector changed in place to other finite values (damage
+    no read fails on, the row count unchanged): `check` names both documents and
+    `--verify` re-indexes both, as the check's advice says."""
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, TEXTS)
+    run_index(corpus, db)
+    nodes = Store.open_existing(str(db)).table("nodes")
+    nodes.update(where="doc_id = 'a.txt' AND idx = 0", values={"height": 3})
+    vector = nodes.search().where("doc_id = 'b.txt' AND idx = 0").limit(1).to_list()[0]
+    changed = [v + 0.1 if i == 7 else v for i, v in enumerate(vector["vector"])]
+    nodes.update(where="doc_id = 'b.txt' AND idx = 0", values={"vector": changed})
+    report = check_database(str(db))
+    problems = dict(p.split(": ", 1) for p in report.problems)
+    assert problems.keys() == {"document 'a.txt'", "document 'b.txt'"}
+    assert "leaf 0 has height 3" in problems["document 'a.txt'"]
+    assert "the vector of node 0 is not of unit length" in problems["document 'b.txt'"]
+    assert "--verify` re-indexes the damaged documents" in report.lines()[-1]
+    run = run_index(corpus, db)
+    assert (run["n_changed"], run["n_unchanged"]) == (0, 2)
+    run = run_index(corpus, db, verify=True)
+    assert (run["n_changed"], run["n_unchanged"]) == (2, 0)
+    assert "2 documents were damaged" in run["message"]
+    assert check_database(str(db)).healthy
+
+
 def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)

@@ -15,11 +15,12 @@ from sproutrag.ingest.sources import Listed
 from sproutrag.storage.check import (
     DamagedTableError,
     check_database,
+    damaged_documents,
     explain_damage,
     move_aside,
 )
 from sproutrag.storage.garbage import tree_damage
-from sproutrag.storage.run_check import check_files, verify_texts
+from sproutrag.storage.run_check import check_files
 from sproutrag.storage.store import DatabaseNotFoundError, Store
 from tests.helpers import toy_document
 
@@ -97,6 +98,28 @@ def test_a_search_of_a_document_whose_tree_is_gone_says_so_in_one_line(store):
     assert isinstance(got.value, SproutragError) and got.value.doc_ids == ["a"]
     assert {h.doc_id for h in r.search_vector("q", q, k=3, doc_ids=["b"])} == {"b"}
 
+def test_a_search_of_a_document_whose_tree_is_invalid_says_so_in_one_line(store):
+    """A stored tree made invalid in place: the search names the document, what is wrong
+    and the commands that find and mend it (it said the tree's problem alone)."""
+    import numpy as np
+
+    from sproutrag.encoder.weights import TrainedWeights
+    from sproutrag.errors import DamagedDocumentError
+    from sproutrag.params import SearchParams
+    from sproutrag.search.retriever import Retriever
+    from tests.helpers import TOY_DIM, toy_encoder
+
+    store.table("nodes").update(where="doc_id = 'c' AND idx = 1", values={"height": 4})
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    r = Retriever(store.uri, encoder=toy_encoder(weights))
+    q = np.ones(TOY_DIM, np.float32)
+    with pytest.raises(DamagedDocumentError, match="document 'c' of .* has an invalid stored "
+                       "tree .*leaf 1 has height 4.*check --db .*--verify` re-indexes them"):
+        r.search_vector("q", q, k=3, doc_ids=["a", "c"])
+    assert {h.doc_id for h in r.search_vector("q", q, k=3, doc_ids=["a"])} == {"a"}
+    assert damaged_documents(store.uri).keys() == {"c"}
+
+
 def test_gc_does_not_run_without_a_documents_table(store):
     import lancedb
 
@@ -120,7 +143,7 @@ def test_a_stored_text_that_does_not_match_its_hash_is_found(store):
     # What nine changed bytes in a data file can do without any read error (the text
     # is compressed in the file, so the test changes it through LanceDB).
     store.table("documents").update(where="doc_id = 'b'", values={"text": "x z"})
-    assert verify_texts(store.table("documents")) == {
+    assert damaged_documents(store.uri) == {
         "b": "its stored text does not match its content hash"}
     report = check_database(store.uri)
     assert report.problems == ["document 'b': its stored text does not match its content hash"]
@@ -147,7 +170,7 @@ def test_a_stored_name_that_its_text_does_not_give_is_found(store, change):
         "one two three", None, "p q r s"]  # "x y" is too short to name anything
     store.table("documents").update(where="doc_id = 'c'", values_sql={
         k: str(v) for k, v in change.items()})
-    assert verify_texts(store.table("documents")) == {"c": why}
+    assert damaged_documents(store.uri) == {"c": why}
     report = check_database(store.uri)
     assert report.problems == [f"document 'c': {why}"]
     assert "--verify` re-indexes the damaged documents" in report.lines()[-1]

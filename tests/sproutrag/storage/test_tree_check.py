@@ -20,6 +20,7 @@ from sproutrag.storage.check_fallback import check_tables
 from sproutrag.storage.rows import IndexedDocument, node_rows, stored_tree
 from sproutrag.storage.store import Store
 from sproutrag.storage.tree_check import read_nodes
+from sproutrag.storage.vector_check import vector_problem
 from sproutrag.trees.tree import build_tree
 from tests.helpers import TOY_DIM, toy_store
 
@@ -57,9 +58,29 @@ def reference_tree_problem(store: Store, doc_id: str, tree_id: str, text: str) -
             stored = store.load_tree(doc_id, tree_id)
     except (ValueError, KeyError) as exc:
         return f"its tree {tree_id} is invalid: {exc}"
+    node = reference_vector_disagreement(stored.tree)
+    if node is not None:
+        return vector_problem(tree_id, node, 2 * stored.tree.n - 1)
     for i, ((s, e), leaf) in enumerate(zip(stored.spans.tolist(), stored.texts)):
         if text[s:e] != leaf:
             return f"leaf {i} of its tree {tree_id} is not the text at {s}-{e}"
+    return None
+
+
+def reference_vector_disagreement(tree) -> int | None:
+    """The first node whose whole vector is not of unit length (a leaf) or not the mean
+    (plain or leaf-weighted) of its children's, node by node; None if every one agrees."""
+    v, n = tree.vectors.astype(np.float64), tree.n
+    for k in range(2 * n - 1):
+        if k < n:
+            if abs(np.linalg.norm(v[k]) - 1) > 1e-4:
+                return k
+            continue
+        a, b = int(tree.left[k]), int(tree.right[k])
+        na, nb = int(tree.n_leaves[a]), int(tree.n_leaves[b])
+        means = ((v[a] + v[b]) / 2, (na * v[a] + nb * v[b]) / (na + nb))
+        if min(np.abs(v[k] - m).max() for m in means) > 1e-6:
+            return k
     return None
 
 
@@ -74,8 +95,11 @@ def random_document(doc_id: str, n: int, rng: np.random.Generator) -> IndexedDoc
     spans = np.stack([starts, starts + [len(w) for w in words]], axis=1).astype(np.int64)
     pairs = np.asarray([(a, b) for a in range(n) for b in range(a + 1, n)
                         if rng.random() < 0.6], dtype=np.int64).reshape(-1, 2)
-    tree = build_tree(rng.normal(size=(n, TOY_DIM)).astype(np.float32), pairs[:, 0],
-                      pairs[:, 1], rng.uniform(0.05, 1, len(pairs)).astype(np.float32))
+    leaves = rng.normal(size=(n, TOY_DIM))  # of unit length, as the encoder's
+    leaves /= np.linalg.norm(leaves, axis=1, keepdims=True)
+    tree = build_tree(leaves.astype(np.float32), pairs[:, 0], pairs[:, 1],
+                      rng.uniform(0.05, 1, len(pairs)).astype(np.float32),
+                      parent_embedding=str(rng.choice(["mean_of_children", "size_weighted"])))
     return IndexedDocument(SourceDocument(doc_id, f"mem://{doc_id}", text,
                                           content_hash(text)), spans, tree)
 
@@ -97,8 +121,9 @@ def stored_database(folder: Path, documents: list[IndexedDocument]) -> Store:
 #: Damage that needs an internal node (a tree of 2 leaves or more).
 INNER = ("swap_children", "other_child", "inner_merge_sim", "nested_range", "swap_leaf_start")
 KINDS = (*INNER, "parent", "n_leaves", "height", "leaf_range", "leaf_start_out", "inf_vector",
-         "nan_vector", "leaf_merge_sim", "missing_row", "duplicate_idx", "replace_row",
-         "leaf_text", "null_text", "leaf_span", "null_span", "doc_text", "stale_tree")
+         "nan_vector", "changed_vector", "leaf_merge_sim", "missing_row", "duplicate_idx",
+         "replace_row", "leaf_text", "null_text", "leaf_span", "null_span", "doc_text",
+         "stale_tree")
 #: Damage that may leave a tree `validate_tree` accepts (reported or not, alike).
 MAYBE_HARMLESS = ("duplicate_idx", "stale_tree", "null_span", "leaf_span")
 
@@ -159,6 +184,10 @@ def damage(store: Store, target: IndexedDocument, kind: str, rng) -> None:
         nodes.delete(at(node))
         nodes.to_lance().insert(row)
         nodes.checkout_latest()
+    elif kind == "changed_vector":  # a finite value changed in place (a disk fault)
+        values = rows(at(node)).column("vector").combine_chunks().flatten().to_numpy().copy()
+        values[int(rng.integers(0, TOY_DIM))] += float(rng.choice([-0.5, 0.25, 2.0]))
+        nodes.update(where=at(node), values={"vector": values.tolist()})
     elif kind == "leaf_merge_sim":
         nodes.update(where=at(leaf), values={"merge_sim": 0.5})
     elif kind == "inner_merge_sim":
@@ -323,7 +352,7 @@ def test_children_in_the_wrong_order_are_found_with_leaf_ranges_that_match():
 def test_a_chain_shaped_tree_of_many_leaves_is_checked_without_recursion(tmp_path):
     n = 5000
     i = np.arange(n - 1)
-    tree = build_tree(np.ones((n, TOY_DIM), np.float32), i, i + 1,
+    tree = build_tree(np.full((n, TOY_DIM), TOY_DIM ** -0.5, np.float32), i, i + 1,
                       np.linspace(1, 0.1, n - 1).astype(np.float32))
     text = " ".join(["w"] * n)
     spans = np.stack([2 * np.arange(n), 2 * np.arange(n) + 1], axis=1)
