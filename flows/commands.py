@@ -160,9 +160,11 @@ def _evaluate_command(args: argparse.Namespace) -> str:
 
     parts = ["sproutrag", "evaluate", "--docs", args.docs, "--queries", args.queries,
              "--k", *map(str, args.k), "--modes", *args.modes]
-    for flag in ("weights", "config", "db", "out"):
-        if getattr(args, flag):
+    for flag in ("weights", "config", "db", "out", "cache"):
+        if getattr(args, flag, None):
             parts += [f"--{flag}", str(getattr(args, flag))]
+    if getattr(args, "corpus_wide", False):
+        parts.append("--corpus-wide")
     if getattr(args, "budgets", None):
         parts += ["--budgets", *map(str, args.budgets)]
     return shlex.join(parts)
@@ -226,6 +228,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"--modes: unknown {', '.join(unknown)}; choose from "
                          f"{' '.join([*VARIANT_NAMES, *ANCHORS])}")
+    args.k = list(dict.fromkeys(args.k))  # a k given twice is one column (as --budgets)
     settings = args.settings
     weights = load_default_weights(args.weights or settings.encoding.weights)
     encoder = encoder_from_settings(settings.encoding, weights)
@@ -270,8 +273,9 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
 
     if args.weights:  # index with the weights being evaluated
         settings = with_setting(settings, "encoding", weights=os.path.abspath(args.weights))
-    try:
-        run_index(args.docs, args.db, settings, raise_outcome=True)
+    try:  # deletes no document: one --docs lacks is another corpus's, whatever its share
+        run_index(args.docs, args.db, with_setting(settings, "pipeline", max_delete_share=0.0),
+                  raise_outcome=True)
     except MassDeleteError:  # --db holds another corpus: evaluate would replace it
         raise MassDeleteError(
             f"--db {args.db} holds documents that {args.docs} does not: `sproutrag "

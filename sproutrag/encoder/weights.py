@@ -208,6 +208,9 @@ class TrainedWeights:
                 raise WeightsFileError(f"{where}: '{key}' is {data[key]!r} but alpha has {want}")
         if not np.all(np.isfinite(alpha)):
             raise WeightsFileError(f"{where}: 'alpha' contains NaN or infinite values")
+        if np.abs(alpha).max() > np.finfo(np.float32).max:  # infinite once stored as float32
+            raise WeightsFileError(f"{where}: 'alpha' holds values beyond float32's range "
+                                   f"(+/-{np.finfo(np.float32).max:.3g})")
         layers = data.get("layers")
         if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int)
                                    or not 1 <= layers <= alpha.shape[0]):

@@ -11,6 +11,8 @@ from datetime import datetime
 
 import pyarrow as pa
 
+from sproutrag.blank import shows_nothing
+
 
 @dataclass(frozen=True, slots=True)
 class Listed:
@@ -111,9 +113,6 @@ def decode_text(data: bytes, *, name: str) -> str:
 
 #: Unicode's control characters (category Cc) and lone surrogates (Cs).
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-#: Text that shows nothing: white space and the invisible format characters (zero-width
-#: spaces and joiners, the byte order mark, the soft hyphen, word joiners).
-_INVISIBLE = re.compile("[\\s\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]*")
 
 
 def as_text(name: str) -> str:
@@ -148,7 +147,7 @@ def check_doc_id(doc_id: str) -> str:
 def check_text(text: str, *, name: str) -> str:
     """TEXT, or an error when it shows nothing (white space and zero-width characters
     only: nothing a search could return)."""
-    if _INVISIBLE.fullmatch(text):
+    if shows_nothing(text):
         raise ValueError(f"{name}: empty document (no text to index)")
     return text
 

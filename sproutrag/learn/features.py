@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import zipfile
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +118,10 @@ def feature_path(cache_dir: str | Path, docs: Sequence[dict[str, Any]], encoder:
     return Path(cache_dir) / f"features-{_cache_key(docs, encoder, chunking)}.npz"
 
 
+#: What reading a damaged cache file raises (truncated, overwritten, not an npz).
+UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error)
+
+
 def featurize_corpus(
     docs: Sequence[dict[str, Any]],
     encoder: Any,
@@ -129,7 +135,11 @@ def featurize_corpus(
     if cache_dir is not None:
         path = feature_path(cache_dir, docs, encoder, chunking)
         if path.is_file():
-            return load_features(path)
+            try:
+                return load_features(path)
+            except UNREADABLE as exc:  # damaged outside (writes are atomic): encode again
+                log(f"feature cache {path} cannot be read ({type(exc).__name__}: {exc}); "
+                    "encoding the documents again")
     t0, out = time.perf_counter(), {}
     for n, d in enumerate(docs, start=1):
         spans = np.asarray(chunk_text(d["text"], **chunking), np.int64).reshape(-1, 2)

@@ -59,6 +59,21 @@ class DatabaseParams:
         return self.overrides.get("threshold")
 
 
+def given_weights(weights: Any) -> Any:
+    """A `Retriever`'s WEIGHTS: None, a `TrainedWeights`, or a weights file's path (loaded
+    here: `WeightsFileError` names a bad file); a `TypeError` naming anything else."""
+    import os
+
+    from sproutrag.encoder.weights import TrainedWeights
+
+    if isinstance(weights, str | os.PathLike):
+        return TrainedWeights.load(weights)
+    if weights is not None and not isinstance(weights, TrainedWeights):
+        raise TypeError("weights must be a TrainedWeights or a weights file's path, got "
+                        f"{type(weights).__name__}")
+    return weights
+
+
 def database_encoder(reader: Reader) -> Any:
     """The encoder READER's database names (model, query truncation), packaged weights."""
     from sproutrag.encoder.factory import shared_encoder

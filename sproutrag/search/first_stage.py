@@ -128,7 +128,8 @@ class FirstStage:
         `n_docs` (`keep_leaders`; rule 54)."""
         self.leaders = leaders
         self.store, self.current = store, current
-        self.n_docs, self.kind, self.memory_rows = n_docs, kind, memory_rows
+        self.kind, self.memory_rows = kind, memory_rows
+        self.n_docs = check_count("n_docs", n_docs)  # as `search.n_docs` (1 to 10,000)
         self._text_index: tuple[int, bool] | None = None  # (nodes version, exists)
         self._rows: tuple[int, int] | None = None  # (nodes version, rows)
         self._probes: tuple[int, int] | None = None  # (nodes version, ANN probes)

@@ -12,19 +12,20 @@ from typing import Any
 
 import numpy as np
 
+from sproutrag.blank import shows_nothing
 from sproutrag.errors import QueryError  # noqa: F401 - also importable from here
 from sproutrag.search.tree_search import Selected
 from sproutrag.storage.rows import StoredTree
 
 
 def check_query_text(query: object) -> str:
-    """QUERY when it is text to search for: a string holding something besides whitespace
-    and NUL characters, without a lone surrogate (what a byte that is not UTF-8 becomes
-    in a command-line argument, or a JSON "\\ud800"); `QueryError` naming the problem
-    otherwise."""
+    """QUERY when it is text to search for: a string holding something besides whitespace,
+    NUL and zero-width characters (`blank.shows_nothing`), without a lone surrogate (what
+    a byte that is not UTF-8 becomes in a command-line argument, or a JSON "\\ud800");
+    `QueryError` naming the problem otherwise."""
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
-    if not query.replace("\x00", "").strip():
+    if shows_nothing(query):  # white space, NUL, zero-width characters: as a document
         raise QueryError("query is empty: give a question or statement to search for")
     bad = next((i for i, ch in enumerate(query) if "\ud800" <= ch <= "\udfff"), None)
     if bad is not None:

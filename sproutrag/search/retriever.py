@@ -37,6 +37,7 @@ from sproutrag.search.database_params import (
     DatabaseParams,
     check_query_encoder,
     database_encoder,
+    given_weights,
 )
 from sproutrag.search.first_stage import FIRST_STAGES, FirstStage, check_first_stage
 from sproutrag.search.flat_search import FlatSearch
@@ -139,7 +140,7 @@ class Retriever(RetrieverSettings):
         self.searching = SearchedDocuments(self.documents, self.view.current, wide,
                                            writing=self.first.writing)
         # The search parameters: the database's defaults as its tables are now, overridden.
-        self.database_params = DatabaseParams(self.reader, encoder, weights, checked,
+        self.database_params = DatabaseParams(self.reader, encoder, given_weights(weights), checked,
                                               self.view.current)
         self._resolve()  # refuses a mismatched encoder or weights file now
 

@@ -87,6 +87,7 @@ def test_alpha_is_read_only_copy():
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1], [2]]}}', "rectangular"),
         (f'{{"format": "{FORMAT}", "alpha": [0, 1]}}', "shape"),
         (f'{{"format": "{FORMAT}", "alpha": [[0, NaN]]}}', "NaN"),
+        (f'{{"format": "{FORMAT}", "alpha": [[0, 1e308]]}}', "beyond float32's range"),
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "delta": NaN}}', "delta"),
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "delta": "high"}}', "delta"),
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "n_heads": 3}}', "n_heads"),

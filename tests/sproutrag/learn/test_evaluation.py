@@ -168,9 +168,13 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
     out = tmp_path / "eval"
     assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
                  "flat", "leaves", "tree", "--db", str(tmp_path / "db"), "--out", str(out),
-                 "--cache", str(cache), "--corpus-wide", "--budgets", "60", "200"]) == 0
+                 "--cache", str(cache), "--corpus-wide", "--budgets", "60", "200",
+                 "--k", "3", "1", "3"]) == 0  # a k given twice crashed the scoring
     report = json.loads((out / "results.json").read_text())
     rows = {r["name"]: r for r in report["rows"]}
+    assert report["meta"]["ks"] == [3, 1]
+    command = report["meta"]["command"]  # the run again, as it ran (it dropped both)
+    assert f"--cache {cache}" in command and "--corpus-wide" in command
     assert report["meta"]["features"] != str(decoy)
     for mode, name in (("flat", "flat (leaf only)"), ("tree", "tree (trained)"),
                        ("leaves", "leaves (tree's fused score and cutoffs, no tree)")):
@@ -338,6 +342,7 @@ def test_evaluate_db_holding_another_corpus_is_refused_with_advice_it_can_follow
     its documents, and the mass-delete refusal named `--allow-mass-delete`, a flag
     evaluate does not have."""
     from sproutrag.flows import commands
+    from sproutrag.schemas.settings import Settings
 
     from sproutrag.errors import MassDeleteError
 
@@ -348,5 +353,53 @@ def test_evaluate_db_holding_another_corpus_is_refused_with_advice_it_can_follow
     args = SimpleNamespace(weights=None, docs="d.jsonl", db="other-db", queries="q.jsonl")
     with pytest.raises(MassDeleteError, match="--db other-db holds documents that d.jsonl "
                        "does not.*give evaluate a folder of its own") as got:
-        commands._db_rows(args, SimpleNamespace(), None, {})
+        commands._db_rows(args, Settings(), None, {})
     assert "--allow-mass-delete" not in str(got.value)
+
+
+def test_evaluate_db_deletes_no_document_whatever_its_share(monkeypatch):
+    """One document of nine missing from --docs was deleted without a word (only more
+    than `pipeline.max_delete_share` was refused): evaluate's index run may delete none."""
+    from sproutrag.flows import commands
+    from sproutrag.schemas.settings import Settings
+
+    from sproutrag.errors import MassDeleteError
+    from sproutrag.ingest.plan import Plan, check_deletions
+
+    shares = []
+
+    def index(docs, db, settings, **kwargs):
+        shares.append(settings.pipeline.max_delete_share)
+        plan = Plan(fingerprint="fp", deleted=["extra"], n_listed=8)
+        check_deletions(plan, 9, corpus=docs, allow=False,
+                        max_share=settings.pipeline.max_delete_share)
+
+    monkeypatch.setattr(commands, "run_index", index)
+    args = SimpleNamespace(weights=None, docs="d.jsonl", db="eval-db", queries="q.jsonl")
+    with pytest.raises(MassDeleteError, match="--db eval-db holds documents that d.jsonl"):
+        commands._db_rows(args, Settings(), None, {})
+    assert shares == [0.0]
+
+
+@pytest.mark.model
+def test_a_damaged_feature_cache_is_encoded_again(tmp_path):
+    """A cache file damaged outside (truncated) stopped evaluate with a traceback
+    (BadZipFile): it is said, encoded again and rewritten."""
+    from sproutrag.schemas.settings import Settings
+
+    from sproutrag.encoder.encoder import Encoder
+    from sproutrag.learn.features import feature_path, featurize_corpus, load_features
+
+    encoder, chunking = Encoder(), Settings().chunking.model_dump()
+    docs = [{"doc_id": "a", "text": "The supplier delivers within 30 days. Payment is due "
+             "in 45 days. Late fees apply."}]
+    first = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=tmp_path,
+                             log=lambda line: None)
+    path = feature_path(tmp_path, docs, encoder, chunking)
+    path.write_bytes(path.read_bytes()[:300])
+    said: list[str] = []
+    again = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=tmp_path,
+                             log=said.append)
+    assert said[0].startswith(f"feature cache {path} cannot be read (")
+    np.testing.assert_array_equal(again["a"].emb, first["a"].emb)
+    np.testing.assert_array_equal(load_features(path)["a"].emb, first["a"].emb)

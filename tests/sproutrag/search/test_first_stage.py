@@ -88,6 +88,11 @@ def test_the_hybrid_first_stage_finds_a_document_only_the_words_match(tmp_path):
             q, None, query=query)
     with pytest.raises(QueryError, match="ranking_leaders"):
         _toy_retriever(store.uri, ranking_leaders=-1)
+    # n_docs as `search.n_docs` takes it: 0 or less searched one document, a huge
+    # count overflowed at search time, a string or a fraction failed there
+    for bad in (0, -1, 10**12, "8", 2.5, True):
+        with pytest.raises(QueryError, match=r"n_docs .*got"):
+            _toy_retriever(store.uri, n_docs=bad)
 
 
 def test_the_full_text_query_runs_while_the_vectors_rank(tmp_path, monkeypatch):

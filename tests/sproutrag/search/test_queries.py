@@ -63,7 +63,8 @@ def test_a_misspelt_field_or_a_runs_setting_on_a_line_is_ignored_with_a_warning(
 
 @pytest.mark.parametrize("query, why", [
     ("", "query is empty"), ("  \n\t", "query is empty"), ("\x00\x00", "query is empty"),
-    (" \x00 ", "query is empty"), ("abc \ud800 def", "lone surrogate U+D800 at character 4"),
+    (" \x00 ", "query is empty"), ("\u200b\ufeff", "query is empty"),
+    ("abc \ud800 def", "lone surrogate U+D800 at character 4"),
     ("bad \udcff utf8", "lone surrogate U+DCFF at character 4"),
 ])
 def test_queries_that_are_not_text_are_refused(query, why):

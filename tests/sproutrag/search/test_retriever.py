@@ -73,3 +73,22 @@ def test_a_db_that_is_a_file_is_named_not_a_folder(tmp_path):
     with pytest.raises(DatabaseNotFoundError, match=f"database {afile} is not a folder"):
         Retriever(str(afile))
     assert afile.read_text(encoding="utf-8") == "x"
+
+
+def test_weights_are_taken_as_a_file_path_too(tmp_path, retriever):
+    """`weights="w.json"` failed inside with an AttributeError: a path is loaded (a bad
+    file named), anything else but `TrainedWeights` refused naming its type."""
+    from sproutrag.encoder.weights import WeightsFileError
+
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    path = tmp_path / "w.json"
+    weights.save(path)
+    encoder = toy_encoder(weights)
+    for given in (str(path), path):
+        r = Retriever(retriever.store.uri, encoder=encoder, weights=given)
+        assert r.params.threshold == -1.0
+    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(WeightsFileError, match="bad.json"):
+        Retriever(retriever.store.uri, encoder=encoder, weights=str(tmp_path / "bad.json"))
+    with pytest.raises(TypeError, match="weights must be a TrainedWeights .* got dict"):
+        Retriever(retriever.store.uri, encoder=encoder, weights={"alpha": [[0]]})
