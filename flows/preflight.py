@@ -62,10 +62,14 @@ def _existing_file(flag: str, path: str | None) -> None:
 
 
 def _check_context_flags(args: argparse.Namespace) -> None:
-    """--selection and --cutoff shape a budgeted context: with a QUESTION and no budget
-    they would be ignored (a batch line may bring its own budget)."""
+    """--selection and --cutoff shape a budgeted context, --tokenizer counts a token
+    budget: with a QUESTION and no such budget they would be ignored (a batch line may
+    bring its own budget)."""
     from sproutrag.params import DEFAULT
 
+    if args.tokenizer is not None and args.budget_tokens is None:
+        raise UsageError("--tokenizer counts --budget-tokens: add --budget-tokens N (a "
+                         "character budget is counted in characters)")
     if args.budget_chars is not None or args.budget_tokens is not None:
         return
     given = [flag for flag, unset in (("--selection", args.selection is None),

@@ -45,6 +45,9 @@ def check_budget(budget_chars: int | None, budget_tokens: int | None, k: int | N
     if selection is not None and selection not in SELECTIONS:
         raise QueryError(f"selection must be one of {', '.join(SELECTIONS)}; got "
                          f"{selection!r}")
+    if mode == "flat" and selection not in (None, "leaves"):  # it would be ignored
+        raise QueryError(f"selection {selection!r} needs mode tree or leaves: mode flat "
+                         "takes leaves by cosine")
 
 
 def flat_pieces(stored: Mapping[str, StoredTree], qvec: np.ndarray

@@ -180,6 +180,14 @@ def test_context_flags_without_a_budget_are_refused_not_ignored(tmp_path, capsys
     assert "shape a budgeted context: add --budget-chars N" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flags", [[], ["--budget-chars", "200"]])
+def test_a_tokenizer_without_a_token_budget_is_refused_not_ignored(tmp_path, capsys, flags):
+    assert main(["query", "--db", str(tmp_path / "db"), "a question", "--tokenizer", "gpt2",
+                 *flags]) == 2
+    assert "--tokenizer counts --budget-tokens: add --budget-tokens N" in (
+        capsys.readouterr().err)
+
+
 def test_a_json_corpus_file_is_refused_not_indexed_as_one_document(tmp_path, capsys):
     """JSON Lines named .json were indexed as one text document, exit 0."""
     corpus = tmp_path / "data.json"

@@ -109,6 +109,9 @@ def test_bad_budgets_are_refused(retriever):
         retriever.context(QUESTION, budget_chars=0)
     with pytest.raises(QueryError, match="selection must be one of"):
         retriever.context(QUESTION, budget_chars=100, selection="best")
+    with pytest.raises(QueryError, match="selection 'window' needs mode tree or leaves"):
+        retriever.context(QUESTION, budget_chars=100, mode="flat", selection="window")
+    assert retriever.context(QUESTION, budget_chars=100, mode="flat", selection="leaves").spans
     with pytest.raises(QueryError, match="tokenizer 'no/such-tokenizer-here'"):
         retriever.context(QUESTION, budget_tokens=100, tokenizer="no/such-tokenizer-here")
 
