@@ -10,10 +10,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from sproutrag.errors import short_error
 
 #: The full-text hits `documents_writing` reads to tell which documents write a name.
 WRITING_HITS = 64
+#: How many times its limit `best_rows` reads at most to take a tie at the cut whole.
+TIE_ROWS = 16
 
 log = logging.getLogger(__name__)
 _warned: set[str] = set()
@@ -63,14 +67,34 @@ def text_ranking(search: TextSearch, found: Callable[[], Any]) -> list[str]:
 
 
 def text_query(nodes: Any, query: str, columns: list[str], limit: int) -> Any:
-    """The LIMIT best rows of `nodes` for QUERY by its full-text index, best first:
-    COLUMNS, or their row ids without any (a search that reads no row: 5.8 -> 2.5 ms
-    a question at 60k rows, 9.0 -> 4.2 ms at 1.2M, `bench/query.py --throughput`).
+    """The LIMIT best rows of `nodes` for QUERY by its full-text index, best first
+    (`best_rows`: rows tied at the cut taken by row id): COLUMNS and their row ids, or
+    the row ids alone (a search that reads no row: 5.8 -> 2.5 ms a question at 60k
+    rows, 9.0 -> 4.2 ms at 1.2M, `bench/query.py --throughput`).
     (Lance's own Python search is not used: it analyses the query's words otherwise
     than the index LanceDB built: "University" finds 4 leaves there, 38 here.)"""
-    q = nodes.search(query, query_type="fts").limit(limit)
-    return (q.select(columns) if columns else q.with_row_id(True).select(["_score"])
-            ).to_arrow()
+    return best_rows(lambda rows: nodes.search(query, query_type="fts").limit(rows)
+                     .with_row_id(True).select(list(dict.fromkeys([*columns, "_score"])))
+                     .to_arrow(), limit)
+
+
+def best_rows(search: Callable[[int], Any], limit: int) -> Any:
+    """The LIMIT best rows of a full-text SEARCH (called with a number of rows; its
+    table has `_score` and `_rowid`), best first and the same in every process: rows of
+    equal score are ranked by row id. LanceDB cuts a tie at its limit wherever its
+    scan of a table of several fragments met the rows (templated texts tie by the
+    dozen: 41 of a question's 80 best leaves had one score, and two processes got two
+    sets). So twice LIMIT rows are asked for, and more while the last row still ties
+    the LIMIT-th (up to `TIE_ROWS` times LIMIT: past that the tie is cut among those)."""
+    rows = 2 * limit
+    while True:
+        found = search(rows)
+        scores = found["_score"].to_numpy(zero_copy_only=False)
+        if (len(found) < rows or len(found) <= limit or rows >= TIE_ROWS * limit
+                or scores.min() < np.sort(scores)[::-1][limit - 1]):
+            break
+        rows *= 4
+    return found.sort_by([("_score", "descending"), ("_rowid", "ascending")]).slice(0, limit)
 
 
 def documents_writing(nodes: Any, entity: str, rows: int, current: Any) -> list[str]:
@@ -85,12 +109,14 @@ def documents_writing(nodes: Any, entity: str, rows: int, current: Any) -> list[
 
     from sproutrag.names import folded, mention_words
 
+    def search(spelt: str) -> Callable[[int], Any]:
+        return lambda n: (nodes.search(MatchQuery(spelt, "text", operator=FullTextOperator.AND),
+                                       query_type="fts").limit(n).with_row_id(True)
+                          .select(["doc_id", "tree_id", "text", "_score"]).to_arrow())
+
     try:
-        found = pa.concat_tables([
-            nodes.search(MatchQuery(spelt, "text", operator=FullTextOperator.AND),
-                         query_type="fts")
-            .select(["doc_id", "tree_id", "text", "_score"]).limit(rows).to_arrow()
-            for spelt in dict.fromkeys((entity, folded(entity)))])
+        found = pa.concat_tables([best_rows(search(spelt), rows)
+                                  for spelt in dict.fromkeys((entity, folded(entity)))])
     except (RuntimeError, OSError, ValueError) as exc:
         if not index_damaged(exc):
             raise

@@ -14,8 +14,9 @@ projections). A change is seen unless it is orthogonal to both directions (a mea
 set: no fault lands there) or too small to tell from float32 rounding. A leaf's change
 reaches its parent's mean divided by the parent's leaves (size-weighted means), so a
 leaf is checked by its length too; what no check sees is a leaf of a one-leaf tree
-changed to another vector of unit length. Costs 20 bytes per `nodes` row and one
-product per batch of vectors.
+changed to another vector of unit length. Costs 12 bytes per `nodes` row (each
+projection summed in float64, kept in float32: 6e-8 of rounding) and one product per
+batch of vectors.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 #: What `projections` keeps per row, and its dtype.
-KEPT = {"proj0": np.float64, "proj1": np.float64, "norm": np.float32}
+KEPT = {"proj0": np.float32, "proj1": np.float32, "norm": np.float32}
 #: The largest difference of a projection from the children's mean that float32 rounding
 #: explains (a parent is rounded once to float32, about 6e-8 of a vector of unit length at
 #: most; the children's mean it is compared with is computed from the stored children).
@@ -80,7 +81,7 @@ def first_disagreement(cols: dict[str, np.ndarray], tree: np.ndarray, starts: np
     wrong = leaf & ~((np.abs(norm - 1) <= NORM_TOLERANCE) | (norm == 0))
     k = np.flatnonzero(checked & (left >= 0))
     lk, rk = base[k] + left[k], base[k] + right[k]
-    proj = np.stack([cols["proj0"], cols["proj1"]], axis=1)
+    proj = np.stack([cols["proj0"], cols["proj1"]], axis=1).astype(np.float64)
     nl = cols["n_leaves"][lk].astype(np.float64)[:, None]
     nr = cols["n_leaves"][rk].astype(np.float64)[:, None]
     mean = (proj[lk] + proj[rk]) / 2

@@ -334,3 +334,29 @@ def test_fewer_documents_than_n_docs_rank_the_nodes_once(tmp_path, monkeypatch):
     calls.clear()  # without a filter, three documents are still fewer than n_docs
     assert sorted(r.choose_documents(q, None, k=5, query="w3")) == ["a", "b", "c"]
     assert calls == [r.first.default_limit]
+
+
+def test_full_text_rows_tied_at_the_cut_are_the_same_in_every_process():
+    """LanceDB cuts a tie at its limit wherever its scan met the rows (two processes got
+    two sets of a question's 80 best leaves on an incrementally updated database):
+    `best_rows` reads on until the tie at the cut is whole and ranks it by row id."""
+    import pyarrow as pa
+
+    from sproutrag.search.text_index import best_rows
+
+    scores = np.array([5.0] * 10 + [3.0] * 150 + [1.0] * 40)
+    want = np.lexsort((np.arange(200), -scores))[:80]
+    for seed in range(20):
+        rng, asked = np.random.default_rng(seed), []
+
+        def search(n, rng=rng, asked=asked):  # best first, ties in any order, cut at n
+            asked.append(n)
+            order = np.lexsort((rng.permutation(200), -scores))[:n]
+            return pa.table({"_rowid": order.astype(np.uint64), "_score": scores[order]})
+
+        found = best_rows(search, 80)
+        assert found["_rowid"].to_numpy().tolist() == want.tolist()
+        assert asked == [160, 640]  # the 160th row still tied the 80th: read on
+    few = best_rows(lambda n: pa.table({"_rowid": pa.array([7, 3], pa.uint64()),
+                                        "_score": [2.0, 2.0]}), 80)
+    assert few["_rowid"].to_pylist() == [3, 7]
