@@ -16,8 +16,9 @@ from sproutrag.errors import short_error
 
 #: The full-text hits `documents_writing` reads to tell which documents write a name.
 WRITING_HITS = 64
-#: How many times its limit `best_rows` reads at most to take a tie at the cut whole.
-TIE_ROWS = 16
+#: The rows past its limit `best_rows` reads first, and how many times its limit it
+#: reads at most, to take a tie at the cut whole.
+TIE_SLACK, TIE_ROWS = 16, 16
 
 log = logging.getLogger(__name__)
 _warned: set[str] = set()
@@ -84,16 +85,17 @@ def best_rows(search: Callable[[int], Any], limit: int) -> Any:
     equal score are ranked by row id. LanceDB cuts a tie at its limit wherever its
     scan of a table of several fragments met the rows (templated texts tie by the
     dozen: 41 of a question's 80 best leaves had one score, and two processes got two
-    sets). So twice LIMIT rows are asked for, and more while the last row still ties
-    the LIMIT-th (up to `TIE_ROWS` times LIMIT: past that the tie is cut among those)."""
-    rows = 2 * limit
+    sets). So `TIE_SLACK` rows more than LIMIT are asked for, and four times as many
+    while the last row still ties the LIMIT-th (up to `TIE_ROWS` times LIMIT: past that
+    the tie is cut among those)."""
+    rows = limit + TIE_SLACK
     while True:
         found = search(rows)
         scores = found["_score"].to_numpy(zero_copy_only=False)
         if (len(found) < rows or len(found) <= limit or rows >= TIE_ROWS * limit
                 or scores.min() < np.sort(scores)[::-1][limit - 1]):
             break
-        rows *= 4
+        rows = min(4 * rows, TIE_ROWS * limit)
     return found.sort_by([("_score", "descending"), ("_rowid", "ascending")]).slice(0, limit)
 
 
