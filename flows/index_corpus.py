@@ -56,6 +56,7 @@ from sproutrag.tasks.store import (
     record_run,
     settings_changes,
     start_run,
+    tidy_local_files,
     update_sources,
 )
 from sproutrag.tasks.workdir import close_work_dir, open_work_dir
@@ -164,6 +165,10 @@ def _run(run: IndexRun) -> None:
     summary.n_deleted = len(plan.deleted)
     with timed_stage(summary, "maintain"):
         maintain_tables(run.db, settings, summary.run_id, summary.fingerprint)
+        files, size = tidy_local_files(run.db)
+    if files:
+        run.logger.warning("removed %d temporary files (%.1f MB) that killed runs left in "
+                           "the tables' folders", files, size / 1e6)
     summary.finish(max_failed_share=settings.pipeline.max_failed_share)
 
 

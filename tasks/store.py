@@ -10,6 +10,7 @@ import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run
+from sproutrag.schemas.paths import is_s3
 from sproutrag.schemas.settings import Settings
 from sproutrag.tasks.database import index_fields, open_store
 from sproutrag.tasks.retries import IO_RETRIES
@@ -28,6 +29,7 @@ from sproutrag.storage.index_info import (
     update_text_index,
 )
 from sproutrag.storage.indexes import drop_damaged
+from sproutrag.storage.local_files import remove_temp_files, share_modes
 from sproutrag.storage.migrate import migrate
 from sproutrag.storage.rows import source_rows
 from sproutrag.storage.run_check import check_files
@@ -163,6 +165,18 @@ def move_damaged_tables(db: str, names: list[str]) -> dict[str, str]:
 def collect_garbage(db: str, settings: Settings) -> int:
     """Remove the nodes no documents row names (left by an interrupted run)."""
     return open_store(db, settings).collect_garbage()
+
+
+@task(name="tidy_local_files", cache_policy=NO_CACHE)
+def tidy_local_files(db: str) -> tuple[int, int]:
+    """A local database's temporary files that killed writers left, removed, and every
+    file made readable as the umask allows (`storage.local_files`): (files, bytes)
+    removed. Nothing to do on S3."""
+    if is_s3(db):
+        return 0, 0
+    removed = remove_temp_files(db)
+    share_modes(db)
+    return removed
 
 
 @task(name="maintain", cache_policy=NO_CACHE, **IO_RETRIES)

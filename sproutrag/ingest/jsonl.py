@@ -93,12 +93,19 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | 
 
 
 def _open(fs: Any, path: str, corpus: str):
+    """The JSONL file PATH open for reading; `CorpusUnreadableError` naming CORPUS when it
+    is no regular file or cannot be read (not the database's error: nothing changes)."""
     if is_local(fs):
         try:
             check_regular(os.stat(path).st_mode, name=corpus)
         except ValueError as exc:
             raise CorpusUnreadableError(str(exc)) from None
-    return fs.open(path, "rb")
+    try:
+        return fs.open(path, "rb")
+    except PermissionError as exc:
+        raise CorpusUnreadableError(
+            f"cannot read the corpus file {corpus!r}: {exc.strerror or exc}; nothing was "
+            "changed: check its permissions") from None
 
 
 def list_jsonl(fs: Any, path: str, corpus: str, limits: DocLimits

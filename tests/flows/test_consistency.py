@@ -6,6 +6,7 @@ those whose stored text is altered once the run is asked to verify the texts
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import lancedb
@@ -104,6 +105,11 @@ def test_verify_reindexes_every_document_check_names(prefect_harness, tmp_path):
     assert (run["n_changed"], run["n_unchanged"]) == (2, 0)
     assert "2 documents were damaged" in run["message"]
     assert check_database(str(db)).healthy
+    # and every file is readable as the umask allows (Lance writes some 0600)
+    umask = os.umask(0)
+    os.umask(umask)
+    files = [p for p in Path(db).rglob("*") if p.is_file()]
+    assert files and all(p.stat().st_mode & 0o444 & ~umask == 0o444 & ~umask for p in files)
 
 
 def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_path):

@@ -259,6 +259,16 @@ def test_an_unlistable_subfolder_is_a_failure_standing_for_its_documents(tmp_pat
     assert found["docs"] and "CorpusUnreadableError" in _discover_without_dac(corpus)["error"]
 
 
+def test_a_jsonl_corpus_that_cannot_be_read_names_the_corpus_not_the_database(tmp_path):
+    """It said "permission denied: choose a --db (or pipeline.work_dir) you can write to"."""
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text('{"doc_id": "a", "text": "Alpha."}\n', encoding="utf-8")
+    lock_folder(corpus)
+    error = _discover_without_dac(corpus)["error"]
+    assert error.startswith(f"CorpusUnreadableError: cannot read the corpus file '{corpus}': "
+                            "Permission denied; nothing was changed: check its permissions")
+
+
 def test_named_pipes_and_sockets_are_never_opened(tmp_path):
     corpus = write_files(tmp_path / "corpus", {"a.txt": "Alpha."})
     os.mkfifo(corpus / "x.txt")
