@@ -65,8 +65,9 @@ def index_all(todo, plan: Plan, run: IndexRun, work: str, tally: Tally) -> set[s
     pipeline = settings.pipeline
     stored: set[str] = set()
     logger.info("index: reading %d documents, indexing the new and changed ones in "
-                "batches of %d characters on the %s task runner", len(plan.to_read),
-                pipeline.batch_chars, pipeline.task_runner)
+                "batches of %d characters or %d documents on the %s task runner",
+                len(plan.to_read), pipeline.batch_chars, pipeline.batch_docs,
+                pipeline.task_runner)
     inflight: deque = deque()
     progress = tqdm(total=len(plan.to_read), unit="doc", disable=not pipeline.progress)
     with batch_runner(settings) as runner, progress as bar:

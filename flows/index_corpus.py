@@ -64,7 +64,7 @@ from sproutrag.tasks.workdir import close_work_dir, open_work_dir
 from sproutrag.documents import Skipped
 from sproutrag.ingest.batching import Tally, documents_to_index
 from sproutrag.ingest.index_identity import reindex_note
-from sproutrag.ingest.plan import Plan, check_deletions
+from sproutrag.ingest.plan import Plan, check_deletions, deletion_note
 from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
 from sproutrag.interrupt import stop_on_signals, stop_reason, stop_requested
 from sproutrag.storage.check import DamagedTableError, with_dependents
@@ -96,8 +96,12 @@ def _plan(run: IndexRun, stored, damaged: dict[str, str]):
                      f"{', '.join(f.shown for f in group[:10])}")
     for f in listing.skipped:
         logger.warning("skipped %s: %s", f.shown, f.reason)
+    max_share = run.settings.pipeline.max_delete_share
     check_deletions(plan, plan.n_indexed, corpus=run.corpus, allow=run.allow_mass_delete,
-                    max_share=run.settings.pipeline.max_delete_share)
+                    max_share=max_share)
+    if note := deletion_note(plan, plan.n_indexed, max_share):
+        summary.note(note)
+        logger.warning(note)
     summary.n_unchanged = plan.n_unchanged
     logger.info(
         "discover: %d documents listed: %d unchanged by the listing, %d to read; %d "

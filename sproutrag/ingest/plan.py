@@ -204,6 +204,23 @@ def _deletions(missing: list[str], failures: Sequence[Failure]
     return [d for d in gone if d not in held_set], kept, held, reason
 
 
+#: A run deleting at least this share of the indexed documents (and 10 or more) says so.
+NOTED_DELETE_SHARE = 0.1
+
+
+def deletion_note(plan: Plan, n_indexed: int, max_share: float) -> str | None:
+    """What a run that deletes many documents (`NOTED_DELETE_SHARE`, not enough for
+    `check_deletions` to refuse it) says: a folder that vanished (an unmounted share)
+    looks like deleted documents."""
+    n = len(plan.deleted)
+    if n < 10 or n < NOTED_DELETE_SHARE * n_indexed:
+        return None
+    return (f"{n} of {n_indexed} indexed documents ({n / n_indexed:.0%}) are missing from "
+            f"the corpus and were deleted (a run refuses more than pipeline.max_delete_share "
+            f"= {max_share:.0%}); if a folder or share of the corpus was missing, the next "
+            "run with it back indexes them again")
+
+
 def check_deletions(
     plan: Plan, n_indexed: int, *, corpus: str, max_share: float, allow: bool
 ) -> None:

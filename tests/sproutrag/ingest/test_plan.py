@@ -118,6 +118,22 @@ def test_mass_deletions_refuse_unless_allowed():
                     allow=False)
 
 
+def test_many_deletions_under_the_refused_share_are_said():
+    """676 of 5,000 documents (an emptied subfolder: an unmounted share) went without a
+    word: 10% or more, and 10 documents or more, is said in the run's message."""
+    from sproutrag.ingest.plan import Plan, deletion_note
+
+    def plan(n):
+        return Plan(fingerprint="fp", deleted=[f"d{i}" for i in range(n)])
+
+    note = deletion_note(plan(676), 5000, 0.5)
+    assert note.startswith("676 of 5000 indexed documents (14%) are missing from the corpus "
+                           "and were deleted (a run refuses more than "
+                           "pipeline.max_delete_share = 50%)")
+    assert deletion_note(plan(499), 5000, 0.5) is None  # under 10%
+    assert deletion_note(plan(9), 20, 0.5) is None  # fewer than 10 documents
+
+
 def test_an_unlistable_folder_holds_back_only_the_deletions_below_it():
     stored = _stored(("a", "locked/b", "locked/c", "d"))
     folder = Failure("locked/", "cannot list the folder locked/", doc_id_known=False,
