@@ -8,10 +8,12 @@ back to an older version) is skipped by every query.
 * `check_database` (`sproutrag check`): every column of every table read once, every
   stored tree validated (2n - 1 nodes for the document's n chunks, `validate_tree`'s
   checks for all trees at once: `sproutrag.storage.tree_check`), its leaf texts compared
-  with the document's text, every stored text hashed and every name checked against its
-  text and title (`sproutrag.names.name_problem`); never more than a batch of
-  vectors in memory (bench/check.py: a million documents, 5 million `nodes` rows, in
-  15-25 s, 1.8 GB). A table that cannot be read is reported from reads of every column
+  with the document's text, its vectors checked against each other
+  (`sproutrag.storage.vector_check`), every stored text hashed and every name checked
+  against its text and title (`sproutrag.names.name_problem`); never more than a batch
+  of vectors in memory (bench/check.py: a million documents, 5 million `nodes` rows, in
+  20-25 s, 1.9 GB). `damaged_documents`: the documents it names, for `index --verify`.
+  A table that cannot be read is reported from reads of every column
   (`sproutrag.storage.check_fallback`). What it found is a `Report`
   (`sproutrag.storage.check_report`).
 * `explain_damage`: a Lance read error becomes one line naming the damaged table (the
