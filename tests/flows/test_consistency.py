@@ -36,6 +36,17 @@ def _rolled_back_after(corpus, db, store: Store, text: str) -> None:
     nodes.restore()
 
 
+def _mended_by_verify_alone(corpus, db) -> None:
+    """Both documents of TEXTS are damaged in a way only the full check sees: a plain run
+    re-indexes neither, a run asked to verify both, and the database is healthy."""
+    run = run_index(corpus, db)
+    assert (run["n_changed"], run["n_unchanged"]) == (0, 2)
+    run = run_index(corpus, db, verify=True)
+    assert (run["n_changed"], run["n_unchanged"]) == (2, 0)
+    assert "2 documents were damaged" in run["message"]
+    assert check_database(str(db)).healthy
+
+
 def test_damaged_documents_are_reindexed(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)
@@ -57,12 +68,7 @@ def test_damaged_documents_are_reindexed(prefect_harness, tmp_path):
     store.refresh(["documents"])  # a writer starts from the latest version
     store.table("documents").update(where="doc_id = 'b.txt'", values={"text": "Staff."})
     assert len(check_database(str(db)).problems) == 2
-    run = run_index(corpus, db)
-    assert (run["n_changed"], run["n_unchanged"]) == (0, 2)
-    run = run_index(corpus, db, verify=True)
-    assert (run["n_changed"], run["n_unchanged"]) == (2, 0)
-    assert "2 documents were damaged" in run["message"]
-    assert check_database(str(db)).healthy
+    _mended_by_verify_alone(corpus, db)
     assert set(index_state(db)) == {"a.txt", "b.txt"}
     # a name key its text does not give (the corpus-wide fetch would miss the document)
     store.refresh(["documents"])
@@ -99,12 +105,7 @@ def test_verify_reindexes_every_document_check_names(prefect_harness, tmp_path):
     assert "leaf 0 has height 3" in problems["document 'a.txt'"]
     assert "the vector of node 0 is not of unit length" in problems["document 'b.txt'"]
     assert "--verify` re-indexes the damaged documents" in report.lines()[-1]
-    run = run_index(corpus, db)
-    assert (run["n_changed"], run["n_unchanged"]) == (0, 2)
-    run = run_index(corpus, db, verify=True)
-    assert (run["n_changed"], run["n_unchanged"]) == (2, 0)
-    assert "2 documents were damaged" in run["message"]
-    assert check_database(str(db)).healthy
+    _mended_by_verify_alone(corpus, db)
     # and every file is readable as the umask allows (Lance writes some 0600)
     umask = os.umask(0)
     os.umask(umask)
