@@ -85,7 +85,7 @@ def best_rows(search: Callable[[int], Any], limit: int) -> Any:
     equal score are ranked by row id. LanceDB cuts a tie at its limit wherever its
     scan of a table of several fragments met the rows (templated texts tie by the
     dozen: 41 of a question's 80 best leaves had one score, and two processes got two
-    sets). So `TIE_SLACK` rows more than LIMIT are asked for, and four times as many
+    sets). So `TIE_SLACK` rows more than LIMIT are asked for, and twice as many
     while the last row still ties the LIMIT-th (up to `TIE_ROWS` times LIMIT: past that
     the tie is cut among those)."""
     rows = limit + TIE_SLACK
@@ -95,7 +95,7 @@ def best_rows(search: Callable[[int], Any], limit: int) -> Any:
         if (len(found) < rows or len(found) <= limit or rows >= TIE_ROWS * limit
                 or scores.min() < np.sort(scores)[::-1][limit - 1]):
             break
-        rows = min(4 * rows, TIE_ROWS * limit)
+        rows = min(2 * rows, TIE_ROWS * limit)
     return found.sort_by([("_score", "descending"), ("_rowid", "ascending")]).slice(0, limit)
 
 
