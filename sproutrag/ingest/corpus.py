@@ -61,6 +61,7 @@ from sproutrag.ingest.sources import (
     listed_rows,
     listed_table,
     not_text,
+    read_problem,
 )
 
 # re-exported: callers import them from here
@@ -294,8 +295,9 @@ def _read_file(fs, entry: Entry, *, source: str, limits: DocLimits) -> SourceDoc
         text = limits.check_chars(decode_text(data, name=doc_id), name=doc_id)
     except (OSError, ValueError) as exc:
         broken = _broken_link(entry.path) if is_local(fs) else None
-        return Failure(doc_id, broken or str(exc))
+        return Failure(doc_id, broken or read_problem(exc))
     return SourceDocument(doc_id, source, text, content_hash(text))
+
 
 
 def _broken_link(path: str) -> str | None:

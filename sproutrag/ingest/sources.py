@@ -184,3 +184,15 @@ def check_regular(mode: int, *, name: str) -> None:
         kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
         raise ValueError(f"{name}: {kind}, not a regular file: not read "
                          "(only regular files are indexed)")
+
+
+def read_problem(exc: OSError | ValueError) -> str:
+    """Why a file could not be read, as a user acts on it (an OSError's errno line
+    named the full path and no remedy)."""
+    if isinstance(exc, PermissionError):
+        return (f"cannot read the file ({exc.strerror}): check its permissions; its indexed "
+                "version, if any, stays")
+    if isinstance(exc, FileNotFoundError):
+        return ("the file was removed while the run read the corpus: the next run deletes "
+                "it from the index, if it stays gone")
+    return str(exc)

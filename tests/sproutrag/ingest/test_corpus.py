@@ -259,6 +259,19 @@ def test_an_unlistable_subfolder_is_a_failure_standing_for_its_documents(tmp_pat
     assert found["docs"] and "CorpusUnreadableError" in _discover_without_dac(corpus)["error"]
 
 
+def test_a_file_that_cannot_be_read_fails_saying_what_to_do(tmp_path):
+    """It was the system's errno line with the full path ("[Errno 13] Permission
+    denied: '/tmp/...'")."""
+    corpus = write_files(tmp_path / "corpus", {"a.txt": "Alpha.", "b.txt": "Beta."})
+    lock_folder(corpus / "b.txt")
+    found = _discover_without_dac(corpus)
+    assert found["docs"] == ["a.txt"]
+    [[doc_id, reason, known, _]] = found["failures"]
+    assert (doc_id, known) == ("b.txt", True)
+    assert reason == ("cannot read the file (Permission denied): check its permissions; its "
+                      "indexed version, if any, stays")
+
+
 def test_a_jsonl_corpus_that_cannot_be_read_names_the_corpus_not_the_database(tmp_path):
     """It said "permission denied: choose a --db (or pipeline.work_dir) you can write to"."""
     corpus = tmp_path / "docs.jsonl"
