@@ -68,8 +68,9 @@ def inspect_trees(db: str, settings: Settings, stored: pa.Table, verify: bool = 
     damage = tree_damage(store.table("nodes"), stored, force=verify)
     damaged = dict(damage.damaged)
     if verify:
-        found = damaged_documents(db, storage_options=settings.storage.lance_options(db))
-        damaged.update((d, why) for d, why in found.items() if d not in damaged)
+        options = settings.storage.lance_options(db)
+        for d, why in damaged_documents(db, storage_options=options).items():
+            damaged.setdefault(d, why)  # a missing tree's reason first
     return store.collect_garbage(damage), damaged
 
 

@@ -299,7 +299,6 @@ def _read_file(fs, entry: Entry, *, source: str, limits: DocLimits) -> SourceDoc
     return SourceDocument(doc_id, source, text, content_hash(text))
 
 
-
 def _broken_link(path: str) -> str | None:
     """Why PATH cannot be read when it is a symlink to nothing; None otherwise."""
     if os.path.islink(path) and not os.path.exists(path):

@@ -380,7 +380,7 @@ class FirstStage:
                                       if ok))
 
         return TextSearch(
-            lambda: text_query(nodes, query, ["doc_id", "tree_id", "_score"], limit),
+            lambda: text_query(nodes, query, ["doc_id", "tree_id"], limit),
             current_documents)
 
     def writing(self, entity: str, limit: int = WRITING_HITS) -> list[str]:

@@ -69,14 +69,13 @@ def text_ranking(search: TextSearch, found: Callable[[], Any]) -> list[str]:
 
 def text_query(nodes: Any, query: str, columns: list[str], limit: int) -> Any:
     """The LIMIT best rows of `nodes` for QUERY by its full-text index, best first
-    (`best_rows`: rows tied at the cut taken by row id): COLUMNS and their row ids, or
-    the row ids alone (a search that reads no row: 5.8 -> 2.5 ms a question at 60k
-    rows, 9.0 -> 4.2 ms at 1.2M, `bench/query.py --throughput`).
+    (`best_rows`: rows tied at the cut taken by row id): COLUMNS, their scores and row
+    ids, or the scores and row ids alone (a search that reads no row: 5.8 -> 2.5 ms a
+    question at 60k rows, 9.0 -> 4.2 ms at 1.2M, `bench/query.py --throughput`).
     (Lance's own Python search is not used: it analyses the query's words otherwise
     than the index LanceDB built: "University" finds 4 leaves there, 38 here.)"""
     return best_rows(lambda rows: nodes.search(query, query_type="fts").limit(rows)
-                     .with_row_id(True).select(list(dict.fromkeys([*columns, "_score"])))
-                     .to_arrow(), limit)
+                     .with_row_id(True).select([*columns, "_score"]).to_arrow(), limit)
 
 
 def best_rows(search: Callable[[int], Any], limit: int) -> Any:
@@ -93,7 +92,7 @@ def best_rows(search: Callable[[int], Any], limit: int) -> Any:
         found = search(rows)
         scores = found["_score"].to_numpy(zero_copy_only=False)
         if (len(found) < rows or len(found) <= limit or rows >= TIE_ROWS * limit
-                or scores.min() < np.sort(scores)[::-1][limit - 1]):
+                or scores.min() < np.sort(scores)[-limit]):  # below the LIMIT-th best
             break
         rows = min(2 * rows, TIE_ROWS * limit)
     return found.sort_by([("_score", "descending"), ("_rowid", "ascending")]).slice(0, limit)
