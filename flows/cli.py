@@ -100,7 +100,9 @@ def _add_index(sub) -> None:
     p.add_argument("--verify", action="store_true",
                    help="also re-index every document `sproutrag check` names (a stored "
                    "text, tree, leaf text, vector or name that is wrong; reads the whole "
-                   "database, as the check does)")
+                   "database, as the check does) and every file whose text changed while "
+                   "its size and modification time stayed (reads every file, as "
+                   "pipeline.listing_fast_path: false does)")
     p.add_argument("--allow-mass-delete", action="store_true",
                    help="let this run delete more than pipeline.max_delete_share (default "
                    "half) of the indexed documents, or all of them for an empty corpus")

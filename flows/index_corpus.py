@@ -90,7 +90,7 @@ def _plan(run: IndexRun, stored, damaged: dict[str, str]):
         listing = discover_corpus(run.corpus, run.settings, run.allow_mass_delete)
         summary.failures = list(listing.failures)
         plan = diff_corpus(quote(listing), stored, run.settings, summary.fingerprint,
-                           run.full, quote(damaged))
+                           run.full, quote(damaged), run.verify)
     for what, group in _skipped_kinds(listing.skipped):
         summary.note(f"skipped {len(group)} symlinks {what}: "
                      f"{', '.join(f.shown for f in group[:10])}")

@@ -48,11 +48,12 @@ def discover_corpus(corpus: str, settings: Settings,
 @task(name="diff", cache_policy=NO_CACHE)
 def diff_corpus(
     listing: CorpusListing, stored: pa.Table, settings: Settings, fingerprint: str,
-    full: bool = False, damaged: dict[str, str] | None = None,
+    full: bool = False, damaged: dict[str, str] | None = None, verify: bool = False,
 ) -> Plan:
-    """The plan: the listing against the stored state; DAMAGED documents are re-indexed."""
+    """The plan: the listing against the stored state; DAMAGED documents are re-indexed.
+    A VERIFY run trusts no listing: every file is read and compared by content hash."""
     return plan_changes(listing.table, stored, fingerprint, full=full,
-                        fast_path=settings.pipeline.listing_fast_path,
+                        fast_path=settings.pipeline.listing_fast_path and not verify,
                         failures=listing.failures, damaged=damaged,
                         sources=listing.line_sources())
 

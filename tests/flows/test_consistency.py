@@ -113,6 +113,29 @@ def test_verify_reindexes_every_document_check_names(prefect_harness, tmp_path):
     assert files and all(p.stat().st_mode & 0o444 & ~umask == 0o444 & ~umask for p in files)
 
 
+def test_verify_reads_a_file_whose_size_and_time_were_kept(prefect_harness, tmp_path):
+    """A file edited in place with its size and modification time put back (`cp -p`,
+    `touch -r`, a restored backup): the listing's fast path takes it as unchanged, as
+    rsync and make do; `--verify` reads every file and re-indexes it."""
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    write_files(corpus, TEXTS)
+    a = corpus / "a.txt"
+    settled = os.stat(a).st_mtime - 3600  # outside the racy window: the time is stored
+    os.utime(a, (settled, settled))
+    run_index(corpus, db)
+    edited = TEXTS["a.txt"].replace("30 days", "90 days").replace("45 days", "15 days")
+    assert len(edited) == len(TEXTS["a.txt"])
+    a.write_text(edited, encoding="utf-8")
+    os.utime(a, (settled, settled))
+    run = run_index(corpus, db)
+    assert (run["n_changed"], run["n_unchanged"]) == (0, 2)
+    run = run_index(corpus, db, verify=True)
+    assert (run["n_changed"], run["n_unchanged"]) == (1, 1)
+    rows = Store.open_existing(str(db)).table("documents").to_arrow().to_pylist()
+    assert {r["doc_id"]: r["text"] for r in rows} == {"a.txt": edited, "b.txt": TEXTS["b.txt"]}
+    assert check_database(str(db)).healthy
+
+
 def test_a_lost_data_file_fails_the_run_and_full_rebuilds(prefect_harness, tmp_path):
     corpus, db = tmp_path / "corpus", tmp_path / "db"
     write_files(corpus, TEXTS)
