@@ -48,6 +48,10 @@ _FINGERPRINT_V1 = ("lexical_weight", "size_penalty", "seed_leaves")
 _UNTRAINED = SearchParams().learned()
 #: The search parameters every weights file holds (the later ones: when not the default).
 _FILE_V1 = ("delta", "margin", *_FINGERPRINT_V1)
+#: The keys of a weights file besides the search parameters (an unknown one is refused:
+#: a misspelt parameter would otherwise be its default without a word).
+_FILE_KEYS = frozenset({"format", "n_layers", "n_heads", "alpha", "layers", "encoder",
+                        "trained_on", "fingerprint", "tree_fingerprint"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,6 +193,11 @@ class TrainedWeights:
             raise WeightsFileError(
                 f"{where}: format is {data.get('format')!r}, expected {FORMAT!r}"
             )
+        if unknown := sorted(set(data) - _FILE_KEYS - set(_UNTRAINED)):
+            raise WeightsFileError(
+                f"{where}: unknown key {', '.join(map(repr, unknown))} (a misspelt name, or a "
+                f"file written by a newer sproutrag: upgrade, or retrain with this one); a "
+                f"weights file holds {', '.join(sorted(_FILE_KEYS | set(_UNTRAINED)))}")
         try:
             alpha = np.asarray(data["alpha"], dtype=np.float64)
         except KeyError:

@@ -93,6 +93,9 @@ def test_alpha_is_read_only_copy():
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "n_heads": 3}}', "n_heads"),
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "margin": -0.1}}', "margin"),
         (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "margin": "wide"}}', "margin"),
+        # a misspelt parameter is refused, not its default without a word
+        (f'{{"format": "{FORMAT}", "alpha": [[0, 1]], "doc_wieght": 1}}',
+         "unknown key 'doc_wieght' .*a weights file holds .*doc_weight"),
     ],
 )
 def test_bad_files_raise_weights_file_error(tmp_path, content, problem):
