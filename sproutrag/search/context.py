@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sproutrag.graphemes import splits_character, whole_character_cut
+from sproutrag.graphemes import splits_character
 from sproutrag.params import SELECTIONS
 from sproutrag.search.pieces import (
     DEFAULT_LENGTH_PENALTY,
@@ -245,20 +245,25 @@ UNSPACED_RUN = 24
 
 
 def _cut_points(text: str, start: int, limit: int) -> list[int]:
-    """Where a cut of TEXT from START may end, up to LIMIT: after each word that fits.
-    When no word ends there and the text is written without spaces (Chinese or Japanese,
-    or a run of `UNSPACED_RUN` characters, half of them letters: Thai, a URL), at the last
-    position that fits and splits no character (`sproutrag.graphemes`: an accent stays on
-    its letter, an emoji sequence and a Korean syllable whole)."""
+    """Where a cut of TEXT from START may end, up to LIMIT, in order: after each word
+    that fits and, when the text from the last space to LIMIT is written without spaces
+    (Chinese or Japanese; or, when no word ends before LIMIT, a run of `UNSPACED_RUN`
+    characters, half of them letters or their marks: Thai, a URL), also at each
+    position inside that run that splits no character
+    (`sproutrag.graphemes`: an accent stays on its letter, an emoji sequence, a Korean
+    syllable and a Thai or Devanagari cluster whole). Japanese after "第1条 " is cut
+    inside its clause, not at that one space; a token budget can end the run anywhere."""
     ends = [start + m.start() for m in _WORD_END.finditer(text[start : limit + 1])]
-    if ends:
+    if ends and ends[-1] == limit:
         return ends
-    run = text[start:limit]
-    if not (unicodedata.east_asian_width(text[limit - 1]) in "WF"
-            or (len(run) >= UNSPACED_RUN and 2 * sum(map(str.isalpha, run)) >= len(run))):
-        return []
-    end = whole_character_cut(text, start, limit)  # LIMIT itself when nothing is whole
-    return [] if splits_character(text, end) else [end]
+    run_start = next((i + 1 for i in range(limit - 1, start - 1, -1) if text[i].isspace()),
+                     start)
+    run = text[run_start:limit]
+    letters = sum(1 for ch in run if ch.isalpha() or unicodedata.category(ch)[0] == "M")
+    if unicodedata.east_asian_width(text[limit - 1]) in "WF" or (
+            not ends and len(run) >= UNSPACED_RUN and 2 * letters >= len(run)):
+        ends += [p for p in range(run_start + 1, limit + 1) if not splits_character(text, p)]
+    return ends
 
 
 def fill_budget(

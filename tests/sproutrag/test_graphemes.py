@@ -17,8 +17,10 @@ FLAG = "\U0001f1eb\U0001f1f7"  # two regional indicators: one flag
 HEART = "\u2764\ufe0f"  # a heart and its emoji presentation selector
 E_ACUTE = "e\u0301"  # e and a combining acute accent
 HAN = "\u1112\u1161\u11ab"  # a Korean syllable as conjoining jamo (leading, vowel, final)
+THAI_AM = "\u0e17\u0e33"  # Thai "tham": SARA AM is a letter (Lo) that is a spacing mark
+CONJUNCT = "\u0924\u094d\u0930"  # Devanagari "tra": two consonants joined by a virama
 
-CLUSTERS = [FAMILY, WAVE, FLAG, HEART, E_ACUTE, HAN, "\r\n"]
+CLUSTERS = [FAMILY, WAVE, FLAG, HEART, E_ACUTE, HAN, THAI_AM, CONJUNCT, "\r\n"]
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
@@ -61,3 +63,32 @@ def test_a_context_cut_in_unspaced_text_keeps_a_korean_syllable_whole():
     ctx = build_context(leaf_pieces({"a": np.array([1.0])}, docs), docs, budget_chars=31)
     (span,) = ctx.spans
     assert span.cut and span.end == 30 and not splits_character(text, span.end)
+
+
+def _one_unit_context(text: str, **budget):
+    docs = {"a": Units(np.array([[0, len(text)]], np.int64), text)}
+    (span,) = build_context(leaf_pieces({"a": np.array([1.0])}, docs), docs, **budget).spans
+    return span
+
+
+def test_unspaced_text_after_one_space_is_cut_inside_its_run():
+    """Japanese after "第1条 " was cut at that one space: 3 characters of a budget of 20."""
+    text = "第1条 " + "本契約は甲と乙の間で締結されるものとする" * 3 + "。"
+    span = _one_unit_context(text, budget_chars=20)
+    assert span.cut and span.end == 20
+    spaced = "word " * 3 + "x" * 40 + " end."  # a long Latin run after words is one word
+    assert _one_unit_context(spaced, budget_chars=30).end == 14
+
+
+def test_a_token_budget_cuts_unspaced_text_where_its_tokens_fit():
+    """Under a token budget, Chinese was taken whole or not at all (one cut position)."""
+    text = "合同自2025年1月1日起生效通知期限为三个月雇主在每月月底支付工资" * 2
+
+    def tokens(t: str) -> int:
+        return len(t) + 2  # a reader's tokens: one a character, with [CLS] and [SEP]
+
+    span = _one_unit_context(text, budget_tokens=12, measure=tokens)
+    assert span.cut and span.end == 10
+    thai = THAI_AM * 30
+    span = _one_unit_context(thai, budget_tokens=9, measure=tokens)
+    assert span.end == 6 and not splits_character(thai, span.end)
