@@ -124,7 +124,8 @@ def _add_query(sub) -> None:
         "budget, as non-overlapping spans (adjacent evidence merged into one), grouped by "
         "document (most relevant first) and in document order inside each, with the "
         "characters used. Batch input lines: {qid, query, doc_ids?, where?, budget_chars?, "
-        "budget_tokens?}; output lines: {qid, results[, used_chars, budget_chars][, error]}.",
+        "budget_tokens?}; output lines: {qid, results[, used_chars, used_tokens, "
+        "budget_chars, budget_tokens][, error]} (each budget and its use when given).",
     )
     p.add_argument("question", nargs="?", metavar="QUESTION", help="free-text question")
     p.add_argument("--db", required=True, help="database built by `sproutrag index`")

@@ -75,7 +75,8 @@ def _check_context_flags(args: argparse.Namespace) -> None:
     given = [flag for flag, unset in (("--selection", args.selection is None),
                                       ("--cutoff", args.cutoff is DEFAULT)) if not unset]
     if given:
-        raise UsageError(f"{' and '.join(given)} shape a budgeted context: add "
+        verb = "shapes" if len(given) == 1 else "shape"
+        raise UsageError(f"{' and '.join(given)} {verb} a budgeted context: add "
                          "--budget-chars N or --budget-tokens N")
 
 
@@ -204,6 +205,9 @@ def preflight(args: argparse.Namespace) -> Settings:
         if args.out and not args.queries:
             raise UsageError(f"--out {args.out}: --out writes the results of --queries "
                              "FILE; a QUESTION's results go to stdout (redirect them: > FILE)")
+        if args.mode == "flat" and args.selection not in (None, "leaves"):
+            raise UsageError(f"--selection {args.selection} needs --mode tree or leaves: "
+                             "mode flat takes leaves by cosine")
         if args.question is not None:
             _check_question(args.question)
             _check_context_flags(args)

@@ -3,7 +3,7 @@
 A query process holds every current document's doc_id -> tree as columns (the doc_ids
 as one Arrow array, the keys sorted, and the rows in that order) instead of Python dicts
 (`sproutrag.search.current`; docs/results.md, "The query view as columns"). A key is the
-first 8 bytes of the doc_id's BLAKE2b digest, little-endian, signed; two doc_ids may
+8-byte BLAKE2b digest (digest_size=8) of the doc_id, little-endian, signed; two doc_ids may
 share one, so a lookup compares the doc_id itself.
 
 Pure functions over strings.

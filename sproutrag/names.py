@@ -92,7 +92,7 @@ def _hash32(text: str) -> int:
 
 def name_key(name: str | None) -> int | None:
     """The 64-bit key of a name (`documents.name_key`), what a search looks names up by:
-    the first 4 bytes of the BLAKE2b digest of its first word (the high half) and of the
+    the 4-byte BLAKE2b digest (digest_size=4) of its first word (the high half) and of the
     whole name (the low half), little-endian, as a signed integer. Its high half is
     `first_word_key` of its first word, so a search tries only the phrases that start
     with a word some name starts with."""

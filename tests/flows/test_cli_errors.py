@@ -177,7 +177,23 @@ def test_a_queries_file_that_is_a_folder_is_named_a_folder(tmp_path, capsys):
                                    ["--cutoff", "none", "--selection", "tree"]])
 def test_context_flags_without_a_budget_are_refused_not_ignored(tmp_path, capsys, flags):
     assert main(["query", "--db", str(tmp_path / "db"), "a question", *flags]) == 2
-    assert "shape a budgeted context: add --budget-chars N" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    verb = "shape" if len(flags) == 4 else "shapes"  # --cutoff and --selection shape
+    assert f"{verb} a budgeted context: add --budget-chars N" in err, err
+
+
+@pytest.mark.parametrize("question", [["a question", "--budget-chars", "100"],
+                                      ["--queries", "q.jsonl", "--out", "r.jsonl"]])
+@pytest.mark.parametrize("selection", ["window", "tree"])
+def test_a_selection_mode_flat_cannot_take_is_refused_before_any_work(
+        tmp_path, capsys, monkeypatch, question, selection):
+    """It failed each question as it ran (exit 3; every line of a batch) after the model
+    loaded, where the README promises exit 2."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.jsonl").write_text('{"qid": "1", "query": "x"}\n', encoding="utf-8")
+    assert main(["query", "--db", str(tmp_path / "db"), *question, "--mode", "flat",
+                 "--selection", selection]) == 2
+    assert f"--selection {selection} needs --mode tree or leaves" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags", [[], ["--budget-chars", "200"]])
