@@ -64,7 +64,7 @@ from sproutrag.tasks.workdir import close_work_dir, open_work_dir
 from sproutrag.documents import Skipped
 from sproutrag.ingest.batching import Tally, documents_to_index
 from sproutrag.ingest.index_identity import reindex_note
-from sproutrag.ingest.plan import Plan, check_deletions, deletion_note
+from sproutrag.ingest.plan import Plan, check_deletions, check_not_empty, deletion_note
 from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
 from sproutrag.interrupt import stop_on_signals, stop_reason, stop_requested
 from sproutrag.storage.check import DamagedTableError, with_dependents
@@ -99,6 +99,8 @@ def _plan(run: IndexRun, stored, damaged: dict[str, str]):
     max_share = run.settings.pipeline.max_delete_share
     check_deletions(plan, plan.n_indexed, corpus=run.corpus, allow=run.allow_mass_delete,
                     max_share=max_share)
+    check_not_empty(plan, len(summary.failures), corpus=run.corpus,
+                    allow=run.allow_mass_delete)
     if note := deletion_note(plan, plan.n_indexed, max_share):
         summary.note(note)
         logger.warning(note)

@@ -13,6 +13,7 @@ other bad line fails under its doc_id.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -48,7 +49,15 @@ def _metadata(row: dict[str, Any]) -> tuple[str | None, str | None]:
     """(title, metadata JSON) of a parsed line: every field but `RESERVED`."""
     rest = {k: v for k, v in row.items() if k not in RESERVED}
     title = rest.get("title") if isinstance(rest.get("title"), str) else None
-    return title, (json.dumps(rest, sort_keys=True, ensure_ascii=False) if rest else None)
+    if not rest:
+        return title, None
+    try:
+        return title, json.dumps(rest, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # Python's json reads NaN and Infinity, which JSON has not
+        bad = [k for k, v in rest.items() if isinstance(v, float) and not math.isfinite(v)]
+        field = f"field {', '.join(map(repr, sorted(bad)))}" if bad else "a field"
+        raise ValueError(f"metadata {field} holds NaN or Infinity, which JSON has no value "
+                         "for: write null or a string") from None
 
 
 def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | Failure:
@@ -115,6 +124,10 @@ def list_jsonl(fs: Any, path: str, corpus: str, limits: DocLimits
     with _open(fs, path, corpus) as fh:
         for lineno, (offset, raw) in enumerate(bounded_lines(fh, limits.max_bytes), start=1):
             where, line = f"{corpus}:{lineno}", f"line {lineno}"
+            if lineno == 1 and raw is not None and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+                raise CorpusUnreadableError(
+                    f"{corpus} is UTF-16 text, not UTF-8 JSON Lines: nothing was indexed; "
+                    "convert it (`iconv -f UTF-16 -t UTF-8`) and run again")
             if raw is None:
                 yield Failure(line, f"{where}: line longer than {limits.max_bytes:,} bytes "
                                     "(pipeline.max_doc_bytes): not read", doc_id_known=False)

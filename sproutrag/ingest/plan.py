@@ -35,7 +35,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sproutrag.documents import Failure, SourceDocument
-from sproutrag.errors import MassDeleteError  # noqa: F401 - also importable from here
+from sproutrag.errors import (
+    CorpusNotFoundError,
+    MassDeleteError,  # noqa: F401 - also importable from here
+)
 from sproutrag.ingest.sources import Listed, listed_rows, listed_table
 
 Verdict = Literal["new", "changed", "unchanged"]
@@ -240,6 +243,19 @@ def check_deletions(
         "intended, run again with --allow-mass-delete (flow parameter "
         "allow_mass_delete=true)"
     )
+
+
+def check_not_empty(plan: Plan, n_failed: int, *, corpus: str, allow: bool) -> None:
+    """Refuse (CorpusNotFoundError) a corpus that yields no line at all for a database
+    that holds no document: an empty or truncated export, most likely, as a folder with
+    no .txt/.md file is a wrong path (a database that holds documents meets
+    `check_deletions` instead). ALLOW (`--allow-mass-delete`) takes it as it is."""
+    if allow or plan.n_listed or n_failed or plan.n_indexed:
+        return
+    raise CorpusNotFoundError(
+        f"the corpus {corpus!r} holds no documents (an empty file, or blank lines only); "
+        "nothing was indexed. Check the path or the export; to index an empty corpus, run "
+        "again with --allow-mass-delete")
 
 
 def _first_five(names: list[str]) -> str:

@@ -154,6 +154,23 @@ def test_an_emptied_folder_clears_the_database_only_when_allowed(prefect_harness
     assert (row["n_deleted"], row["status"]) == (1, "completed") and index_state(db) == {}
 
 
+def test_an_empty_jsonl_file_for_an_empty_database_is_refused_unless_allowed(
+        prefect_harness, tmp_path):
+    """It was indexed, exit 0 and a database of nothing, where an empty folder is
+    refused as a wrong path: an empty or truncated export is as likely a mistake."""
+    from sproutrag.errors import CorpusNotFoundError
+
+    jl, db = tmp_path / "export.jsonl", tmp_path / "db"
+    jl.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(CorpusNotFoundError, match="holds no documents .an empty file, or "
+                       "blank lines only.; nothing was indexed.*--allow-mass-delete"):
+        run_index(jl, db)
+    row = run_index(jl, db, allow_mass_delete=True)
+    assert (row["n_new"], row["status"]) == (0, "completed")
+    write_jsonl(jl, [{"doc_id": "a", "text": TEXTS["a.txt"]}])
+    assert run_index(jl, db)["n_new"] == 1
+
+
 # -- 4. invalid doc_ids ----------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ import pytest
 from sproutrag.schemas import tables
 
 from sproutrag.documents import content_hash
+from sproutrag.errors import CorpusUnreadableError
 from sproutrag.ingest.corpus import CorpusNotFoundError, DocLimits, discover, list_corpus
 from sproutrag.ingest.listing import bounded_lines
 from sproutrag.ingest.plan import plan_changes
@@ -176,7 +177,8 @@ def test_jsonl_lines_that_fail_say_what_they_got_and_what_to_do(tmp_path):
                      b'{"doc_id": "s", "text": "x \\ud800 y"}\n'
                      b'{"doc_id": "l", "text": "caf\xe9"}\n'
                      b'{"doc_id": 3.5, "text": "x"}\n'
-                     b'{"doc_id": "t", "text": 5}\n')
+                     b'{"doc_id": "t", "text": 5}\n'
+                     b'{"doc_id": "n", "text": "x", "score": NaN, "rank": 1}\n')
     docs, failures = _pair(discover(str(path)))
     assert [d.doc_id for d in docs] == ["ok"]
     why = {f.doc_id: f.reason for f in failures}
@@ -184,6 +186,19 @@ def test_jsonl_lines_that_fail_say_what_they_got_and_what_to_do(tmp_path):
     assert "not UTF-8 (byte 0xe9 at 28): write the file as UTF-8" in why["line 3"]
     assert "doc_id must be a string or an integer, got 3.5" in why["line 4"]
     assert "text must be a string, got int" in why["t"]
+    # Python reads NaN; stored, it made a metadata_json no strict JSON parser reads
+    assert "metadata field 'score' holds NaN or Infinity" in why["n"] and "null" in why["n"]
+
+
+def test_a_utf16_jsonl_file_is_refused_whole(tmp_path):
+    """Its first line was indexed (json.loads detects UTF-16 from the byte order mark),
+    the others failed as 'not UTF-8' with advice to convert from Latin-1."""
+    path = tmp_path / "wide.jsonl"
+    lines = [f'{{"doc_id": "d{i}", "text": "Document {i}."}}' for i in range(3)]
+    path.write_bytes("\r\n".join(lines).encode("utf-16"))
+    with pytest.raises(CorpusUnreadableError, match="is UTF-16 text, not UTF-8 JSON Lines: "
+                       "nothing was indexed; convert it .`iconv -f UTF-16 -t UTF-8`."):
+        discover(str(path))
 
 
 def _pair(found):
