@@ -25,6 +25,7 @@ import functools
 import math
 import re
 import threading
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,30 @@ import snowballstemmer
 from sproutrag.stopwords import STOPWORDS
 from sproutrag.trees.tree import Tree
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+
+def _mark_ranges() -> str:
+    """A regex class body of every combining mark (Mn, Mc, Me) of the first two planes:
+    Python's `\\w` has no marks, so "नोटिस" was the words "न", "ट", "स" and a decomposed
+    "résumé" two words."""
+    ranges, start = [], None
+    for cp in range(0x20001):
+        mark = cp < 0x20000 and unicodedata.category(chr(cp))[0] == "M"
+        if mark and start is None:
+            start = cp
+        elif not mark and start is not None:
+            ranges.append(f"\\U{start:08x}-\\U{cp - 1:08x}")
+            start = None
+    return "".join(ranges)
+
+
+_ASCII_WORD = re.compile(r"\w+")
+#: A word: letters, digits and the marks written on them.
+_WORD = re.compile(rf"[\w{_mark_ranges()}]+")
+#: Chinese characters and Japanese kana: text written without spaces between words,
+#: which a word token would take a whole clause as; it is counted in overlapping pairs
+#: of characters (bigrams, as search engines' CJK analyzers do) instead.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+                  r"\U00020000-\U0002ffff]+")
 K1 = 1.2
 B = 0.75
 #: A leaf's context (its section heading) counts twice, like a title field boosted in
@@ -59,9 +83,28 @@ def stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens without stopwords, not stemmed (Unicode-aware: any
-    script's words are tokens)."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    """Lower-cased word tokens without stopwords, not stemmed: any script's words with
+    their combining marks (composed: NFC); Chinese and Japanese in overlapping pairs of
+    characters (a lone character alone). Thai, written without spaces too, stays a run
+    per token."""
+    text = text.lower()
+    if text.isascii():
+        return [w for w in _ASCII_WORD.findall(text) if w not in STOPWORDS]
+    out = []
+    for w in _WORD.findall(unicodedata.normalize("NFC", text)):
+        if w in STOPWORDS:
+            continue
+        if not _CJK.search(w):
+            out.append(w)
+            continue
+        at = 0
+        for m in _CJK.finditer(w):
+            out += [w[at : m.start()]] if m.start() > at else []
+            run = m.group()
+            out += [run[i : i + 2] for i in range(max(len(run) - 1, 1))]
+            at = m.end()
+        out += [w[at:]] if at < len(w) else []
+    return out
 
 
 def tokenize(text: str) -> list[str]:
