@@ -19,11 +19,25 @@ def _bm25(query: str, texts: list[str], **shape) -> np.ndarray:
 def test_tokenize_lowercases_drops_stopwords_and_stems():
     assert tokenize("The Receiving Party shall NOT disclose; e-mail 30 days.") == [
         "receiv", "parti", "disclos", "e", "mail", "30", "day"]
-    assert tokenize("中文 Ünïcode") == ["中文", "ünïcode"]  # other scripts: unchanged
+    assert tokenize("中文 Ünïcode") == ["中文", "ünïcode"]  # other scripts: not stemmed
     # a question's word forms meet its evidence's: one stem per family
     assert tokenize("formed forming form") == ["form"] * 3
     assert tokenize("Confidentiality confidential") == ["confidenti"] * 2
     assert tokenize("terminate termination terminated") == ["termin"] * 3
+
+
+def test_words_of_other_scripts_keep_their_marks_and_cjk_counts_pairs():
+    """Python's \\w has no combining marks: Hindi was split at every vowel sign and a
+    decomposed accent split its word; a Japanese clause was one word no question met."""
+    assert words("नोटिस की अवधि") == ["नोटिस", "की", "अवधि"]
+    assert words("re\u0301sume\u0301 résumé") == ["résumé", "résumé"]  # composed (NFC)
+    assert words("مُحَمَّد") == ["مُحَمَّد"]
+    assert words("解約予告期間") == ["解約", "約予", "予告", "告期", "期間"]
+    assert words("東 2025年1月") == ["東", "2025", "年", "1", "月"]
+    assert words("The e-mail, 30 days") == ["e", "mail", "30", "days"]  # ASCII: as before
+    texts = ["解約予告期間は三か月です", "賃料は毎月末日までに支払う"]
+    got = _bm25("解約予告期間", texts)
+    assert got[0] > 0 and got[1] == 0
 
 
 def test_stemmed_forms_match_in_bm25():
