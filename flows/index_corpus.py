@@ -62,7 +62,7 @@ from sproutrag.tasks.store import (
 from sproutrag.tasks.workdir import close_work_dir, open_work_dir
 
 from sproutrag.documents import Skipped
-from sproutrag.ingest.batching import Tally, documents_to_index
+from sproutrag.ingest.batching import Tally, documents_to_index, metadata_note
 from sproutrag.ingest.index_identity import reindex_note
 from sproutrag.ingest.plan import Plan, check_deletions, check_not_empty, deletion_note
 from sproutrag.ingest.run_summary import RunInterruptedError, RunSummary
@@ -169,6 +169,8 @@ def _run(run: IndexRun) -> None:
         for k in range(0, len(tally.restat), SOURCES_PER_COMMIT):
             update_sources(quote(tally.restat[k : k + SOURCES_PER_COMMIT]), run.db, settings)
     summary.n_deleted = len(plan.deleted)
+    if note := metadata_note(tally.retitled):
+        summary.note(note)
     with timed_stage(summary, "maintain"):
         maintain_tables(run.db, settings, summary.run_id, summary.fingerprint)
         files, size = tidy_local_files(run.db)

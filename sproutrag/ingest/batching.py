@@ -29,6 +29,7 @@ class Tally:
     restat: list[SourceDocument] = field(default_factory=list)  # first lines of texts only
     failures: list[Failure] = field(default_factory=list)
     repaired: dict[str, str] = field(default_factory=dict)  # damaged, re-indexed now
+    retitled: list[str] = field(default_factory=list)  # unchanged, metadata updated in place
 
 
 def documents_to_index(found: Iterable[SourceDocument | Failure], plan: Plan, tally: Tally
@@ -41,6 +42,8 @@ def documents_to_index(found: Iterable[SourceDocument | Failure], plan: Plan, ta
         verdict = plan.verdict(doc)
         if verdict == "unchanged":
             tally.unchanged += 1
+            if doc.metadata_hash != plan.stored[doc.doc_id].metadata_hash:
+                tally.retitled.append(doc.doc_id)
             if plan.restat(doc):
                 tally.restat.append(SourceDocument(doc.doc_id, doc.source, _first_line(doc), "",
                                                    doc.size, doc.modified_at, doc.etag,
@@ -50,6 +53,17 @@ def documents_to_index(found: Iterable[SourceDocument | Failure], plan: Plan, ta
         if doc.doc_id in plan.damaged and verdict == "changed":
             tally.repaired[doc.doc_id] = plan.damaged[doc.doc_id]
         yield doc
+
+
+def metadata_note(doc_ids: list[str]) -> str:
+    """What `runs.message` says of unchanged documents whose metadata (a JSONL line's
+    title or other fields) was updated in place: counted as unchanged (their trees stay,
+    `indexed_at` too), so a job that follows changes would miss them otherwise."""
+    if not doc_ids:
+        return ""
+    more = f" and {len(doc_ids) - 5} more" if len(doc_ids) > 5 else ""
+    return (f"metadata updated in place for {len(doc_ids)} unchanged documents "
+            f"({', '.join(doc_ids[:5])}{more})")
 
 
 def _first_line(doc: SourceDocument) -> str:

@@ -49,6 +49,8 @@ def test_jsonl_fields_are_metadata_and_a_metadata_change_re_encodes_nothing(
                          LINES[1]])
     run = run_index(corpus, db)
     assert (run["n_changed"], run["n_unchanged"], run["n_nodes"]) == (0, 2, 0)
+    # a job that follows changes learns of it from the run (it was counted unchanged only)
+    assert "metadata updated in place for 1 unchanged documents (a)" in run["message"]
     rows = _rows(db)
     assert rows["a"]["title"] == "Supply terms (2026)"
     assert json.loads(rows["a"]["metadata_json"])["year"] == 2026
@@ -95,6 +97,7 @@ def test_a_moved_jsonl_line_gets_its_new_source_and_is_not_re_encoded(
     run = run_index(corpus, db)
     assert (run["n_changed"], run["n_deleted"], run["n_unchanged"], run["n_nodes"]) == (
         0, 1, 3, 0)
+    assert "metadata updated" not in (run["message"] or "")  # moved lines, same fields
     rows = _rows(db)
     assert {d: r["source"] for d, r in rows.items()} == {"a": f"{corpus}:1",
                                                         "b": f"{corpus}:2",
