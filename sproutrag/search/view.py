@@ -11,6 +11,7 @@ version from start to end, and threads searching at once each have their own.
 from __future__ import annotations
 
 import threading
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -166,6 +167,17 @@ class TablesView:
         """DOC_IDS that the tables hold now (once each, in their order)."""
         return list(self.current().tree_ids_of(list(doc_ids)))
 
+    def _other_forms(self, doc_ids: Sequence[str]) -> str:
+        """A hint naming the stored doc_ids that are DOC_IDS written in another Unicode
+        form ("été" typed composed, a macOS file name stored decomposed), else ""."""
+        forms = {f: d for d in doc_ids for f in (unicodedata.normalize(n, d)
+                                                  for n in ("NFC", "NFD")) if f != d}
+        stored = self.known(list(forms))
+        if not stored:
+            return ""
+        return (f"; stored as {stored!r}: the same characters in another Unicode form "
+                "(give the doc_id as the database writes it)")
+
     def scope(self, doc_ids: Sequence[str] | None, where: str | None
               ) -> tuple[list[str] | None, set[str] | None]:
         """(doc_ids to search, documents the first stage may choose) of a search given
@@ -177,7 +189,8 @@ class TablesView:
         if doc_ids is not None:
             known = self.known(doc_ids)
             if not known:
-                raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database")
+                raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database"
+                                 + self._other_forms(doc_ids))
         if where is None:
             return known, None
         matching = self.matching(where)

@@ -115,3 +115,19 @@ def test_hidden_documents_are_indexed_only_with_include_hidden(
     state, row = run_flow(corpus, db)
     assert state.is_completed() and (row["n_deleted"], row["n_unchanged"]) == (1, 3)
     assert set(texts(db)) == set(TEXTS)
+
+
+def test_a_doc_id_in_another_unicode_form_is_named_as_stored(prefect_harness, tmp_path):
+    """A macOS file name is stored decomposed (NFD); `--doc-id été.txt` typed composed
+    found nothing, and the error did not say why (the two look the same)."""
+    from sproutrag.search.retriever import QueryError, Retriever
+
+    stored = "e\u0301te\u0301.txt"
+    corpus, db = write_files(tmp_path / "corpus", {stored: "Summer notes. It was hot."}), \
+        tmp_path / "db"
+    run_flow(corpus, db)
+    retriever = Retriever(str(db))
+    with pytest.raises(QueryError, match=r"none of the doc_ids \['été.txt'\] is in the "
+                       r"database; stored as \['e\u0301te\u0301.txt'\]: the same characters"):
+        retriever.search("hot summer", doc_ids=["\u00e9t\u00e9.txt"])
+    assert {h.doc_id for h in retriever.search("hot summer", doc_ids=[stored])} == {stored}
