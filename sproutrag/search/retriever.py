@@ -133,6 +133,10 @@ class Retriever(RetrieverSettings):
                   wide: CorpusWideSettings, cache_bytes: int) -> None:
         """The parts a search uses besides `view` and `first`, from `__init__`'s
         arguments, checked."""
+        if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0:
+            raise QueryError(f"cache_bytes must be an integer of 0 or more (the bytes of "
+                             f"trees, terms and texts kept between searches), got "
+                             f"{cache_bytes!r}")
         # Trees, term counts, texts and names, cached by tree id in one LRU.
         self.documents = StoredDocuments(self.store, self.view, cache_bytes)
         self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode

@@ -4,6 +4,8 @@ bare string or an empty list refused, not split or searched), and a --db that is
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,12 @@ def test_weights_are_taken_as_a_file_path_too(tmp_path, retriever):
         Retriever(retriever.store.uri, encoder=encoder, weights=str(tmp_path / "bad.json"))
     with pytest.raises(TypeError, match="weights must be a TrainedWeights .* got dict"):
         Retriever(retriever.store.uri, encoder=encoder, weights={"alpha": [[0]]})
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "1GB", True])
+def test_a_bad_cache_size_is_a_query_error_naming_it(retriever, bad):
+    """It was the cache's own "max_bytes must be >= 0", a plain ValueError (or a
+    TypeError inside, for a string)."""
+    with pytest.raises(QueryError, match=f"cache_bytes must be an integer of 0 or more.*got "
+                       f"{re.escape(repr(bad))}"):
+        Retriever(retriever.store.uri, encoder=retriever.encoder, cache_bytes=bad)
