@@ -244,12 +244,23 @@ class _Document:
 UNSPACED_RUN = 24
 
 
+#: Scripts written without spaces between words besides the wide (CJK) ones: Thai and
+#: Lao, Myanmar, Khmer. A space there ends a phrase, not a word.
+_UNSPACED_SCRIPTS = (range(0x0E00, 0x0F00), range(0x1000, 0x10A0), range(0x1780, 0x1800))
+
+
+def _unspaced_script(ch: str) -> bool:
+    """Whether CH belongs to a script written without spaces between words."""
+    return (unicodedata.east_asian_width(ch) in "WF"
+            or any(ord(ch) in r for r in _UNSPACED_SCRIPTS))
+
+
 def _cut_points(text: str, start: int, limit: int) -> list[int]:
     """Where a cut of TEXT from START may end, up to LIMIT, in order: after each word
     that fits and, when the text from the last space to LIMIT is written without spaces
-    (Chinese or Japanese; or, when no word ends before LIMIT, a run of `UNSPACED_RUN`
-    characters, half of them letters or their marks: Thai, a URL), also at each
-    position inside that run that splits no character
+    (Chinese, Japanese, Thai, Lao, Myanmar or Khmer; or, when no word ends before LIMIT,
+    a run of `UNSPACED_RUN` characters, half of them letters or their marks: a URL),
+    also at each position inside that run that splits no character
     (`sproutrag.graphemes`: an accent stays on its letter, an emoji sequence, a Korean
     syllable and a Thai or Devanagari cluster whole). Japanese after "第1条 " is cut
     inside its clause, not at that one space; a token budget can end the run anywhere."""
@@ -260,7 +271,7 @@ def _cut_points(text: str, start: int, limit: int) -> list[int]:
                      start)
     run = text[run_start:limit]
     letters = sum(1 for ch in run if ch.isalpha() or unicodedata.category(ch)[0] == "M")
-    if unicodedata.east_asian_width(text[limit - 1]) in "WF" or (
+    if _unspaced_script(text[limit - 1]) or (
             not ends and len(run) >= UNSPACED_RUN and 2 * letters >= len(run)):
         ends += [p for p in range(run_start + 1, limit + 1) if not splits_character(text, p)]
     return ends
