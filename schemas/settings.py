@@ -63,7 +63,8 @@ class StorageSettings(Section):
     def _endpoint_has_scheme(cls, value: str | None) -> str | None:
         """An endpoint without http:// or https:// made LanceDB panic at the first read."""
         if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https:// (e.g. http://{value})")
+            raise ValueError("must start with http:// or https:// (e.g. http://HOST:PORT; "
+                             "the value is not shown: it may hold a secret)")
         return value
 
     def _secret(self, value: SecretStr | None, env: str) -> str | None:

@@ -37,6 +37,9 @@ __version__ = _installed_version()
 _PUBLIC = {
     "Retriever": "sproutrag.search.retriever",
     "Hit": "sproutrag.search.hits",
+    "Context": "sproutrag.search.context",
+    "TrainedWeights": "sproutrag.encoder.weights",
+    "SearchParams": "sproutrag.params",
     "QueryError": "sproutrag.errors",
     "Encoder": "sproutrag.encoder.encoder",
     "Store": "sproutrag.storage.store",

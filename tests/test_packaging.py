@@ -75,3 +75,13 @@ def test_the_package_reports_its_own_version():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert sproutrag.__version__ == project["version"]
     assert f"## {project['version']}" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+def test_the_readmes_api_names_import_from_the_package():
+    """The README writes `TrainedWeights.load(FILE)` and `Context` beside
+    `from sproutrag import Retriever`; they were importable from their modules only."""
+    from sproutrag import Context, Retriever, SearchParams, TrainedWeights
+
+    assert Context.__module__ == "sproutrag.search.context"
+    assert TrainedWeights.__module__ == "sproutrag.encoder.weights"
+    assert SearchParams.__module__ == "sproutrag.params" and callable(Retriever)

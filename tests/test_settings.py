@@ -63,6 +63,12 @@ def test_errors_name_the_variable_or_file_never_the_value(tmp_path, monkeypatch)
     with pytest.raises(SettingsError) as err:
         load_settings(cfg)
     assert str(cfg) in str(err.value) and secret not in str(err.value)
+    # an endpoint without its scheme: named, its value (credentials in it) never shown
+    monkeypatch.setenv("SPROUTRAG_STORAGE__ENDPOINT", f"user:{secret}@minio:9000")
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    text = f"{err.value} {err.value!r} {err.value.__context__!r} {err.value.__cause__!r}"
+    assert "storage.endpoint" in text and "http://HOST:PORT" in text and secret not in text
 
 
 def test_misspelled_sections_and_broken_yaml_are_refused(tmp_path, monkeypatch):
