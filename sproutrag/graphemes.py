@@ -3,11 +3,11 @@
 A Python string is a sequence of code points, and several code points can make one
 character on the screen: a letter and its combining accents, an emoji and its skin tone,
 emoji joined by a zero-width joiner, a flag's two regional indicators, a Korean syllable
-written as conjoining jamo, Thai "ทำ", a Devanagari conjunct "त्र", CR LF. A hard cut (a
-chunk of a sentence longer than `chunking.max_chunk_chars` with no space to cut at; a
-context cut inside unspaced text) must not fall inside one. This is a small subset of
-Unicode's grapheme cluster rules (UAX #29), the cases real text has; it needs no data
-beyond `unicodedata`.
+written as conjoining jamo, Thai "ทำ", a Devanagari conjunct "त्र", a Khmer stack, CR
+LF. A hard cut (a chunk of a sentence longer than `chunking.max_chunk_chars` with no
+space to cut at; a context cut inside unspaced text) must not fall inside one. This is
+a small subset of Unicode's grapheme cluster rules (UAX #29), the cases real text has;
+it needs no data beyond `unicodedata`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ _SPACING_LETTERS = frozenset("\u0e33\u0eb3")
 #: Indic_Conjunct_Break=Linker: Devanagari, Bengali, Gujarati, Oriya, Telugu, Malayalam):
 #: "त्र" is one character, no cut after its virama.
 _LINKERS = frozenset("\u094d\u09cd\u0acd\u0b4d\u0c4d\u0d4d")
+#: Marks that stack the next consonant under the one before: Khmer COENG, Myanmar's
+#: invisible virama ("ក្ព" is one character). Nothing may follow them across a cut.
+_STACKERS = frozenset("\u17d2\u1039")
 
 
 def _joins_before(ch: str) -> bool:
@@ -43,7 +46,8 @@ def splits_character(text: str, i: int) -> bool:
     if i <= 0 or i >= len(text):
         return False
     before, ch = text[i - 1], text[i]
-    if _joins_before(ch) or before == _ZWJ or (before, ch) == ("\r", "\n"):
+    if (_joins_before(ch) or before == _ZWJ or before in _STACKERS
+            or (before, ch) == ("\r", "\n")):
         return True
     if before in _LINKERS and unicodedata.category(ch) == "Lo" and (
             ord(ch) >> 7 == ord(before) >> 7):  # a consonant of the virama's script

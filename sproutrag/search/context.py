@@ -257,24 +257,27 @@ def _unspaced_script(ch: str) -> bool:
 
 def _cut_points(text: str, start: int, limit: int) -> list[int]:
     """Where a cut of TEXT from START may end, up to LIMIT, in order: after each word
-    that fits and, when the text from the last space to LIMIT is written without spaces
-    (Chinese, Japanese, Thai, Lao, Myanmar or Khmer; or, when no word ends before LIMIT,
-    a run of `UNSPACED_RUN` characters, half of them letters or their marks: a URL),
-    also at each position inside that run that splits no character
+    that fits; after each character of a script written without spaces between words
+    (Chinese, Japanese, Thai, Lao, Myanmar, Khmer: a space there ends a phrase); and,
+    when no word ends before LIMIT, anywhere in a run of `UNSPACED_RUN` characters, half
+    of them letters or their marks (a URL). Never where a character would be split
     (`sproutrag.graphemes`: an accent stays on its letter, an emoji sequence, a Korean
-    syllable and a Thai or Devanagari cluster whole). Japanese after "第1条 " is cut
-    inside its clause, not at that one space; a token budget can end the run anywhere."""
-    ends = [start + m.start() for m in _WORD_END.finditer(text[start : limit + 1])]
-    if ends and ends[-1] == limit:
-        return ends
-    run_start = next((i + 1 for i in range(limit - 1, start - 1, -1) if text[i].isspace()),
-                     start)
-    run = text[run_start:limit]
-    letters = sum(1 for ch in run if ch.isalpha() or unicodedata.category(ch)[0] == "M")
-    if _unspaced_script(text[limit - 1]) or (
-            not ends and len(run) >= UNSPACED_RUN and 2 * letters >= len(run)):
-        ends += [p for p in range(run_start + 1, limit + 1) if not splits_character(text, p)]
-    return ends
+    syllable, a Thai, Devanagari or Khmer cluster whole). Japanese after "第1条 " is cut
+    inside its clause, not at that one space; a token budget can end such text anywhere."""
+    window = text[start:limit]
+    words = [start + m.start() for m in _WORD_END.finditer(text[start : limit + 1])]
+    inside = [] if window.isascii() else [
+        p for p in range(start + 1, limit + 1)
+        if _unspaced_script(text[p - 1]) and not splits_character(text, p)]
+    if not words:
+        run_start = next((i + 1 for i in range(limit - 1, start - 1, -1)
+                          if text[i].isspace()), start)
+        run = text[run_start:limit]
+        letters = sum(1 for ch in run if ch.isalpha() or unicodedata.category(ch)[0] == "M")
+        if len(run) >= UNSPACED_RUN and 2 * letters >= len(run):
+            inside += [p for p in range(run_start + 1, limit + 1)
+                       if not splits_character(text, p)]
+    return sorted({*words, *inside})
 
 
 def fill_budget(

@@ -92,3 +92,20 @@ def test_a_token_budget_cuts_unspaced_text_where_its_tokens_fit():
     thai = THAI_AM * 30
     span = _one_unit_context(thai, budget_tokens=9, measure=tokens)
     assert span.end == 6 and not splits_character(thai, span.end)
+
+
+def test_unspaced_scripts_are_cut_inside_any_phrase_under_every_budget():
+    """A token budget took a Thai phrase before its first space whole or not at all; a
+    character budget of 2 on "第1条 ..." gave nothing (1 gave "第", 3 "第1条")."""
+    thai = "ประเทศไทยมีวัฒนธรรมที่หลากหลาย ทำให้นักท่องเที่ยวมา"
+    span = _one_unit_context(thai, budget_tokens=12, measure=len)
+    assert 0 < span.end <= 12 and not splits_character(thai, span.end)
+    assert _one_unit_context("第1条 本契約は秘密保持に関する", budget_chars=2).end == 1
+
+
+def test_a_khmer_stack_is_never_cut_after_its_coeng():
+    khmer = "ប្រទេសកម្ពុជា"  # ក្ព: COENG (U+17D2) stacks ព under ក
+    assert splits_character(khmer, khmer.index("\u17d2") + 1)
+    for budget in range(3, len(khmer)):  # "ប្រ", the first character, is 3 code points
+        end = _one_unit_context(khmer + " ok", budget_chars=budget).end
+        assert khmer[end - 1] != "\u17d2" and not splits_character(khmer, end)
