@@ -13,7 +13,6 @@ other bad line fails under its doc_id.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -54,10 +53,19 @@ def _metadata(row: dict[str, Any]) -> tuple[str | None, str | None]:
     try:
         return title, json.dumps(rest, sort_keys=True, ensure_ascii=False, allow_nan=False)
     except ValueError:  # Python's json reads NaN and Infinity, which JSON has not
-        bad = [k for k, v in rest.items() if isinstance(v, float) and not math.isfinite(v)]
-        field = f"field {', '.join(map(repr, sorted(bad)))}" if bad else "a field"
-        raise ValueError(f"metadata {field} holds NaN or Infinity, which JSON has no value "
-                         "for: write null or a string") from None
+        bad = sorted(k for k, v in rest.items() if not _strict_json(v))
+        raise ValueError(f"metadata field {', '.join(map(repr, bad))} holds NaN or Infinity "
+                         "(also inside it), which JSON has no value for: write null or a "
+                         "string") from None
+
+
+def _strict_json(value: Any) -> bool:
+    """Whether VALUE is JSON without NaN or Infinity anywhere inside it."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | Failure:
@@ -101,6 +109,19 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | 
     return Parsed(doc_id, text, digest, title, metadata)
 
 
+def _wide_encoding(first: bytes) -> str | None:
+    """The encoding of a file whose first line is FIRST, when it is UTF-16 or UTF-32
+    (by its byte order mark, or a NUL in every other byte of JSON's ASCII), else None:
+    `json.loads` reads such a line by itself and every later one failed as "not UTF-8"."""
+    if first[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return "UTF-32"
+    if first[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16"
+    if len(first) >= 4 and first.count(0) * 3 >= len(first):
+        return "UTF-16BE" if first[0] == 0 else "UTF-16LE"
+    return None
+
+
 def _open(fs: Any, path: str, corpus: str):
     """The JSONL file PATH open for reading; `CorpusUnreadableError` naming CORPUS when it
     is no regular file or cannot be read (not the database's error: nothing changes)."""
@@ -124,14 +145,15 @@ def list_jsonl(fs: Any, path: str, corpus: str, limits: DocLimits
     with _open(fs, path, corpus) as fh:
         for lineno, (offset, raw) in enumerate(bounded_lines(fh, limits.max_bytes), start=1):
             where, line = f"{corpus}:{lineno}", f"line {lineno}"
-            if lineno == 1 and raw is not None and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-                raise CorpusUnreadableError(
-                    f"{corpus} is UTF-16 text, not UTF-8 JSON Lines: nothing was indexed; "
-                    "convert it (`iconv -f UTF-16 -t UTF-8`) and run again")
+            if lineno == 1 and raw is not None:
+                if wide := _wide_encoding(raw):
+                    raise CorpusUnreadableError(
+                        f"{corpus} is {wide} text, not UTF-8 JSON Lines: nothing was "
+                        f"indexed; convert it (`iconv -f {wide} -t UTF-8`) and run again")
             if raw is None:
                 yield Failure(line, f"{where}: line longer than {limits.max_bytes:,} bytes "
                                     "(pipeline.max_doc_bytes): not read", doc_id_known=False)
-            elif raw.strip():
+            elif raw.removeprefix(b"\xef\xbb\xbf").strip():  # a UTF-8 BOM alone is blank
                 parsed = _parse(raw, where=where, line=line, limits=limits)
                 if isinstance(parsed, Failure):
                     yield parsed

@@ -25,6 +25,7 @@ one LRU of `cache_bytes`.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
@@ -133,12 +134,13 @@ class Retriever(RetrieverSettings):
                   wide: CorpusWideSettings, cache_bytes: int) -> None:
         """The parts a search uses besides `view` and `first`, from `__init__`'s
         arguments, checked."""
-        if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0:
+        if (isinstance(cache_bytes, bool) or not isinstance(cache_bytes, numbers.Integral)
+                or cache_bytes < 0):
             raise QueryError(f"cache_bytes must be an integer of 0 or more (the bytes of "
                              f"trees, terms and texts kept between searches), got "
                              f"{cache_bytes!r}")
         # Trees, term counts, texts and names, cached by tree id in one LRU.
-        self.documents = StoredDocuments(self.store, self.view, cache_bytes)
+        self.documents = StoredDocuments(self.store, self.view, int(cache_bytes))
         self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
         self.searching = SearchedDocuments(self.documents, self.view.current, wide,

@@ -178,7 +178,8 @@ def test_jsonl_lines_that_fail_say_what_they_got_and_what_to_do(tmp_path):
                      b'{"doc_id": "l", "text": "caf\xe9"}\n'
                      b'{"doc_id": 3.5, "text": "x"}\n'
                      b'{"doc_id": "t", "text": 5}\n'
-                     b'{"doc_id": "n", "text": "x", "score": NaN, "rank": 1}\n')
+                     b'{"doc_id": "n", "text": "x", "score": NaN, "rank": 1}\n'
+                     b'{"doc_id": "m", "text": "x", "nested": {"a": [1, -Infinity]}}\n')
     docs, failures = _pair(discover(str(path)))
     assert [d.doc_id for d in docs] == ["ok"]
     why = {f.doc_id: f.reason for f in failures}
@@ -188,6 +189,7 @@ def test_jsonl_lines_that_fail_say_what_they_got_and_what_to_do(tmp_path):
     assert "text must be a string, got int" in why["t"]
     # Python reads NaN; stored, it made a metadata_json no strict JSON parser reads
     assert "metadata field 'score' holds NaN or Infinity" in why["n"] and "null" in why["n"]
+    assert "metadata field 'nested' holds NaN or Infinity (also inside it)" in why["m"]
 
 
 def test_a_utf16_jsonl_file_is_refused_whole(tmp_path):
@@ -195,10 +197,16 @@ def test_a_utf16_jsonl_file_is_refused_whole(tmp_path):
     the others failed as 'not UTF-8' with advice to convert from Latin-1."""
     path = tmp_path / "wide.jsonl"
     lines = [f'{{"doc_id": "d{i}", "text": "Document {i}."}}' for i in range(3)]
-    path.write_bytes("\r\n".join(lines).encode("utf-16"))
-    with pytest.raises(CorpusUnreadableError, match="is UTF-16 text, not UTF-8 JSON Lines: "
-                       "nothing was indexed; convert it .`iconv -f UTF-16 -t UTF-8`."):
-        discover(str(path))
+    for encoding, named in (("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"),
+                            ("utf-16-be", "UTF-16BE"), ("utf-32", "UTF-32")):
+        path.write_bytes("\r\n".join(lines).encode(encoding))
+        with pytest.raises(CorpusUnreadableError, match=f"is {named} text, not UTF-8 JSON "
+                           f"Lines: nothing was indexed; convert it .`iconv -f {named} -t "
+                           "UTF-8`."):
+            discover(str(path))
+    path.write_bytes(b"\xef\xbb\xbf\n")  # a UTF-8 byte order mark alone: an empty file
+    found = discover(str(path))
+    assert (found.docs, found.failures) == ([], [])
 
 
 def _pair(found):

@@ -103,3 +103,6 @@ def test_a_bad_cache_size_is_a_query_error_naming_it(retriever, bad):
     with pytest.raises(QueryError, match=f"cache_bytes must be an integer of 0 or more.*got "
                        f"{re.escape(repr(bad))}"):
         Retriever(retriever.store.uri, encoder=retriever.encoder, cache_bytes=bad)
+    kept = Retriever(retriever.store.uri, encoder=retriever.encoder,
+                     cache_bytes=np.int64(1 << 20))  # numpy's integers, as n_docs takes
+    assert kept.documents.cache.max_bytes == 1 << 20 and type(kept.documents.cache.max_bytes) is int
