@@ -10,6 +10,7 @@ version from start to end, and threads searching at once each have their own.
 
 from __future__ import annotations
 
+import logging
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
@@ -25,6 +26,8 @@ T = TypeVar("T")
 #: A filter matching at most this many documents searches them all (as doc_ids do); past
 #: it the first stage ranks the documents among those it matches.
 FILTER_DIRECT = 64
+
+log = logging.getLogger(__name__)
 
 
 def filter_hint(where: str, exc: BaseException) -> str:
@@ -191,6 +194,10 @@ class TablesView:
             if not known:
                 raise QueryError(f"none of the doc_ids {list(doc_ids)!r} is in the database"
                                  + self._other_forms(doc_ids))
+            found = frozenset(known)
+            if missing := [d for d in dict.fromkeys(doc_ids) if d not in found]:
+                log.warning("doc_ids not in the database, searched without them: %r%s",
+                            missing, self._other_forms(missing))
         if where is None:
             return known, None
         matching = self.matching(where)

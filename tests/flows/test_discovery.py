@@ -5,6 +5,7 @@ does not block the run, folder symlinks and too-large files are reported."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 
 import pytest
@@ -117,13 +118,15 @@ def test_hidden_documents_are_indexed_only_with_include_hidden(
     assert set(texts(db)) == set(TEXTS)
 
 
-def test_a_doc_id_in_another_unicode_form_is_named_as_stored(prefect_harness, tmp_path):
+def test_a_doc_id_in_another_unicode_form_is_named_as_stored(prefect_harness, tmp_path,
+                                                              caplog):
     """A macOS file name is stored decomposed (NFD); `--doc-id été.txt` typed composed
     found nothing, and the error did not say why (the two look the same)."""
     from sproutrag.search.retriever import QueryError, Retriever
 
     stored = "e\u0301te\u0301.txt"
-    corpus, db = write_files(tmp_path / "corpus", {stored: "Summer notes. It was hot."}), \
+    corpus, db = write_files(tmp_path / "corpus", {stored: "Summer notes. It was hot.",
+                                                   "plain.txt": "Winter notes."}), \
         tmp_path / "db"
     run_flow(corpus, db)
     retriever = Retriever(str(db))
@@ -131,3 +134,9 @@ def test_a_doc_id_in_another_unicode_form_is_named_as_stored(prefect_harness, tm
                        r"database; stored as \['e\u0301te\u0301.txt'\]: the same characters"):
         retriever.search("hot summer", doc_ids=["\u00e9t\u00e9.txt"])
     assert {h.doc_id for h in retriever.search("hot summer", doc_ids=[stored])} == {stored}
+    # beside a known doc_id it was dropped without a word
+    with caplog.at_level(logging.WARNING, logger="sproutrag.search.view"):
+        hits = retriever.search("hot summer", doc_ids=["\u00e9t\u00e9.txt", "plain.txt"])
+    assert {h.doc_id for h in hits} == {"plain.txt"}
+    assert "doc_ids not in the database, searched without them: ['été.txt']; stored as " \
+        "['e\u0301te\u0301.txt']" in caplog.text
