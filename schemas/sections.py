@@ -16,9 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 class Section(BaseModel):
     """A settings section: unknown fields are refused, and so is true or false for a
-    setting that takes no boolean (pydantic reads `sentences_per_chunk: true` as 1)."""
+    setting that takes no boolean (pydantic reads `sentences_per_chunk: true` as 1), and
+    NaN or infinity for a number (NaN was "should be less than or equal to 1000000")."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN: "a finite number"
 
     @field_validator("*", mode="before")
     @classmethod

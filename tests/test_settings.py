@@ -38,6 +38,10 @@ def test_bad_settings_are_rejected(tmp_path):
     typo.write_text("chunking:\n  sentence_per_chunk: 2\n", encoding="utf-8")
     with pytest.raises(ValueError, match="sentence_per_chunk"):
         load_settings(typo)
+    nan = tmp_path / "nan.yaml"  # NaN was "should be less than or equal to 1000000"
+    nan.write_text("search:\n  link_weight: .nan\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="search.link_weight: Input should be a finite"):
+        load_settings(nan)
 
 
 def test_errors_name_the_variable_or_file_never_the_value(tmp_path, monkeypatch):
