@@ -67,8 +67,9 @@ def text_ranking(search: TextSearch, found: Callable[[], Any]) -> list[str]:
     return search.finish(rows)
 
 
-def text_query(nodes: Any, query: str, columns: list[str], limit: int) -> Any:
-    """The LIMIT best rows of `nodes` for QUERY by its full-text index, best first
+def text_query(nodes: Any, query: Any, columns: list[str], limit: int) -> Any:
+    """The LIMIT best rows of `nodes` for QUERY (text, or a LanceDB full-text query such as
+    `MatchQuery`) by its full-text index, best first
     (`best_rows`: rows tied at the cut taken by row id): COLUMNS, their scores and row
     ids, or the scores and row ids alone (a search that reads no row: 5.8 -> 2.5 ms a
     question at 60k rows, 9.0 -> 4.2 ms at 1.2M, `bench/query.py --throughput`).
@@ -110,14 +111,11 @@ def documents_writing(nodes: Any, entity: str, rows: int, current: Any) -> list[
 
     from sproutrag.names import folded, mention_words
 
-    def search(spelt: str) -> Callable[[int], Any]:
-        return lambda n: (nodes.search(MatchQuery(spelt, "text", operator=FullTextOperator.AND),
-                                       query_type="fts").limit(n).with_row_id(True)
-                          .select(["doc_id", "tree_id", "text", "_score"]).to_arrow())
-
     try:
-        found = pa.concat_tables([best_rows(search(spelt), rows)
-                                  for spelt in dict.fromkeys((entity, folded(entity)))])
+        found = pa.concat_tables([
+            text_query(nodes, MatchQuery(spelt, "text", operator=FullTextOperator.AND),
+                       ["doc_id", "tree_id", "text"], rows)
+            for spelt in dict.fromkeys((entity, folded(entity)))])
     except (RuntimeError, OSError, ValueError) as exc:
         if not index_damaged(exc):
             raise
