@@ -215,8 +215,22 @@ def _learned(search) -> str:
                      for k, v in search.learned().items())
 
 
+#: Lance's log filter while `evaluate` runs (`quiet_lance_deprecations`).
+LANCE_LOG_FILTER = "warn,lance::dataset::scanner=error"
+
+
+def quiet_lance_deprecations() -> None:
+    """Keep LanceDB's hybrid baseline from logging a deprecation warning per question:
+    its full-text half selects our columns without `_score`, which Lance (scanner)
+    warns will stop being returned; LanceDB reads it there itself. Other warnings stay;
+    a LANCEDB_LOG the user set is kept. Read once, when LanceDB is first imported."""
+    os.environ.setdefault("LANCEDB_LOG", LANCE_LOG_FILTER)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from sproutrag.flows.preflight import UsageError
+
+    quiet_lance_deprecations()
 
     from sproutrag.encoder.weights import load_default_weights
     from sproutrag.learn.anchors import ANCHORS

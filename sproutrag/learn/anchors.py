@@ -108,7 +108,11 @@ class AnchorTable:
                  .text(query).rerank(RRFReranker()))
         else:
             raise ValueError(f"unknown baseline {mode!r}; choose from {', '.join(ANCHORS)}")
-        res = q.where(where, prefilter=True).limit(k).select(["doc_id", "start", "end"])
+        # BM25 selects its `_score` (Lance warns, per search, that a full-text search
+        # without it will stop returning it); the hybrid's own full-text half still warns
+        # (LanceDB's, `flows.commands.quiet_lance_deprecations`)
+        columns = ["doc_id", "start", "end", *(["_score"] if mode == "lancedb_bm25" else [])]
+        res = q.where(where, prefilter=True).limit(k).select(columns)
         t = res.to_arrow()
         return list(zip(t.column("doc_id").to_pylist(), t.column("start").to_pylist(),
                         t.column("end").to_pylist(), strict=True))[:k]

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
+from sproutrag.flows.commands import LANCE_LOG_FILTER, quiet_lance_deprecations
 
 from sproutrag.learn.anchors import ANCHORS, AnchorTable, plain_chunks
+from tests.helpers import CLI
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -93,13 +96,26 @@ def _one_question(tmp_path):
 
 
 @pytest.mark.model
-def test_evaluate_scores_the_baselines_and_compares_with_the_better(tmp_path):
-    from sproutrag.flows.cli import main
+def test_lancedb_bm25_selects_its_score_so_lance_logs_no_deprecation(table, capfd):
+    t, enc = table
+    query = "Which courts decide disputes under Delaware law?"
+    capfd.readouterr()
+    assert t.search("lancedb_bm25", query, enc.encode_texts([query])[0], ["nda"], 2)
+    assert "Deprecation warning" not in capfd.readouterr().err
 
+
+@pytest.mark.model
+def test_evaluate_scores_the_baselines_and_compares_with_the_better(tmp_path):
+    """Through the command, in a process of its own: its output holds no Lance
+    deprecation warning (one a question, from the hybrid's full-text half, before)."""
     docs, queries = _one_question(tmp_path)
     out = tmp_path / "eval"
-    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
-                 "leaves", "lancedb_bm25", "lancedb_hybrid", "--out", str(out)]) == 0
+    env = {k: v for k, v in os.environ.items() if k != "LANCEDB_LOG"}
+    done = subprocess.run([*CLI, "evaluate", "--docs", str(docs), "--queries", str(queries),
+                           "--modes", "leaves", "lancedb_bm25", "lancedb_hybrid", "--out",
+                           str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "WARN" not in done.stderr and "Deprecation" not in done.stderr, done.stderr
     report = json.loads((out / "results.json").read_text())
     rows = {r["name"]: r for r in report["rows"]}
     assert set(ANCHORS.values()) <= set(rows)
@@ -133,3 +149,12 @@ def test_evaluate_budgets_scores_contexts_by_characters(tmp_path):
     assert rows["lancedb_bm25"]["budgets"]["400"]["r"] == 1.0
     md = (out / "results.md").read_text()
     assert "Contexts under a character budget" in md and "P@400" in md
+
+
+def test_quiet_lance_deprecations_keeps_a_filter_the_user_set(monkeypatch):
+    monkeypatch.delenv("LANCEDB_LOG", raising=False)
+    quiet_lance_deprecations()
+    assert os.environ["LANCEDB_LOG"] == LANCE_LOG_FILTER
+    monkeypatch.setenv("LANCEDB_LOG", "debug")
+    quiet_lance_deprecations()
+    assert os.environ["LANCEDB_LOG"] == "debug"
