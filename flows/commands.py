@@ -308,7 +308,7 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
             runs = retriever_runs(retriever, queries, args.k, mode, corpus_wide=True)
             row = result_row(f"{mode} corpus-wide [database {args.db}]", runs, feats,
                              queries, mode=mode, notes="stored path, no doc_ids", stats={})
-            loss = corpus_wide_loss(retriever, queries, runs, within, row)
+            loss = corpus_wide_loss(retriever, queries, runs, within, row, mode)
             row["corpus_wide"] = loss
             row["notes"] += "; " + describe_loss(loss, retriever.n_docs,
                                                  retriever.searching.settings, mode,

@@ -9,7 +9,7 @@ Evaluation, training and the long dev sets read and write them here.
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Sequence
+from collections.abc import Collection, Container, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,32 +127,63 @@ def gold_spans(q: dict[str, Any]) -> list[tuple[str, int, int]]:
 
 
 def usable_queries(
-    queries: Sequence[dict[str, Any]], doc_ids: Container[str]
+    queries: Sequence[dict[str, Any]], doc_ids: Collection[str],
+    known: Container[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Queries with gold evidence whose documents are all in `doc_ids` (for example the
-    featurized documents), each with its `doc_ids` as strings (from its gold when it
-    names none)."""
-    out = []
+    """`sort_queries`' usable queries."""
+    return sort_queries(queries, doc_ids, known)[0]
+
+
+def sort_queries(
+    queries: Sequence[dict[str, Any]], doc_ids: Collection[str],
+    known: Container[str] | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the queries that can be scored, why each other one cannot). DOC_IDS: the
+    documents that can be searched (for example the featurized ones: a document without
+    text has no units); KNOWN: every document given (default DOC_IDS). A usable query
+    has gold evidence and names no document outside KNOWN; its `doc_ids` become strings,
+    those of DOC_IDS (a document without units holds no evidence), or every document of
+    DOC_IDS when it names none (as a query without doc_ids searches every document; never
+    its gold's documents: the search would be told where the answer is). A query whose
+    gold lies in a document outside KNOWN cannot be scored either."""
+    known = doc_ids if known is None else known
+    every: list[str] | None = None
+    usable, dropped = [], []
     for q in queries:
-        docs = _docs_of(q)
-        if gold_spans(q) and docs and all(d in doc_ids for d in docs):
-            out.append({**q, "doc_ids": docs})
-    return out
-
-
-def _docs_of(q: dict[str, Any]) -> list[str]:
-    """A query's documents: its doc_ids, else those of its gold spans."""
-    return [str(d) for d in q.get("doc_ids") or sorted({g[0] for g in gold_spans(q)})]
+        named = [str(d) for d in q.get("doc_ids") or []]
+        missing = next((d for d in named if d not in known), None)
+        lost = next((d for d, _, _ in gold_spans(q) if d not in known), None)
+        if every is None and not named:
+            every = sorted(doc_ids)
+        docs = [d for d in named if d in doc_ids] if named else every
+        why = ("has no gold evidence" if not gold_spans(q) else
+               f"names document {missing!r}, which is not among the documents given"
+               if missing is not None else
+               f"has gold evidence in document {lost!r}, which is not among the documents "
+               "given" if lost is not None else
+               "has no document with text" if not docs else None)
+        if why:
+            dropped.append(f"qid {q.get('qid')!r} {why}")
+        else:
+            usable.append({**q, "doc_ids": docs})
+    return usable, dropped
 
 
 def scorable_queries(
-    queries: Sequence[dict[str, Any]], doc_ids: Container[str], *, queries_path: Any,
-    docs_path: Any,
+    queries: Sequence[dict[str, Any]], doc_ids: Collection[str], *, queries_path: Any,
+    docs_path: Any, known: Container[str] | None = None, log: Any = None,
 ) -> list[dict[str, Any]]:
-    """`usable_queries`, or `DatasetError` naming QUERIES_PATH and why none is usable: no
-    query has gold evidence, or their gold documents are not in DOCS_PATH (DOC_IDS)."""
-    usable = usable_queries(queries, doc_ids)
+    """`sort_queries`' usable queries, the others said through LOG (when given) with why
+    (the first `WARNINGS_SHOWN`); or `DatasetError` naming QUERIES_PATH and why none is
+    usable: no query has gold evidence, or their documents are not in DOCS_PATH (KNOWN)
+    or have no text (DOC_IDS)."""
+    usable, dropped = sort_queries(queries, doc_ids, known)
     if usable:
+        if dropped and log is not None:
+            log(f"warning: {len(dropped)} of {len(queries)} queries are not scored: "
+                + "; ".join(dropped[:WARNINGS_SHOWN])
+                + (f"; and {len(dropped) - WARNINGS_SHOWN} more" if len(dropped) >
+                   WARNINGS_SHOWN else ""))
         return usable
     gold = [q for q in queries if gold_spans(q)]
     if not queries:
@@ -160,8 +191,12 @@ def scorable_queries(
     elif not gold:
         why = f"none of its {len(queries)} queries has gold evidence (\"gold\": [...])"
     else:
-        missing = next((d for q in gold for d in _docs_of(q) if d not in doc_ids), None)
+        known = doc_ids if known is None else known
+        missing = next((str(d) for q in gold for d in [*(q.get("doc_ids") or []), *(
+            g[0] for g in gold_spans(q))] if str(d) not in known), None)
         why = (f"the documents of its {len(gold)} queries with gold evidence are not all "
                f"in {docs_path} (e.g. {missing!r} is not): give the documents they were "
-               "labelled on")
+               "labelled on" if missing is not None else
+               f"the documents of its {len(gold)} queries with gold evidence have no text "
+               f"in {docs_path}")
     raise DatasetError(f"{queries_path}: no query can be scored: {why}")

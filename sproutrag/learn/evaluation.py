@@ -16,7 +16,12 @@ from typing import Any
 import numpy as np
 
 from sproutrag.ingest.index_identity import encoder_fields
-from sproutrag.learn.datasets import gold_spans, read_labelled, scorable_queries
+from sproutrag.learn.datasets import (
+    gold_spans,
+    read_labelled,
+    scorable_queries,
+    sort_queries,
+)
 from sproutrag.learn.features import DocFeatures, attach_terms, feature_path, featurize_corpus
 from sproutrag.learn.metrics import (
     QueryScores,
@@ -172,13 +177,13 @@ def evaluate_corpus(
     filled the same way), in ``meta["budget_rows"]``. (rows, meta)."""
     t0 = time.perf_counter()
     docs, labelled = read_labelled(docs_path, queries_path, log=log)  # before encoding
-    scorable_queries(labelled, {str(d.get("doc_id")) for d in docs},
-                     queries_path=queries_path, docs_path=docs_path)
+    known = {str(d.get("doc_id")) for d in docs}
+    scorable_queries(labelled, known, queries_path=queries_path, docs_path=docs_path)
     feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
     attach_terms(feats, docs)
     t1 = time.perf_counter()
     queries = scorable_queries(labelled, feats, queries_path=queries_path,
-                               docs_path=docs_path)
+                               docs_path=docs_path, known=known, log=log)
     qvecs = encoder.encode_texts([q["query"] for q in queries])
     rows = evaluate_variants(variants, feats, queries, qvecs, ks)
     if anchors:
@@ -187,7 +192,9 @@ def evaluate_corpus(
                            encoder) if budgets else None)
     meta = {
         "docs": str(docs_path), "queries": str(queries_path), "n_docs": len(feats),
-        "n_queries": len(queries), "ks": list(ks), "chunking": chunking,
+        "n_queries": len(queries), "n_queries_given": len(labelled),
+        "not_scored": sort_queries(labelled, feats, known)[1], "ks": list(ks),
+        "chunking": chunking,
         "encoder": encoder_fields(encoder),
         "features": None if cache_dir is None else str(
             feature_path(cache_dir, docs, encoder, chunking)),
@@ -224,20 +231,28 @@ def context_rows(
 
 def corpus_wide_loss(
     retriever: Any, queries: Sequence[dict[str, Any]], runs: dict[int, list[list[tuple]]],
-    within: dict[str, Any], corpus: dict[str, Any],
+    within: dict[str, Any], corpus: dict[str, Any], mode: str = "tree",
 ) -> dict[str, float]:
     """Where corpus-wide search loses against search within each query's documents
-    (`sproutrag evaluate --corpus-wide`): the share of gold documents the first stage
+    (`sproutrag evaluate --corpus-wide`): the share of gold documents (those of its gold
+    spans) the first stage
     chose (`Retriever.choose_documents`, at the largest k) and the share searched once
     the documents named by the best unit or by the question's entities are added
     (`Retriever.searched_documents`),
     the share of queries with every gold document chosen, the share of the units at the
-    largest k that come from documents without gold, and the ratios of unit IE and
-    char-IE (corpus-wide / within) of the result rows WITHIN and CORPUS."""
+    largest k that come from other documents than the query's doc_ids (what the search
+    within them searches), and the ratios of unit IE and
+    char-IE (corpus-wide / within) of the result rows WITHIN and CORPUS. MODE "flat" has
+    no first stage (it ranks every leaf): only the units' share and the ratios."""
     k = max(runs)
     found = searched = every = other = units = 0.0
     for q, ranked in zip(queries, runs[k], strict=True):
-        gold = set(q["doc_ids"])
+        scope = set(q["doc_ids"])
+        other += sum(d not in scope for d, _, _ in ranked)
+        units += len(ranked)
+        if mode == "flat":
+            continue
+        gold = {d for d, _, _ in gold_spans(q)}
         qvec = retriever._embed([q["query"]])[0]
         with retriever._one_view():
             first = retriever.choose_documents(qvec, None, k=k, query=q["query"])
@@ -246,22 +261,26 @@ def corpus_wide_loss(
         found += len(gold & chosen) / max(len(gold), 1)
         searched += len(gold & looked) / max(len(gold), 1)
         every += gold <= chosen
-        other += sum(d not in gold for d, _, _ in ranked)
-        units += len(ranked)
     n = max(len(queries), 1)
     ratio = {m: corpus["avg"][m] / within["avg"][m] if within["avg"][m] else 0.0
              for m in ("ie", "char_ie")}
-    return {"gold_docs_chosen": found / n, "gold_docs_searched": searched / n,
-            "all_gold_chosen": every / n, "non_gold_units": other / max(units, 1),
-            "ie_ratio": ratio["ie"], "char_ie_ratio": ratio["char_ie"]}
+    first = ({} if mode == "flat" else {"gold_docs_chosen": found / n, "gold_docs_searched":
+                                        searched / n, "all_gold_chosen": every / n})
+    return {**first, "non_gold_units": other / max(units, 1), "ie_ratio": ratio["ie"],
+            "char_ie_ratio": ratio["char_ie"]}
 
 
 def describe_loss(loss: dict[str, float], n_docs: int, wide: Any, mode: str = "tree",
                   entity_ranking: bool = False) -> str:
-    """`corpus_wide_loss` as the note of a report row of MODE (flat mode searches every
-    leaf: no document is fetched for it); WIDE: the Retriever's `CorpusWideSettings`."""
-    searched = ("" if mode == "flat" else
-                f", {loss['gold_docs_searched']:.0%} searched with the documents fetched by "
+    """`corpus_wide_loss` as the note of a report row of MODE (flat mode ranks every
+    leaf of the database: it has no first stage, and its note says so); WIDE: the
+    Retriever's `CorpusWideSettings`."""
+    shares = (f"{loss['non_gold_units']:.0%} of the units from other documents; "
+              f"{loss['ie_ratio']:.2f}x unit IE, {loss['char_ie_ratio']:.2f}x char-IE of "
+              "within")
+    if mode == "flat":
+        return f"no first stage (flat ranks every leaf of the database); {shares}"
+    searched = (f", {loss['gold_docs_searched']:.0%} searched with the documents fetched by "
                 "name or mention")
     on = {True: "on", False: "off"}
     return (f"first stage (n_docs {n_docs}, anchor_leaves {wide.anchor_leaves}, link_weight "
@@ -273,9 +292,7 @@ def describe_loss(loss: dict[str, float], n_docs: int, wide: Any, mode: str = "t
             f"{on[entity_ranking]}) chose "
             f"{loss['gold_docs_chosen']:.0%} of the gold "
             f"documents (all of a query's for {loss['all_gold_chosen']:.0%}){searched}; "
-            f"{loss['non_gold_units']:.0%} of the units from other documents; "
-            f"{loss['ie_ratio']:.2f}x unit IE, {loss['char_ie_ratio']:.2f}x char-IE of "
-            "within")
+            f"{shares}")
 
 
 def retriever_runs(

@@ -8,7 +8,8 @@ toward the budget). Gold evidence is a list of ``(doc_id, start, end)`` spans.
 
 Primary definitions (per query, at a budget of k units; the paper's):
 
-* only the first k retrieved units count (a longer answer is cut at k);
+* only the first k retrieved units count (a longer answer is cut at k); a unit given
+  twice among them counts once, and so does a gold span given twice;
 * a unit is **relevant** when it overlaps a gold span of its document (>= 1 char);
 * precision ``P = relevant units among the first k / k``: an answer shorter than k is
   not rewarded;
@@ -122,13 +123,15 @@ def score_query(
     """Unit and character metrics of one query's ranked units at budget k (see module)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    units = [(str(d), int(s), int(e)) for d, s, e in retrieved][:k]
+    # a unit given twice among the first k counts once, and so does a gold span
+    units = list(dict.fromkeys((str(d), int(s), int(e)) for d, s, e in retrieved[:k]))
+    gold = list(dict.fromkeys((str(d), int(s), int(e)) for d, s, e in gold))
     g = _by_doc(gold)
     relevant = [u for u in units if any(overlaps(u[1:], x) for x in g.get(u[0], ()))]
     n_ret, n_rel = len(units), len(relevant)
     gu = {(str(d), int(s), int(e)) for d, s, e in gold_unit_spans}
     found = {x for x in gu if any(u[0] == x[0] and overlaps(u[1:], x[1:]) for u in relevant)}
-    gold_list = [(str(d), int(s), int(e)) for d, s, e in gold]
+    gold_list = gold
     hit_spans = sum(
         any(u[0] == d and overlaps(u[1:], (s, e)) for u in units) for d, s, e in gold_list
     )

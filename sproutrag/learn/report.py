@@ -117,6 +117,18 @@ def plot_ie(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     return path
 
 
+def scored(meta: dict[str, Any]) -> str:
+    """What was scored, as a line before the tables: N queries (of M given, when some
+    could not be scored) over D documents."""
+    if "n_queries" not in meta:
+        return ""
+    given = meta.get("n_queries_given", meta["n_queries"])
+    of = f" of {given} given" if given != meta["n_queries"] else ""
+    text = f"Scored {meta['n_queries']} queries{of} over {meta.get('n_docs', '?')} documents"
+    skipped = meta.get("not_scored") or []
+    return (text + (": not scored, " + "; ".join(skipped) if skipped else "") + ".\n\n")
+
+
 def write_report(
     rows: Sequence[dict[str, Any]], out: str | Path, meta: dict[str, Any],
     flat_name: str | None = None, leaves_name: str | None = None,
@@ -126,7 +138,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     md = markdown_table(rows, flat_name, leaves_name)
     stats = stats_table(rows)
-    text = f"# Evaluation\n\n`{meta.get('command', '')}`\n\n{md}\n"
+    text = f"# Evaluation\n\n`{meta.get('command', '')}`\n\n{scored(meta)}{md}\n"
     search = (meta.get("weights") or {}).get("search")
     if search:
         text += ("Search parameters of the weights (" + str(meta["weights"].get("source"))

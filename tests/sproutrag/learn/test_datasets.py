@@ -11,6 +11,7 @@ from sproutrag.learn.datasets import (
     gold_spans,
     read_jsonl,
     scorable_queries,
+    sort_queries,
     usable_queries,
     write_jsonl,
 )
@@ -38,11 +39,34 @@ def test_usable_queries_need_gold_and_every_document():
         {"qid": 1, "doc_ids": ["a"], "gold": gold},
         {"qid": 2, "doc_ids": ["a", "missing"], "gold": gold},  # a document not featurized
         {"qid": 3, "doc_ids": ["a"], "gold": []},  # nothing to score
-        {"qid": 4, "gold": [{"doc_id": "b", "start": 1, "end": 2}, *gold]},  # ids from gold
+        {"qid": 4, "gold": [{"doc_id": "b", "start": 1, "end": 2}, *gold]},  # no doc_ids
     ]
-    got = usable_queries(queries, {"a": None, "b": None})
+    got = usable_queries(queries, {"a": None, "b": None, "c": None})
     assert [q["qid"] for q in got] == [1, 4]
-    assert got[1]["doc_ids"] == ["a", "b"]
+    assert got[1]["doc_ids"] == ["a", "b", "c"]  # every document, not its gold's
+
+
+def test_sort_queries_says_why_a_query_is_not_scored():
+    gold = [{"doc_id": "a", "start": 0, "end": 4}]
+    queries = [
+        {"qid": "ok", "doc_ids": ["a", "empty"], "gold": gold},  # searched in "a" alone
+        {"qid": "nogold", "doc_ids": ["a"], "gold": []},
+        {"qid": "missing", "doc_ids": ["a", "z"], "gold": gold},
+        {"qid": "lost", "gold": [{"doc_id": "y", "start": 0, "end": 1}]},
+        {"qid": "blank", "doc_ids": ["empty"], "gold": [{"doc_id": "empty", "start": 0,
+                                                          "end": 1}]},
+    ]
+    usable, dropped = sort_queries(queries, {"a"}, known={"a", "empty"})
+    assert [(q["qid"], q["doc_ids"]) for q in usable] == [("ok", ["a"])]
+    assert dropped == [
+        "qid 'nogold' has no gold evidence",
+        "qid 'missing' names document 'z', which is not among the documents given",
+        "qid 'lost' has gold evidence in document 'y', which is not among the documents given",
+        "qid 'blank' has no document with text"]
+    said = []
+    kw = {"queries_path": "q.jsonl", "docs_path": "d.jsonl"}
+    assert scorable_queries(queries, {"a"}, known={"a", "empty"}, log=said.append, **kw)
+    assert said == ["warning: 4 of 5 queries are not scored: " + "; ".join(dropped)]
 
 
 @pytest.mark.parametrize("line, why", [
@@ -66,6 +90,10 @@ def test_no_scorable_query_is_an_error_naming_the_reason():
                        "of its 1 queries with gold evidence are not all in d.jsonl "
                        "\\(e.g. 'a' is not\\)"):
         scorable_queries([{"qid": 1, "gold": gold}], {"b"}, **kw)
+    with pytest.raises(DatasetError, match="no query can be scored: the documents of its 1 "
+                       "queries with gold evidence are not all in d.jsonl \\(e.g. 'x' is"):
+        scorable_queries([{"qid": 1, "gold": [{"doc_id": "x", "start": 0, "end": 1}]}],
+                         {"a"}, **kw)  # no doc_ids, and its gold lies elsewhere
     with pytest.raises(DatasetError, match="none of its 1 queries has gold evidence"):
         scorable_queries([{"qid": 1, "gold": []}], {"a"}, **kw)
     with pytest.raises(DatasetError, match="it holds no query"):

@@ -184,13 +184,16 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
         wide = rows[f"{mode} corpus-wide [database {tmp_path / 'db'}]"]
         assert wide["per_query"]["qid"] == ["q1", "q2"] and wide["avg"]["recall"] > 0
         loss = wide["corpus_wide"]  # where corpus-wide search loses against within
-        assert 0 < loss["gold_docs_chosen"] <= 1 and 0 <= loss["all_gold_chosen"] <= 1
-        assert loss["gold_docs_chosen"] <= loss["gold_docs_searched"] <= 1
         assert 0 <= loss["non_gold_units"] <= 1
         assert loss["ie_ratio"] == pytest.approx(wide["avg"]["ie"] / stored["avg"]["ie"])
+        if mode == "flat":  # flat ranks every leaf: no first stage to report, nothing fetched
+            assert "gold_docs_chosen" not in loss and "(n_docs" not in wide["notes"]
+            assert "no first stage" in wide["notes"]
+            continue
+        assert 0 < loss["gold_docs_chosen"] <= 1 and 0 <= loss["all_gold_chosen"] <= 1
+        assert loss["gold_docs_chosen"] <= loss["gold_docs_searched"] <= 1
         assert "of the gold documents" in wide["notes"]
-        assert ("searched with the documents fetched by name or mention" in wide["notes"]) == (
-            mode != "flat")  # flat mode searches every leaf: nothing is fetched
+        assert "searched with the documents fetched by name or mention" in wide["notes"]
     text = (out / "results.md").read_text()
     assert "Where corpus-wide search loses against within" in text
     # the shipped context through the database under each budget: within the queries'
@@ -280,6 +283,26 @@ def test_labels_that_would_score_0_are_said_and_still_scored(tmp_path, lines, sa
     got_docs, got_queries = read_labelled(docs, queries, log=logged.append)
     assert len(got_queries) == len(lines) and len(got_docs) == 1
     assert len(logged) == 1 and logged[0].startswith("warning: ") and said in logged[0]
+
+
+@pytest.mark.model
+def test_evaluate_names_the_queries_it_does_not_score(tmp_path, capsys):
+    """A query without gold, or naming a document --docs lacks, was dropped without a
+    word and the report never said how many were scored."""
+    from sproutrag.flows.cli import main
+
+    docs, queries = _labelled(tmp_path, [_GOLD, {**_GOLD, "qid": "q2", "gold": []},
+                                         {**_GOLD, "qid": "q3", "doc_ids": ["a", "z"]}])
+    out = tmp_path / "eval"
+    assert main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--modes",
+                 "flat", "--out", str(out)]) == 0
+    why = ("qid 'q2' has no gold evidence; qid 'q3' names document 'z', which is not among "
+           "the documents given")
+    assert f"warning: 2 of 3 queries are not scored: {why}" in capsys.readouterr().out
+    report = json.loads((out / "results.json").read_text())["meta"]
+    assert (report["n_queries"], report["n_queries_given"]) == (1, 3)
+    assert (f"Scored 1 queries of 3 given over 1 documents: not scored, {why}."
+            in (out / "results.md").read_text())
 
 
 def test_a_document_that_is_not_text_is_refused_and_one_twice_is_said(tmp_path):
@@ -403,3 +426,40 @@ def test_a_damaged_feature_cache_is_encoded_again(tmp_path):
     assert said[0].startswith(f"feature cache {path} cannot be read (")
     np.testing.assert_array_equal(again["a"].emb, first["a"].emb)
     np.testing.assert_array_equal(load_features(path)["a"].emb, first["a"].emb)
+
+
+def test_corpus_wide_loss_counts_gold_documents_by_the_gold_spans():
+    """Gold documents are those of a query's gold spans (its doc_ids may hold more: the
+    documents it is asked of); units from other documents are those outside its
+    doc_ids. Flat mode has no first stage: it is not asked for one."""
+    import contextlib
+
+    from sproutrag.learn.evaluation import corpus_wide_loss
+
+    class FirstStage:
+        asked = 0
+
+        def _embed(self, texts):
+            return [[0.0]] * len(texts)
+
+        def _one_view(self):
+            return contextlib.nullcontext()
+
+        def choose_documents(self, qvec, doc_ids, *, k, query):
+            self.asked += 1
+            return ["g", "x"]
+
+        def searched_documents(self, query, qvec, first):
+            return [*first, "h"]
+
+    q = {"query": "q", "doc_ids": ["g", "h", "s"],
+         "gold": [{"doc_id": "g", "start": 0, "end": 1}, {"doc_id": "h", "start": 0, "end": 1}]}
+    runs = {3: [[("g", 0, 1), ("x", 0, 1), ("s", 0, 1)]]}
+    rows = {"avg": {"ie": 0.5, "char_ie": 0.5}}
+    r = FirstStage()
+    loss = corpus_wide_loss(r, [q], runs, rows, rows)
+    assert loss["gold_docs_chosen"] == 0.5 and loss["gold_docs_searched"] == 1.0  # g, h
+    assert loss["all_gold_chosen"] == 0.0 and loss["non_gold_units"] == pytest.approx(1 / 3)
+    flat = corpus_wide_loss(r, [q], runs, rows, rows, "flat")
+    assert r.asked == 1 and "gold_docs_chosen" not in flat
+    assert flat["non_gold_units"] == pytest.approx(1 / 3) and flat["ie_ratio"] == 1.0

@@ -80,6 +80,16 @@ def test_gold_span_over_two_units_and_unit_over_two_spans():
     assert s.char_recall == pytest.approx(6 / 8)
 
 
+def test_a_unit_or_a_gold_span_given_twice_counts_once():
+    gold = [("d", 2, 8)]
+    gu = gold_units(UNITS, gold)
+    s = score_query([("d", 0, 10)] * 3, gold, gu, k=3)  # one unit, given three times
+    assert (s.n_retrieved, s.n_relevant) == (1, 1)
+    assert s.precision == pytest.approx(1 / 3) and s.precision_returned == 1.0
+    twice = score_query([("d", 0, 10)], gold * 2 + [("d", 40, 45)], gu, k=1)
+    assert twice.recall == pytest.approx(1 / 2)  # 1 of 2 distinct gold spans, not 2 of 3
+
+
 def test_other_document_and_empty_answer():
     gold = [("d", 0, 5)]
     gu = gold_units(UNITS, gold)
