@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("LANCE_LOG", "error")  # LanceDB's deprecation lines, once a search
+os.environ.setdefault("LANCEDB_LOG", "warn,lance::dataset::scanner=error")  # its deprecation lines
 sys.path.insert(0, str(ROOT / "bench" / "research"))
 from labelled_sets import SETS, load_split  # noqa: E402 - also puts ROOT on sys.path
 

@@ -9,8 +9,9 @@ window of adjacent leaves, or a tree node with all its leaves, ranked by their s
 ``length_penalty * log2(characters)`` (`sproutrag.search.pieces`, whose names this module
 exports too): the budget is paid in characters, so a long piece must score higher to be
 worth its room. `fill_budget` takes pieces in that order and keeps each that fits what is
-left; the first that does not fit is cut to what is left, at a word's end, and ends the
-context (rule 3 of docs/results.md). A piece sharing a unit with what is taken is skipped
+left; the first that does not fit is cut to what is left (its best unit: a window's
+centre leaf, a tree node's best-scoring leaf), at a word's end, and ends the context
+(rule 3 of docs/results.md). A piece sharing a unit with what is taken is skipped
 (a chosen tree node excludes its ancestors and descendants), or with
 ``overlap="extend"`` adds only its new units. Its cost is what it adds to the context:
 adjacent units merge into one span, whose characters (the gap between them included) or
@@ -288,8 +289,9 @@ def fill_budget(
     """The PIECES (best first) that fit BUDGET_CHARS and BUDGET_TOKENS (counted by
     MEASURE; None: no limit), and at most K units when given: each piece is kept when
     what it adds fits what is left of both; the first that does not fit is cut to what
-    is left (its first new unit, at a word's end: `_Document.cut_end`) and the context
-    ends there (rule 3 of docs/results.md); a piece sharing a unit with what is taken is
+    is left (its lead unit, `Piece.lead_unit`: a window's centre leaf, a node's best
+    leaf; at a word's end: `_Document.cut_end`) and the context ends there (rule 3 of
+    docs/results.md); a piece sharing a unit with what is taken is
     skipped (OVERLAP "skip") or adds its other units ("extend")."""
     for name, b in (("budget_chars", budget_chars), ("budget_tokens", budget_tokens)):
         if b is not None and b < 1:
@@ -313,7 +315,7 @@ def fill_budget(
         fits = int(sizes[p.doc_id][new].sum()) <= chars_left  # a lower bound of its cost
         chars, tokens = doc.added(new) if fits else (inf, inf)
         if chars > chars_left or tokens > tokens_left:  # cut to what is left, and end
-            if doc.cut_to(int(new[0]), chars_left, tokens_left):
+            if doc.cut_to(p.lead_unit(new), chars_left, tokens_left):
                 chosen.append(p)
             break
         doc.taken[new] = True

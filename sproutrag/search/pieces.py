@@ -40,13 +40,22 @@ class Units:
 @dataclass(frozen=True)
 class Piece:
     """A candidate for the budget: NODE of DOC_ID (a leaf, a window's centre leaf, or a
-    tree node), its units LEAVES (sorted) and the score it is ranked by."""
+    tree node), its units LEAVES (sorted) and the score it is ranked by; LEAD, the unit
+    it is cut to when it does not fit (`lead_unit`: its best, a window's centre leaf or
+    a node's best-scoring leaf; -1, its first)."""
 
     doc_id: str
     node: int
     score: float
     leaves: np.ndarray
     priority: float = 0.0
+    lead: int = -1
+
+    def lead_unit(self, new: np.ndarray) -> int:
+        """The unit of NEW (its units not yet taken, sorted) this piece is cut to: LEAD,
+        or when LEAD is taken the new unit nearest it (the earlier of two)."""
+        lead = self.lead if self.lead >= 0 else int(self.leaves[0])
+        return int(new[int(np.argmin(np.abs(new - lead)))])
 
 
 def priority(score: float, chars: int, length_penalty: float) -> float:
@@ -117,7 +126,7 @@ def window_pieces(scores: Mapping[str, np.ndarray], docs: Mapping[str, Units], *
             a, b = max(0, u - width), min(n - 1, u + width)
             chars = int(sp[b, 1] - sp[a, 0])
             out.append(Piece(d, u, float(s[u]), np.arange(a, b + 1, dtype=np.int64),
-                             priority(s[u], chars, length_penalty)))
+                             priority(s[u], chars, length_penalty), lead=u))
     return _ordered(out)
 
 
@@ -143,7 +152,8 @@ def node_pieces(trees: Mapping[str, Tree], scores: Mapping[str, np.ndarray],
         pr = s[: len(chars)] - length_penalty * np.log2(np.maximum(chars, 1))
         for x in range(len(chars)):
             leaves = np.sort(tree.leaves_of(x)).astype(np.int64)
-            out.append(Piece(d, x, float(s[x]), leaves, float(pr[x])))
+            lead = int(leaves[int(np.argmax(s[leaves]))])  # its best leaf (the first of ties)
+            out.append(Piece(d, x, float(s[x]), leaves, float(pr[x]), lead=lead))
     return _ordered(out)
 
 

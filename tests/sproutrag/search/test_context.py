@@ -181,6 +181,27 @@ def test_the_first_piece_that_does_not_fit_is_cut_to_the_budget_and_ends_it():
     assert "cut" not in whole.spans[0].to_dict()
 
 
+def test_a_window_or_a_node_that_does_not_fit_is_cut_to_its_best_unit():
+    """A window was cut to its first unit, the left neighbour, and a tree node to its
+    first leaf: under a tight budget the window and tree selections gave a unit next
+    to the evidence (a QA audit of `evaluate --budgets`). Each is cut to its lead now:
+    the window's centre leaf, the node's best-scoring leaf."""
+    docs = _three_sentences()
+    scores = {"a": np.array([1.0, 3.0, 2.0])}
+    window = build_context(window_pieces(scores, docs), docs, budget_chars=22)
+    assert [(s.text, s.cut, s.nodes) for s in window.spans] == [("Payment is due", True, (1,))]
+    tree = _tree(3, 0)
+    node_scores = np.array([1.0, 3.0, 2.0, 0.0, 0.0])
+    node_scores[2 * 3 - 2] = 9.0  # the root, over all three leaves, ranks first
+    pieces = node_pieces({"a": tree}, {"a": node_scores}, docs)
+    assert pieces[0].node == 4 and pieces[0].lead == 1
+    ctx = build_context(pieces, docs, budget_chars=22)
+    assert [(s.text, s.cut) for s in ctx.spans] == [("Payment is due", True)]
+    # when the lead is taken, the new unit nearest it is cut (the earlier of two)
+    assert pieces[0].lead_unit(np.array([0, 2])) == 0
+    assert pieces[0].lead_unit(np.array([2])) == 2
+
+
 def test_a_cut_unit_joins_the_span_before_it_gap_and_all():
     """The second best unit follows the best: cut, it extends the best one's span, and the
     space between them is paid from the budget."""
