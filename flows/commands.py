@@ -234,6 +234,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from sproutrag.encoder.weights import load_default_weights
     from sproutrag.learn.anchors import ANCHORS
+    from sproutrag.learn.datasets import trained_with
     from sproutrag.learn.evaluation import evaluate_corpus
     from sproutrag.learn.report import write_report
     from sproutrag.learn.variants import VARIANT_NAMES, make_variants
@@ -247,6 +248,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     weights = load_default_weights(args.weights or settings.encoding.weights)
     encoder = encoder_from_settings(settings.encoding, weights)
     weights = encoder.weights  # fitted to the model (uniform alpha for another shape)
+    trained = trained_with(weights.source, args.queries)
+    if trained:
+        print(f"warning: {args.queries} trained these weights ({trained} names it): its "
+              "figures are training figures, not held-out ones")
     anchors = [m for m in args.modes if m in ANCHORS]
     variants = make_variants([m for m in args.modes if m not in ANCHORS], weights,
                              settings.tree.parent_embedding)
@@ -260,6 +265,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.db:
         rows += _db_rows(args, settings, encoder, meta)
     meta["command"] = _evaluate_command(args)
+    meta["trained_on_queries"] = str(trained) if trained else None
     meta["weights"] = {"source": weights.source, "fingerprint": weights.fingerprint(),
                        "delta": weights.search.threshold, "margin": weights.search.margin,
                        "search": weights.search.learned()}

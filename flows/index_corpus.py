@@ -62,6 +62,7 @@ from sproutrag.tasks.store import (
 from sproutrag.tasks.workdir import close_work_dir, open_work_dir
 
 from sproutrag.documents import Skipped
+from sproutrag.errors import StoragePathError, describe_storage_error, short_error
 from sproutrag.ingest.batching import Tally, documents_to_index, metadata_note
 from sproutrag.ingest.index_identity import reindex_note
 from sproutrag.ingest.plan import Plan, check_deletions, check_not_empty, deletion_note
@@ -250,11 +251,33 @@ def _locked_run(run: IndexRun) -> RunSummary:
         record_run(summary.to_row(), db, settings)
         raise
     except Exception as exc:
-        summary.finish("failed", f"{type(exc).__name__}: {exc}")
-        record_run(summary.to_row(), db, settings)
-        raise
+        error = _storage_error(run, exc) or exc
+        summary.finish("failed", f"{type(error).__name__}: {error}")
+        _record_failed_run(run)
+        if error is exc:
+            raise
+        raise error from exc
     record_run(summary.to_row(), db, settings)
     return summary
+
+
+def _storage_error(run: IndexRun, exc: Exception) -> StoragePathError | None:
+    """EXC as the one line an S3 failure gets (what to check, naming the run's s3://
+    paths and endpoint; `describe_storage_error`), or None when it is not one."""
+    line = describe_storage_error(exc, [run.corpus, run.db, run.settings.pipeline.work_dir],
+                                  run.settings.storage.endpoint)
+    return None if line is None else StoragePathError(line)
+
+
+def _record_failed_run(run: IndexRun) -> None:
+    """Complete the `runs` row of a failed run. When that fails too (the database's
+    storage is gone: the same failure), the run's own error is what the user must see:
+    a warning says so, and the row stays 'running' until the next run marks it."""
+    try:
+        record_run(run.summary.to_row(), run.db, run.settings)
+    except Exception as exc:  # noqa: BLE001 - reported, then the run's own error raised
+        run.logger.warning(f"the runs row of run {run.summary.run_id} could not be "
+                           f"completed ({short_error(exc)}); the next run marks it killed")
 
 
 @flow(name="index-corpus", log_prints=True)

@@ -200,3 +200,24 @@ def scorable_queries(
                f"the documents of its {len(gold)} queries with gold evidence have no text "
                f"in {docs_path}")
     raise DatasetError(f"{queries_path}: no query can be scored: {why}")
+
+
+def file_sha256(path: str | Path) -> str:
+    """The first 16 hex digits of a file's SHA-256 (`config.json`'s data hashes)."""
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def trained_with(weights_file: str | Path, queries_path: str | Path) -> Path | None:
+    """The `config.json` beside WEIGHTS_FILE (what `sproutrag train` wrote) when the
+    queries file QUERIES_PATH, by content, is one it trained on; else None (no such
+    file, or another set)."""
+    config = Path(weights_file).parent / "config.json"
+    try:
+        sets = json.loads(config.read_text(encoding="utf-8"))["data"]["sets"]
+        hashes = {str(x["queries_sha256"]) for x in sets}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return config if file_sha256(queries_path) in hashes else None
+

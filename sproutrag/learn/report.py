@@ -126,7 +126,11 @@ def scored(meta: dict[str, Any]) -> str:
     of = f" of {given} given" if given != meta["n_queries"] else ""
     text = f"Scored {meta['n_queries']} queries{of} over {meta.get('n_docs', '?')} documents"
     skipped = meta.get("not_scored") or []
-    return (text + (": not scored, " + "; ".join(skipped) if skipped else "") + ".\n\n")
+    text += (": not scored, " + "; ".join(skipped) if skipped else "") + ".\n\n"
+    if meta.get("trained_on_queries"):
+        text += (f"**These queries trained the weights** ({meta['trained_on_queries']} "
+                 "names them): training figures, not held-out ones.\n\n")
+    return text
 
 
 def write_report(

@@ -44,7 +44,7 @@ import numpy as np
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.ingest.index_identity import encoder_fields
 from sproutrag.learn.calibration import learn_search
-from sproutrag.learn.datasets import read_labelled, usable_queries
+from sproutrag.learn.datasets import file_sha256, read_labelled, usable_queries
 from sproutrag.learn.features import DocFeatures, attach_terms, featurize_corpus
 from sproutrag.learn.finetune import finetune_encoder, warmup_adamw
 from sproutrag.learn.losses import (
@@ -314,11 +314,7 @@ def _finetune(
 def _config(weights: Any, sets: Sequence[tuple[str, str]], feats: dict, queries: list,
             r: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """What config.json records: data hashes, losses, optimiser, grid, timings."""
-    import hashlib
-
-    def sha(path: str) -> str:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
+    sha = file_sha256
     return {
         "weights_fingerprint": weights.fingerprint(),
         "tree_fingerprint": weights.tree_fingerprint(),

@@ -69,6 +69,12 @@ class DatabaseLock:
                 f"cannot write to the database folder {self.db!r}: {exc.strerror}; "
                 "choose a --db path you can write to"
             ) from None
+        except (FileExistsError, NotADirectoryError):  # a file where the folder goes
+            from sproutrag.errors import DatabaseNotFoundError
+
+            raise DatabaseNotFoundError(
+                f"database {self.db} is not a folder (a file is there): give a folder, a "
+                "new one or the one `sproutrag index` wrote") from None
         deadline = time.monotonic() + self.timeout
         said = False
         while True:

@@ -151,6 +151,22 @@ def test_the_lock_is_re_entrant_within_a_process(tmp_path):
         pass
 
 
+def test_a_database_path_that_is_a_file_is_refused_in_one_line(prefect_harness, corpus,
+                                                              tmp_path):
+    """The CLI refused it before the run; a deployment's run got a bare FileExistsError
+    from the lock (a QA pass, as a platform engineer)."""
+    from sproutrag.flows.index_corpus import index_corpus
+
+    from sproutrag.errors import DatabaseNotFoundError
+
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    with pytest.raises(DatabaseNotFoundError, match=f"^database {afile} is not a folder "
+                       r"\(a file is there\): give a folder"):
+        index_corpus(corpus=str(corpus), db=str(afile))
+    assert afile.read_text(encoding="utf-8") == "x"
+
+
 def test_kill_during_encoding_then_rerun_completes(prefect_harness, corpus, tmp_path):
     db = tmp_path / "db"
     run_index(corpus, db)

@@ -21,8 +21,14 @@ REGION = "us-east-1"
 
 
 @pytest.fixture
-def s3_endpoint(tmp_path):
-    """A moto S3 server on a free loopback port, stopped by process group at the end."""
+def s3_endpoint(moto):
+    return moto[0]
+
+
+@pytest.fixture
+def moto(tmp_path):
+    """(endpoint, process) of a moto S3 server on a free loopback port, stopped by
+    process group at the end."""
     port = free_port()
     exe = Path(sys.executable).with_name("moto_server")
     log = open(tmp_path / "moto.log", "wb")  # noqa: SIM115 - closed below
@@ -33,7 +39,7 @@ def s3_endpoint(tmp_path):
     try:
         endpoint = f"http://127.0.0.1:{port}"
         wait_http(f"{endpoint}/moto-api/", timeout=60, proc=proc)
-        yield endpoint
+        yield endpoint, proc
     finally:
         stop_group(proc, grace=5)
         log.close()
@@ -360,3 +366,38 @@ def test_a_deployment_run_checks_its_s3_paths_too(prefect_harness, s3, s3_endpoi
                                                r"\(endpoint .*\): the bucket does not exist"):
         index_corpus(corpus="s3://corpus/docs", db="s3://lake/db", config=str(config))
     assert {b["Name"] for b in s3.list_buckets()["Buckets"]} == {"corpus", "lake"}
+
+
+def test_s3_gone_mid_run_ends_the_run_with_its_one_line(prefect_harness, s3, moto, tmp_path,
+                                                        monkeypatch, caplog):
+    """The S3 server gone once the run has started: the flow run ended with LanceDB's raw
+    error (a 900-character Rust dump), because completing the runs row on the same
+    server failed too and replaced the run's own error. Now the run's error is the one
+    line an S3 failure gets, and a warning says the row could not be completed."""
+    import sproutrag.flows.index_corpus as index_module
+
+    from sproutrag.errors import StoragePathError
+
+    endpoint, proc = moto
+    for var, value in (("AWS_ACCESS_KEY_ID", KEY_ID), ("AWS_SECRET_ACCESS_KEY", SECRET),
+                       ("AWS_REGION", REGION)):
+        monkeypatch.setenv(var, value)
+    s3.put_object(Bucket="corpus", Key="docs/a.txt", Body=(SAMPLE / SMALL_DOCS[0]).read_bytes())
+    config = tmp_path / "s3.yaml"
+    config.write_text(f"storage:\n  endpoint: {endpoint}\n  allow_http: true\n",
+                      encoding="utf-8")
+    run = index_module._run
+
+    def server_gone(*args, **kwargs):  # the run's row is written: the server goes
+        stop_group(proc, grace=5)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(index_module, "_run", server_gone)
+    with pytest.raises(StoragePathError) as raised:
+        index_module.index_corpus(corpus="s3://corpus/docs", db="s3://lake/db",
+                                  config=str(config))
+    assert str(raised.value) == (f"s3://corpus/docs, s3://lake/db (endpoint {endpoint}): "
+                                 "cannot reach the S3 endpoint: check storage.endpoint (and "
+                                 "that its server runs)")
+    assert "could not be completed" in caplog.text and "the next run marks it" in caplog.text
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -98,3 +99,26 @@ def test_no_scorable_query_is_an_error_naming_the_reason():
         scorable_queries([{"qid": 1, "gold": []}], {"a"}, **kw)
     with pytest.raises(DatasetError, match="it holds no query"):
         scorable_queries([], {"a"}, **kw)
+
+
+def test_trained_with_names_the_config_whose_training_sets_hold_the_queries(tmp_path):
+    from sproutrag.learn.datasets import file_sha256, trained_with
+    from sproutrag.learn.report import scored
+
+    queries, other = tmp_path / "train.queries.jsonl", tmp_path / "dev.queries.jsonl"
+    queries.write_text('{"qid": 1}\n', encoding="utf-8")
+    other.write_text('{"qid": 2}\n', encoding="utf-8")
+    model = tmp_path / "model"
+    model.mkdir()
+    weights = model / "weights.json"
+    assert trained_with(weights, queries) is None  # no config.json beside the weights
+    (model / "config.json").write_text(json.dumps({"data": {"sets": [
+        {"queries": "elsewhere/train.queries.jsonl", "queries_sha256": file_sha256(queries)}
+    ]}}), encoding="utf-8")
+    assert trained_with(weights, queries) == model / "config.json"  # by content, not name
+    assert trained_with(weights, other) is None
+    (model / "config.json").write_text("{not json", encoding="utf-8")
+    assert trained_with(weights, queries) is None
+    line = scored({"n_queries": 3, "n_docs": 2, "trained_on_queries": "m/config.json"})
+    assert line.startswith("Scored 3 queries over 2 documents.")
+    assert "**These queries trained the weights** (m/config.json names them)" in line
