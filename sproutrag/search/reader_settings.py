@@ -1,11 +1,13 @@
-"""Settings of a reader (`sproutrag query`, the `query-corpus` flow): the database's own
-encoder unless the settings name one, and the weights file they name, if any."""
+"""Settings of a reader (`sproutrag query`, the `query-corpus` flow, the `Retriever`): the
+database's own encoder unless the settings name one, the weights file they name, if any,
+and an s3:// database's storage options from the environment's settings."""
 
 from __future__ import annotations
 
 from sproutrag.encoder.loading import PACKAGED_MODEL_ID
 from sproutrag.encoder.weights import TrainedWeights
-from sproutrag.schemas.settings import Settings
+from sproutrag.errors import StoragePathError, describe_storage_error
+from sproutrag.schemas.settings import Settings, is_s3
 from sproutrag.storage.reader import Reader
 
 
@@ -29,3 +31,20 @@ def reader_weights(settings: Settings) -> TrainedWeights | None:
     defaults; its alpha must be the database's), or None: the database's defaults."""
     path = settings.encoding.weights
     return TrainedWeights.load(path) if path is not None else None
+
+
+def open_reader(db: str, storage_options: dict[str, str] | None = None) -> Reader:
+    """`Reader.open(DB)`. An s3:// DB without STORAGE_OPTIONS takes them from the
+    settings of the environment (`SPROUTRAG_STORAGE__*`, `AWS_*`: the endpoint, region
+    and credentials), as the commands do; an S3 failure raises `StoragePathError`, the one
+    line naming the database, the endpoint and what to check."""
+    if storage_options is None and is_s3(str(db)):
+        storage_options = Settings().storage.lance_options(str(db))
+    try:
+        return Reader.open(db, storage_options=storage_options)
+    except Exception as exc:
+        line = describe_storage_error(exc, [str(db)], (storage_options or {}).get("endpoint"))
+        if line is None:
+            raise
+        raise StoragePathError(line) from exc
+

@@ -63,6 +63,7 @@ from sproutrag.search.links import (
 )
 from sproutrag.search.node_scores import ANCHOR_LEAVES
 from sproutrag.search.query_context import check_budget, read_context
+from sproutrag.search.reader_settings import open_reader
 from sproutrag.search.retriever_settings import RetrieverSettings
 from sproutrag.search.searched import CorpusWideSettings, SearchedDocuments
 from sproutrag.search.stored_documents import CACHE_BYTES, StoredDocuments
@@ -105,7 +106,9 @@ class Retriever(RetrieverSettings):
         FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE and
         DOMINANT_RATIO: how a query without doc_ids searches beyond the first stage's
         choice, one `CorpusWideSettings` (`self.searching.settings`; its fields say what
-        each does), each also an attribute of the Retriever (checked when set)."""
+        each does), each also an attribute of the Retriever (checked when set).
+        STORAGE_OPTIONS: LanceDB's, for an s3:// DB (default: the environment's settings,
+        `reader_settings.open_reader`)."""
         # checked before the database is opened and the encoder loaded
         wide = CorpusWideSettings(
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
@@ -118,8 +121,7 @@ class Retriever(RetrieverSettings):
             "beam_width": beam_width, "margin": margin, **(overrides or {}),
             **{k: v for k, v in given.items() if v is not None}})
         # DB: a path (opened here) or a `Reader` callers share (one `index_settings` read)
-        self.reader = db if isinstance(db, Reader) else Reader.open(
-            db, storage_options=storage_options)
+        self.reader = db if isinstance(db, Reader) else open_reader(db, storage_options)
         self.store = self.reader.store
         encoder = encoder if encoder is not None else database_encoder(self.reader)
         check_query_encoder(encoder, self.store)

@@ -129,6 +129,7 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
     from sproutrag.flows.index_corpus import index_corpus
     from sproutrag.flows.query_corpus import query_corpus
 
+    from sproutrag.errors import StoragePathError
     from sproutrag.search.batch import run_queries
     from sproutrag.search.retriever import Retriever
     from sproutrag.storage.store import Store
@@ -175,6 +176,15 @@ def test_index_query_and_reindex_on_s3(prefect_harness, s3, s3_endpoint, tmp_pat
     question = "Where did the survey team find otter spraint?"
     [row] = run_queries(Retriever(db, storage_options=options), [{"qid": "q", "query": question}])
     assert row["results"] and row["results"][0]["doc_id"] == "field_notes_river_survey.txt"
+    # without storage_options, the Retriever reads them from the environment's settings
+    # (it went to AWS, ignoring SPROUTRAG_STORAGE__ENDPOINT), and an S3 failure is one line
+    monkeypatch.setenv("SPROUTRAG_STORAGE__ENDPOINT", s3_endpoint)
+    [again] = run_queries(Retriever(db), [{"qid": "q", "query": question}])
+    assert again["results"] == row["results"]
+    with pytest.raises(StoragePathError, match=f"^s3://nolake/db \\(endpoint {s3_endpoint}\\): "
+                       "the bucket does not exist"):
+        Retriever("s3://nolake/db")
+    monkeypatch.delenv("SPROUTRAG_STORAGE__ENDPOINT")
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"qid": "q5", "query": question}) + "\n", encoding="utf-8")
     out = query_corpus(queries=str(queries), db=db, out="s3://lake/out/r.jsonl",
