@@ -1,6 +1,7 @@
 """A context under a character budget: fit each selection on train, decide on dev.
 
     PYTHONPATH=. .venv/bin/python bench/budget.py [--sets ...] [--budgets 500 1000 2000]
+        [--rule2 | --rule4]
 
 For every set's training split, each selection of `sproutrag.search.context` (leaves,
 window, tree) is scored over the grid of its parameters (length penalty, window) by mean
@@ -112,6 +113,54 @@ def rule2(args, encoder, chunking, tree_variant, params) -> int:
     return 0
 
 
+def rule4(args, encoder, chunking, tree_variant, params) -> int:
+    """Rule 4 (docs/results.md): windows cut to their centre leaf, with a relative cutoff,
+    fitted on train; on dev against the shipped context (leaves, cutoff 1, penalty 0),
+    with the tree at the shipped cutoff and penalty reported beside them."""
+    from sproutrag.learn.budgets import Selection, budget_rows, budget_table
+    from sproutrag.learn.metrics import paired_difference
+    from sproutrag.learn.variants import variant_trees
+
+    cells = [Selection(f"window w{w} m{m:g} p{p:g}", "window", p, w, m) for m in MARGINS
+             for p in RULE2_PENALTIES for w in WINDOWS]  # the order ties go by
+    train = {}
+    for name in args.sets:
+        sp = load_split(name, "train", encoder, chunking, args)
+        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs,
+                           variant_trees(sp.feats, tree_variant), params, args.budgets, cells)
+        train[name] = {r["name"]: r["mean_pr"] for r in rows}
+    mean = {c.name: float(np.mean([train[n][c.name] for n in args.sets])) for c in cells}
+    for c in cells:
+        print(f"  {c.name:20s} " + " ".join(f"{100 * train[n][c.name]:6.2f}"
+                                            for n in args.sets) + f"  {100 * mean[c.name]:6.2f}")
+    best = max(mean.values())
+    fitted = next(c for c in cells if mean[c.name] == best)  # the first of ties
+    print(f"fitted window: w {fitted.window}, margin {fitted.margin:g}, penalty "
+          f"{fitted.length_penalty:g} (train {100 * best:.2f})", flush=True)
+    dev = [Selection("shipped (leaves, cutoff 1, penalty 0)", "leaves", 0.0, 1, 1.0),
+           Selection(f"window w{fitted.window}, cutoff {fitted.margin:g}, penalty "
+                     f"{fitted.length_penalty:g}", "window", fitted.length_penalty,
+                     fitted.window, fitted.margin),
+           Selection("tree, cutoff 1, penalty 0", "tree", 0.0, 1, 1.0)]
+    verdict = []
+    for name in args.sets:
+        sp = load_split(name, "dev", encoder, chunking, args)
+        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs,
+                           variant_trees(sp.feats, tree_variant), params, args.budgets, dev)
+        print(f"## {name} dev ({len(sp.queries)} queries)\n")
+        print(budget_table(rows))
+        d, se = paired_difference(rows[1]["per_query"]["pr"], rows[0]["per_query"]["pr"])
+        t, tse = paired_difference(rows[2]["per_query"]["pr"], rows[0]["per_query"]["pr"])
+        print(f"window - shipped: {100 * d:+.2f} +/- {100 * se:.2f} ({d / se if se else 0:+.1f}"
+              f" SE); tree - shipped: {100 * t:+.2f} +/- {100 * tse:.2f}\n", flush=True)
+        verdict.append((d, se))
+    wins = sum(d > 2 * se for d, se in verdict)
+    losses = sum(d < -se for d, se in verdict)
+    print(f"rule 4: > 2 SE on {wins} set(s), < -1 SE on {losses}: "
+          + ("the window ships" if wins >= 2 and losses == 0 else "the shipped context stays"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from sproutrag.schemas.settings import load_settings
 
@@ -137,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "out" / "budget"))
     p.add_argument("--rule2", action="store_true",
                    help="rule 2: a relative cutoff for leaves (and the tree), fit and decide")
+    p.add_argument("--rule4", action="store_true",
+                   help="rule 4: windows cut to their centre leaf, with a cutoff, against the "
+                        "shipped context")
     args = p.parse_args(argv)
 
     settings = load_settings(args.config)
@@ -147,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     params = tree_variant.search
     if args.rule2:
         return rule2(args, encoder, chunking, tree_variant, params)
+    if args.rule4:
+        return rule4(args, encoder, chunking, tree_variant, params)
     cells = list(grid())
     # Rule 1 was run before the cutoff existed: its budgets are filled (margin None).
     sels = [Selection(f"{s} p{pen:g} w{w}", s, pen, w, None) for s, pen, w in cells]
