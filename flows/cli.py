@@ -198,7 +198,8 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
                    "still filled from the matching documents; a batch line may carry its "
                    "own \"where\")")
     p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
-                   help="restrict to these documents (--doc-id A B, or --doc-id repeated)")
+                   help="restrict to these documents (--doc-id A B, or --doc-id repeated; "
+                        "an id that starts with '-' as --doc-id=-ID)")
 
 
 def _add_train(sub) -> None:

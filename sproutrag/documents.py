@@ -79,9 +79,17 @@ def failure_line(doc_id: str | None, reason: str) -> str:
     return reason if doc_id is None else f"{shown_id(doc_id)}: {reason}"
 
 
+#: A doc_id longer than this is shown by its first `SHOWN_ID_HEAD` characters and length.
+SHOWN_ID_CHARS = 200
+SHOWN_ID_HEAD = 100
+
+
 def shown_id(doc_id: str) -> str:
     """DOC_ID as logs show it: as it is, or quoted when empty, blank at an end or not
-    printable (`FAILED '': ...`, not `FAILED : ...`)."""
+    printable (`FAILED '': ...`, not `FAILED : ...`); a long one by its start and length
+    (a hostile upload's 50,000-character ids were printed whole, six times each)."""
+    if len(doc_id) > SHOWN_ID_CHARS:
+        return f"{doc_id[:SHOWN_ID_HEAD]!r}... ({len(doc_id):,} characters)"
     plain = doc_id.isprintable() and doc_id.strip() == doc_id and doc_id != ""
     return doc_id if plain else repr(doc_id)
 

@@ -28,6 +28,7 @@ is checked before it is read, and the binary check reads only its first 8 KiB.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -300,8 +301,15 @@ def _read_file(fs, entry: Entry, *, source: str, limits: DocLimits) -> SourceDoc
 
 
 def _broken_link(path: str) -> str | None:
-    """Why PATH cannot be read when it is a symlink to nothing; None otherwise."""
+    """Why PATH cannot be read when it is a symlink to nothing (or to itself, through a
+    loop of links); None otherwise."""
     if os.path.islink(path) and not os.path.exists(path):
+        try:
+            os.stat(path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return (f"a symlink loop: its target {os.readlink(path)!r} leads back to "
+                        "a link of the loop (fix or remove the links)")
         return (f"a broken symlink: its target {os.readlink(path)!r} does not exist (fix "
                 "or remove the link)")
     return None

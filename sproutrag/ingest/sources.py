@@ -12,6 +12,7 @@ from datetime import datetime
 import pyarrow as pa
 
 from sproutrag.blank import shows_nothing
+from sproutrag.documents import shown_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +135,13 @@ def as_text(name: str) -> str:
 def check_doc_id(doc_id: str) -> str:
     """A doc_id must be non-empty text without control characters (NUL, newlines, ...)."""
     if not doc_id.strip():
-        raise ValueError(f"invalid doc_id {doc_id!r}: empty")
+        raise ValueError(f"invalid doc_id {shown_id(doc_id)}: empty")
     found = _CONTROL.search(doc_id)
     if found:
-        raise ValueError(
-            f"invalid doc_id {doc_id!r}: control character U+{ord(found.group()):04X} "
-            "(doc_ids must be printable text)"
-        )
+        code = ord(found.group())
+        kind = "lone surrogate" if 0xD800 <= code <= 0xDFFF else "control character"
+        raise ValueError(f"invalid doc_id {shown_id(doc_id)}: {kind} U+{code:04X} (doc_ids "
+                         "must be printable text)")
     return doc_id
 
 

@@ -178,8 +178,9 @@ class TablesView:
         stored = self.known(list(forms))
         if not stored:
             return ""
-        return (f"; stored as {stored!r}: the same characters in another Unicode form "
-                "(give the doc_id as the database writes it)")
+        pairs = ", ".join(f"{ascii(d)} (given as {ascii(forms[d])})" for d in stored)
+        return (f"; stored as {pairs}: the same characters in another Unicode form, shown "
+                "escaped (give the doc_id as the database writes it)")
 
     def scope(self, doc_ids: Sequence[str] | None, where: str | None
               ) -> tuple[list[str] | None, set[str] | None]:

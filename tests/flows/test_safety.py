@@ -180,12 +180,19 @@ def test_invalid_doc_ids_fail_alone_run_after_run(prefect_harness, tmp_path):
         {"doc_id": "nul\x00id", "text": "Some text. More text."},
         {"doc_id": "two\nlines", "text": "Some text. More text."},
         {"doc_id": "", "text": "Some text. More text."},
+        {"doc_id": "long\n" + "z" * 50_000, "text": "Some text. More text."},
+        {"doc_id": "half\ud800", "text": "Some text. More text."},
     ])
     for _ in range(2):  # a NUL once aborted every later run too
         state, row = run_flow(jl, tmp_path / "db")
         reasons = {f["doc_id"]: f["reason"] for f in json.loads(row["failures_json"])}
-        assert set(reasons) == {"nul\x00id", "two\nlines", ""}
+        assert set(reasons) == {"nul\x00id", "two\nlines", "", "long\n" + "z" * 50_000,
+                                "half\\ud800"}
         assert all("invalid doc_id" in r for r in reasons.values())
+        # a hostile 50,000-character id is named by its start and length, not whole
+        long = reasons["long\n" + "z" * 50_000]
+        assert len(long) < 300 and "... (50,005 characters): control character U+000A" in long
+        assert "lone surrogate U+D800" in reasons["half\\ud800"]
         assert row["n_new"] + row["n_unchanged"] == 1 and state.is_failed()
     assert set(index_state(str(tmp_path / "db"))) == {"ok"}
 

@@ -246,6 +246,20 @@ def test_a_broken_symlink_fails_saying_so(tmp_path):
     assert "a broken symlink: its target 'removed.txt' does not exist" in failure.reason
 
 
+def test_a_symlink_loop_fails_saying_so(tmp_path):
+    """Two links to each other were "a broken symlink" whose target "does not exist"."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Alpha text.", encoding="utf-8")
+    (corpus / "loop1.txt").symlink_to("loop2.txt")
+    (corpus / "loop2.txt").symlink_to("loop1.txt")
+    found = discover(str(corpus))
+    assert [d.doc_id for d in found.docs] == ["a.txt"]
+    reasons = {f.doc_id: f.reason for f in found.failures}
+    assert reasons["loop1.txt"].startswith("a symlink loop: its target 'loop2.txt' leads back")
+    assert set(reasons) == {"loop1.txt", "loop2.txt"}
+
+
 # -- what discovery could not see is reported (issue 23) ---------------------------------
 
 _PROBE = """
