@@ -99,9 +99,12 @@ class RunSummary:
                 f"run {self.run_id} {self.message}: the documents stored so far stay, "
                 "the next run goes on", self.to_row())
         if self.status == "failed":
+            others = ("the other documents were indexed" if self.n_new + self.n_changed
+                      else "no other document was new or changed")
+            first = (f"; {len(self.failures)} failed, the first: {_clip(self.failures[0].line)}"
+                     if self.failures else "")
             return DocumentsFailedError(
-                f"run {self.run_id}: {self.message}; the other documents were indexed",
-                self.to_row())
+                f"run {self.run_id}: {self.message}; {others}{first}", self.to_row())
         return None
 
     def to_row(self) -> dict[str, Any]:
@@ -157,3 +160,9 @@ class RunSummary:
 def _cell(failure: Failure) -> str:
     """The doc_id cell of the artifact's failures table (a line naming no document: none)."""
     return "(none)" if failure.reported_id is None else f"`{failure.shown}`"
+
+
+def _clip(line: str, limit: int = 300) -> str:
+    """LINE, or its first LIMIT characters and "..." (a state's message stays short)."""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
