@@ -76,7 +76,9 @@ class Skipped:
 def failure_line(doc_id: str | None, reason: str) -> str:
     """A failure as a report prints it (`runs.failures_json`'s entry): "doc_id: reason",
     or REASON alone, which says where, when no document is named (DOC_ID None)."""
-    return reason if doc_id is None else f"{shown_id(doc_id)}: {reason}"
+    if doc_id is None:
+        return reason
+    return f"{shown_id(doc_id)}: {reason.removeprefix(f'{doc_id}: ')}"  # named once
 
 
 #: A doc_id longer than this is shown by its first `SHOWN_ID_HEAD` characters and length.

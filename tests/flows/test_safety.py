@@ -227,8 +227,8 @@ def test_failed_documents_fail_the_flow_run_after_all_work(
             flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
     assert [a.key for a in found] == ["index-run"]
     assert str(state.result(raise_on_failure=False)).endswith(
-        "; the other documents were indexed; 1 failed, the first: empty.txt: empty.txt: "
-        "empty document (no text to index)")  # the state names it, not only the log
+        "; the other documents were indexed; 1 failed, the first: empty.txt: empty document "
+        "(no text to index)")  # the state names it, not only the log
     with pytest.raises(DocumentsFailedError, match="1 of 2 documents failed.*; no other "
                        "document was new or changed; 1 failed, the first: empty.txt"):
         index_corpus(corpus=str(corpus), db=str(db))
