@@ -69,16 +69,28 @@ class _Subprocess:
         return getattr(subprocess, name)
 
 
+#: The temporary server's own log level (`PREFECT_SERVER_LOGGING_LEVEL`, when not set):
+#: stopped with the command, its services logged "Error flushing events" with four
+#: tracebacks now and then after a run that succeeded (exit 0), which log monitoring
+#: reads as a failure. The run's own logs are the client's, unchanged.
+SERVER_LOG_LEVEL = "CRITICAL"
+
+
 def _start_server():
     import prefect.server.api.server as server_module
 
     server = server_module.SubprocessASGIServer(port=None)
     real = server_module.subprocess
     server_module.subprocess = _Subprocess(os.getpid())
+    quiet = "PREFECT_SERVER_LOGGING_LEVEL" not in os.environ  # the child's environment
+    if quiet:
+        os.environ["PREFECT_SERVER_LOGGING_LEVEL"] = SERVER_LOG_LEVEL
     try:
         server.start()
     finally:
         server_module.subprocess = real
+        if quiet:
+            os.environ.pop("PREFECT_SERVER_LOGGING_LEVEL", None)
     return server
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from sproutrag.flows.console import _Quiet
@@ -29,3 +30,22 @@ def test_a_batch_stopped_by_a_signal_is_logged_without_traceback():
 def test_a_bug_keeps_its_traceback():
     line = _Quiet(logging.Formatter()).format(_record(ZeroDivisionError("division by zero")))
     assert "Traceback" in line and "ZeroDivisionError" in line
+
+
+def test_the_temporary_server_logs_only_what_is_critical(monkeypatch):
+    """Stopped with the command, the temporary server's services now and then logged
+    "Error flushing events" with tracebacks after a run that succeeded. Its own log
+    level is CRITICAL unless the user sets PREFECT_SERVER_LOGGING_LEVEL; this process's
+    environment is left as it was."""
+    from pathlib import Path
+
+    from sproutrag.flows.server import SERVER_LOG_LEVEL, _start_server
+
+    monkeypatch.delenv("PREFECT_SERVER_LOGGING_LEVEL", raising=False)
+    server = _start_server()
+    try:
+        environ = Path(f"/proc/{server.server_process.pid}/environ").read_bytes().split(b"\0")
+    finally:
+        server.stop()
+    assert f"PREFECT_SERVER_LOGGING_LEVEL={SERVER_LOG_LEVEL}".encode() in environ
+    assert "PREFECT_SERVER_LOGGING_LEVEL" not in os.environ
