@@ -57,17 +57,7 @@ def rule2(args, encoder, chunking, tree_variant, params) -> int:
 
     cells = [Selection(f"{k} m{m:g} p{p:g}", k, p, 1, m) for k in ("leaves", "tree")
              for m in MARGINS for p in RULE2_PENALTIES]
-    train = {}
-    for name in args.sets:
-        sp = load_split(name, "train", encoder, chunking, args)
-        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs,
-                           variant_trees(sp.feats, tree_variant), params, args.budgets, cells)
-        train[name] = {r["name"]: r["mean_pr"] for r in rows}
-        print(f"train {name}: {len(sp.queries)} queries", flush=True)
-    mean = {c.name: float(np.mean([train[n][c.name] for n in args.sets])) for c in cells}
-    for c in cells:
-        print(f"  {c.name:18s} " + " ".join(f"{100 * train[n][c.name]:6.2f}"
-                                            for n in args.sets) + f"  {100 * mean[c.name]:6.2f}")
+    mean = fit_on_train(args, encoder, chunking, tree_variant, params, cells)
     fitted = {k: max((c for c in cells if c.selection == k), key=lambda c: mean[c.name])
               for k in ("leaves", "tree")}
     for k, c in fitted.items():
@@ -106,11 +96,37 @@ def rule2(args, encoder, chunking, tree_variant, params) -> int:
         print(f"leaves with cutoff / the best baseline row ({anchor['name']}): "
               f"{rows[1]['mean_pr'] / max(anchor['mean_pr'], 1e-12):.3f}\n", flush=True)
         verdict.append((d, se))
+    print_verdict("rule 2", verdict, "the cutoff ships", "no cutoff")
+    return 0
+
+
+def fit_on_train(args, encoder, chunking, tree_variant, params, cells) -> dict[str, float]:
+    """Each cell's mean P x R over the training splits (each set counts the same),
+    printed per set."""
+    from sproutrag.learn.budgets import budget_rows
+    from sproutrag.learn.variants import variant_trees
+
+    train = {}
+    for name in args.sets:
+        sp = load_split(name, "train", encoder, chunking, args)
+        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs,
+                           variant_trees(sp.feats, tree_variant), params, args.budgets, cells)
+        train[name] = {r["name"]: r["mean_pr"] for r in rows}
+        print(f"train {name}: {len(sp.queries)} queries", flush=True)
+    mean = {c.name: float(np.mean([train[n][c.name] for n in args.sets])) for c in cells}
+    for c in cells:
+        print(f"  {c.name:20s} " + " ".join(f"{100 * train[n][c.name]:6.2f}"
+                                            for n in args.sets) + f"  {100 * mean[c.name]:6.2f}")
+    return mean
+
+
+def print_verdict(rule: str, verdict: list[tuple[float, float]], yes: str, no: str) -> None:
+    """A decision rule's verdict from (difference, SE) per dev set: YES when > 2 SE on
+    at least two sets and < -1 SE on none, else NO."""
     wins = sum(d > 2 * se for d, se in verdict)
     losses = sum(d < -se for d, se in verdict)
-    print(f"rule 2: > 2 SE on {wins} set(s), < -1 SE on {losses}: "
-          + ("the cutoff ships" if wins >= 2 and losses == 0 else "no cutoff"))
-    return 0
+    print(f"{rule}: > 2 SE on {wins} set(s), < -1 SE on {losses}: "
+          + (yes if wins >= 2 and losses == 0 else no))
 
 
 def rule4(args, encoder, chunking, tree_variant, params) -> int:
@@ -123,16 +139,7 @@ def rule4(args, encoder, chunking, tree_variant, params) -> int:
 
     cells = [Selection(f"window w{w} m{m:g} p{p:g}", "window", p, w, m) for m in MARGINS
              for p in RULE2_PENALTIES for w in WINDOWS]  # the order ties go by
-    train = {}
-    for name in args.sets:
-        sp = load_split(name, "train", encoder, chunking, args)
-        rows = budget_rows(sp.feats, sp.texts, sp.queries, sp.qvecs,
-                           variant_trees(sp.feats, tree_variant), params, args.budgets, cells)
-        train[name] = {r["name"]: r["mean_pr"] for r in rows}
-    mean = {c.name: float(np.mean([train[n][c.name] for n in args.sets])) for c in cells}
-    for c in cells:
-        print(f"  {c.name:20s} " + " ".join(f"{100 * train[n][c.name]:6.2f}"
-                                            for n in args.sets) + f"  {100 * mean[c.name]:6.2f}")
+    mean = fit_on_train(args, encoder, chunking, tree_variant, params, cells)
     best = max(mean.values())
     fitted = next(c for c in cells if mean[c.name] == best)  # the first of ties
     print(f"fitted window: w {fitted.window}, margin {fitted.margin:g}, penalty "
@@ -154,10 +161,7 @@ def rule4(args, encoder, chunking, tree_variant, params) -> int:
         print(f"window - shipped: {100 * d:+.2f} +/- {100 * se:.2f} ({d / se if se else 0:+.1f}"
               f" SE); tree - shipped: {100 * t:+.2f} +/- {100 * tse:.2f}\n", flush=True)
         verdict.append((d, se))
-    wins = sum(d > 2 * se for d, se in verdict)
-    losses = sum(d < -se for d, se in verdict)
-    print(f"rule 4: > 2 SE on {wins} set(s), < -1 SE on {losses}: "
-          + ("the window ships" if wins >= 2 and losses == 0 else "the shipped context stays"))
+    print_verdict("rule 4", verdict, "the window ships", "the shipped context stays")
     return 0
 
 
