@@ -302,7 +302,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
             "evaluate --db` indexes --docs into it and would delete them; give evaluate a "
             "folder of its own (a new one)") from None
     feats = load_features(meta["features"])  # the file this evaluation used, not the newest
-    queries = usable_queries(read_jsonl(args.queries), feats)
+    known = {str(d.get("doc_id")) for d in read_jsonl(args.docs)}  # as evaluate_corpus
+    queries = usable_queries(read_jsonl(args.queries), feats, known)
     retriever = Retriever(args.db, encoder=encoder, **settings.search.retriever_options())
     rows = []
     for mode in ("tree", "leaves", "flat"):
