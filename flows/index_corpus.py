@@ -125,7 +125,7 @@ def _note_settings_change(run: IndexRun, plan: Plan) -> None:
     """Say why documents whose text did not change are re-indexed: they were indexed
     with other index settings (which ones, as `index_settings` recorded them)."""
     other = plan.other_settings()
-    if not other or run.full:
+    if not other:  # with --full too: the run re-indexes everything, the note says what changed
         return
     text = reindex_note(sum(other.values()),
                         settings_changes(run.db, run.settings, sorted(other)))

@@ -58,8 +58,12 @@ def test_add_change_delete_rename_and_fingerprint(prefect_harness, corpus, tmp_p
     assert index_state(db)["a.txt"][1] == 2 * 3 - 1  # three one-sentence chunks
     run = run_index(corpus, db, config=str(cfg), full=True)
     assert run["n_changed"] == 4 and run["message"] is None  # --full says why itself
+    run = run_index(corpus, db, full=True)  # --full with other settings names them too
+    assert run["n_changed"] == 4 and run["message"] == (
+        "4 documents indexed with other index settings are re-indexed with this run's "
+        "(chunking.sentences_per_chunk: 1 -> 2)")
     runs = Store.open_existing(str(db)).table("runs").count_rows()
-    assert runs == 5
+    assert runs == 6
 
 
 def test_bad_input_is_reported_and_the_rest_indexed(prefect_harness, tmp_path):
