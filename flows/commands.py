@@ -234,8 +234,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from sproutrag.encoder.weights import load_default_weights
     from sproutrag.learn.anchors import ANCHORS
-    from sproutrag.learn.datasets import trained_with
-    from sproutrag.learn.evaluation import evaluate_corpus
+    from sproutrag.learn.evaluation import evaluate_corpus, read_inputs
     from sproutrag.learn.report import write_report
     from sproutrag.learn.variants import VARIANT_NAMES, make_variants
 
@@ -248,22 +247,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     weights = load_default_weights(args.weights or settings.encoding.weights)
     encoder = encoder_from_settings(settings.encoding, weights)
     weights = encoder.weights  # fitted to the model (uniform alpha for another shape)
-    trained = trained_with(weights.source, args.queries)
-    if trained:
-        print(f"warning: {args.queries} trained these weights ({trained} names it): its "
-              "figures are training figures, not held-out ones")
+    trained = _trained_with(weights, args.queries)
     anchors = [m for m in args.modes if m in ANCHORS]
     variants = make_variants([m for m in args.modes if m not in ANCHORS], weights,
                              settings.tree.parent_embedding)
+    inputs = read_inputs(args.docs, args.queries)  # checked before any encoding
+    if args.db:  # first: refused at once for another corpus; no fork once LanceDB runs
+        db_settings = _index_for_evaluation(args, settings)
     rows, meta = evaluate_corpus(
         args.docs, args.queries, encoder=encoder, chunking=settings.chunking.model_dump(),
+        inputs=inputs,
         variants=variants, ks=args.k, cache_dir=args.cache or os.path.join(args.out, "cache"),
         anchors=anchors, budgets=args.budgets or (),
         search=None if any(v.mode == "tree" for v in variants) else make_variants(
             ["tree"], weights, settings.tree.parent_embedding)[0],
     )
     if args.db:
-        rows += _db_rows(args, settings, encoder, meta)
+        rows += _db_rows(args, db_settings, encoder, meta)
     meta["command"] = _evaluate_command(args)
     meta["trained_on_queries"] = str(trained) if trained else None
     meta["weights"] = {"source": weights.source, "fingerprint": weights.fingerprint(),
@@ -278,9 +278,39 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _trained_with(weights, queries: str):
+    """The `config.json` that names QUERIES among the sets WEIGHTS were trained on (said
+    as a warning: its figures are training figures), else None."""
+    from sproutrag.learn.datasets import trained_with
+
+    trained = trained_with(weights.source, queries)
+    if trained:
+        print(f"warning: {queries} trained these weights ({trained} names it): its "
+              "figures are training figures, not held-out ones")
+    return trained
+
+
+def _index_for_evaluation(args: argparse.Namespace, settings: Settings) -> Settings:
+    """Index --docs into --db (incremental) as `sproutrag index` does, with the weights
+    being evaluated (the settings it ran with are returned). It deletes no document (one
+    --docs lacks is another corpus's: refused), and a document that cannot be indexed
+    (a blank one) is reported, not fatal: the in-memory evaluation leaves it out too."""
+    if args.weights:  # index with the weights being evaluated
+        settings = with_setting(settings, "encoding", weights=os.path.abspath(args.weights))
+    try:
+        run_index(args.docs, args.db, with_setting(settings, "pipeline", max_delete_share=0.0,
+                                                   max_failed_share=1.0), raise_outcome=True)
+    except MassDeleteError:  # --db holds another corpus: evaluate would replace it
+        raise MassDeleteError(
+            f"--db {args.db} holds documents that {args.docs} does not: `sproutrag "
+            "evaluate --db` indexes --docs into it and would delete them; give evaluate a "
+            "folder of its own (a new one)") from None
+    return settings
+
+
 def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[dict]:
-    """The stored path: index DOCS into --db (incremental) as `sproutrag index` does, with
-    the weights being evaluated, then query it with `Retriever`."""
+    """The stored path: the --db `_index_for_evaluation` wrote (with SETTINGS), queried
+    with `Retriever`."""
     from sproutrag.learn.datasets import read_jsonl, usable_queries
     from sproutrag.learn.evaluation import (
         corpus_wide_loss,
@@ -291,16 +321,6 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     from sproutrag.learn.features import load_features
     from sproutrag.search.retriever import Retriever
 
-    if args.weights:  # index with the weights being evaluated
-        settings = with_setting(settings, "encoding", weights=os.path.abspath(args.weights))
-    try:  # deletes no document: one --docs lacks is another corpus's, whatever its share
-        run_index(args.docs, args.db, with_setting(settings, "pipeline", max_delete_share=0.0),
-                  raise_outcome=True)
-    except MassDeleteError:  # --db holds another corpus: evaluate would replace it
-        raise MassDeleteError(
-            f"--db {args.db} holds documents that {args.docs} does not: `sproutrag "
-            "evaluate --db` indexes --docs into it and would delete them; give evaluate a "
-            "folder of its own (a new one)") from None
     feats = load_features(meta["features"])  # the file this evaluation used, not the newest
     known = {str(d.get("doc_id")) for d in read_jsonl(args.docs)}  # as evaluate_corpus
     queries = usable_queries(read_jsonl(args.queries), feats, known)

@@ -104,8 +104,8 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | 
         title, metadata = _metadata(row)
         if metadata is not None:
             metadata.encode("utf-8")  # lone surrogates in a field
-    except ValueError as exc:
-        return Failure(as_text(doc_id), f"{where}: {exc}")
+    except ValueError as exc:  # the line's doc_id is the failure's: named once
+        return Failure(as_text(doc_id), f"{where}: {str(exc).removeprefix(f'{doc_id}: ')}")
     return Parsed(doc_id, text, digest, title, metadata)
 
 

@@ -115,7 +115,7 @@ def _gold_problem(q: dict[str, Any], texts: dict[str, str]) -> tuple[str | None,
         if doc in texts and not 0 <= start < end <= length:
             return (f"gold span {start}-{end} is not inside document {doc!r} (0-{length}, "
                     "start before end): it cannot be found"), False
-        if isinstance(scope, list) and doc not in {str(d) for d in scope}:
+        if isinstance(scope, list) and scope and doc not in {str(d) for d in scope}:
             return (f"gold document {doc!r} is not among its doc_ids {scope!r}: its spans "
                     "cannot be found"), False
     return None, False

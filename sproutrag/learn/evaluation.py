@@ -155,6 +155,18 @@ def _lca_size(t: Tree, leaves: Sequence[int]) -> int:
     return int(t.n_leaves[best])
 
 
+def read_inputs(docs_path: str | Path, queries_path: str | Path, *, log: Any = print
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(documents, labelled queries) of an evaluation, checked before anything is encoded
+    or indexed (`read_labelled`): `DatasetError` when no query can be scored (a document
+    of blank text has no units: it cannot hold the evidence)."""
+    docs, labelled = read_labelled(docs_path, queries_path, log=log)
+    with_text = {str(d.get("doc_id")) for d in docs if str(d.get("text") or "").strip()}
+    scorable_queries(labelled, with_text, queries_path=queries_path, docs_path=docs_path,
+                     known={str(d.get("doc_id")) for d in docs})
+    return docs, labelled
+
+
 def evaluate_corpus(
     docs_path: str | Path,
     queries_path: str | Path,
@@ -168,17 +180,18 @@ def evaluate_corpus(
     log: Any = print,
     budgets: Sequence[int] = (),
     search: Any = None,
+    inputs: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Featurize (cached), encode the queries, score every variant, then every LanceDB
     baseline of ANCHORS (`sproutrag.learn.anchors`: its own chunks and table, the same
     queries). With BUDGETS (characters), contexts under each budget too
     (`sproutrag.learn.budgets`: flat, leaves, window and tree selections over the trees
     and scores of the variant SEARCH, default the first tree variant; the baselines
-    filled the same way), in ``meta["budget_rows"]``. (rows, meta)."""
+    filled the same way), in ``meta["budget_rows"]``. INPUTS: what `read_inputs` gave
+    (read here when None). (rows, meta)."""
     t0 = time.perf_counter()
-    docs, labelled = read_labelled(docs_path, queries_path, log=log)  # before encoding
+    docs, labelled = inputs or read_inputs(docs_path, queries_path, log=log)
     known = {str(d.get("doc_id")) for d in docs}
-    scorable_queries(labelled, known, queries_path=queries_path, docs_path=docs_path)
     feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
     attach_terms(feats, docs)
     t1 = time.perf_counter()

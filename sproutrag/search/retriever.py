@@ -107,8 +107,7 @@ class Retriever(RetrieverSettings):
         DOMINANT_RATIO: how a query without doc_ids searches beyond the first stage's
         choice, one `CorpusWideSettings` (`self.searching.settings`; its fields say what
         each does), each also an attribute of the Retriever (checked when set).
-        STORAGE_OPTIONS: LanceDB's, for an s3:// DB (default: the environment's settings,
-        `reader_settings.open_reader`)."""
+        STORAGE_OPTIONS: LanceDB's for an s3:// DB (default: the environment's, `open_reader`)."""
         # checked before the database is opened and the encoder loaded
         wide = CorpusWideSettings(
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,

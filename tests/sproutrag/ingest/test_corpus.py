@@ -179,7 +179,8 @@ def test_jsonl_lines_that_fail_say_what_they_got_and_what_to_do(tmp_path):
                      b'{"doc_id": 3.5, "text": "x"}\n'
                      b'{"doc_id": "t", "text": 5}\n'
                      b'{"doc_id": "n", "text": "x", "score": NaN, "rank": 1}\n'
-                     b'{"doc_id": "m", "text": "x", "nested": {"a": [1, -Infinity]}}\n')
+                     b'{"doc_id": "m", "text": "x", "nested": {"a": [1, -Infinity]}}\n'
+                     b'{"doc_id": "e", "text": "  "}\n')
     docs, failures = _pair(discover(str(path)))
     assert [d.doc_id for d in docs] == ["ok"]
     why = {f.doc_id: f.reason for f in failures}
@@ -190,6 +191,8 @@ def test_jsonl_lines_that_fail_say_what_they_got_and_what_to_do(tmp_path):
     # Python reads NaN; stored, it made a metadata_json no strict JSON parser reads
     assert "metadata field 'score' holds NaN or Infinity" in why["n"] and "null" in why["n"]
     assert "metadata field 'nested' holds NaN or Infinity (also inside it)" in why["m"]
+    # the line's document is named once ("FAILED e: c.jsonl:8: e: empty document" before)
+    assert why["e"] == f"{path}:8: empty document (no text to index)"
 
 
 def test_a_utf16_jsonl_file_is_refused_whole(tmp_path):

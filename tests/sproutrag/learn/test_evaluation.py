@@ -153,7 +153,9 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
 
     docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"
     docs.write_text("".join(json.dumps({"doc_id": k, "text": v}) + "\n"
-                            for k, v in TEXTS.items()), encoding="utf-8")
+                            for k, v in {**TEXTS, "blank.txt": " "}.items()), encoding="utf-8")
+    # (a blank document cannot be indexed: reported, not fatal, as in memory, where it has
+    # no units; it aborted `evaluate --db` before)
     golds = [("q1", "When is payment due?", "a.txt", "Payment is due in 45 days."),
              ("q2", "How often is security training?", "sub/c.txt",
               "Security training is mandatory every year.")]
@@ -267,6 +269,34 @@ def test_bad_queries_are_refused_before_any_document_is_encoded(tmp_path, lines,
                         cache_dir=tmp_path / "cache", log=lambda *a: None)
 
 
+def test_a_query_whose_only_document_is_blank_is_refused_before_encoding(tmp_path):
+    """Its document has no units: the set was refused only after every document had been
+    encoded (minutes on a large --docs)."""
+    from sproutrag.errors import DatasetError
+    from sproutrag.learn.evaluation import evaluate_corpus
+
+    docs, queries = _labelled(tmp_path, [{**_GOLD, "gold": []},
+                                         {**_GOLD, "qid": "q2", "doc_ids": ["blank"]}])
+    with open(docs, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"doc_id": "blank", "text": "  "}) + "\n")
+    encoder = SimpleNamespace()  # any use (encoding a document) raises AttributeError
+    with pytest.raises(DatasetError, match="no query can be scored: the documents of its 1 "
+                       "queries with gold evidence have no text"):
+        evaluate_corpus(docs, queries, encoder=encoder, chunking={}, variants=[],
+                        cache_dir=tmp_path / "cache", log=lambda *a: None)
+
+
+def test_an_empty_doc_ids_list_is_no_scope_to_warn_about(tmp_path):
+    """`"doc_ids": []` is asked of every document, as no doc_ids: its gold is not "outside
+    its doc_ids" (the warning said so, and the query was scored anyway)."""
+    from sproutrag.learn.datasets import read_labelled
+
+    docs, queries = _labelled(tmp_path, [{**_GOLD, "doc_ids": []}])
+    logged = []
+    read_labelled(docs, queries, log=logged.append)
+    assert logged == []
+
+
 @pytest.mark.parametrize("lines, said", [
     ([_gold(start=500, end=100)], "gold span 500-100 is not inside document 'a' (0-26, "
      "start before end): it cannot be found"),
@@ -376,7 +406,7 @@ def test_evaluate_db_holding_another_corpus_is_refused_with_advice_it_can_follow
     args = SimpleNamespace(weights=None, docs="d.jsonl", db="other-db", queries="q.jsonl")
     with pytest.raises(MassDeleteError, match="--db other-db holds documents that d.jsonl "
                        "does not.*give evaluate a folder of its own") as got:
-        commands._db_rows(args, Settings(), None, {})
+        commands._index_for_evaluation(args, Settings())
     assert "--allow-mass-delete" not in str(got.value)
 
 
@@ -400,7 +430,7 @@ def test_evaluate_db_deletes_no_document_whatever_its_share(monkeypatch):
     monkeypatch.setattr(commands, "run_index", index)
     args = SimpleNamespace(weights=None, docs="d.jsonl", db="eval-db", queries="q.jsonl")
     with pytest.raises(MassDeleteError, match="--db eval-db holds documents that d.jsonl"):
-        commands._db_rows(args, Settings(), None, {})
+        commands._index_for_evaluation(args, Settings())
     assert shares == [0.0]
 
 
