@@ -39,9 +39,13 @@ def test_the_temporary_server_logs_only_what_is_critical(monkeypatch):
     environment is left as it was."""
     from pathlib import Path
 
+    from prefect.server.api.server import SubprocessASGIServer
     from sproutrag.flows.server import SERVER_LOG_LEVEL, _start_server
 
     monkeypatch.delenv("PREFECT_SERVER_LOGGING_LEVEL", raising=False)
+    # Prefect keeps one server per port, None included: the test session's server is
+    # that one; this test starts (and stops) a server of its own
+    monkeypatch.setattr(SubprocessASGIServer, "_instances", {})
     server = _start_server()
     try:
         environ = Path(f"/proc/{server.server_process.pid}/environ").read_bytes().split(b"\0")
