@@ -17,7 +17,13 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from sproutrag.documents import Failure, SourceDocument, content_hash, metadata_hash
+from sproutrag.documents import (
+    SHOWN_ID_CHARS,
+    Failure,
+    SourceDocument,
+    content_hash,
+    metadata_hash,
+)
 from sproutrag.errors import CorpusUnreadableError
 from sproutrag.ingest.listing import bounded_lines, is_local
 from sproutrag.ingest.sources import (
@@ -91,6 +97,9 @@ def _parse(raw: bytes, *, where: str, line: str, limits: DocLimits) -> Parsed | 
     doc_id = str(doc_id)
     try:
         check_doc_id(doc_id)
+    except ValueError as exc:  # never stored: `runs.failures_json` keeps its start only
+        return Failure(as_text(doc_id[:SHOWN_ID_CHARS]), f"{where}: {exc}")
+    try:
         if "text" not in row:
             raise ValueError("missing field 'text'")
         if not isinstance(row["text"], str):

@@ -186,11 +186,11 @@ def test_invalid_doc_ids_fail_alone_run_after_run(prefect_harness, tmp_path):
     for _ in range(2):  # a NUL once aborted every later run too
         state, row = run_flow(jl, tmp_path / "db")
         reasons = {f["doc_id"]: f["reason"] for f in json.loads(row["failures_json"])}
-        assert set(reasons) == {"nul\x00id", "two\nlines", "", "long\n" + "z" * 50_000,
-                                "half\\ud800"}
+        clipped = ("long\n" + "z" * 50_000)[:200]  # never stored: its start is recorded
+        assert set(reasons) == {"nul\x00id", "two\nlines", "", clipped, "half\\ud800"}
         assert all("invalid doc_id" in r for r in reasons.values())
         # a hostile 50,000-character id is named by its start and length, not whole
-        long = reasons["long\n" + "z" * 50_000]
+        long = reasons[clipped]
         assert len(long) < 300 and "... (50,005 characters): control character U+000A" in long
         assert "lone surrogate U+D800" in reasons["half\\ud800"]
         assert row["n_new"] + row["n_unchanged"] == 1 and state.is_failed()
