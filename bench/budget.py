@@ -18,16 +18,18 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("LANCEDB_LOG", "warn,lance::dataset::scanner=error")  # its deprecation lines
 sys.path.insert(0, str(ROOT / "bench" / "research"))
 from labelled_sets import SETS, load_split  # noqa: E402 - also puts ROOT on sys.path
+
+from sproutrag.learn.anchors import quiet_lance_deprecations  # noqa: E402
+
+quiet_lance_deprecations()  # before LanceDB loads: its deprecation lines, once a search
 
 PENALTIES = (0.0, 0.25, 0.5, 1.0, 2.0)
 WINDOWS = (1, 2)

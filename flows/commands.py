@@ -215,29 +215,16 @@ def _learned(search) -> str:
                      for k, v in search.learned().items())
 
 
-#: Lance's log filter while `evaluate` runs (`quiet_lance_deprecations`).
-LANCE_LOG_FILTER = "warn,lance::dataset::scanner=error"
-
-
-def quiet_lance_deprecations() -> None:
-    """Keep LanceDB's hybrid baseline from logging a deprecation warning per question:
-    its full-text half selects our columns without `_score`, which Lance (scanner)
-    warns will stop being returned; LanceDB reads it there itself. Other warnings stay;
-    a LANCEDB_LOG the user set is kept. Read once, when LanceDB is first imported."""
-    os.environ.setdefault("LANCEDB_LOG", LANCE_LOG_FILTER)
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from sproutrag.flows.preflight import UsageError
 
-    quiet_lance_deprecations()
-
     from sproutrag.encoder.weights import load_default_weights
-    from sproutrag.learn.anchors import ANCHORS
+    from sproutrag.learn.anchors import ANCHORS, quiet_lance_deprecations
     from sproutrag.learn.evaluation import evaluate_corpus, read_inputs
     from sproutrag.learn.report import write_report
     from sproutrag.learn.variants import VARIANT_NAMES, make_variants
 
+    quiet_lance_deprecations()  # before LanceDB loads (none of the above loads it)
     unknown = [m for m in args.modes if m not in VARIANT_NAMES and m not in ANCHORS]
     if unknown:
         raise UsageError(f"--modes: unknown {', '.join(unknown)}; choose from "
@@ -263,7 +250,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             ["tree"], weights, settings.tree.parent_embedding)[0],
     )
     if args.db:
-        rows += _db_rows(args, db_settings, encoder, meta)
+        rows += _db_rows(args, db_settings, encoder, meta, inputs)
     meta["command"] = _evaluate_command(args)
     meta["trained_on_queries"] = str(trained) if trained else None
     meta["weights"] = {"source": weights.source, "fingerprint": weights.fingerprint(),
@@ -308,10 +295,10 @@ def _index_for_evaluation(args: argparse.Namespace, settings: Settings) -> Setti
     return settings
 
 
-def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[dict]:
+def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict, inputs) -> list[dict]:
     """The stored path: the --db `_index_for_evaluation` wrote (with SETTINGS), queried
     with `Retriever`."""
-    from sproutrag.learn.datasets import read_jsonl, usable_queries
+    from sproutrag.learn.datasets import usable_queries
     from sproutrag.learn.evaluation import (
         corpus_wide_loss,
         describe_loss,
@@ -322,8 +309,8 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict) -> list[di
     from sproutrag.search.retriever import Retriever
 
     feats = load_features(meta["features"])  # the file this evaluation used, not the newest
-    known = {str(d.get("doc_id")) for d in read_jsonl(args.docs)}  # as evaluate_corpus
-    queries = usable_queries(read_jsonl(args.queries), feats, known)
+    docs, labelled = inputs  # `read_inputs`' (the files are not read again)
+    queries = usable_queries(labelled, feats, {str(d.get("doc_id")) for d in docs})
     retriever = Retriever(args.db, encoder=encoder, **settings.search.retriever_options())
     rows = []
     for mode in ("tree", "leaves", "flat"):

@@ -20,6 +20,7 @@ first k rows are the ranked units. The table lives in a temporary folder.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from collections.abc import Sequence
@@ -58,6 +59,18 @@ def plain_chunks(text: str, sentences: int = 2) -> list[tuple[int, int]]:
             out.append((pos + s, pos + e))
         pos += len(line)
     return out
+
+
+#: Lance's log filter while the baselines run (`quiet_lance_deprecations`).
+LANCE_LOG_FILTER = "warn,lance::dataset::scanner=error"
+
+
+def quiet_lance_deprecations() -> None:
+    """Keep LanceDB's hybrid baseline from logging a deprecation warning per question:
+    its full-text half selects our columns without `_score`, which Lance (scanner)
+    warns will stop being returned; LanceDB reads it there itself. Other warnings stay;
+    a LANCEDB_LOG the user set is kept. Read once, when LanceDB is first imported."""
+    os.environ.setdefault("LANCEDB_LOG", LANCE_LOG_FILTER)
 
 
 class AnchorTable:
@@ -110,7 +123,7 @@ class AnchorTable:
             raise ValueError(f"unknown baseline {mode!r}; choose from {', '.join(ANCHORS)}")
         # BM25 selects its `_score` (Lance warns, per search, that a full-text search
         # without it will stop returning it); the hybrid's own full-text half still warns
-        # (LanceDB's, `flows.commands.quiet_lance_deprecations`)
+        # (LanceDB's own: `quiet_lance_deprecations`)
         columns = ["doc_id", "start", "end", *(["_score"] if mode == "lancedb_bm25" else [])]
         res = q.where(where, prefilter=True).limit(k).select(columns)
         t = res.to_arrow()

@@ -173,10 +173,19 @@ def scorable_queries(
     queries: Sequence[dict[str, Any]], doc_ids: Collection[str], *, queries_path: Any,
     docs_path: Any, known: Container[str] | None = None, log: Any = None,
 ) -> list[dict[str, Any]]:
-    """`sort_queries`' usable queries, the others said through LOG (when given) with why
-    (the first `WARNINGS_SHOWN`); or `DatasetError` naming QUERIES_PATH and why none is
-    usable: no query has gold evidence, or their documents are not in DOCS_PATH (KNOWN)
-    or have no text (DOC_IDS)."""
+    """`sorted_scorable`'s usable queries."""
+    return sorted_scorable(queries, doc_ids, queries_path=queries_path, docs_path=docs_path,
+                           known=known, log=log)[0]
+
+
+def sorted_scorable(
+    queries: Sequence[dict[str, Any]], doc_ids: Collection[str], *, queries_path: Any,
+    docs_path: Any, known: Container[str] | None = None, log: Any = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """`sort_queries`' (usable, why each other one is not), the others said through LOG
+    (when given; the first `WARNINGS_SHOWN`); or `DatasetError` naming QUERIES_PATH and
+    why none is usable: no query has gold evidence, or their documents are not in
+    DOCS_PATH (KNOWN) or have no text (DOC_IDS)."""
     usable, dropped = sort_queries(queries, doc_ids, known)
     if usable:
         if dropped and log is not None:
@@ -184,7 +193,7 @@ def scorable_queries(
                 + "; ".join(dropped[:WARNINGS_SHOWN])
                 + (f"; and {len(dropped) - WARNINGS_SHOWN} more" if len(dropped) >
                    WARNINGS_SHOWN else ""))
-        return usable
+        return usable, dropped
     gold = [q for q in queries if gold_spans(q)]
     if not queries:
         why = "it holds no query"

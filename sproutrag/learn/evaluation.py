@@ -20,7 +20,7 @@ from sproutrag.learn.datasets import (
     gold_spans,
     read_labelled,
     scorable_queries,
-    sort_queries,
+    sorted_scorable,
 )
 from sproutrag.learn.features import DocFeatures, attach_terms, feature_path, featurize_corpus
 from sproutrag.learn.metrics import (
@@ -195,8 +195,8 @@ def evaluate_corpus(
     feats = featurize_corpus(docs, encoder, chunking=chunking, cache_dir=cache_dir, log=log)
     attach_terms(feats, docs)
     t1 = time.perf_counter()
-    queries = scorable_queries(labelled, feats, queries_path=queries_path,
-                               docs_path=docs_path, known=known, log=log)
+    queries, dropped = sorted_scorable(labelled, feats, queries_path=queries_path,
+                                       docs_path=docs_path, known=known, log=log)
     qvecs = encoder.encode_texts([q["query"] for q in queries])
     rows = evaluate_variants(variants, feats, queries, qvecs, ks)
     if anchors:
@@ -206,7 +206,7 @@ def evaluate_corpus(
     meta = {
         "docs": str(docs_path), "queries": str(queries_path), "n_docs": len(feats),
         "n_queries": len(queries), "n_queries_given": len(labelled),
-        "not_scored": sort_queries(labelled, feats, known)[1], "ks": list(ks),
+        "not_scored": dropped, "ks": list(ks),
         "chunking": chunking,
         "encoder": encoder_fields(encoder),
         "features": None if cache_dir is None else str(

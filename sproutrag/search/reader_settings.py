@@ -7,7 +7,7 @@ from __future__ import annotations
 from sproutrag.encoder.loading import PACKAGED_MODEL_ID
 from sproutrag.encoder.weights import TrainedWeights
 from sproutrag.errors import StoragePathError, describe_storage_error
-from sproutrag.schemas.settings import Settings, is_s3
+from sproutrag.schemas.settings import Settings, is_s3, load_settings
 from sproutrag.storage.reader import Reader
 
 
@@ -39,7 +39,7 @@ def open_reader(db: str, storage_options: dict[str, str] | None = None) -> Reade
     and credentials), as the commands do; an S3 failure raises `StoragePathError`, the one
     line naming the database, the endpoint and what to check."""
     if storage_options is None and is_s3(str(db)):
-        storage_options = Settings().storage.lance_options(str(db))
+        storage_options = load_settings().storage.lance_options(str(db))
     try:
         return Reader.open(db, storage_options=storage_options)
     except Exception as exc:

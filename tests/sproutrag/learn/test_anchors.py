@@ -10,9 +10,14 @@ import subprocess
 
 import numpy as np
 import pytest
-from sproutrag.flows.commands import LANCE_LOG_FILTER, quiet_lance_deprecations
 
-from sproutrag.learn.anchors import ANCHORS, AnchorTable, plain_chunks
+from sproutrag.learn.anchors import (
+    ANCHORS,
+    LANCE_LOG_FILTER,
+    AnchorTable,
+    plain_chunks,
+    quiet_lance_deprecations,
+)
 from tests.helpers import CLI
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
