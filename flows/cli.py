@@ -171,8 +171,8 @@ def _add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=MODES, default="tree",
                    help="tree (default; the method), leaves (tree mode's fused score, no "
                    "tree), flat (cosine only)")
-    p.add_argument("--beam", type=count_type("beam_width"), default=5,
-                   help="beam width b (default 5)")
+    p.add_argument("--beam", type=count_type("beam_width"), default=None,
+                   help="beam width b (default 5; a top-k search's, not a budget's)")
     p.add_argument("--threshold", type=number_type("threshold"), metavar="DELTA",
                    help="keep only units whose cosine reaches DELTA, -1 to 1: fewer than k "
                    "come back when fewer reach it (default: none; tree and leaves modes then "

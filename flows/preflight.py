@@ -71,6 +71,7 @@ def _check_context_flags(args: argparse.Namespace) -> None:
         raise UsageError("--tokenizer counts --budget-tokens: add --budget-tokens N (a "
                          "character budget is counted in characters)")
     if args.budget_chars is not None or args.budget_tokens is not None:
+        _check_top_k_flags(args)
         return
     given = [flag for flag, unset in (("--selection", args.selection is None),
                                       ("--cutoff", args.cutoff is DEFAULT)) if not unset]
@@ -78,6 +79,21 @@ def _check_context_flags(args: argparse.Namespace) -> None:
         verb = "shapes" if len(given) == 1 else "shape"
         raise UsageError(f"{' and '.join(given)} {verb} a budgeted context: add "
                          "--budget-chars N or --budget-tokens N")
+
+
+def _check_top_k_flags(args: argparse.Namespace) -> None:
+    """--beam, --threshold and --margin shape the k best units of a search: a budget
+    (the command's, so every query is a context) ranks evidence by --cutoff instead."""
+    from sproutrag.params import DEFAULT
+
+    given = [flag for flag, unset in (("--beam", args.beam is None),
+                                      ("--threshold", args.threshold is None),
+                                      ("--margin", args.margin is DEFAULT)) if not unset]
+    if given:
+        verb = "shapes" if len(given) == 1 else "shape"
+        raise UsageError(f"{' and '.join(given)} {verb} a top-k search, not a budgeted "
+                         "context: drop it, or use --cutoff C (how far below the best "
+                         "unit the context still takes evidence)")
 
 
 def _check_question(question: str) -> None:

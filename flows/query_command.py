@@ -58,7 +58,7 @@ def _retriever(args: argparse.Namespace, reader: Any, settings: Settings) -> Any
     encoding = reader_settings(reader, settings).encoding  # the database's unless named
     return Retriever(
         reader, encoder=encoder_from_settings(encoding), weights=reader_weights(settings),
-        beam_width=args.beam, threshold=args.threshold,
+        beam_width=args.beam if args.beam is not None else 5, threshold=args.threshold,
         margin=args.margin,
         lexical_weight=args.lexical_weight, **settings.search.retriever_options(),
     )
@@ -119,6 +119,8 @@ def _report(args: argparse.Namespace, retriever: Any, rows: list[dict]) -> int:
             print(_EMPTY.format(db=args.db), file=sys.stderr)
     elif "used_chars" in rows[0]:
         _print_context(args, rows[0])
+        if not rows[0]["results"] and not retriever.n_documents():
+            print(_EMPTY.format(db=args.db))
     else:
         _print_hits(args.question, rows[0])
         _print_hint(args, retriever, rows[0])
@@ -173,7 +175,8 @@ def _print_context(args: argparse.Namespace, row: dict) -> None:
             if args.budget_chars else f"{row['used_chars']} characters"]
     if "used_tokens" in row:
         used.append(f"{row['used_tokens']} of {args.budget_tokens} tokens")
-    print(f"({len(row['results'])} spans, {', '.join(used)})")
+    n = len(row["results"])
+    print(f"({n} span{'' if n == 1 else 's'}, {', '.join(used)})")
 
 
 def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
@@ -193,7 +196,7 @@ def _print_hint(args: argparse.Namespace, retriever, row: dict) -> None:
         k = args.k if args.k is not None else DEFAULT_K
         if n < k:
             print(f"({n} of at most {k} units: the others scored more than margin "
-                  f"{retriever.margin:g} below the best; --margin none fills the budget)")
+                  f"{retriever.margin:g} below the best; --margin none fills k)")
 
 
 def _print_hits(question: str, row: dict) -> None:

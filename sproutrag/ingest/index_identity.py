@@ -123,7 +123,9 @@ def reindex_note(n: int, changes: list[str], shown: int = 6) -> str:
     """The run's note for N documents re-indexed because the index settings CHANGES
     (`setting_changes`; the first SHOWN named)."""
     more = f"; {len(changes) - shown} more" if len(changes) > shown else ""
-    named = f" ({'; '.join(changes[:shown])}{more})" if changes else ""
+    named = (f" ({'; '.join(changes[:shown])}{more})" if changes else
+             " (the database records no settings for them: a schema version 1 or 2 "
+             "database, or documents written by `Store` directly)")
     return f"{n} documents indexed with other index settings are re-indexed with this run's{named}"
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sproutrag.errors import SproutragError, os_errno
-from sproutrag.params import DEFAULT, MODES, SELECTIONS, check_count
+from sproutrag.params import DEFAULT, MODES, SELECTIONS, check_count, count_problem
 from sproutrag.search.hits import check_doc_ids, check_query_text, has_surrogate, text_id
 from sproutrag.search.retriever import Mode, QueryError, Retriever
 
@@ -69,6 +69,7 @@ class Query:
     where: str | None = None  # a SQL filter over `documents` columns
     budget_chars: int | None = None  # a context of at most this many characters
     budget_tokens: int | None = None  # ... and tokens
+    refused_budgets: tuple[str, ...] = ()  # the line's budgets that are not valid
 
 
 def check_query_parameters(*, k: int | None, beam: int, mode: str,
@@ -91,13 +92,11 @@ def check_query_parameters(*, k: int | None, beam: int, mode: str,
 
 
 def _budget(row: dict[str, Any], name: str) -> int | None:
-    """A line's budget: absent or null, or a positive integer (QueryError otherwise)."""
+    """A line's budget: absent or null, or an integer within the limits the API and the
+    command line check (QueryError, worded as theirs, otherwise: a budget past 2^31 - 1
+    fits no `results` row)."""
     value = row.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise QueryError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return None if value is None else check_count(name, value)
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
@@ -174,7 +173,9 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
                      budget_chars=_budget(row, "budget_chars"),
                      budget_tokens=_budget(row, "budget_tokens"))
     except QueryError as exc:
-        return Query(qid, error=str(exc))
+        refused = tuple(name for name in ("budget_chars", "budget_tokens")
+                        if row.get(name) is not None and count_problem(name, row[name]))
+        return Query(qid, error=str(exc), refused_budgets=refused)
 
 
 def query_texts(entries: Sequence[Entry | Any]) -> list[str | None]:
@@ -225,14 +226,15 @@ def run_queries(
         chars = q.budget_chars if q.budget_chars is not None else budget_chars
         tokens = q.budget_tokens if q.budget_tokens is not None else budget_tokens
         if q.error is not None:
-            out.append(_failed(q.qid, q.error, chars, tokens))
+            out.append(_failed(q.qid, q.error, chars, tokens, q.refused_budgets))
             continue
         try:
             if chars is not None or tokens is not None:
                 extra = {} if cutoff is DEFAULT else {"cutoff": cutoff}
                 ctx = retriever.context(q.query, budget_chars=chars, budget_tokens=tokens,
                                         k=k, doc_ids=q.doc_ids, where=q.where, mode=mode,
-                                        selection=selection, tokenizer=tokenizer, **extra)
+                                        selection=selection, **extra,
+                                        tokenizer=tokenizer if tokens is not None else None)
                 out.append({"qid": q.qid, **ctx.to_dict()})
             else:
                 hits = retriever.search(q.query, k=k if k is not None else DEFAULT_K,
@@ -250,12 +252,14 @@ def run_queries(
     return out
 
 
-def _failed(qid: str, error: str, chars: int | None, tokens: int | None) -> dict[str, Any]:
+def _failed(qid: str, error: str, chars: int | None, tokens: int | None,
+            refused: tuple[str, ...] = ()) -> dict[str, Any]:
     """The output line of a query that could not run: a context's (a budget was given,
-    the line's or the run's) carries its budgets, as its answer would have."""
+    the line's or the run's) carries its budgets, as its answer would have; a budget the
+    line gave and got wrong (REFUSED) is null there, not the run's."""
     budgets = {name: value for name, value in (("budget_chars", chars),
                                                ("budget_tokens", tokens)) if value is not None}
-    return {"qid": qid, "results": [], **budgets, "error": error}
+    return {"qid": qid, "results": [], **budgets, **dict.fromkeys(refused), "error": error}
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]], *,

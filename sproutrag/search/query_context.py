@@ -31,10 +31,13 @@ from sproutrag.storage.rows import StoredTree
 
 
 def check_budget(budget_chars: int | None, budget_tokens: int | None, k: int | None,
-                 mode: str, selection: str | None) -> None:
+                 mode: str, selection: str | None, tokenizer: str | None = None) -> None:
     """QueryError naming the first bad argument of a context."""
     if budget_chars is None and budget_tokens is None:
         raise QueryError("a context needs a budget: give budget_chars or budget_tokens")
+    if tokenizer is not None and budget_tokens is None:  # it would be ignored
+        raise QueryError("tokenizer counts budget_tokens: give budget_tokens too (a "
+                         "character budget is counted in characters)")
     for name, value in (("budget_chars", budget_chars), ("budget_tokens", budget_tokens)):
         if value is not None:
             check_count(name, value)

@@ -303,9 +303,13 @@ class Retriever(RetrieverSettings):
         inside each (`sproutrag.search.context`). DOC_IDS and WHERE restrict the documents
         as in `search`. SELECTION (tree and leaves modes): how evidence competes for the
         budget (`SELECTIONS`; default `DEFAULT_SELECTION`, the one the evaluation chose);
-        mode flat takes leaves by cosine."""
+        mode flat takes leaves by cosine. CUTOFF: evidence scoring more than this below
+        the best unit is left out even when the budget has room (None: fill the budget
+        from the searched documents). The beam width, threshold and margin shape `search`
+        only. A span's tokens are counted without special tokens, and no separator between
+        spans is counted: joining them costs the reader more."""
         check_query_text(query)
-        check_budget(budget_chars, budget_tokens, k, mode, selection)
+        check_budget(budget_chars, budget_tokens, k, mode, selection, tokenizer)
         doc_ids = check_doc_ids(doc_ids)
         if cutoff is not None:
             check_number("cutoff", cutoff)

@@ -24,6 +24,9 @@ def token_counter(tokenizer: str) -> Callable[[str], int]:
 
     path, _ = resolve_model(tokenizer)
     folder = Path(path)
+    if tokenizer.startswith(("/", "./", "../", "~")) and not folder.exists():
+        raise QueryError(f"tokenizer {tokenizer!r}: no such folder (a model folder holding "
+                         "tokenizer.json, or a name this machine can load)")
     if (folder / "tokenizer.json").is_file():
         from tokenizers import Tokenizer
 

@@ -37,6 +37,7 @@ from sproutrag.errors import (  # also importable from here
     DamagedTableError,
     short_error,  # noqa: F401
 )
+from sproutrag.schemas import tables
 from sproutrag.storage.check_fallback import (
     check_tables,
     check_trees,
@@ -145,13 +146,8 @@ def check_database(uri: str, *, storage_options: dict[str, str] | None = None,
         health.unreadable["documents"] = ("it is missing, though finished index runs "
                                           "stored documents (the `runs` table)")
     health.indexes, health.wrong_indexes = _index_problems(db, names - set(health.unreadable))
-    report = Report(uri, health)
-    report.problems += [f"table {n!r} cannot be read: {why}"
-                        for n, why in health.unreadable.items()]
-    for verb, bad in (("cannot be read", health.indexes),
-                      ("gives wrong answers", health.wrong_indexes)):
-        report.problems += [f"index {i.split('.', 1)[1]!r} of table {i.split('.', 1)[0]!r} "
-                            f"{verb}: {why}" for i, why in bad.items()]
+    health.old_schemas = _old_schemas(db, names - set(health.unreadable))
+    report = Report(uri, health, problems=_table_problems(health))
     report.problems += [f"document {d!r}: {why}" for d, why in sorted(health.documents.items())]
     report.damaged.update(health.documents)
     if not {"documents", "nodes"} & set(health.unreadable) and "nodes" in names:
@@ -200,6 +196,34 @@ def _index_problems(db: Any, names: set[str]) -> tuple[dict[str, str], dict[str,
         damaged |= {f"{name}.{i}": why for i, why in damaged_indexes(tbl).items()}
         wrong |= {f"{name}.{i}": why for i, why in wrong_indexes(tbl).items()}
     return damaged, wrong
+
+
+def _table_problems(health: Health) -> list[str]:
+    """A line for each table of an older schema version, unreadable table and damaged or
+    wrong index HEALTH names."""
+    lines = [f"table {n!r} has schema version {v}, this SproutRAG reads "
+             f"{tables.SCHEMA_VERSION}" for n, v in health.old_schemas.items()]
+    lines += [f"table {n!r} cannot be read: {why}" for n, why in health.unreadable.items()]
+    for verb, bad in (("cannot be read", health.indexes),
+                      ("gives wrong answers", health.wrong_indexes)):
+        lines += [f"index {i.split('.', 1)[1]!r} of table {i.split('.', 1)[0]!r} "
+                  f"{verb}: {why}" for i, why in bad.items()]
+    return lines
+
+
+def _old_schemas(db: Any, names: set[str]) -> dict[str, str]:
+    """Table -> its older schema version, for the tables of NAMES an index run migrates
+    (one it killed while migrating leaves tables of both versions)."""
+    from sproutrag.storage.migrate import needs_migration, schema_version
+
+    old = {}
+    for name in ("nodes", "documents", "runs", "results", "index_settings"):
+        if name in names:  # every table (a run of before 0.19.0 migrated `nodes` first)
+            tbl = db.open_table(name)
+            if needs_migration(tbl):
+                version = schema_version(tbl)
+                old[name] = version if version != "?" else "2"  # results had no metadata
+    return old
 
 
 def _existing(uri: str, storage_options) -> tuple[Any, set[str]]:

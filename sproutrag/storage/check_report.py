@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sproutrag.storage.schema_check import MIGRATE_ADVICE
+
 
 @dataclass
 class Health:
@@ -23,6 +25,8 @@ class Health:
     indexes: dict[str, str] = field(default_factory=dict)  # "table.index" -> why
     #: Indexes of a kind whose answers are wrong ("table.index" -> why; `WRONG_INDEXES`).
     wrong_indexes: dict[str, str] = field(default_factory=dict)
+    #: Tables of an older schema version (name -> version): an index run migrates them.
+    old_schemas: dict[str, str] = field(default_factory=dict)
     n_documents: int = 0
     n_nodes: int = 0
     trees: dict[str, dict[str, int]] = field(default_factory=dict)  # doc -> tree -> rows
@@ -58,6 +62,10 @@ class Report:
         if h.unreadable:
             advice = (f"`sproutrag index CORPUS --db {self.uri} --full` rebuilds the "
                       "database from the corpus (moving the damaged tables aside)")
+        elif h.old_schemas:
+            advice = MIGRATE_ADVICE.format(uri=self.uri)
+            if len(self.problems) > len(h.old_schemas):
+                advice += "; then check it again"
         elif h.documents or len(self.problems) > len(h.indexes) + len(h.wrong_indexes):
             advice = (f"`sproutrag index CORPUS --db {self.uri} --verify` re-indexes the "
                       "damaged documents")

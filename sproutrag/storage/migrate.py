@@ -9,7 +9,8 @@ rewritten by one overwrite commit (LanceDB keeps the old version until it is pru
 streamed batch by batch, so a crash leaves every table either wholly old or wholly
 migrated and the next run migrates what is left. The trees of a version-1 database
 carry the tree id "legacy:{doc_id}" in both tables. Call it under the index lock, before
-anything else.
+anything else. `nodes` and `documents` are migrated last (`MIGRATION_ORDER`): readers
+check those two, so a database half migrated is refused until a run finishes it.
 
 The schema version is part of the index fingerprint, so the run that migrates then
 re-indexes every document: this also repairs any document that version 1's two-commit
@@ -155,7 +156,13 @@ def schema_version(tbl) -> str:
     return (tbl.schema.metadata or {}).get(b"sproutrag.schema_version", b"?").decode()
 
 
-def _needs_migration(tbl) -> bool:
+#: The tables in the order they are migrated: `nodes` and `documents`, which readers check,
+#: last, so that a database an index run was killed while migrating stays refused until
+#: the next run finishes (readers served a version-2 database's trees as current).
+MIGRATION_ORDER = ("runs", "results", "index_settings", "documents", "nodes")
+
+
+def needs_migration(tbl) -> bool:
     """An older version, or (results of version 2) no SproutRAG metadata at all."""
     return schema_version(tbl) in (*tables.MIGRATABLE_VERSIONS, "?")
 
@@ -174,11 +181,11 @@ def migrate(uri: str, *, storage_options: dict[str, str] | None = None) -> dict[
     encoder = meta.get(b"sproutrag.encoder", b"?").decode()
     dim = int(meta.get(b"sproutrag.dim", b"0"))
     done: dict[str, str] = {}
-    for name in ("nodes", "documents", "runs", "results", "index_settings"):
+    for name in MIGRATION_ORDER:
         if name not in names:
             continue
         tbl = db.open_table(name)
-        if not _needs_migration(tbl):
+        if not needs_migration(tbl):
             continue
         done[name] = schema_version(tbl)
         if done[name] in tables.ROWS_COMPATIBLE_VERSIONS:

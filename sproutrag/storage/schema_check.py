@@ -10,6 +10,13 @@ import pyarrow as pa
 from sproutrag.errors import OldSchemaError, StaleIndexError
 from sproutrag.schemas import tables
 
+#: What migrates a database of an older schema version (URI: the database).
+MIGRATE_ADVICE = (
+    "run `sproutrag index CORPUS --db {uri}` once to migrate the database in place (from "
+    "versions 1 and 2 that run re-indexes every document; from 3 to 6 it adds columns and "
+    "re-indexes only the documents indexed with settings whose default changed since: "
+    "CHANGELOG.md names them, e.g. 0.11.0's sentence rules)")
+
 
 def check_table_schema(uri: str, name: str, schema: pa.Schema, *, encoder_id: str,
                        dim: int) -> None:
@@ -25,13 +32,12 @@ def check_table_schema(uri: str, name: str, schema: pa.Schema, *, encoder_id: st
     if found == wanted:
         return
     same_encoder = (found["encoder"], found["dim"]) == (wanted["encoder"], wanted["dim"])
-    if same_encoder and found["schema_version"] in tables.MIGRATABLE_VERSIONS:
+    untagged = name == "results" and not meta  # version 2 gave `results` no metadata
+    if untagged or same_encoder and found["schema_version"] in tables.MIGRATABLE_VERSIONS:
+        version = "2" if untagged else found["schema_version"]
         raise OldSchemaError(
-            f"table {name!r} in {uri!r} has schema version {found['schema_version']}; this "
-            f"SproutRAG reads version {tables.SCHEMA_VERSION}: run `sproutrag index CORPUS "
-            f"--db {uri}` once to migrate the database in place (from versions 1 and 2 that "
-            "run re-indexes every document; from 3 to 6 it only adds columns)"
-        )
+            f"table {name!r} in {uri!r} has schema version {version}; this SproutRAG "
+            f"reads version {tables.SCHEMA_VERSION}: {MIGRATE_ADVICE.format(uri=uri)}")
     raise StaleIndexError(
         f"table {name!r} in {uri!r} was built with {found}, this run uses {wanted}: index "
         "into a new database, or re-index with the same encoder"

@@ -117,6 +117,10 @@ def test_an_emptied_database_is_reported_empty_in_every_mode(tmp_path, capsys):
         assert main(["query", "--db", db, "--mode", mode, "termination notice"]) == 0
         out = capsys.readouterr().out
         assert message in out and "--threshold" not in out, (mode, out)
+    # A context says it too, under its totals (it printed "(0 spans, ...)" alone).
+    assert main(["query", "--db", db, "termination notice", "--budget-chars", "100"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "(0 spans, 0 of 100 characters)", message]
     # A batch says it too, and its --out folder is created.
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"qid": "a", "query": "notice period"}\n', encoding="utf-8")

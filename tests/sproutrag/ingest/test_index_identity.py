@@ -188,3 +188,15 @@ def test_setting_changes_name_each_changed_setting_dotted():
     assert setting_changes({"window_tokens": 512, "window_stride": 510},
                            {"window_tokens": 256, "window_stride": 254}) == [
         "encoding.window_stride: 510 -> 254", "encoding.window_tokens: 512 -> 256"]
+
+
+def test_a_reindex_note_without_recorded_settings_says_why_none_are_named():
+    from sproutrag.ingest.index_identity import reindex_note
+
+    assert reindex_note(2, ["chunking.lists: false -> true"]) == (
+        "2 documents indexed with other index settings are re-indexed with this run's "
+        "(chunking.lists: false -> true)")
+    # a schema-2 database recorded none: the note no longer ends as if cut short
+    assert reindex_note(7, []).endswith(
+        "with this run's (the database records no settings for them: a schema version 1 "
+        "or 2 database, or documents written by `Store` directly)")

@@ -114,6 +114,11 @@ def test_bad_budgets_are_refused(retriever):
     assert retriever.context(QUESTION, budget_chars=100, mode="flat", selection="leaves").spans
     with pytest.raises(QueryError, match="tokenizer 'no/such-tokenizer-here'"):
         retriever.context(QUESTION, budget_tokens=100, tokenizer="no/such-tokenizer-here")
+    with pytest.raises(QueryError, match="tokenizer '/no/such/folder': no such folder"):
+        retriever.context(QUESTION, budget_tokens=100, tokenizer="/no/such/folder")
+    # a tokenizer counts a token budget: with characters alone it would be ignored
+    with pytest.raises(QueryError, match="tokenizer counts budget_tokens"):
+        retriever.context(QUESTION, budget_chars=100, tokenizer="no/such-tokenizer-here")
 
 
 def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_index,
@@ -130,7 +135,8 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
              {"qid": "c", "query": QUESTION},  # the run's budget
              {"qid": "d", "query": QUESTION, "budget_chars": 0},
              {"qid": "e", "query": QUESTION, "budget_chars": 60},  # its unit cut
-             {"qid": "f", "query": QUESTION, "budget_chars": 1}]  # no word fits
+             {"qid": "f", "query": QUESTION, "budget_chars": 1},  # no word fits
+             {"qid": "g", "query": QUESTION, "budget_tokens": 2**31}]  # fits no row
     queries = tmp_path / "q.jsonl"
     queries.write_text("\n".join(json.dumps(q) for q in lines), encoding="utf-8")
     cli_out, flow_out = tmp_path / "cli.jsonl", tmp_path / "flow.jsonl"
@@ -140,7 +146,8 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
         cwd=ROOT)
     assert proc.returncode == 3, proc.stderr  # line d failed
     cli = [json.loads(x) for x in cli_out.read_text().splitlines()]
-    assert "budget_chars must be a positive integer" in cli[3]["error"]
+    assert cli[3]["error"] == "budget_chars must be an integer between 1 and 2147483647, got 0"
+    assert "budget_tokens must be an integer between" in cli[6]["error"]
     from sproutrag.ingest.run_summary import QueriesFailedError
 
     with pytest.raises(QueriesFailedError) as failed:
@@ -155,8 +162,10 @@ def test_cli_batch_flow_and_retriever_give_the_same_context(retriever, sample_in
     assert [r["used_chars"] for r in cli[:3]] == [a["used_chars"] for a in api]
     assert cli[0]["used_chars"] <= 700 and cli[2]["used_chars"] <= 450
     assert {h["doc_id"] for h in cli[1]["results"]} == {"policies/remote_work_faq.md"}
-    # d failed on its own budget: it carries the run's, a context's line as the rest
-    assert [r.get("budget_chars") for r in cli] == [700, 300, 450, 450, 60, 1]
+    # d failed on its own budget: null, not the run's (still a context's line); g has
+    # the run's characters and no tokens budget
+    assert [r.get("budget_chars") for r in cli] == [700, 300, 450, None, 60, 1, 450]
+    assert "budget_chars" in cli[3] and cli[6]["budget_tokens"] is None
     assert cli[4]["results"][0]["cut"] and not cli[5]["results"]
     _results_table_holds_the_contexts(db, failed.value.row["run_id"], flow)
     # One question on the command line: the same spans, printed.
@@ -203,3 +212,12 @@ def test_cli_refuses_a_bad_budget_before_the_model_loads(sample_index):
          "--budget-tokens", "50", "--tokenizer", "/no/such/folder"], capture_output=True,
         text=True, cwd=ROOT)
     assert proc.returncode == 2 and "--tokenizer" in proc.stderr, proc.stderr
+    assert "'/no/such/folder': no such folder" in proc.stderr
+    # what shapes a top-k search is refused beside a budget, not ignored
+    for flags in (["--beam", "1"], ["--threshold", "0.9", "--margin", "0.1"]):
+        proc = subprocess.run(
+            [*CLI, "query", "--db", sample_index[0], QUESTION, "--budget-chars", "300",
+             *flags], capture_output=True, text=True, cwd=ROOT)
+        named = " and ".join(f for f in flags if f.startswith("--"))
+        assert proc.returncode == 2 and f"{named} shape" in proc.stderr, proc.stderr
+        assert "use --cutoff C" in proc.stderr

@@ -236,6 +236,50 @@ def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(st
     assert opened.load_tree("a").texts == ["one", "two", "three"]
 
 
+def test_a_migration_killed_between_tables_is_refused_and_checked_until_finished(
+        store, monkeypatch):
+    """A run killed while it migrated a version-2 database: `nodes` and `documents`, the
+    tables readers check, are migrated last, so readers refuse the database until a run
+    finishes (they had served its old trees as current); `check` names each old table
+    with the command that migrates, not `--verify`, also when a run of an older release
+    left only `runs` behind."""
+    import pyarrow as pa
+
+    from sproutrag.storage.check import check_database
+    from sproutrag.storage.migrate import migrate
+    from sproutrag.storage.store import OldSchemaError
+
+    store.write([toy_document("a", "one two three")], "fp")
+    store.start_run(_run_row("r1", "completed"))
+    row = {"run_id": "q1", "qid": "q", "rank": 1, "doc_id": "a", "node_id": "a:0",
+           "score": 0.5, "spans": [[0, 3]], "text": "one", "error": None, "mode": "tree",
+           "k": 1, "created_at": _run_row("x", "running")["started_at"]}
+    store.add_results(pa.Table.from_pylist([row], schema=tables.RESULTS))
+    make_schema_2(store.uri)
+    monkeypatch.setenv("SPROUTRAG_CRASH_AT", "migrated-documents:ENOSPC")
+    with pytest.raises(OSError, match="No space left"):
+        migrate(store.uri)
+    monkeypatch.delenv("SPROUTRAG_CRASH_AT")
+    with pytest.raises(OldSchemaError, match=r"table 'nodes' .* schema version 2; .*"
+                       r"sproutrag index CORPUS"):
+        Store.open_existing(store.uri)
+    report = check_database(store.uri)
+    assert report.problems == [
+        f"table 'nodes' has schema version 2, this SproutRAG reads {tables.SCHEMA_VERSION}"]
+    summary = report.lines()[-1]
+    assert "1 problem found: run `sproutrag index CORPUS --db" in summary
+    assert "migrate the database in place" in summary and "--verify" not in summary
+    assert migrate(store.uri) == {"nodes": "2"}
+    assert check_database(store.uri).healthy
+    assert Store.open_existing(store.uri).load_tree("a").texts == ["one", "two", "three"]
+    # an older release migrated `nodes` first: its kill could leave `runs` alone behind
+    Store.open_existing(store.uri).table("runs").to_lance().update_schema_metadata(
+        {"sproutrag.schema_version": "6"})
+    assert check_database(store.uri).problems == [
+        f"table 'runs' has schema version 6, this SproutRAG reads {tables.SCHEMA_VERSION}"]
+    assert migrate(store.uri) == {"runs": "6"} and check_database(store.uri).healthy
+
+
 def test_schema_3_gains_the_listing_columns_without_a_row_rewritten(store):
     """Version 4: `documents` gains source_size, modified_at, source_etag (nulls for
     stored rows); no data file is rewritten and the index fingerprint stays."""
