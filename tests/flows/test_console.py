@@ -40,9 +40,10 @@ def test_the_temporary_server_logs_only_what_is_critical(monkeypatch):
     from pathlib import Path
 
     from prefect.server.api.server import SubprocessASGIServer
-    from sproutrag.flows.server import SERVER_LOG_LEVEL, _start_server
+    from sproutrag.flows.server import QUIET_SERVER_ENV, SERVER_LOG_LEVEL, _start_server
 
     monkeypatch.delenv("PREFECT_SERVER_LOGGING_LEVEL", raising=False)
+    monkeypatch.delenv("PREFECT_LOGGING_ROOT_LEVEL", raising=False)
     # Prefect keeps one server per port, None included: the test session's server is
     # that one; this test starts (and stops) a server of its own
     monkeypatch.setattr(SubprocessASGIServer, "_instances", {})
@@ -52,4 +53,6 @@ def test_the_temporary_server_logs_only_what_is_critical(monkeypatch):
     finally:
         server.stop()
     assert f"PREFECT_SERVER_LOGGING_LEVEL={SERVER_LOG_LEVEL}".encode() in environ
-    assert "PREFECT_SERVER_LOGGING_LEVEL" not in os.environ
+    # the root logger too: SQLAlchemy's pool logged a cancelled reset as the server stopped
+    assert f"PREFECT_LOGGING_ROOT_LEVEL={SERVER_LOG_LEVEL}".encode() in environ
+    assert not set(QUIET_SERVER_ENV) & set(os.environ)
