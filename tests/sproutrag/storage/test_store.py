@@ -204,14 +204,9 @@ def make_schema_2(db: str) -> None:
         conn.create_table(name, data=data.cast(schema), schema=schema, mode="overwrite")
 
 
-def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(store):
-    """Version 3: `runs` and `results` gain flow_run_id (null for old rows) and
-    `results` the schema metadata every table carries."""
+def _schema_2_with_a_run_and_a_result(store) -> None:
+    """STORE holding one document, one run and one `results` row, made schema 2."""
     import pyarrow as pa
-    from sproutrag.schemas import tables
-
-    from sproutrag.storage.migrate import migrate
-    from sproutrag.storage.store import OldSchemaError
 
     store.write([toy_document("a", "one two three")], "fp")
     store.start_run(_run_row("r1", "completed"))
@@ -220,6 +215,17 @@ def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(st
            "k": 1, "created_at": _run_row("x", "running")["started_at"]}
     store.add_results(pa.Table.from_pylist([row], schema=tables.RESULTS))
     make_schema_2(store.uri)
+
+
+def test_schema_2_is_migrated_in_place_with_results_metadata_and_flow_run_ids(store):
+    """Version 3: `runs` and `results` gain flow_run_id (null for old rows) and
+    `results` the schema metadata every table carries."""
+    from sproutrag.schemas import tables
+
+    from sproutrag.storage.migrate import migrate
+    from sproutrag.storage.store import OldSchemaError
+
+    _schema_2_with_a_run_and_a_result(store)
     with pytest.raises(OldSchemaError, match=r"schema version 2.*sproutrag index CORPUS"):
         Store.open_existing(store.uri)
     assert migrate(store.uri) == {"nodes": "2", "documents": "2", "runs": "2", "results": "?"}
@@ -243,19 +249,11 @@ def test_a_migration_killed_between_tables_is_refused_and_checked_until_finished
     finishes (they had served its old trees as current); `check` names each old table
     with the command that migrates, not `--verify`, also when a run of an older release
     left only `runs` behind."""
-    import pyarrow as pa
-
     from sproutrag.storage.check import check_database
     from sproutrag.storage.migrate import migrate
     from sproutrag.storage.store import OldSchemaError
 
-    store.write([toy_document("a", "one two three")], "fp")
-    store.start_run(_run_row("r1", "completed"))
-    row = {"run_id": "q1", "qid": "q", "rank": 1, "doc_id": "a", "node_id": "a:0",
-           "score": 0.5, "spans": [[0, 3]], "text": "one", "error": None, "mode": "tree",
-           "k": 1, "created_at": _run_row("x", "running")["started_at"]}
-    store.add_results(pa.Table.from_pylist([row], schema=tables.RESULTS))
-    make_schema_2(store.uri)
+    _schema_2_with_a_run_and_a_result(store)
     monkeypatch.setenv("SPROUTRAG_CRASH_AT", "migrated-documents:ENOSPC")
     with pytest.raises(OSError, match="No space left"):
         migrate(store.uri)
