@@ -18,7 +18,25 @@ neither torch nor lancedb)::
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see of the lazy names (`_PUBLIC`, kept in step)
+    from sproutrag.documents import SourceDocument as SourceDocument
+    from sproutrag.encoder.encoder import Encoder as Encoder
+    from sproutrag.encoder.weights import TrainedWeights as TrainedWeights
+    from sproutrag.errors import QueryError as QueryError
+    from sproutrag.ingest.chunking import chunk_text as chunk_text
+    from sproutrag.ingest.corpus import discover as discover
+    from sproutrag.params import SearchParams as SearchParams
+    from sproutrag.search.context import Context as Context
+    from sproutrag.search.context import ContextSpan as ContextSpan
+    from sproutrag.search.hits import Hit as Hit
+    from sproutrag.search.retriever import Retriever as Retriever
+    from sproutrag.storage.check import check_database as check_database
+    from sproutrag.storage.store import Store as Store
+    from sproutrag.trees.tree import Tree as Tree
+    from sproutrag.trees.tree import build_tree as build_tree
+    from sproutrag.trees.tree import validate_tree as validate_tree
 
 
 def _installed_version() -> str:
@@ -38,6 +56,7 @@ _PUBLIC = {
     "Retriever": "sproutrag.search.retriever",
     "Hit": "sproutrag.search.hits",
     "Context": "sproutrag.search.context",
+    "ContextSpan": "sproutrag.search.context",
     "TrainedWeights": "sproutrag.encoder.weights",
     "SearchParams": "sproutrag.params",
     "QueryError": "sproutrag.errors",

@@ -62,11 +62,35 @@ def test_the_wheel_installs_one_import_name(tmp_path):
     assert top == {"sproutrag"}, top
     for path in ("sproutrag/flows/cli.py", "sproutrag/tasks/encode.py",
                  "sproutrag/schemas/settings.py", "sproutrag/search/retriever.py",
-                 "sproutrag/resources/weights.json"):
+                 "sproutrag/resources/weights.json", "sproutrag/py.typed"):
         assert path in names, path
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sproutrag = sproutrag.flows.cli:main" in zipfile.ZipFile(wheel).read(
         entry).decode()
+
+
+def test_the_source_distribution_holds_what_the_readme_and_the_tests_use(tmp_path):
+    """The sdist (MANIFEST.in) holds the README's constraints, sample corpus, changelog and
+    docs, and the whole test suite with its helpers (it held 7 test files that could not
+    import `tests.helpers`); nothing of a checkout's outputs."""
+    import subprocess
+    import sys
+    import tarfile
+
+    code = ("import sys; from setuptools import build_meta; "
+            "print(build_meta.build_sdist(sys.argv[1]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    [sdist] = tmp_path.glob("sproutrag-*.tar.gz")
+    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    for path in ("constraints.txt", "CHANGELOG.md", "README.md", "sproutrag/py.typed",
+                 "data/sample/master_services_agreement.txt", "docs/results.md",
+                 "tests/helpers.py", "tests/conftest.py", "tests/flows/test_safety.py",
+                 "infra/prefect.yaml", "flows/cli.py"):
+        assert path in names, path
+    assert not [n for n in names if n.startswith(("out/", ".sproutrag/", ".venv/"))
+                or "__pycache__" in n]
 
 
 def test_the_package_reports_its_own_version():

@@ -106,6 +106,10 @@ def _as_text(value: str | bytes) -> str:
 
 @dataclass(frozen=True)
 class Hit:
+    """One result of `Retriever.search`: a node of DOC_ID's tree (NODE_ID, "doc:index"),
+    its SCORE (tree mode's fused score; cosine in flat mode), the character SPANS of its
+    evidence units in the document's text and their TEXT."""
+
     doc_id: str
     node_id: str
     score: float
@@ -113,6 +117,8 @@ class Hit:
     text: str  # their texts joined by newlines
 
     def to_dict(self) -> dict[str, Any]:
+        """The hit as a JSON-ready dict (a batch output line's result; score rounded to 6
+        places)."""
         return {
             "doc_id": self.doc_id, "node_id": self.node_id, "score": round(self.score, 6),
             "spans": [list(s) for s in self.spans], "text": self.text,
