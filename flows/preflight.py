@@ -227,6 +227,8 @@ def preflight(args: argparse.Namespace) -> Settings:
         if args.question is not None:
             _check_question(args.question)
             _check_context_flags(args)
+        elif args.budget_chars is not None or args.budget_tokens is not None:
+            _check_top_k_flags(args)  # the command's budget: every line is a context
         if args.where is not None and args.queries:
             raise UsageError("--where filters a QUESTION; in a --queries file give each "
                              "line its own \"where\"")

@@ -167,15 +167,18 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
     if where is not None and (not isinstance(where, str) or not where.strip()):
         return Query(qid, error="where must be a non-empty string: a SQL filter over the "
                      "documents table's columns")
-    try:
+    budgets = {name: row.get(name) for name in ("budget_chars", "budget_tokens")}
+    refused = tuple(name for name, value in budgets.items()
+                    if value is not None and count_problem(name, value))
+    valid = {name: None if name in refused else value for name, value in budgets.items()}
+    try:  # a line that fails keeps its valid budget: its output line says which held
         query = check_query_text(row.get("query", ""))
-        return Query(qid, query, check_doc_ids(row.get("doc_ids")), where=where,
-                     budget_chars=_budget(row, "budget_chars"),
-                     budget_tokens=_budget(row, "budget_tokens"))
+        doc_ids = check_doc_ids(row.get("doc_ids"))
+        for name in refused:
+            _budget(row, name)  # raises, worded as the API's
     except QueryError as exc:
-        refused = tuple(name for name in ("budget_chars", "budget_tokens")
-                        if row.get(name) is not None and count_problem(name, row[name]))
-        return Query(qid, error=str(exc), refused_budgets=refused)
+        return Query(qid, error=str(exc), refused_budgets=refused, **valid)
+    return Query(qid, query, doc_ids, where=where, **valid)
 
 
 def query_texts(entries: Sequence[Entry | Any]) -> list[str | None]:

@@ -15,6 +15,10 @@ from pathlib import Path
 
 from sproutrag.errors import QueryError
 
+#: Files a tokenizer is loaded from (a folder with none of them holds no tokenizer).
+_TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
+                    "spiece.model", "sentencepiece.bpe.model", "tokenizer.model"}
+
 
 @functools.lru_cache(maxsize=4)
 def token_counter(tokenizer: str) -> Callable[[str], int]:
@@ -24,8 +28,9 @@ def token_counter(tokenizer: str) -> Callable[[str], int]:
 
     path, _ = resolve_model(tokenizer)
     folder = Path(path)
-    if tokenizer.startswith(("/", "./", "../", "~")) and not folder.exists():
-        raise QueryError(f"tokenizer {tokenizer!r}: no such folder (a model folder holding "
+    why = _path_problem(tokenizer, folder)
+    if why:
+        raise QueryError(f"tokenizer {tokenizer!r}: {why} (give a model folder holding "
                          "tokenizer.json, or a name this machine can load)")
     if (folder / "tokenizer.json").is_file():
         from tokenizers import Tokenizer
@@ -49,6 +54,18 @@ def token_counter(tokenizer: str) -> Callable[[str], int]:
     return lambda text: _count(auto(text, add_special_tokens=False, truncation=False,
                                     return_offsets_mapping=True).encodings[0],
                                auto.unk_token_id)
+
+
+def _path_problem(name: str, folder: Path) -> str | None:
+    """Why NAME, resolved to FOLDER, is no tokenizer folder (None: it may be one, or a
+    hub name): a path that does not exist, a file, a folder without tokenizer files."""
+    if not folder.exists():
+        return "no such folder" if name.startswith(("/", "./", "../", "~")) else None
+    if not folder.is_dir():
+        return "a file, not a folder"
+    if not _TOKENIZER_FILES & {p.name for p in folder.iterdir()}:
+        return "the folder holds no tokenizer"
+    return None
 
 
 def _count(encoding, unk_id: int | None) -> int:

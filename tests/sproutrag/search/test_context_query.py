@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -102,7 +103,7 @@ def test_a_budget_in_tokens_counts_the_encoders_tokens(retriever):
     assert both.used_chars <= 500 and both.used_tokens <= 400 and both.units <= 3
 
 
-def test_bad_budgets_are_refused(retriever):
+def test_bad_budgets_are_refused(retriever, tmp_path):
     with pytest.raises(QueryError, match="needs a budget"):
         retriever.context(QUESTION)
     with pytest.raises(QueryError, match="budget_chars must be"):
@@ -116,6 +117,10 @@ def test_bad_budgets_are_refused(retriever):
         retriever.context(QUESTION, budget_tokens=100, tokenizer="no/such-tokenizer-here")
     with pytest.raises(QueryError, match="tokenizer '/no/such/folder': no such folder"):
         retriever.context(QUESTION, budget_tokens=100, tokenizer="/no/such/folder")
+    for path, why in ((tmp_path, "the folder holds no tokenizer"),
+                      (Path(__file__), "a file, not a folder")):
+        with pytest.raises(QueryError, match=f"tokenizer '{path}': {why}"):
+            retriever.context(QUESTION, budget_tokens=100, tokenizer=str(path))
     # a tokenizer counts a token budget: with characters alone it would be ignored
     with pytest.raises(QueryError, match="tokenizer counts budget_tokens"):
         retriever.context(QUESTION, budget_chars=100, tokenizer="no/such-tokenizer-here")
@@ -221,3 +226,9 @@ def test_cli_refuses_a_bad_budget_before_the_model_loads(sample_index):
         named = " and ".join(f for f in flags if f.startswith("--"))
         assert proc.returncode == 2 and f"{named} shape" in proc.stderr, proc.stderr
         assert "use --cutoff C" in proc.stderr
+    # a batch under the command's budget too: every line is then a context
+    proc = subprocess.run(
+        [*CLI, "query", "--db", sample_index[0], "--queries", str(Path(__file__)),
+         "--out", "/tmp/never-written.jsonl", "--budget-tokens", "30", "--margin", "0.2"],
+        capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "--margin shapes a top-k search" in proc.stderr

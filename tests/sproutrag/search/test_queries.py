@@ -114,12 +114,16 @@ def test_a_line_that_fails_in_a_context_run_carries_its_budget():
 
     rows = run_queries(Failing(), [{"qid": 4, "query": 17},
                                    {"qid": 5, "query": "x", "budget_tokens": 90},
-                                   {"qid": 6, "query": "x", "budget_chars": 0}],
+                                   {"qid": 6, "query": "x", "budget_chars": 0},
+                                   {"qid": 7, "query": "x", "budget_chars": 0,
+                                    "budget_tokens": 50}],
                        budget_chars=400)
     assert [{k: v for k, v in r.items() if k != "error"} for r in rows] == [
         {"qid": "4", "results": [], "budget_chars": 400},
         {"qid": "5", "results": [], "budget_chars": 400, "budget_tokens": 90},
-        {"qid": "6", "results": [], "budget_chars": None}]  # its own budget was the error
+        {"qid": "6", "results": [], "budget_chars": None},  # its own budget was the error
+        {"qid": "7", "results": [], "budget_chars": None,
+         "budget_tokens": 50}]  # its valid budget kept, not the run's
     assert "doc_ids ['z']" in rows[1]["error"] and "budget_chars" in rows[2]["error"]
     plain = run_queries(Failing(), [{"qid": 4, "query": 17}])
     assert set(plain[0]) == {"qid", "results", "error"}  # a top-k query's line, as before
