@@ -200,6 +200,34 @@ def _nearest_existing(value: str) -> Path:
     return path
 
 
+def _check_query_args(args: argparse.Namespace) -> None:
+    """`sproutrag query`'s arguments (UsageError: exit 2, before a model loads)."""
+    if (args.question is None) == (args.queries is None):
+        hint = ""
+        if args.question is None and getattr(args, "doc_id", None):
+            hint = (f"; --doc-id took every word after it ({' '.join(args.doc_id)}): "
+                    "put the QUESTION before --doc-id, or end its list with --")
+        raise UsageError("give either a QUESTION or --queries FILE (and --out FILE)"
+                         + hint)
+    if args.queries and not args.out:
+        raise UsageError("--queries needs --out FILE for the results")
+    if args.out and not args.queries:
+        raise UsageError(f"--out {args.out}: --out writes the results of --queries "
+                         "FILE; a QUESTION's results go to stdout (redirect them: > FILE)")
+    if args.mode == "flat" and args.selection not in (None, "leaves"):
+        raise UsageError(f"--selection {args.selection} needs --mode tree or leaves: "
+                         "mode flat takes leaves by cosine")
+    if args.question is not None:
+        _check_question(args.question)
+        _check_context_flags(args)
+    elif args.budget_chars is not None or args.budget_tokens is not None:
+        _check_top_k_flags(args)  # the command's budget: every line is a context
+    if args.where is not None and args.queries:
+        raise UsageError("--where filters a QUESTION; in a --queries file give each "
+                         "line its own \"where\"")
+    _existing_file("--queries", args.queries)
+
+
 def preflight(args: argparse.Namespace) -> Settings:
     """Validate ARGS and the settings before the command starts any work."""
     from sproutrag.schemas.settings import load_settings
@@ -209,30 +237,7 @@ def preflight(args: argparse.Namespace) -> Settings:
         if getattr(args, flag, None) == "":  # "--db $DB" with DB unset
             raise UsageError(f"--{flag} is empty" if flag != "corpus" else "CORPUS is empty")
     if command == "query":
-        if (args.question is None) == (args.queries is None):
-            hint = ""
-            if args.question is None and getattr(args, "doc_id", None):
-                hint = (f"; --doc-id took every word after it ({' '.join(args.doc_id)}): "
-                        "put the QUESTION before --doc-id, or end its list with --")
-            raise UsageError("give either a QUESTION or --queries FILE (and --out FILE)"
-                             + hint)
-        if args.queries and not args.out:
-            raise UsageError("--queries needs --out FILE for the results")
-        if args.out and not args.queries:
-            raise UsageError(f"--out {args.out}: --out writes the results of --queries "
-                             "FILE; a QUESTION's results go to stdout (redirect them: > FILE)")
-        if args.mode == "flat" and args.selection not in (None, "leaves"):
-            raise UsageError(f"--selection {args.selection} needs --mode tree or leaves: "
-                             "mode flat takes leaves by cosine")
-        if args.question is not None:
-            _check_question(args.question)
-            _check_context_flags(args)
-        elif args.budget_chars is not None or args.budget_tokens is not None:
-            _check_top_k_flags(args)  # the command's budget: every line is a context
-        if args.where is not None and args.queries:
-            raise UsageError("--where filters a QUESTION; in a --queries file give each "
-                             "line its own \"where\"")
-        _existing_file("--queries", args.queries)
+        _check_query_args(args)
     if command in ("train", "evaluate"):
         for flag in ("docs", "queries"):
             value = getattr(args, flag)
