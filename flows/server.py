@@ -50,25 +50,6 @@ def _die_with_parent(prctl: Any, parent: int) -> None:
         os._exit(1)
 
 
-class _Subprocess:
-    """The `subprocess` module as Prefect's server module sees it while starting: its
-    Popen adds the parent-death signal and a session of the child's own."""
-
-    def __init__(self, parent: int) -> None:
-        self._parent = parent
-        self._prctl = _prctl()
-
-    def Popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:  # noqa: N802
-        prctl, parent = self._prctl, self._parent
-        return subprocess.Popen(
-            *args, preexec_fn=lambda: _die_with_parent(prctl, parent), start_new_session=True,
-            **kwargs,
-        )
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(subprocess, name)
-
-
 #: The temporary server's own log level (`PREFECT_SERVER_LOGGING_LEVEL`, when not set):
 #: stopped with the command, its services logged "Error flushing events" with four
 #: tracebacks now and then after a run that succeeded (exit 0), which log monitoring
@@ -81,20 +62,38 @@ QUIET_SERVER_ENV = {"PREFECT_SERVER_LOGGING_LEVEL": SERVER_LOG_LEVEL,
                     "PREFECT_LOGGING_ROOT_LEVEL": SERVER_LOG_LEVEL}
 
 
+class _Subprocess:
+    """The `subprocess` module as Prefect's server module sees it while starting: its
+    Popen adds the parent-death signal, a session of the child's own and the quiet log
+    levels (`QUIET_SERVER_ENV`, each unless the environment given sets it)."""
+
+    def __init__(self, parent: int) -> None:
+        self._parent = parent
+        self._prctl = _prctl()
+
+    def Popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:  # noqa: N802
+        prctl, parent = self._prctl, self._parent
+        env = dict(kwargs.pop("env", None) or os.environ)
+        env.update({k: v for k, v in QUIET_SERVER_ENV.items() if k not in env})
+        return subprocess.Popen(
+            *args, preexec_fn=lambda: _die_with_parent(prctl, parent), start_new_session=True,
+            env=env, **kwargs,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+
 def _start_server():
     import prefect.server.api.server as server_module
 
     server = server_module.SubprocessASGIServer(port=None)
     real = server_module.subprocess
     server_module.subprocess = _Subprocess(os.getpid())
-    quiet = {k: v for k, v in QUIET_SERVER_ENV.items() if k not in os.environ}
-    os.environ.update(quiet)  # the child's environment, for its start only
     try:
         server.start()
     finally:
         server_module.subprocess = real
-        for name in quiet:
-            os.environ.pop(name, None)
     return server
 
 
