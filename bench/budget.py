@@ -142,10 +142,9 @@ def rule4(args, encoder, chunking, tree_variant, params) -> int:
     cells = [Selection(f"window w{w} m{m:g} p{p:g}", "window", p, w, m) for m in MARGINS
              for p in RULE2_PENALTIES for w in WINDOWS]  # the order ties go by
     mean = fit_on_train(args, encoder, chunking, tree_variant, params, cells)
-    best = max(mean.values())
-    fitted = next(c for c in cells if mean[c.name] == best)  # the first of ties
+    fitted = max(cells, key=lambda c: mean[c.name])  # the first of ties, as in rule 2
     print(f"fitted window: w {fitted.window}, margin {fitted.margin:g}, penalty "
-          f"{fitted.length_penalty:g} (train {100 * best:.2f})", flush=True)
+          f"{fitted.length_penalty:g} (train {100 * mean[fitted.name]:.2f})", flush=True)
     dev = [Selection("shipped (leaves, cutoff 1, penalty 0)", "leaves", 0.0, 1, 1.0),
            Selection(f"window w{fitted.window}, cutoff {fitted.margin:g}, penalty "
                      f"{fitted.length_penalty:g}", "window", fitted.length_penalty,

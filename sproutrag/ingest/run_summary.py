@@ -165,4 +165,3 @@ def _cell(failure: Failure) -> str:
 def _clip(line: str, limit: int = 300) -> str:
     """LINE, or its first LIMIT characters and "..." (a state's message stays short)."""
     return line if len(line) <= limit else line[: limit - 3] + "..."
-

@@ -229,4 +229,3 @@ def trained_with(weights_file: str | Path, queries_path: str | Path) -> Path | N
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return config if file_sha256(queries_path) in hashes else None
-

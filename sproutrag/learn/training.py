@@ -314,13 +314,12 @@ def _finetune(
 def _config(weights: Any, sets: Sequence[tuple[str, str]], feats: dict, queries: list,
             r: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """What config.json records: data hashes, losses, optimiser, grid, timings."""
-    sha = file_sha256
     return {
         "weights_fingerprint": weights.fingerprint(),
         "tree_fingerprint": weights.tree_fingerprint(),
         "search": weights.search.learned(),
-        "data": {"sets": [{"docs": str(d), "docs_sha256": sha(d), "queries": str(q),
-                           "queries_sha256": sha(q),
+        "data": {"sets": [{"docs": str(d), "docs_sha256": file_sha256(d), "queries": str(q),
+                           "queries_sha256": file_sha256(q),
                            "n_queries": sum(x.get("set") == n for x in queries)}
                           for n, (d, q) in enumerate(sets)],
                  "n_docs": len(feats), "n_queries": len(queries),

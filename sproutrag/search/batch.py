@@ -91,14 +91,6 @@ def check_query_parameters(*, k: int | None, beam: int, mode: str,
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
 
 
-def _budget(row: dict[str, Any], name: str) -> int | None:
-    """A line's budget: absent or null, or an integer within the limits the API and the
-    command line check (QueryError, worded as theirs, otherwise: a budget past 2^31 - 1
-    fits no `results` row)."""
-    value = row.get(name)
-    return None if value is None else check_count(name, value)
-
-
 def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     """JSONL lines -> entries (blank lines skipped; a line that is not JSON is an entry
     with its error)."""
@@ -175,7 +167,7 @@ def _check(entry: Entry, seen: dict[str, int]) -> Query:
         query = check_query_text(row.get("query", ""))
         doc_ids = check_doc_ids(row.get("doc_ids"))
         for name in refused:
-            _budget(row, name)  # raises, worded as the API's
+            check_count(name, budgets[name])  # raises, worded as the API's
     except QueryError as exc:
         return Query(qid, error=str(exc), refused_budgets=refused, **valid)
     return Query(qid, query, doc_ids, where=where, **valid)

@@ -47,4 +47,3 @@ def open_reader(db: str, storage_options: dict[str, str] | None = None) -> Reade
         if line is None:
             raise
         raise StoragePathError(line) from exc
-
