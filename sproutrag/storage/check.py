@@ -214,10 +214,10 @@ def _table_problems(health: Health) -> list[str]:
 def _old_schemas(db: Any, names: set[str]) -> dict[str, str]:
     """Table -> its older schema version, for the tables of NAMES an index run migrates
     (one it killed while migrating leaves tables of both versions)."""
-    from sproutrag.storage.migrate import needs_migration, schema_version
+    from sproutrag.storage.migrate import MIGRATION_ORDER, needs_migration, schema_version
 
     old = {}
-    for name in ("nodes", "documents", "runs", "results", "index_settings"):
+    for name in MIGRATION_ORDER:
         if name in names:  # every table (a run of before 0.19.0 migrated `nodes` first)
             tbl = db.open_table(name)
             if needs_migration(tbl):
