@@ -178,12 +178,12 @@ def _add_search_options(p: argparse.ArgumentParser) -> None:
                    "come back when fewer reach it (default: none; tree and leaves modes then "
                    "rank by the database's delta and still fill k)")
     p.add_argument("--lexical-weight", type=number_type("lexical_weight"), metavar="W",
-                   help="tree mode: rank nodes by z(cosine) + W z(BM25), 0 to 1e6 (default: "
-                   "the database's; 0 = cosine only)")
+                   help="tree and leaves modes: rank units by z(cosine) + W z(BM25), 0 to "
+                   "1e6 (default: the database's; 0 = cosine only)")
     p.add_argument("--margin", metavar="M", type=number_type("margin", none="none"),
                    default=DEFAULT,
-                   help="relative cutoff for tree mode: keep nodes whose score and leaves' "
-                   "scores are within M (0 to 2) of the best leaf, fewer than k when fewer "
+                   help="relative cutoff for tree and leaves modes: keep nodes whose score and "
+                   "leaves' scores are within M (0 to 2) of the best leaf, fewer than k when fewer "
                    "are (default: the database's margin, which orders and still fills k; "
                    "'none': no margin)")
 
@@ -198,8 +198,9 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
                    "still filled from the matching documents; a batch line may carry its "
                    "own \"where\")")
     p.add_argument("--doc-id", action="extend", nargs="+", metavar="ID",
-                   help="restrict to these documents (--doc-id A B, or --doc-id repeated; "
-                        "an id that starts with '-' as --doc-id=-ID)")
+                   help="restrict a QUESTION to these documents (--doc-id A B, or --doc-id "
+                        "repeated; an id that starts with '-' as --doc-id=-ID; a --queries "
+                        "line carries its own \"doc_ids\")")
 
 
 def _add_train(sub) -> None:
@@ -263,7 +264,8 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--docs", required=True, metavar="D.jsonl", help="{doc_id, text} lines")
     p.add_argument("--queries", required=True, metavar="Q.jsonl", help="labelled queries")
     p.add_argument("--k", type=count_type("k"), nargs="+", default=[1, 3, 5],
-                   help="budgets (1 3 5)")
+                   help="the numbers of units scored, each a cutoff of the ranking (default 1 3 5; "
+                   "character budgets are --budgets)")
     p.add_argument("--modes", nargs="+", default=list(EVAL_MODES),
                    help=f"rows to score (default: {' '.join(EVAL_MODES)}; also "
                    "flat_delta flat_cutoffs nomargin size_weighted untrained_size_weighted "

@@ -225,6 +225,9 @@ def _check_query_args(args: argparse.Namespace) -> None:
     if args.where is not None and args.queries:
         raise UsageError("--where filters a QUESTION; in a --queries file give each "
                          "line its own \"where\"")
+    if args.doc_id and args.queries:
+        raise UsageError("--doc-id restricts a QUESTION; in a --queries file give each "
+                         "line its own \"doc_ids\"")
     _existing_file("--queries", args.queries)
 
 

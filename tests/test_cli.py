@@ -203,3 +203,17 @@ def test_printed_evidence_escapes_control_characters():
 
     assert _printable("\x1b[31mRed\x1b[0m\tand \x7f") == "\\x1b[31mRed\\x1b[0m\tand \\x7f"
     assert _printable("Plain text, é and 中文.") == "Plain text, é and 中文."
+
+
+def test_batch_refuses_the_flags_of_a_question(tmp_path, capsys):
+    """--doc-id and --where restrict a QUESTION; a --queries batch's lines carry their own
+    "doc_ids" and "where", so the command's flags are refused (exit 2), not ignored."""
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"qid": "1", "query": "payment terms"}\n', encoding="utf-8")
+    batch = ["query", "--db", str(tmp_path / "db"), "--queries", str(queries),
+             "--out", str(tmp_path / "r.jsonl")]
+    assert main([*batch, "--doc-id", "a.txt"]) == 2
+    assert 'give each line its own "doc_ids"' in capsys.readouterr().err
+    assert main([*batch, "--where", "title = 'x'"]) == 2
+    assert 'give each line its own "where"' in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()

@@ -11,6 +11,7 @@ version from start to end, and threads searching at once each have their own.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +23,11 @@ from sproutrag.search.current import COLUMNS, Current
 from sproutrag.search.where import enclosed
 
 T = TypeVar("T")
+
+#: The `documents` columns a document may leave null, named when a filter that finds
+#: nothing names one no document fills.
+OPTIONAL_COLUMNS = ("title", "metadata_json", "metadata", "modified_at", "source_etag",
+                    "source_size")
 
 #: A filter matching at most this many documents searches them all (as doc_ids do); past
 #: it the first stage ranks the documents among those it matches.
@@ -166,6 +172,24 @@ class TablesView:
         now = current.is_current(found["doc_id"], found["tree_id"])
         return [d for d, ok in zip(found["doc_id"], now.tolist(), strict=True) if ok]
 
+    def _empty_columns(self, where: str) -> str:
+        """A hint naming the optional `documents` columns WHERE names that no document
+        fills (a JSONL corpus whose lines carry no "title": every title is null), else
+        ""."""
+        tbl = self.store.table("documents")
+        named = [c for c in OPTIONAL_COLUMNS if re.search(rf"\b{c}\b", where)]
+        if tbl is None or not named:
+            return ""
+        try:
+            empty = [c for c in named if not tbl.count_rows(f"{c} IS NOT NULL")]
+        except (ValueError, RuntimeError):  # an older table without the column
+            return ""
+        if not empty:
+            return ""
+        return (f": no document has a value in {', '.join(repr(c) for c in empty)} (a "
+                "JSONL line's \"title\" and other fields fill title and metadata; a "
+                "file's title is null)")
+
     def known(self, doc_ids: Sequence[str]) -> list[str]:
         """DOC_IDS that the tables hold now (once each, in their order)."""
         return list(self.current().tree_ids_of(list(doc_ids)))
@@ -207,7 +231,8 @@ class TablesView:
             matching = [d for d in known if d in wanted]
         if not matching:
             raise QueryError(f"no document matches the filter {where!r}"
-                             + (" among the doc_ids" if known is not None else ""))
+                             + (" among the doc_ids" if known is not None else "")
+                             + self._empty_columns(where))
         if len(matching) <= FILTER_DIRECT:
             return matching, None
         return None, set(matching)

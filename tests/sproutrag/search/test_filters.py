@@ -65,6 +65,20 @@ def test_a_filter_with_doc_ids_and_its_errors(retriever):
             retriever.scope(None, bad)
 
 
+def test_a_filter_on_a_column_no_document_fills_says_so(tmp_path, retriever):
+    """A filter that finds nothing names the optional columns it uses that every document
+    leaves null (a JSONL corpus without "title" fields), and only those."""
+    store = toy_store(tmp_path / "untitled")
+    store.write([toy_document(f"u{i}", "alpha beta gamma", seed=i) for i in range(3)], "fp")
+    weights = TrainedWeights(np.zeros((1, 1), np.float32), SearchParams(threshold=-1.0))
+    untitled = Retriever(store.uri, encoder=toy_encoder(weights), memory_rows=0)
+    with pytest.raises(QueryError, match="no document has a value in 'title'"):
+        untitled.scope(None, "title LIKE '%Q3 2024%'")
+    with pytest.raises(QueryError) as found:
+        retriever.scope(None, "title = 'nothing'")  # titled documents: no such hint
+    assert "no document has a value" not in str(found.value)
+
+
 @pytest.mark.parametrize("bad, why", [
     ("title = 'ticket 2020') AND (title = 'nope'", "closes no '\\('"),
     ("title = 'ticket 2020'; AND title = 'nope'", "Expected: \\), found: ;"),
