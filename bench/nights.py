@@ -1,0 +1,108 @@
+"""Nightly runs that change documents: the database's bytes against its live rows under
+three retentions of earlier runs' versions (`pipeline.keep_versions_days`).
+
+    .venv/bin/python bench/nights.py [--docs 15000] [--nights 24] [--changed 0.01]
+
+A JSONL corpus of N generated documents (`bench/scale.py`'s, 300-500 characters) is stored
+by the store alone (`bench/scale_store.py`: real chunk vectors, the flow's batches and
+tidying) and copied twice. Then each night changes a share of the documents (a sentence
+appended) and runs the `index-corpus` flow over the three databases, in this process.
+Time is compressed from the second night: the first night's seconds stand for a day, so
+a database kept for 7 days keeps the start versions of its last 7 nights, as a nightly
+schedule does; the others keep one night's, or none (0: only the version before the
+run).
+
+Prints, per night, each database's bytes on disk (`documents` + `nodes` folders) over the
+Arrow bytes of its live rows, its `nodes` fragments and the flow's seconds; then the
+mean and the largest ratio over the nights after the first week. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+import scale  # noqa: E402 - sets the environment of a bench run
+from scale_store import store_only  # noqa: E402
+
+KEEP = "SPROUTRAG_PIPELINE__KEEP_VERSIONS_DAYS"
+#: Retentions compared, in nights (`pipeline.keep_versions_days`, a night standing for a
+#: day): the default week, one night, none (only the version before each run).
+RETENTIONS = {"7 nights (default)": 7, "1 night": 1, "0": 0}
+
+
+def _fragments(db: str) -> int:
+    import lancedb
+
+    return len(lancedb.connect(db).open_table("nodes").to_lance().get_fragments())
+
+
+def night(index_corpus, corpus: Path, dbs: dict[str, str], day: float | None) -> dict:
+    """One night over every database, DAY seconds standing for a day (None: no version
+    expires yet): {retention: (disk / live, fragments, seconds)}."""
+    out = {}
+    for name, db in dbs.items():
+        os.environ[KEEP] = repr(RETENTIONS[name] * (day or 86400) / 86400)
+        t0 = time.perf_counter()
+        row = index_corpus(corpus=str(corpus), db=db)
+        seconds = time.perf_counter() - t0
+        assert isinstance(row, dict) and row["n_changed"], row  # a run that completed
+        out[name] = (scale.disk_bytes(db) / scale.live_bytes(db), _fragments(db), seconds)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=15_000, help="corpus size (15,000)")
+    ap.add_argument("--nights", type=int, default=24, help="nights (24)")
+    ap.add_argument("--changed", type=float, default=0.01, help="share changed a night")
+    ap.add_argument("--work", help="work folder (default: a temporary one, removed)")
+    args = ap.parse_args()
+    from sproutrag.flows.index_corpus import index_corpus
+
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        corpus = Path(tmp) / "corpus.jsonl"
+        scale.write_jsonl(scale.make_docs(args.docs), corpus)
+        dbs = {name: f"{tmp}/db-{k}" for k, name in enumerate(RETENTIONS)}
+        first = store_only(str(corpus), dbs["7 nights (default)"], args.docs)
+        for db in list(dbs.values())[1:]:
+            shutil.copytree(dbs["7 nights (default)"], db)
+        warm = Path(tmp) / "warm.jsonl"
+        scale.write_jsonl(scale.make_docs(2, seed=99), warm)
+        index_corpus(corpus=str(warm), db=f"{tmp}/warm")  # Prefect server, model load
+        db0 = dbs["7 nights (default)"]
+        print(f"{args.docs:,} documents, {first['n_nodes']:,} nodes, {args.changed:.0%} "
+              f"changed a night; after the first index (the store alone, "
+              f"{first['wall_s']:.0f} s): {scale.disk_bytes(db0) / scale.live_bytes(db0):.2f}x "
+              f"live, {_fragments(db0)} fragments of `nodes`\n")
+        print("| night | " + " | ".join(f"keep {p}: disk / live, fragments, s"
+                                       for p in RETENTIONS)
+              + " |\n|---|" + "---|" * len(RETENTIONS))
+        rows, day = [], None
+        for k in range(1, args.nights + 1):
+            t0 = time.perf_counter()
+            scale.change_some(corpus, args.changed, seed=k)
+            rows.append(night(index_corpus, corpus, dbs, day))
+            day = day or time.perf_counter() - t0  # from now on a night stands for a day
+            print(f"| {k} | " + " | ".join(f"{r:.2f}x, {f}, {s:.1f}"
+                                           for r, f, s in rows[-1].values()) + " |",
+                  flush=True)
+        late = rows[7:] or rows
+        print()
+        for name in RETENTIONS:
+            ratios = [r[name][0] for r in late]
+            print(f"keep {name}: disk / live after the first week: mean "
+                  f"{sum(ratios) / len(ratios):.2f}x, largest {max(ratios):.2f}x; flow "
+                  f"{sum(r[name][2] for r in rows) / len(rows):.1f} s a night")
+
+
+if __name__ == "__main__":
+    main()
