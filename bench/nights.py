@@ -46,6 +46,12 @@ SETUPS = {"before (7 nights, index merged every run)": (7, 1),
           "1 night, merged every 4": (1, 4)}
 
 
+def _fragments(db: str) -> int:
+    import lancedb
+
+    return len(lancedb.connect(db).open_table("nodes").to_lance().get_fragments())
+
+
 def _segments(db: str) -> int:
     """Segments of the `nodes` vector index (the trained one and its deltas), 0 if none."""
     import lancedb
