@@ -67,3 +67,34 @@ def test_an_index_without_a_record_is_built_again(table):
     assert indexes.ensure_vector_index(table)  # even below min_rows: it exists
     assert indexes.vector_index_record(table) == {"rows": 400, "partitions": 20}
     assert _partitions(table) == 20
+
+
+def test_new_rows_fold_into_delta_indexes_merged_every_max_deltas(table, monkeypatch):
+    """A fold adds the new vectors in a delta index of their own, leaving the index files
+    there untouched (each kept version would hold a copy of a rewritten index), and
+    merges every delta into one once MAX_VECTOR_DELTAS of them exist; every row stays
+    found through the index."""
+    monkeypatch.setattr(indexes, "MAX_VECTOR_DELTAS", 3)
+    indexes.ensure_vector_index(table, min_rows=100)
+    name = next(i.name for i in table.list_indices() if i.columns == ["vector"])
+
+    def segments() -> list[str]:
+        found = next(d for d in table.to_lance().describe_indices() if d.name == name)
+        return [str(segment.uuid) for segment in found.segments]
+
+    first = segments()
+    counts = []
+    for k in range(3):
+        table.add(_rows(20, 10 + k).set_column(0, "id", pa.array(
+            np.arange(1000 + 20 * k, 1020 + 20 * k, dtype=np.int64))))
+        assert indexes.fold_new_rows(table, scalar_only=False)
+        counts.append(len(segments()))
+        if k < 2:
+            assert segments()[0] == first[0]  # the trained index is not rewritten
+    assert counts == [2, 3, 1]  # the third fold found 3 deltas: all merged with its rows
+    assert table.index_stats(name).num_unindexed_rows == 0
+    assert table.index_stats(name).num_indexed_rows == 460
+    target = table.search().where("id = 1045").limit(1).to_list()[0]["vector"]
+    hits = table.search(np.asarray(target)).distance_type("cosine").limit(1).to_list()
+    assert hits[0]["id"] == 1045
+    assert not indexes.fold_new_rows(table, scalar_only=False)  # nothing new: no commit
