@@ -108,9 +108,9 @@ def one_blas_thread() -> None:
     products in the search are small or memory-bound, and an index run measured the
     same. A caller that wants its own BLAS threads back can raise them with
     threadpoolctl after the model is loaded."""
-    from threadpoolctl import ThreadpoolController
+    from sproutrag.encoder.blas_threads import set_blas_threads
 
-    ThreadpoolController().limit(limits=1, user_api="blas")
+    set_blas_threads(1)
 
 
 #: The models `load_model` has loaded in this process (on any device).

@@ -15,16 +15,16 @@ by torch (`Encoder`: windows, attention relations, a GPU when there is one).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import math
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from sproutrag.encoder.blas_threads import one_blas_thread
 
 __all__ = ["NumpyBert", "load", "supported"]
 
@@ -147,7 +147,10 @@ class NumpyBert:
         ids = [e.ids[:max_tokens] for e in
                self.tokenizer.encode_batch(texts, add_special_tokens=False)]
         order = np.argsort([-len(x) for x in ids], kind="stable")
-        with _one_blas_thread():
+        # A question's products are small: on 2 busy cores OpenBLAS's threads, which spin
+        # waiting for each other, took a question 31 ms (p95 697 ms) against 11 ms (p95
+        # 14 ms) on one thread (docs/results.md, "A question's forward on one BLAS thread").
+        with one_blas_thread():
             self._forward_batches(ids, order, out)
         return out
 
@@ -167,43 +170,6 @@ class NumpyBert:
             m = valid[..., None].astype(np.float32)
             vec = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
             out[idx] = vec / np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)
-
-
-@functools.lru_cache(maxsize=1)
-def _blas() -> Any:
-    """threadpoolctl's view of this process's BLAS libraries (read once: a scan of the
-    loaded libraries; numpy's BLAS is loaded with numpy)."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
-_blas_lock = threading.Lock()
-_blas_users = 0
-_blas_limit: Any = None
-
-
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """Numpy's BLAS on one thread while a question is embedded; the limit the process had
-    comes back when the last of the threads embedding at once is done (a count: BLAS's
-    thread count is the whole process's). A question's products are small: on 2 busy
-    cores OpenBLAS's threads, which spin waiting for each other, took a question 31 ms
-    (p95 697 ms) against 11 ms (p95 14 ms) on one thread (docs/results.md, "A question's
-    forward on one BLAS thread")."""
-    global _blas_users, _blas_limit
-    with _blas_lock:
-        if _blas_users == 0:
-            _blas_limit = _blas().limit(limits=1, user_api="blas")
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                _blas_limit.restore_original_limits()
-                _blas_limit = None
 
 
 def _special_tokens(path: Path) -> dict[str, str]:

@@ -121,11 +121,14 @@ def _blas_threads() -> set[int]:
 def test_a_question_is_embedded_on_one_blas_thread_and_the_limit_comes_back(monkeypatch):
     """The numpy forward runs BLAS on one thread (spinning threads on busy cores took a
     question 3x as long at the median, 50x at p95); the process's own limit comes back
-    after it, also when several threads embed at once (the last one restores it)."""
+    after it, also when several threads embed at once (the last one restores it), when
+    another thread set a limit first (threadpoolctl would drop theirs) and for every BLAS
+    loaded (scipy's beside numpy's)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from threadpoolctl import threadpool_limits
 
+    pytest.importorskip("scipy.linalg")  # a second OpenBLAS, loaded after numpy's
     seen = []
     real = numpy_bert.NumpyBert.hidden
 
