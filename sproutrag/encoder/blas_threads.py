@@ -9,9 +9,9 @@ things of threadpoolctl (3.8) do not suit a library that sets it from any thread
 * a `ThreadpoolController` sees the libraries loaded when it was made: one kept from
   before scipy was imported would not know scipy's OpenBLAS.
 
-So each call scans the loaded libraries again (about 0.8 ms) and sets each library's
-count with its own setter (`_real_set_num_threads`, threadpoolctl's call of the
-library's function; `set_num_threads` on a threadpoolctl without it).
+So each call scans the loaded libraries again and sets each library's count with its own
+setter (`_real_set_num_threads`, threadpoolctl's call of the library's function;
+`set_num_threads` on a threadpoolctl without it): 0.3 ms a question, measured alone.
 """
 
 from __future__ import annotations
