@@ -55,7 +55,7 @@ _saved: list[tuple[Any, int]] = []
 
 
 @contextlib.contextmanager
-def one_blas_thread() -> Iterator[None]:
+def blas_on_one_thread() -> Iterator[None]:
     """BLAS on one thread while the block runs; the process's counts come back when the
     last of the threads inside such a block at once leaves it (a count: BLAS's thread
     count is the whole process's)."""

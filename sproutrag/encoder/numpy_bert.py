@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from sproutrag.encoder.blas_threads import one_blas_thread
+from sproutrag.encoder.blas_threads import blas_on_one_thread
 
 __all__ = ["NumpyBert", "load", "supported"]
 
@@ -150,7 +150,7 @@ class NumpyBert:
         # A question's products are small: on 2 busy cores OpenBLAS's threads, which spin
         # waiting for each other, took a question 31 ms (p95 697 ms) against 11 ms (p95
         # 14 ms) on one thread (docs/results.md, "A question's forward on one BLAS thread").
-        with one_blas_thread():
+        with blas_on_one_thread():
             self._forward_batches(ids, order, out)
         return out
 

@@ -19,15 +19,15 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sproutrag.errors import QueryError, short_error
+from sproutrag.schemas import tables
 from sproutrag.search.current import COLUMNS, Current
 from sproutrag.search.where import enclosed
 
 T = TypeVar("T")
 
-#: The `documents` columns a document may leave null, named when a filter that finds
-#: nothing names one no document fills.
-OPTIONAL_COLUMNS = ("title", "metadata_json", "metadata", "modified_at", "source_etag",
-                    "source_size")
+#: The `documents` columns a document may leave null (the schema's nullable ones), named
+#: when a filter that finds nothing names one no document fills.
+OPTIONAL_COLUMNS = tuple(f.name for f in tables.DOCUMENTS if f.nullable)
 
 #: A filter matching at most this many documents searches them all (as doc_ids do); past
 #: it the first stage ranks the documents among those it matches.

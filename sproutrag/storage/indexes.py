@@ -109,12 +109,13 @@ def fold_new_rows(tbl: Any, *, scalar_only: bool = True) -> bool:
     others = [i.name for i in found if i.columns != ["vector"]]
     if others:
         tbl.to_lance().optimize.optimize_indices(index_names=others)
-    for name in (i.name for i in found if i.columns == ["vector"]):
+    vector = next((i.name for i in found if i.columns == ["vector"]), None)
+    if vector is not None:
         tbl.checkout_latest()
-        deltas = tbl.index_stats(name).num_indices or 1
-        tbl.to_lance().optimize.optimize_indices(
-            index_names=[name], num_indices_to_merge=deltas if deltas >= MAX_VECTOR_DELTAS
-            else 0)
+        segments = tbl.index_stats(vector).num_indices or 1
+        merge = segments if segments >= MAX_VECTOR_DELTAS else 0  # 0: a delta of its own
+        tbl.to_lance().optimize.optimize_indices(index_names=[vector],
+                                                 num_indices_to_merge=merge)
     tbl.checkout_latest()
     return True
 
