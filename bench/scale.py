@@ -87,12 +87,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def live_bytes(db: str) -> int:
-    """Arrow bytes of the live rows of `documents` and `nodes` (read in batches)."""
+def live_bytes(db: str, names=("documents", "nodes")) -> int:
+    """Arrow bytes of the live rows of the tables NAMES (read in batches)."""
     import lancedb
 
     conn, total = lancedb.connect(db), 0
-    for name in ("documents", "nodes"):
+    for name in names:
         for batch in conn.open_table(name).search().limit(None).to_batches():
             total += batch.nbytes
     return total
