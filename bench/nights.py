@@ -4,24 +4,28 @@ keeps them now, with a week of earlier runs' versions kept or one night's
 (`pipeline.keep_versions_days`).
 
     .venv/bin/python bench/nights.py [--docs 15000] [--nights 24] [--changed 0.01]
+        [--setups before,default,every8,one-night,plain]
 
 A JSONL corpus of N generated documents (`bench/scale.py`'s, 300-500 characters) is stored
 by the store alone (`bench/scale_store.py`: real chunk vectors, the flow's batches and
 tidying) and copied for each setup of `SETUPS`. Then each night changes a share of the
 documents (a sentence appended) and runs the `index-corpus` flow over every database, in
 this process. Time is compressed from the second night: the first night's seconds stand
-for a day, so a database kept for 7 days keeps the start versions of its last 7 nights,
-as a nightly schedule does. (The files of versions a run removed wait 7 days of the
-clock, not of the bench, before they are deleted: after its first week the bench
-overstates every setup's bytes; its first week is what a week of nights leaves.) The
-vector index exists from 100,000 `nodes` rows (about 34,000 of these documents).
+for a day, so a database kept for 7 days keeps the start versions of its last 7 nights, as
+a nightly schedule does. The reference, `plain`, is what a sentence-transformers + LanceDB
+user keeps under the same changes (`bench/plain_nights.py`: the same chunks in one table,
+LanceDB's default vector index, `optimize` with the same 7-night retention). (The files of
+versions a run removed wait 7 days of the clock, not of the bench, before they are
+deleted: after its first week the bench overstates every setup's bytes; its first week is
+what a week of nights leaves.) The vector index exists from 100,000 `nodes` rows (about
+34,000 of these documents).
 
-Prints, per night, each database's bytes on disk (`documents` + `nodes` folders) over the
-Arrow bytes of its live rows, its `nodes` fragments and the flow's seconds; then the
-mean and the largest ratio over the first 7 nights, and the last night's; then the
-median time of a vector search through each database's index and its segments (after 7
-nights an index merged every 4 holds 4, one merged every 8 holds 8: the most either
-holds). Not a test.
+Prints, per night, each database's bytes on disk (`documents` + `nodes` folders; the plain
+table's folder) over the Arrow bytes of its live rows, its fragments and the flow's
+seconds; then the mean and the largest ratio over the first 7 nights, and the last
+night's; then the median time of a vector search through each database's index and its
+segments (after 7 nights an index merged every 4 holds 4, one merged every 8 holds 8: the
+most either holds). Not a test.
 """
 
 from __future__ import annotations
