@@ -88,9 +88,10 @@ def run(name: str, label: str) -> Path:
     return out / "results.json"
 
 
-def compare() -> None:
+def compare(label: str = "after") -> None:
+    """LABEL's runs paired with the `before` runs, per set."""
     for name in (*POOLS, *BASES):
-        before, after = (OUT / f"{name}-{x}" / "results.json" for x in ("before", "after"))
+        before, after = (OUT / f"{name}-{x}" / "results.json" for x in ("before", label))
         if not (before.is_file() and after.is_file()):
             print(f"{name}: not run")
             continue

@@ -56,9 +56,10 @@ def _standardise(values: list[np.ndarray], n_leaves: list[int],
 def node_scores(
     trees: dict[str, Tree], query_vec: np.ndarray, *, query: str = "",
     lexical: dict[str, LeafTerms] | None = None, lexical_weight: float = 0.0,
-    anchor: Sequence[str] | None = None,
+    anchor: Sequence[str] | None = None, doc_vectors: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, NodeScores]:
-    """Cosine of every node and the score nodes are ranked by.
+    """Cosine of every node and the score nodes are ranked by (DOC_VECTORS: a vector that
+    replaces QUERY_VEC for the cosine of a document's nodes).
 
     With ``lexical_weight`` w > 0 (and each tree's `LeafTerms`), the rank score is
     ``z(cosine) + w * z(BM25 of the node's text)``; otherwise it is the cosine itself.
@@ -66,7 +67,8 @@ def node_scores(
     SD (`anchor_documents`; default every tree).
     """
     ids = list(trees)
-    cos = [cosine_scores(trees[d].vectors, query_vec, trees[d].norms) for d in ids]
+    own = doc_vectors or {}
+    cos = [cosine_scores(trees[d].vectors, own.get(d, query_vec), trees[d].norms) for d in ids]
     if lexical_weight <= 0 or not ids:
         return {d: NodeScores(c, c.astype(np.float64)) for d, c in zip(ids, cos)}
     if lexical is None or any(d not in lexical for d in ids):
