@@ -218,11 +218,21 @@ class SearchSettings(Section):
         "it lowered retrieval quality)",
     )
 
+    name_free_leaves: int = Field(
+        32, ge=0, le=2**31 - 1, description="A searched document of at least this many "
+        "units whose first 300 characters write an entity the question names (a report or "
+        "an agreement that opens with its company or party) is scored with the question's "
+        "vector averaged with the question less its names, so that its opening, which "
+        "writes the name, does not outrank its answer; short documents, where the name is "
+        "written in the evidence, keep the question's vector. In a query with doc_ids too "
+        "(0: off)",
+    )
+
     def retriever_options(self) -> dict[str, Any]:
         """The `Retriever` arguments these settings give (n_docs, first_stage,
         entity_ranking, ranking_leaders, anchor_leaves, link_weight, leader_weight, fetch_named,
         mention_weight, fetch_mentioned, mention_statistics, long_mention_weight,
-        mention_alone, dominant_ratio)."""
+        mention_alone, dominant_ratio, name_free_leaves)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "entity_ranking": self.entity_ranking,
                 "ranking_leaders": self.ranking_leaders,
@@ -233,7 +243,8 @@ class SearchSettings(Section):
                 "mention_statistics": self.mention_statistics,
                 "long_mention_weight": self.long_mention_weight,
                 "mention_alone": self.mention_alone,
-                "dominant_ratio": self.dominant_ratio}
+                "dominant_ratio": self.dominant_ratio,
+                "name_free_leaves": self.name_free_leaves}
 
 
 class PipelineSettings(Section):

@@ -32,29 +32,11 @@ from sproutrag.learn.metrics import gold_units, score_query
 from sproutrag.names import words
 from sproutrag.search.entities import question_entities
 from sproutrag.search.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.name_free import name_free
 from sproutrag.search.node_scores import cosine_scores
 
 VARIANTS = ("today", "name-free cosine", "mean cosine", "mean cosine, name-free BM25",
             "name-free cosine and BM25")
-
-
-def name_free(question: str, entities: list[str]) -> str:
-    """QUESTION without the words of ENTITIES (and a possessive's "'s")."""
-    tokens = [(m.start(), m.end(), m.group(0).lower()) for m in re.finditer(r"\w+", question)]
-    low = [t[2] for t in tokens]
-    drop: set[int] = set()
-    for entity in entities:
-        ew = entity.split()
-        for i in range(len(low) - len(ew) + 1):
-            if low[i: i + len(ew)] == ew:
-                drop.update(range(i, i + len(ew)))
-    kept, last = [], 0
-    for i, (s, e, _) in enumerate(tokens):
-        if i in drop:
-            kept.append(question[last:s])
-            last = e
-    kept.append(question[last:])
-    return re.sub(r"\s+", " ", re.sub(r"['’]s\b", "", "".join(kept))).strip()
 
 
 def _z(x: np.ndarray) -> np.ndarray:

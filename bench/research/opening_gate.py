@@ -32,34 +32,24 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import name_free_runs as R  # noqa: E402
-from name_free_question import name_free  # noqa: E402
 
 from sproutrag.names import words  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
+from sproutrag.search.name_free import OPENING_CHARS as OPENING  # noqa: E402
+from sproutrag.search.name_free import name_free, opens_with  # noqa: E402
 from sproutrag.search.node_scores import ANCHOR_LEAVES  # noqa: E402
 
-OPENING = 300
 COUNT_SETS = {"paragraphs": "paragraphs", "hotpotqa": "hotpotqa", "contractnli": "contractnli",
               "named": "named-contracts"}
 
 
-def opening(texts, chars: int = OPENING) -> str:
-    """The first CHARS characters of a document's leaves (TEXTS) in order."""
-    out, held = [], 0
-    for t in texts:
-        if held >= chars:
-            break
-        out.append(t)
-        held += len(t) + 1
-    return " ".join(out)[:chars]
-
-
 def gated(texts, n_leaves: int, entities: list[str], *, floor: int = ANCHOR_LEAVES,
           chars: int = OPENING) -> bool:
-    if n_leaves < floor or not entities:
-        return False
-    head = words(opening(texts, chars))
-    return any(f" {e} " in head for e in entities)
+    """`opens_with` at another opening's length (CHARS)."""
+    if chars == OPENING:
+        return opens_with(texts, n_leaves, entities, floor)
+    head = words(" ".join(texts)[:chars])
+    return n_leaves >= floor > 0 and any(f" {e} " in head for e in entities)
 
 
 def _chunked(docs_file: Path) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ LanceDB vector search over the stored leaves (`sproutrag.search.flat_search`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -36,6 +36,7 @@ def search_leaves(
     diversity: float = 0.0,
     anchor: Sequence[str] | None = None,
     links: Links | None = None,
+    doc_vectors: Mapping[str, np.ndarray] | None = None,
 ) -> list[tuple[str, int, float]]:
     """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
 
@@ -47,9 +48,10 @@ def search_leaves(
     cutoffs drop follow, in the same order, up to k. ANCHOR: the documents BM25's
     collection and the z-scores come from (`node_scores`; default all). LINKS: the
     documents named by the query or the leading document gain its weight (`links`).
+    DOC_VECTORS: vectors that replace QUERY_VEC for some documents' cosines (rule 62).
     """
-    ids = list(leaf_vectors)
-    cos = {d: cosine_scores(leaf_vectors[d], query_vec) for d in ids}
+    ids, own = list(leaf_vectors), doc_vectors or {}
+    cos = {d: cosine_scores(leaf_vectors[d], own.get(d, query_vec)) for d in ids}
     rank = _leaf_ranks(ids, cos, query=query, lexical=lexical, lexical_weight=lexical_weight,
                        doc_prior=doc_prior, anchor=anchor, links=links)
     every = sorted((-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d])))
@@ -119,6 +121,7 @@ def leaves_mode(
     fill: bool = True,
     anchor: Sequence[str] | None = None,
     links: Links | None = None,
+    doc_vectors: Mapping[str, np.ndarray] | None = None,
 ) -> list[tuple[str, int, float]]:
     """Leaves mode: the k best leaves by tree mode's own score, no tree.
 
@@ -126,8 +129,8 @@ def leaves_mode(
     (``z(cosine) + w z(BM25)``, w = ``params.lexical_weight``) with the same cutoffs
     (cosine >= ``params.threshold``, ``params.margin``), the same document prior and
     diversity (``params.doc_weight``, ``params.doc_diversity``), filled to k as tree mode
-    is (FILL); beam width, size penalty, seeds and the ancestors' weight have nothing to
-    act on. Tree mode minus
+    is (FILL), with tree mode's per-document vectors (DOC_VECTORS); beam width, size
+    penalty, seeds and the ancestors' weight have nothing to act on. Tree mode minus
     leaves mode is the tree's own contribution. Returns (doc_id, leaf, rank score), best
     first.
     """
@@ -139,7 +142,8 @@ def leaves_mode(
     return search_leaves(leaf_vectors, query_vec, k=k, threshold=params.threshold,
                          margin=params.margin, query=query, lexical=lexical,
                          lexical_weight=params.lexical_weight, fill=fill, doc_prior=prior,
-                         diversity=params.doc_diversity, anchor=anchor, links=links)
+                         diversity=params.doc_diversity, anchor=anchor, links=links,
+                         doc_vectors=doc_vectors)
 
 
 __all__ = ["leaves_mode", "search_leaves"]

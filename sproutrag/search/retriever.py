@@ -61,6 +61,7 @@ from sproutrag.search.links import (
     LONG_MENTION_WEIGHT,
     MENTION_WEIGHT,
 )
+from sproutrag.search.name_free import NAME_FREE_LEAVES
 from sproutrag.search.node_scores import ANCHOR_LEAVES
 from sproutrag.search.query_context import check_budget, read_context
 from sproutrag.search.reader_settings import open_reader
@@ -90,9 +91,9 @@ class Retriever(RetrieverSettings):
         fetch_named: int = FETCH_NAMED, mention_weight: float = MENTION_WEIGHT,
         fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True,
         long_mention_weight: float = LONG_MENTION_WEIGHT, mention_alone: bool = True,
-        dominant_ratio: float = 0.0, reranker: Reranker = cosine_rerank,
-        storage_options: dict[str, str] | None = None, memory_rows: int = 300_000,
-        cache_bytes: int = CACHE_BYTES,
+        dominant_ratio: float = 0.0, name_free_leaves: int = NAME_FREE_LEAVES,
+        reranker: Reranker = cosine_rerank, storage_options: dict[str, str] | None = None,
+        memory_rows: int = 300_000, cache_bytes: int = CACHE_BYTES,
     ) -> None:
         """THRESHOLD, LEXICAL_WEIGHT (None: not set), MARGIN (None: off) and OVERRIDES (any
         `SearchParams` field) replace the database's defaults (`_resolve`). FIRST_STAGE:
@@ -103,17 +104,18 @@ class Retriever(RetrieverSettings):
         RANKING_LEADERS: the first documents of each of its rankings the hybrid first
         stage keeps among its `n_docs` (rule 54; 0: the fused order alone).
         ANCHOR_LEAVES, LINK_WEIGHT, LEADER_WEIGHT, FETCH_NAMED, MENTION_WEIGHT,
-        FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE and
-        DOMINANT_RATIO: how a query without doc_ids searches beyond the first stage's
-        choice, one `CorpusWideSettings` (`self.searching.settings`; its fields say what
-        each does), each also an attribute of the Retriever (checked when set).
+        FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE,
+        DOMINANT_RATIO and NAME_FREE_LEAVES (also with doc_ids): how a query without doc_ids
+        searches beyond the first stage's choice, one `CorpusWideSettings` (its fields say
+        what each does), each also an attribute of the Retriever (checked when set).
         STORAGE_OPTIONS: LanceDB's for an s3:// DB (default: the environment's, `open_reader`)."""
         # checked before the database is opened and the encoder loaded
         wide = CorpusWideSettings(
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
             fetch_named=fetch_named, mention_weight=mention_weight, dominant_ratio=dominant_ratio,
             fetch_mentioned=fetch_mentioned, mention_statistics=mention_statistics,
-            long_mention_weight=long_mention_weight, mention_alone=mention_alone)
+            long_mention_weight=long_mention_weight, mention_alone=mention_alone,
+            name_free_leaves=name_free_leaves)
         leaders = check_first_stage(first_stage, entity_ranking, ranking_leaders)
         given = {"threshold": threshold, "lexical_weight": lexical_weight}
         checked = SearchParams.overrides({
@@ -145,7 +147,7 @@ class Retriever(RetrieverSettings):
         self.flat = FlatSearch(self.first, self.documents, self.view)  # flat mode
         # What a tree or leaves search reads: the documents, links, anchor and fetch.
         self.searching = SearchedDocuments(self.documents, self.view.current, wide,
-                                           writing=self.first.writing)
+                                           writing=self.first.writing, embed=self._embed)
         # The search parameters: the database's defaults as its tables are now, overridden.
         self.database_params = DatabaseParams(self.reader, encoder, given_weights(weights), checked,
                                               self.view.current)
@@ -377,7 +379,7 @@ class Retriever(RetrieverSettings):
             {d: s.tree for d, s in stored.items()}, qvec, k=k, params=params, query=query,
             lexical=found.lexical, reranker=self.reranker, scores=found.scores,
             node_text=lambda d, n: node_text(stored[d], n), fill=self.fills_k,
-            anchor=found.anchor, links=found.links,
+            anchor=found.anchor, links=found.links, doc_vectors=found.vectors,
         )
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
@@ -391,7 +393,7 @@ class Retriever(RetrieverSettings):
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
         best = leaves_mode(vectors, qvec, k=k, params=params, query=query,
                            lexical=found.lexical, fill=self.fills_k, anchor=found.anchor,
-                           links=found.links)
+                           links=found.links, doc_vectors=found.vectors)
         return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in best]
 
 

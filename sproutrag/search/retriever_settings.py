@@ -97,6 +97,7 @@ class RetrieverSettings:
     long_mention_weight = _searching_setting("long_mention_weight")
     mention_alone = _searching_setting("mention_alone")
     dominant_ratio = _searching_setting("dominant_ratio")
+    name_free_leaves = _searching_setting("name_free_leaves")
 
     @property
     def n_docs(self) -> int:

@@ -22,7 +22,11 @@ over the whole corpus searches the first stage's ranked choice, and with it:
   they are searched, as a query restricted to their doc_ids would search them
   (`mention_alone`; rule 31).
 
-The nine settings are one `CorpusWideSettings`.
+A searched document of at least NAME_FREE_LEAVES leaves whose opening writes an entity of
+the question is scored with the question's vector blended with the question less its
+names (`sproutrag.search.name_free`; rule 62), in a query with doc_ids too.
+
+The ten settings are one `CorpusWideSettings`.
 
 `SearchedDocuments.find` returns all of it as one `Searched`; the Retriever's modes and
 its context score it.
@@ -52,6 +56,7 @@ from sproutrag.search.links import (
     best_leaf,
 )
 from sproutrag.search.mentions import dominant_writers, entity_holders, named_by
+from sproutrag.search.name_free import NAME_FREE_LEAVES, opening_vectors
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     NodeScores,
@@ -73,8 +78,9 @@ class Searched(NamedTuple):
     the query's LINKS (None when off), its statistics' documents (ANCHOR, None: all), the
     `node_scores` when the fetch computed them already (SCORES, else None), the documents
     the question names (NAMED, `named_by`), whether they hold `anchor_leaves` leaves
-    together (LONG: rules 29-31 act on it) and its entities that no searched document
-    writes (UNWRITTEN: what `mentioned_elsewhere` looks up)."""
+    together (LONG: rules 29-31 act on it), its entities that no searched document
+    writes (UNWRITTEN: what `mentioned_elsewhere` looks up) and the vectors that replace
+    the question's for some documents' nodes (VECTORS: `opening_vectors`, rule 62)."""
 
     docs: list[str]
     loaded: dict[str, tuple[str, StoredTree]]
@@ -86,6 +92,7 @@ class Searched(NamedTuple):
     named: tuple[str, ...] = ()
     long: bool = False
     unwritten: tuple[str, ...] = ()
+    vectors: dict[str, np.ndarray] | None = None
 
     @property
     def stored(self) -> dict[str, StoredTree]:
@@ -133,6 +140,11 @@ class CorpusWideSettings:
     #: at least this many times as often per word as every other (`dominant_writers`; 0:
     #: off; rule 35).
     dominant_ratio: float = 0.0
+    #: A searched document of at least this many leaves whose opening writes an entity of
+    #: the question is scored with the question's vector blended with the question less
+    #: its names, in a query with doc_ids too (`sproutrag.search.name_free`; 0: off;
+    #: rule 62).
+    name_free_leaves: int = NAME_FREE_LEAVES
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -150,12 +162,15 @@ class SearchedDocuments:
     current trees (CURRENT: the view's, read when called), searched as SETTINGS say (a
     Retriever's, replaced whole when one changes); WRITING(entity): the documents of the
     whole corpus whose text writes an entity (`FirstStage.writing`; None: none are
-    fetched by mention)."""
+    fetched by mention); EMBED(texts): their vectors, for the name-free question of rule
+    62 (None: no document is scored with it)."""
 
     def __init__(self, documents: StoredDocuments, current: Callable[[], Current],
                  settings: CorpusWideSettings | None = None, *,
-                 writing: Callable[[str], list[str]] | None = None) -> None:
+                 writing: Callable[[str], list[str]] | None = None,
+                 embed: Callable[[list[str]], np.ndarray] | None = None) -> None:
         self.documents, self.current, self.writing = documents, current, writing
+        self.embed = embed
         self.settings = settings if settings is not None else CorpusWideSettings()
 
     def find(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
@@ -164,7 +179,18 @@ class SearchedDocuments:
         """DOCS, and when they are the first stage's RANKED choice the documents
         `named_elsewhere` and `mentioned_elsewhere` add (among ALLOWED), read (TEXTS:
         their texts too, a context's); only the documents the question names when they
-        hold enough leaves to be searched `alone`."""
+        hold enough leaves to be searched `alone`. The long documents that open with the
+        question's names get their own vectors (`Searched.vectors`; rule 62)."""
+        found = self._found(query, qvec, docs, params, ranked, allowed, texts=texts)
+        if self.embed is None or self.settings.name_free_leaves <= 0:
+            return found
+        own = opening_vectors(query, qvec, question_entities(query), found.stored,
+                              self.embed, self.settings.name_free_leaves)
+        return found._replace(scores=None, vectors=own) if own else found
+
+    def _found(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
+               ranked: bool, allowed: Collection[str] | None, *, texts: bool) -> Searched:
+        """`find` but the vectors of rule 62."""
         found = self._read(docs, params, query, ranked, texts=texts)
         if not ranked or not found.loaded:
             return found

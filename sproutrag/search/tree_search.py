@@ -12,7 +12,7 @@ importable from here too).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Protocol
@@ -266,6 +266,7 @@ def search_trees(
     fill: bool = True,
     anchor: Sequence[str] | None = None,
     links: Links | None = None,
+    doc_vectors: Mapping[str, np.ndarray] | None = None,
 ) -> list[Selected]:
     """Tree mode, whole: score nodes (with the document's and the sections' evidence,
     `hierarchical_scores`), beam search (plus seeds), rerank, spend k units.
@@ -277,9 +278,11 @@ def search_trees(
     candidates hold fewer than k units, the best other leaves follow (`fill_to_k`).
     ANCHOR: the documents the scores' statistics come from (`node_scores`). LINKS: the
     documents named by the query or the leading document gain its weight (`links`).
+    DOC_VECTORS: the vectors that replace QUERY_VEC for some documents' cosines
+    (`node_scores`; rule 62).
     """
     scores = rank_scores(trees, query_vec, params=params, query=query, lexical=lexical,
-                         scores=scores, anchor=anchor, links=links)
+                         scores=scores, anchor=anchor, links=links, doc_vectors=doc_vectors)
     found = tree_candidates(trees, query_vec, params=params, scores=scores, k=k)
     if reranker is not None and reranker is not cosine_rerank and found:
         if node_text is None:
@@ -301,14 +304,17 @@ def rank_scores(
     scores: dict[str, NodeScores] | None = None,
     anchor: Sequence[str] | None = None,
     links: Links | None = None,
+    doc_vectors: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, NodeScores]:
     """The scores tree mode searches by: `node_scores` (or SCORES, computed with the same
-    lexical weight; ANCHOR: where their statistics come from), the linked documents'
-    points added (LINKS), then the document's and the sections' evidence
-    (`hierarchical_scores`). Tree mode and contexts share it."""
+    lexical weight; ANCHOR: where their statistics come from; DOC_VECTORS: per document
+    in place of QUERY_VEC), the linked documents' points added (LINKS), then the
+    document's and the sections' evidence (`hierarchical_scores`). Tree mode and
+    contexts share it."""
     if scores is None:
         scores = node_scores(trees, query_vec, query=query, lexical=lexical,
-                             lexical_weight=params.lexical_weight, anchor=anchor)
+                             lexical_weight=params.lexical_weight, anchor=anchor,
+                             doc_vectors=doc_vectors)
     if links is not None:
         scores = links.apply(scores, {d: t.n for d, t in trees.items()})
     return hierarchical_scores(trees, scores, params, query_vec, query=query, lexical=lexical)

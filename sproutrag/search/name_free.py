@@ -1,0 +1,99 @@
+"""A question less its names, for the long documents that open with them (rule 62).
+
+A question names its document ("What was Acme Robotics' gross margin in Q3 2024?"). In a
+long document whose opening writes that name (a report, a named agreement) the name says
+which document, not which unit: the opening unit writes it and the answer does not, so
+the question's vector ranks the opening above the answer. Such a document's nodes are
+scored with the question's vector blended with the question less its entities
+(`blend`); every other document, the first stage, the choice of documents and BM25 keep
+the question as it is. A short document (a paragraph about its title's subject) is left
+alone: there the name is written in the evidence. docs/whole-corpus.md, rules 61-62.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from sproutrag.names import words
+from sproutrag.storage.rows import StoredTree
+
+#: The characters of a document's opening: the first of its leaves, in order (rule 62).
+OPENING_CHARS = 300
+#: The least leaves of a document scored with the blend (rule 62: `ANCHOR_LEAVES`, the
+#: long document of rules 29-31).
+NAME_FREE_LEAVES = 32
+
+_WORD = re.compile(r"\w+")
+
+
+def name_free(question: str, entities: Sequence[str]) -> str:
+    """QUESTION without the words of ENTITIES (`question_entities`: lower-cased words
+    joined by one space) and a possessive's "'s" or "'": "What was Acme Robotics' gross
+    margin?" is "What was gross margin?"."""
+    tokens = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(question)]
+    low = [t[2] for t in tokens]
+    drop: set[int] = set()
+    for entity in entities:
+        ew = entity.split()
+        for i in range(len(low) - len(ew) + 1):
+            if low[i: i + len(ew)] == ew:
+                drop.update(range(i, i + len(ew)))
+    kept, last = [], 0
+    for i, (s, e, _) in enumerate(tokens):
+        if i in drop:
+            kept.append(question[last:s])
+            last = e
+    kept.append(question[last:])
+    text = re.sub(r"['’]s\b", "", "".join(kept))  # "Acme's" less "acme"
+    text = re.sub(r"(?<!\w)['’](?!\w)", "", text)  # "Acme Robotics'" less its name
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def opening(texts: Sequence[str], chars: int = OPENING_CHARS) -> str:
+    """The first CHARS characters of a document's leaves (TEXTS), in order."""
+    out, held = [], 0
+    for t in texts:
+        if held >= chars:
+            break
+        out.append(t)
+        held += len(t) + 1
+    return " ".join(out)[:chars]
+
+
+def opens_with(texts: Sequence[str], n_leaves: int, entities: Sequence[str],
+               floor: int = NAME_FREE_LEAVES) -> bool:
+    """Whether a document of N_LEAVES leaves (TEXTS) holds at least FLOOR (0: never) and
+    writes one of ENTITIES in its `opening`."""
+    if floor <= 0 or n_leaves < floor or not entities:
+        return False
+    head = words(opening(texts))
+    return any(f" {e} " in head for e in entities)
+
+
+def blend(qvec: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """normalise(q / |q| + f / |f|): the question's vector and its name-free one, equal."""
+    v = (np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
+         + np.asarray(free, np.float32) / max(float(np.linalg.norm(free)), 1e-12))
+    return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
+
+def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
+                    stored: Mapping[str, StoredTree],
+                    embed: Callable[[list[str]], np.ndarray], floor: int = NAME_FREE_LEAVES
+                    ) -> dict[str, np.ndarray]:
+    """doc_id -> the `blend` of QUERY (QVEC; ENTITIES: its `question_entities`) for each
+    document of STORED that `opens_with` them; {} when none does or the question less
+    its names is empty or the same. EMBED encodes the name-free question, only then."""
+    docs = [d for d, st in stored.items() if opens_with(st.texts, st.tree.n, entities, floor)]
+    free = name_free(query, entities) if docs else ""
+    if not free or free == query:
+        return {}
+    vector = blend(qvec, embed([free])[0])
+    return dict.fromkeys(docs, vector)
+
+
+__all__ = ["NAME_FREE_LEAVES", "OPENING_CHARS", "blend", "name_free", "opening",
+           "opening_vectors", "opens_with"]

@@ -1,0 +1,128 @@
+"""A question less its names, for the long documents that open with them
+(`sproutrag.search.name_free`; docs/whole-corpus.md, rule 62)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sproutrag.search.entities import question_entities
+from sproutrag.search.name_free import blend, name_free, opening, opening_vectors, opens_with
+
+QUERY = "What was Acme Robotics' gross margin in 2024?"
+
+
+def test_the_question_less_its_names_drops_their_words_and_possessive():
+    assert question_entities(QUERY) == ["acme robotics"]
+    assert name_free(QUERY, ["acme robotics"]) == "What was gross margin in 2024?"
+    assert name_free("Did Acme Robotics' CEO meet Borealis Energy's board?",
+                     ["acme robotics", "borealis energy"]) == "Did CEO meet board?"
+    assert name_free(QUERY, []) == QUERY  # nothing to take out
+
+
+def test_a_long_document_opens_with_a_name_in_its_first_300_characters():
+    head = ["Acme Robotics annual report 2024."]
+    filler = [f"Section {i} covers other matters of the year." for i in range(40)]
+    assert opening(["abc", "def"]) == "abc def"
+    assert len(opening(filler)) == 300
+    assert opens_with(head + filler[:31], 32, ["acme robotics"])
+    assert not opens_with(head + filler[:30], 31, ["acme robotics"])  # below the floor
+    assert not opens_with(filler[:8] + head + filler, 49, ["acme robotics"])  # not at the top
+    assert not opens_with(head + filler, 41, ["borealis energy"])  # another name
+    assert not opens_with(head + filler, 41, ["acme robot"])  # words, not letters
+    assert not opens_with(head + filler, 41, ["acme robotics"], floor=0)  # off
+
+
+def test_the_blend_weighs_the_question_and_its_name_free_form_alike():
+    v = blend(np.array([3.0, 0.0]), np.array([0.0, 0.5]))
+    assert np.allclose(v, [2 ** -0.5, 2 ** -0.5]) and v.dtype == np.float32
+
+
+def test_the_name_free_question_is_embedded_only_for_a_document_it_gates_in():
+    from sproutrag.storage.rows import StoredTree
+    from sproutrag.trees.tree import build_tree
+
+    def stored(lines: list[str]) -> StoredTree:
+        n = len(lines)
+        vectors = np.eye(n, 4, dtype=np.float32) + 0.01
+        i = np.arange(n - 1)
+        tree = build_tree(vectors, i, i + 1, np.ones(n - 1, np.float32))
+        return StoredTree("d", tree, np.zeros((n, 2), np.int64), lines)
+
+    asked = []
+
+    def embed(texts):
+        asked.extend(texts)
+        return np.ones((len(texts), 4), np.float32)
+
+    qvec = np.array([1.0, 0, 0, 0], np.float32)
+    long_doc = stored(["Acme Robotics annual report 2024."] + ["Other matters."] * 31)
+    short_doc = stored(["Acme Robotics annual report 2024.", "Gross margin was 41%."])
+    got = opening_vectors(QUERY, qvec, ["acme robotics"], {"long": long_doc,
+                                                           "short": short_doc}, embed)
+    assert list(got) == ["long"] and asked == ["What was gross margin in 2024?"]
+    assert np.allclose(got["long"], blend(qvec, np.ones(4)))
+    asked.clear()
+    assert opening_vectors(QUERY, qvec, ["acme robotics"], {"short": short_doc}, embed) == {}
+    assert opening_vectors("What was the margin?", qvec, [], {"long": long_doc}, embed) == {}
+    assert asked == []  # nothing gated in: no second forward
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_report_that_opens_with_the_questions_name_gives_its_answer_first(tmp_path, mode):
+    """The helper's finding (stop 76): the opening writes the name and outranks the answer
+    for the question's own vector; the name-free blend puts the answer first in a report of
+    32 leaves, within it and across the corpus, while a short document that writes the
+    name in its evidence keeps the question's vector (and nothing is embedded for it)."""
+    from sproutrag.search.retriever import QueryError, Retriever
+    from tests.helpers import TOY_DIM, line_document, line_pool
+
+    rng = np.random.default_rng(3)
+    e0, e1 = np.eye(TOY_DIM)[0], np.eye(TOY_DIM)[1]
+
+    def document(doc_id: str, fillers: int):
+        filler = rng.normal(size=(fillers, TOY_DIM))
+        filler[:, :2] = 0  # orthogonal to the name (axis 0) and the answer (axis 1)
+        filler /= np.linalg.norm(filler, axis=1, keepdims=True)
+        lines = (["Acme Robotics annual report 2024."]
+                 + [f"Section {i} covers other matters." for i in range(fillers)]
+                 + ["Gross margin was 41 percent."])
+        return line_document(doc_id, lines, np.vstack([e0, filler, e1]))
+
+    db, _ = line_pool(tmp_path / "db", [document("report", 30), document("note", 2)])
+    asked: list[str] = []
+    qvec = (0.8 * e0 + 0.6 * e1).astype(np.float32)  # nearer the opening than the answer
+
+    def encode_queries(texts):
+        asked.extend(texts)  # the question itself, or its name-free form (on the answer)
+        return np.vstack([qvec if t == QUERY else e1 for t in texts]).astype(np.float32)
+
+    from sproutrag.encoder.weights import TrainedWeights
+    from sproutrag.params import SearchParams
+    from tests.helpers import toy_encoder
+
+    encoder = toy_encoder(TrainedWeights(np.zeros((1, 1), np.float32),
+                                         SearchParams(threshold=-1.0)),
+                          encode_queries=encode_queries)
+
+    def first(doc_ids, **options) -> list[tuple[str, str]]:
+        r = Retriever(db, encoder=encoder, **options)
+        hits = r.search_vector(QUERY, qvec, k=1, doc_ids=doc_ids, mode=mode)
+        return [(h.doc_id, h.text) for h in hits]
+
+    answer, opening_line = "Gross margin was 41 percent.", "Acme Robotics annual report 2024."
+    assert first(["report"]) == [("report", answer)]
+    assert asked == ["What was gross margin in 2024?"]
+    assert first(["report"], name_free_leaves=0) == [("report", opening_line)]  # off
+    asked.clear()
+    assert first(["note"]) == [("note", opening_line)]  # 4 leaves: the question's vector
+    assert asked == []
+    assert first(["report"], name_free_leaves=40) == [("report", opening_line)]  # floor
+    assert first(None, n_docs=2, first_stage="vector") == [("report", answer)]  # corpus-wide
+    for leaves, unit in ((32, answer), (0, opening_line)):  # a context ranks the same way
+        ctx = Retriever(db, encoder=encoder, name_free_leaves=leaves).context(
+            QUERY, budget_chars=200, k=1, doc_ids=["report"], mode=mode)
+        assert [s.text for s in ctx.spans] == [unit]
+    assert Retriever(db, encoder=encoder).name_free_leaves == 32  # the default
+    with pytest.raises(QueryError, match="name_free_leaves"):
+        Retriever(db, encoder=encoder, name_free_leaves=-1)
