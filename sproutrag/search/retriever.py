@@ -96,19 +96,18 @@ class Retriever(RetrieverSettings):
         memory_rows: int = 300_000, cache_bytes: int = CACHE_BYTES,
     ) -> None:
         """THRESHOLD, LEXICAL_WEIGHT (None: not set), MARGIN (None: off) and OVERRIDES (any
-        `SearchParams` field) replace the database's defaults (`_resolve`). FIRST_STAGE:
-        how a query without doc_ids picks its documents (`choose_documents`): "hybrid"
-        (nearest nodes and the full-text index's best leaves, fused) or "vector".
-        ENTITY_RANKING: the hybrid first stage fuses a third ranking, the full-text
-        index's for the question's entities alone, when it has any (rule 25).
-        RANKING_LEADERS: the first documents of each of its rankings the hybrid first
-        stage keeps among its `n_docs` (rule 54; 0: the fused order alone).
-        ANCHOR_LEAVES, LINK_WEIGHT, LEADER_WEIGHT, FETCH_NAMED, MENTION_WEIGHT,
-        FETCH_MENTIONED, MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE,
-        DOMINANT_RATIO and NAME_FREE_LEAVES (also with doc_ids): how a query without doc_ids
-        searches beyond the first stage's choice, one `CorpusWideSettings` (its fields say
-        what each does), each also an attribute of the Retriever (checked when set).
-        STORAGE_OPTIONS: LanceDB's for an s3:// DB (default: the environment's, `open_reader`)."""
+        `SearchParams` field) replace the database's defaults (`_resolve`). FIRST_STAGE: how a query
+        without doc_ids picks its documents (`choose_documents`): "hybrid" (nearest nodes and the
+        full-text index's best leaves, fused) or "vector". ENTITY_RANKING: the hybrid first stage
+        fuses a third ranking, the full-text index's for the question's entities alone, when it has
+        any (rule 25). RANKING_LEADERS: the first documents of each of its rankings the hybrid first
+        stage keeps among its `n_docs` (rule 54; 0: the fused order alone). ANCHOR_LEAVES,
+        LINK_WEIGHT, LEADER_WEIGHT, FETCH_NAMED, MENTION_WEIGHT, FETCH_MENTIONED,
+        MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE, DOMINANT_RATIO and NAME_FREE_LEAVES
+        (also with doc_ids): how a query without doc_ids searches beyond the first stage's choice,
+        one `CorpusWideSettings` (its fields say what each does), each also an attribute of the
+        Retriever (checked when set). STORAGE_OPTIONS: LanceDB's for an s3:// DB (default: the
+        environment's, `open_reader`)."""
         # checked before the database is opened and the encoder loaded
         wide = CorpusWideSettings(
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
