@@ -105,7 +105,7 @@ class CorpusWideSettings:
     """How a query without doc_ids searches beyond the first stage's choice (a
     `Retriever`'s, each also its attribute; each checked when made, QueryError naming the
     first bad one). The defaults are fitted on the train pools (docs/whole-corpus.md, rules
-    11-31)."""
+    11-31); `name_free_leaves` (rule 62) acts on a query with doc_ids too."""
 
     #: BM25's collection and the z-scores of the rank scores come from the first stage's
     #: leading documents until they hold this many leaves (`node_scores.anchor_documents`;
