@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from sproutrag.names import words
+from sproutrag.names import folded, mention_words
 from sproutrag.storage.rows import StoredTree
 
 #: The characters of a document's opening: the first of its leaves, in order (rule 62).
@@ -66,11 +66,12 @@ def opening(texts: Sequence[str], chars: int = OPENING_CHARS) -> str:
 def opens_with(texts: Sequence[str], n_leaves: int, entities: Sequence[str],
                floor: int = NAME_FREE_LEAVES) -> bool:
     """Whether a document of N_LEAVES leaves (TEXTS) holds at least FLOOR (0: never) and
-    writes one of ENTITIES in its `opening`."""
+    writes one of ENTITIES in its `opening`, accents folded on both sides ("Nestle"
+    finds "Nestlé", as the name lookups do: rule 63)."""
     if floor <= 0 or n_leaves < floor or not entities:
         return False
-    head = words(opening(texts))
-    return any(f" {e} " in head for e in entities)
+    head = mention_words(opening(texts))
+    return any(f" {folded(e)} " in head for e in entities)
 
 
 def blend(qvec: np.ndarray, free: np.ndarray) -> np.ndarray:

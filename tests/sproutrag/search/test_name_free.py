@@ -31,6 +31,9 @@ def test_a_long_document_opens_with_a_name_in_its_first_300_characters():
     assert not opens_with(head + filler, 41, ["borealis energy"])  # another name
     assert not opens_with(head + filler, 41, ["acme robot"])  # words, not letters
     assert not opens_with(head + filler, 41, ["acme robotics"], floor=0)  # off
+    nestle = ["Nestlé S.A. annual report 2024."] + filler
+    assert opens_with(nestle, 41, ["nestle"]) and opens_with(nestle, 41, ["nestlé"])  # rule 63
+    assert opens_with(head + filler, 41, ["ácme robotics"])
 
 
 def test_the_blend_weighs_the_question_and_its_name_free_form_alike():
