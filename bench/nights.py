@@ -62,17 +62,17 @@ PLAIN = "plain"
 PLAIN_NAME = "plain LanceDB table, optimize() (7 nights)"
 
 
-def _fragments(db: str) -> int:
+def _fragments(db: str, table: str = "nodes") -> int:
     import lancedb
 
-    return len(lancedb.connect(db).open_table("nodes").to_lance().get_fragments())
+    return len(lancedb.connect(db).open_table(table).to_lance().get_fragments())
 
 
-def _segments(db: str) -> int:
-    """Segments of the `nodes` vector index (the trained one and its deltas), 0 if none."""
+def _segments(db: str, table: str = "nodes") -> int:
+    """Segments of TABLE's vector index (the trained one and its deltas), 0 if none."""
     import lancedb
 
-    tbl = lancedb.connect(db).open_table("nodes")
+    tbl = lancedb.connect(db).open_table(table)
     name = next((i.name for i in tbl.list_indices() if i.columns == ["vector"]), None)
     return tbl.index_stats(name).num_indices if name else 0
 
@@ -103,7 +103,8 @@ def night(index_corpus, corpus: Path, dbs: dict[str, str], day: float | None,
     for key, db in dbs.items():
         if key == PLAIN:
             seconds = plain.night(corpus, timedelta(seconds=7 * (day or 86400)))
-            out[key] = (plain_nights.disk_ratio(db), plain.fragments(), seconds)
+            out[key] = (plain_nights.disk_ratio(db), _fragments(db, plain_nights.TABLE),
+                        seconds)
             continue
         _, nights, indexes.MAX_VECTOR_DELTAS = SETUPS[key]
         os.environ[KEEP] = repr(nights * (day or 86400) / 86400)
@@ -138,7 +139,7 @@ def _setup(keys: list[str], tmp: str, corpus: Path, n_docs: int) -> tuple[dict, 
     return dbs, plain
 
 
-def _summary(rows: list[dict], dbs: dict[str, str], plain) -> None:
+def _summary(rows: list[dict], dbs: dict[str, str]) -> None:
     week = rows[:7]
     print()
     for key in dbs:
@@ -149,9 +150,9 @@ def _summary(rows: list[dict], dbs: dict[str, str], plain) -> None:
               " s a night")
     print("vector search through the index (median of 200 questions, top 20; "
           "segments of the index): " + ", ".join(
-              f"{_name(key)} {_search_ms(db, plain_nights.TABLE if key == PLAIN else 'nodes'):.1f}"
-              f" ms, {plain.segments() if key == PLAIN else _segments(db)}"
-              for key, db in dbs.items()))
+              f"{_name(key)} {_search_ms(db, table):.1f} ms, {_segments(db, table)}"
+              for key, db in dbs.items()
+              for table in [plain_nights.TABLE if key == PLAIN else "nodes"]))
 
 
 def main() -> None:
@@ -187,7 +188,7 @@ def main() -> None:
             print(f"| {k} | " + " | ".join(f"{r:.2f}x, {f}, {s:.1f}"
                                            for r, f, s in rows[-1].values()) + " |",
                   flush=True)
-        _summary(rows, dbs, plain)
+        _summary(rows, dbs)
 
 
 if __name__ == "__main__":

@@ -31,13 +31,11 @@ class PlainIndex:
 
     def __init__(self, db: str, corpus: Path) -> None:
         from sentence_transformers import SentenceTransformer
-        from sproutrag.schemas.settings import ChunkingSettings
 
         from sproutrag.encoder.encoder import DEFAULT_MODEL
 
         self.db, self.manifest = db, _hashes(corpus)
         self.model = SentenceTransformer(DEFAULT_MODEL, device="cpu")
-        self.chunking = ChunkingSettings().model_dump()
 
     @classmethod
     def from_leaves(cls, stored_db: str, db: str, corpus: Path) -> PlainIndex:
@@ -63,20 +61,14 @@ class PlainIndex:
         """One night: the changed documents re-indexed, the table optimized; seconds."""
         import lancedb
         import pyarrow as pa
-
-        from sproutrag.ingest.chunking import chunk_text
+        from index import leaf_rows  # bench/index.py: the index's chunks of documents
 
         t0 = time.perf_counter()
         now = _hashes(corpus)
         changed = {d for d, h in now.items() if self.manifest.get(d) != h}
         gone = self.manifest.keys() - now.keys()
-        rows = {c: [] for c in COLUMNS[:-1]}
         with open(corpus, encoding="utf-8") as f:
-            for d in map(json.loads, f):
-                if d["doc_id"] in changed:
-                    for k, (s, e) in enumerate(chunk_text(d["text"], **self.chunking)):
-                        for col, v in zip(rows, (d["doc_id"], k, s, e, d["text"][s:e])):
-                            rows[col].append(v)
+            rows = leaf_rows([d for d in map(json.loads, f) if d["doc_id"] in changed])
         vecs = self.model.encode(rows["text"], batch_size=64, normalize_embeddings=True)
         tbl = lancedb.connect(self.db).open_table(TABLE)
         ids = sorted(changed | gone)
@@ -88,18 +80,6 @@ class PlainIndex:
         tbl.optimize(cleanup_older_than=keep)
         self.manifest = now
         return time.perf_counter() - t0
-
-    def fragments(self) -> int:
-        import lancedb
-
-        return len(lancedb.connect(self.db).open_table(TABLE).to_lance().get_fragments())
-
-    def segments(self) -> int:
-        import lancedb
-
-        tbl = lancedb.connect(self.db).open_table(TABLE)
-        name = next((i.name for i in tbl.list_indices() if i.columns == ["vector"]), None)
-        return tbl.index_stats(name).num_indices if name else 0
 
 
 def disk_ratio(db: str) -> float:

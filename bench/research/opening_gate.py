@@ -8,7 +8,7 @@ open with the question's name (stop 77).
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/opening_gate.py --compare
 
 A document is gated in for a question when it holds at least `ANCHOR_LEAVES` leaves and
-one of the question's entities is written in its opening (the first `OPENING` characters
+one of the question's entities is written in its opening (the first `OPENING_CHARS` characters
 of its leaves in order). `--counts` chunks each set's documents as the index does and
 counts, among the question-document pairs whose question has entities, those gated in,
 for floors of 16, 24 and 32 leaves and openings of 300, 600 and 1,000 characters (the
@@ -33,23 +33,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import name_free_runs as R  # noqa: E402
 
-from sproutrag.names import words  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
-from sproutrag.search.name_free import OPENING_CHARS as OPENING  # noqa: E402
 from sproutrag.search.name_free import name_free, opens_with  # noqa: E402
 from sproutrag.search.node_scores import ANCHOR_LEAVES  # noqa: E402
 
 COUNT_SETS = {"paragraphs": "paragraphs", "hotpotqa": "hotpotqa", "contractnli": "contractnli",
               "named": "named-contracts"}
-
-
-def gated(texts, n_leaves: int, entities: list[str], *, floor: int = ANCHOR_LEAVES,
-          chars: int = OPENING) -> bool:
-    """`opens_with` at another opening's length (CHARS)."""
-    if chars == OPENING:
-        return opens_with(texts, n_leaves, entities, floor)
-    head = words(" ".join(texts)[:chars])
-    return n_leaves >= floor > 0 and any(f" {e} " in head for e in entities)
 
 
 def _chunked(docs_file: Path) -> dict[str, list[str]]:
@@ -82,8 +71,8 @@ def counts(split: str) -> None:
                     pairs += 1
                     for floor in (16, 24, 32):
                         for chars in (300, 600, 1000):
-                            cells[floor, chars] = cells.get((floor, chars), 0) + gated(
-                                leaves[d], len(leaves[d]), ents, floor=floor, chars=chars)
+                            cells[floor, chars] = cells.get((floor, chars), 0) + opens_with(
+                                leaves[d], len(leaves[d]), ents, floor, chars)
             print(f"{label} train: {pairs} pairs with entities; gated (leaves, characters): "
                   + ", ".join(f"{k}: {v}" for k, v in sorted(cells.items())))
         return
@@ -96,8 +85,8 @@ def counts(split: str) -> None:
             n += 1
             ents = question_entities(q["query"])
             mine = q.get("doc_ids") or sorted({g["doc_id"] for g in q["gold"]})
-            own += sum(gated(leaves[d], len(leaves[d]), ents) for d in mine)
-            anywhere += any(gated(t, len(t), ents) for t in long_open.values())
+            own += sum(opens_with(leaves[d], len(leaves[d]), ents) for d in mine)
+            anywhere += any(opens_with(t, len(t), ents) for t in long_open.values())
         print(f"{name} dev: {n} questions; gated pairs of their own documents {own}; "
               f"questions with a gated document anywhere in the set {anywhere}")
 
@@ -110,7 +99,7 @@ def _patch() -> None:
 
     def vectors(self, query: str, qvec: np.ndarray, stored) -> dict[str, np.ndarray]:
         ents = question_entities(query)
-        docs = [d for d, st in stored.items() if gated(st.texts, st.tree.n, ents)]
+        docs = [d for d, st in stored.items() if opens_with(st.texts, st.tree.n, ents)]
         free = name_free(query, ents) if docs else ""
         if not free or free == query:
             return {}

@@ -64,13 +64,13 @@ def opening(texts: Sequence[str], chars: int = OPENING_CHARS) -> str:
 
 
 def opens_with(texts: Sequence[str], n_leaves: int, entities: Sequence[str],
-               floor: int = NAME_FREE_LEAVES) -> bool:
+               floor: int = NAME_FREE_LEAVES, chars: int = OPENING_CHARS) -> bool:
     """Whether a document of N_LEAVES leaves (TEXTS) holds at least FLOOR (0: never) and
-    writes one of ENTITIES in its `opening`, accents folded on both sides ("Nestle"
-    finds "Nestlé", as the name lookups do: rule 63)."""
+    writes one of ENTITIES in its `opening` of CHARS characters, accents folded on both
+    sides ("Nestle" finds "Nestlé", as the name lookups do: rule 63)."""
     if floor <= 0 or n_leaves < floor or not entities:
         return False
-    head = mention_words(opening(texts))
+    head = mention_words(opening(texts, chars))
     return any(f" {folded(e)} " in head for e in entities)
 
 
@@ -88,6 +88,8 @@ def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
     """doc_id -> the `blend` of QUERY (QVEC; ENTITIES: its `question_entities`) for each
     document of STORED that `opens_with` them; {} when none does or the question less
     its names is empty or the same. EMBED encodes the name-free question, only then."""
+    if not entities:
+        return {}
     docs = [d for d, st in stored.items() if opens_with(st.texts, st.tree.n, entities, floor)]
     free = name_free(query, entities) if docs else ""
     if not free or free == query:
