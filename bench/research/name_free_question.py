@@ -1,7 +1,7 @@
 """Units ranked within their documents by the question less its names (a probe, stop 76).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/name_free_question.py \
-        DB QUERIES.jsonl [--gate none|paragraphs] [--share 0.0]
+        DB QUERIES.jsonl [--gate none|paragraphs|opening] [--share 0.0]
 
 A question names its document ("What was Acme Robotics' gross margin in Q3 2024?"); the
 document's opening unit writes the name (and the period) and every other unit does not,
@@ -14,8 +14,11 @@ and/or the name-free BM25 in place of, or averaged with, the question's own. Wit
 `--gate paragraphs` the name-free scores apply only to documents in which one of the
 question's names is written in at least two blank-line paragraphs and in at least
 `--share` of them (a name the whole document writes says which document, not which
-unit); other documents keep today's scores. Prints unit IE (k = 1, 3, 5) per variant,
-paired against today's. DB: a database `sproutrag index` built of the set's documents.
+unit); with `--gate opening` only to the documents rule 62 gates in (`opens_with`: at
+least 32 leaves, a name in the first 300 characters; rule 64's train check); other
+documents keep today's scores. Prints unit IE (k = 1, 3, 5) per variant,
+paired against today's and against the mean cosine (rule 62 with `--gate opening`). DB: a
+database `sproutrag index` built of the set's documents.
 Not a test.
 """
 
@@ -32,7 +35,7 @@ from sproutrag.learn.metrics import gold_units, score_query
 from sproutrag.names import words
 from sproutrag.search.entities import question_entities
 from sproutrag.search.lexical import LeafTerms, bm25_leaves
-from sproutrag.search.name_free import name_free
+from sproutrag.search.name_free import name_free, opens_with
 from sproutrag.search.node_scores import cosine_scores
 
 VARIANTS = ("today", "name-free cosine", "mean cosine", "mean cosine, name-free BM25",
@@ -57,7 +60,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("db")
     ap.add_argument("queries")
-    ap.add_argument("--gate", choices=("none", "paragraphs"), default="none")
+    ap.add_argument("--gate", choices=("none", "paragraphs", "opening"), default="none")
     ap.add_argument("--share", type=float, default=0.0)
     args = ap.parse_args()
     retriever = Retriever(args.db)
@@ -80,7 +83,8 @@ def main() -> None:
             cos.append(cosine_scores(st.tree.vectors[:n], qv))
             cos_f.append(cosine_scores(st.tree.vectors[:n], fv))
             terms.append(LeafTerms.of_document(text, st.spans.tolist()))
-            gated = args.gate == "none" or _names_the_document(text, entities, args.share)
+            gated = (opens_with(st.texts, n, entities) if args.gate == "opening" else
+                     args.gate == "none" or _names_the_document(text, entities, args.share))
             gate.append(np.full(n, gated))
         g = np.concatenate(gate)
         n_gated += bool(g.any()) and free != q["query"]
@@ -101,12 +105,14 @@ def main() -> None:
                                          for k in (1, 3, 5)])))
     print(f"{args.db}: {len(queries)} questions, {n_changed} with names taken out, "
           f"{n_gated} of them gated in (--gate {args.gate}, --share {args.share})")
-    base = np.asarray(per["today"]) * 100
     for v in VARIANTS:
         a = np.asarray(per[v]) * 100
-        d = a - base
-        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
-        print(f"  {v:30} unit IE {a.mean():6.2f}  - today {d.mean():+6.2f} +/- {se:.2f}")
+        cells = []
+        for against in ("today", "mean cosine"):
+            d = a - np.asarray(per[against]) * 100
+            se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+            cells.append(f"- {against} {d.mean():+6.2f} +/- {se:.2f}")
+        print(f"  {v:30} unit IE {a.mean():6.2f}  " + "  ".join(cells))
 
 
 if __name__ == "__main__":
