@@ -88,10 +88,10 @@ def run(name: str, label: str) -> Path:
     return out / "results.json"
 
 
-def compare(label: str = "after") -> None:
-    """LABEL's runs paired with the `before` runs, per set."""
+def compare(label: str = "after", base: str = "before") -> None:
+    """LABEL's runs paired with the BASE runs, per set."""
     for name in (*POOLS, *BASES):
-        before, after = (OUT / f"{name}-{x}" / "results.json" for x in ("before", label))
+        before, after = (OUT / f"{name}-{x}" / "results.json" for x in (base, label))
         if not (before.is_file() and after.is_file()):
             print(f"{name}: not run")
             continue
