@@ -1,10 +1,11 @@
 """Nightly runs that change documents: the database's bytes against its live rows, as
 the index run kept them before stop 76 (the vector index merged at every run) and as it
 keeps them now, with a week of earlier runs' versions kept or one night's
-(`pipeline.keep_versions_days`).
+(`pipeline.keep_versions_days`), and compacted once 8 of a table's fragments are small
+or, `later16`, 16 (`pipeline.optimize_fragments`; stop 78).
 
     .venv/bin/python bench/nights.py [--docs 15000] [--nights 24] [--changed 0.01]
-        [--setups before,default,every8,one-night,plain]
+        [--setups before,default,every8,one-night,later16,plain]
 
 A JSONL corpus of N generated documents (`bench/scale.py`'s, 300-500 characters) is stored
 by the store alone (`bench/scale_store.py`: real chunk vectors, the flow's batches and
@@ -55,7 +56,11 @@ KEEP = "SPROUTRAG_PIPELINE__KEEP_VERSIONS_DAYS"
 SETUPS = {"before": ("before (7 nights, index merged every run)", 7, 1),
           "default": ("7 nights, merged every 4 (default)", 7, 4),
           "every8": ("7 nights, merged every 8", 7, 8),
-          "one-night": ("1 night, merged every 4", 1, 4)}
+          "one-night": ("1 night, merged every 4", 1, 4),
+          "later16": ("7 nights, merged every 4, compacted at 16 small fragments", 7, 4)}
+#: `pipeline.optimize_fragments` of a setup, where not the default (stop 78's rule).
+OPTIMIZE = {"later16": 16}
+FRAGMENTS = "SPROUTRAG_PIPELINE__OPTIMIZE_FRAGMENTS"
 #: The reference: a plain sentence-transformers + LanceDB table (`plain_nights.py`) under
 #: the same changes, optimized by LanceDB with the default retention (7 nights).
 PLAIN = "plain"
@@ -108,6 +113,10 @@ def night(index_corpus, corpus: Path, dbs: dict[str, str], day: float | None,
             continue
         _, nights, indexes.MAX_VECTOR_DELTAS = SETUPS[key]
         os.environ[KEEP] = repr(nights * (day or 86400) / 86400)
+        if key in OPTIMIZE:
+            os.environ[FRAGMENTS] = str(OPTIMIZE[key])
+        else:
+            os.environ.pop(FRAGMENTS, None)
         t0 = time.perf_counter()
         row = index_corpus(corpus=str(corpus), db=db)
         seconds = time.perf_counter() - t0
