@@ -3,13 +3,23 @@ named document opens with the question's name (stop 78).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_opening.py \
         --counts train|dev
+    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_opening.py \
+        --label today|rule65 --split train|dev [--pools named-contracts ...]
+    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_opening.py \
+        --compare --split train|dev
 
 Per pool (paragraphs, hotpot-pooled, long-pooled, named-contracts) of the split, through
 the shipped Retriever with "alone" off (`hierarchy.open_probed_pool`): the questions
 whose named documents (`Searched.named`) hold fewer than `ANCHOR_LEAVES` leaves together
 but at least FLOOR (16, 8), each of them writing an entity of the question in its opening
 (`name_free.opens_with`, its first 300 characters), and how many of those name only gold
-documents. Not a test.
+documents. `--label` runs `sproutrag evaluate --db --corpus-wide --modes tree` on each
+pool's split (its `hierarchy.open_pool` database), `rule65` with the Retriever's `alone`
+patched in this process to search the gated questions' named documents alone (floor
+16), `today` with the shipped search; `--compare` pairs them per question. Train runs
+under out/alone-opening/; dev runs (`rule65` only) through `name_free_runs.run`, on rule
+62's databases, paired with its `gated` runs (the paragraph pool: rule 61's `before`),
+today's search. Not a test.
 """
 
 from __future__ import annotations
@@ -17,6 +27,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402
@@ -27,6 +39,9 @@ from sproutrag.search.node_scores import ANCHOR_LEAVES  # noqa: E402
 
 POOLS = ("paragraphs", "hotpot-pooled", "long-pooled", "named-contracts")
 FLOORS = (16, 8)
+#: The rule's floor.
+FLOOR = 16
+OUT = H.OUT / "alone-opening"
 
 
 def opening_named(found, query: str, floor: int) -> bool:
@@ -56,10 +71,87 @@ def counts(split: str) -> None:
                           for f, (a, g) in cells.items()), flush=True)
 
 
+def _patch() -> None:
+    from sproutrag.search.searched import SearchedDocuments
+
+    find, alone = SearchedDocuments.find, SearchedDocuments.alone
+
+    def patched_find(self, query, *args, **kwargs):
+        self.rule65_query = query
+        return find(self, query, *args, **kwargs)
+
+    def patched_alone(self, found):
+        got = alone(self, found)
+        if (got is None and self.settings.mention_alone
+                and opening_named(found, self.rule65_query, FLOOR)):
+            return [d for d in found.docs if d in found.named]
+        return got
+
+    SearchedDocuments.find, SearchedDocuments.alone = patched_find, patched_alone
+
+
+def run(name: str, split: str, label: str) -> Path:
+    if split == "dev":  # rule 62's databases and runs: its `gated` runs are today's search
+        import name_free_runs as R
+
+        return R.run(name, label)
+    out = OUT / f"{name}-{split}-{label}"
+    if (out / "results.json").is_file():
+        return out / "results.json"
+    docs, queries = H.pool_files(name, split)
+    db = H.OUT / f"db-hierarchy-{name}-{split}"
+    if not (db / ".complete").is_file():
+        H.open_pool(name, split, *H.default_encoder())  # indexes it
+    from sproutrag.flows.cli import main as cli
+
+    code = cli(["evaluate", "--docs", str(docs), "--queries", str(queries), "--db", str(db),
+                "--corpus-wide", "--modes", "tree", "--cache", str(OUT / f"cache-{name}-{split}"),
+                "--out", str(out)])
+    if code not in (0, 3):
+        raise SystemExit(f"evaluate {name} {split} {label}: exit {code}")
+    return out / "results.json"
+
+
+def compare(split: str) -> None:
+    from paired_results import database_rows, per_query
+
+    for name in POOLS:
+        paths = ([OUT / f"{name}-{split}-{x}" / "results.json" for x in ("today", "rule65")]
+                 if split == "train" else
+                 [H.ROOT / "out" / "name-free" / f"{name}-{x}" / "results.json"
+                  for x in ("before" if name == "paragraphs" else "gated", "rule65")])
+        if not all(p.is_file() for p in paths):
+            print(f"{name} {split}: not run")
+            continue
+        b, a = (database_rows(str(p))["tree corpus-wide"] for p in paths)
+        cells = []
+        for metric in ("ie", "char_ie"):
+            x, y = per_query(a, metric), per_query(b, metric)
+            d = 100 * np.array([x[q] - y[q] for q in sorted(x)])
+            se = d.std(ddof=1) / np.sqrt(len(d))
+            cells.append(f"{metric} {100 * np.mean(list(y.values())):.2f} -> "
+                         f"{100 * np.mean(list(x.values())):.2f} ({d.mean():+.2f} +/- {se:.2f},"
+                         f" {d.mean() / se if se else 0:+.1f} SE; {int((d != 0).sum())} changed)")
+        print(f"{name} {split} corpus-wide: " + "; ".join(cells))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--counts", choices=("train", "dev"), required=True)
-    counts(ap.parse_args().counts)
+    ap.add_argument("--counts", choices=("train", "dev"))
+    ap.add_argument("--label", choices=("today", "rule65"))
+    ap.add_argument("--split", choices=("train", "dev"), default="train")
+    ap.add_argument("--pools", nargs="+", default=list(POOLS))
+    ap.add_argument("--compare", action="store_true")
+    args = ap.parse_args()
+    if args.counts:
+        counts(args.counts)
+    if args.label == "rule65":
+        _patch()
+    if args.label:
+        for name in args.pools:
+            print(name, args.split, run(name, args.split, args.label), flush=True)
+    if args.compare:
+        compare(args.split)
 
 
 if __name__ == "__main__":
