@@ -210,6 +210,13 @@ class SearchSettings(Section):
         "about gets that document's answer, not its look-alikes'",
     )
 
+    alone_opening_leaves: int = Field(
+        16, ge=0, le=2**31 - 1, description="With mention_alone, named documents that hold "
+        "fewer than anchor_leaves leaves together but at least this many are searched "
+        "alone too when each writes an entity of the question in its first 300 characters "
+        "(a shorter agreement or report that opens with its party or company; 0: off)",
+    )
+
     dominant_ratio: float = Field(
         0.0, ge=0, le=1e6, description="In a query without doc_ids, an entity the question "
         "names that two or more searched documents write also names the one that writes it "
@@ -232,7 +239,7 @@ class SearchSettings(Section):
         """The `Retriever` arguments these settings give (n_docs, first_stage,
         entity_ranking, ranking_leaders, anchor_leaves, link_weight, leader_weight, fetch_named,
         mention_weight, fetch_mentioned, mention_statistics, long_mention_weight,
-        mention_alone, dominant_ratio, name_free_leaves)."""
+        mention_alone, alone_opening_leaves, dominant_ratio, name_free_leaves)."""
         return {"n_docs": self.n_docs, "first_stage": self.first_stage,
                 "entity_ranking": self.entity_ranking,
                 "ranking_leaders": self.ranking_leaders,
@@ -243,6 +250,7 @@ class SearchSettings(Section):
                 "mention_statistics": self.mention_statistics,
                 "long_mention_weight": self.long_mention_weight,
                 "mention_alone": self.mention_alone,
+                "alone_opening_leaves": self.alone_opening_leaves,
                 "dominant_ratio": self.dominant_ratio,
                 "name_free_leaves": self.name_free_leaves}
 

@@ -21,6 +21,6 @@ LIMITS: dict[str, tuple[float, float]] = {
     "fetch_named": (0, MAX_COUNT), "leader_weight": (0.0, 1e6), "mention_weight": (0.0, 1e6),
     "fetch_mentioned": (0, MAX_COUNT), "long_mention_weight": (0.0, 1e6),
     "dominant_ratio": (0.0, 1e6), "ranking_leaders": (0, 10_000), "n_docs": (1, 10_000),
-    "name_free_leaves": (0, MAX_COUNT),
+    "name_free_leaves": (0, MAX_COUNT), "alone_opening_leaves": (0, MAX_COUNT),
 }
 

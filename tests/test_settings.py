@@ -133,25 +133,27 @@ def test_the_search_section_gives_the_retrievers_first_stage(tmp_path):
         "anchor_leaves": 32,
         "link_weight": 3.0, "leader_weight": 2.0, "fetch_named": 1, "mention_weight": 3.0,
         "fetch_mentioned": 1, "mention_statistics": True, "long_mention_weight": 6.0,
-        "mention_alone": True, "dominant_ratio": 0.0, "name_free_leaves": 32}
+        "mention_alone": True, "alone_opening_leaves": 16, "dominant_ratio": 0.0,
+        "name_free_leaves": 32}
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("search:\n  anchor_leaves: 0\n  link_weight: 0\n  fetch_named: 0\n"
                    "  mention_weight: 0\n  entity_ranking: false\n  fetch_mentioned: 0\n"
-                   "  dominant_ratio: 3\n  ranking_leaders: 2\n  name_free_leaves: 0\n",
+                   "  dominant_ratio: 3\n  ranking_leaders: 2\n  name_free_leaves: 0\n"
+                   "  alone_opening_leaves: 0\n",
                    encoding="utf-8")
     options = load_settings(cfg).search.retriever_options()
     assert options["anchor_leaves"] == 0 and options["link_weight"] == 0  # off
     assert options["fetch_named"] == 0 and options["mention_weight"] == 0
     assert options["entity_ranking"] is False and options["fetch_mentioned"] == 0
     assert options["dominant_ratio"] == 3.0 and options["ranking_leaders"] == 2
-    assert options["name_free_leaves"] == 0  # off
+    assert options["name_free_leaves"] == 0 and options["alone_opening_leaves"] == 0  # off
     for bad in ("anchor_leaves: -1", "link_weight: -0.5", "link_weight: .nan",
                 "fetch_named: -1", "fetch_named: 0.5", "leader_weight: -1",
                 "mention_weight: -1", "mention_weight: .inf", "entity_ranking: maybe",
                 "ranking_leaders: -1", "ranking_leaders: 1.5",
                 "fetch_mentioned: -1", "fetch_mentioned: 1.5", "mention_statistics: maybe",
                 "long_mention_weight: -1", "mention_alone: maybe", "dominant_ratio: -1",
-                "name_free_leaves: -1", "name_free_leaves: 1.5"):
+                "name_free_leaves: -1", "name_free_leaves: 1.5", "alone_opening_leaves: -1"):
         cfg.write_text(f"search:\n  {bad}\n", encoding="utf-8")
         with pytest.raises(ValueError, match=bad.split(":")[0]):
             load_settings(cfg)

@@ -301,9 +301,9 @@ def describe_loss(loss: dict[str, float], n_docs: int, wide: Any, mode: str = "t
             f"{wide.fetch_named}, mention_weight {wide.mention_weight:g} (long "
             f"{wide.long_mention_weight:g}), fetch_mentioned {wide.fetch_mentioned}, "
             f"mention_statistics {on[wide.mention_statistics]}, mention_alone "
-            f"{on[wide.mention_alone]}, dominant_ratio {wide.dominant_ratio:g}, name_free_leaves "
-            f"{wide.name_free_leaves}, entity_ranking "
-            f"{on[entity_ranking]}) chose "
+            f"{on[wide.mention_alone]} (opening {wide.alone_opening_leaves}), dominant_ratio "
+            f"{wide.dominant_ratio:g}, name_free_leaves {wide.name_free_leaves}, "
+            f"entity_ranking {on[entity_ranking]}) chose "
             f"{loss['gold_docs_chosen']:.0%} of the gold "
             f"documents (all of a query's for {loss['all_gold_chosen']:.0%}){searched}; "
             f"{shares}")

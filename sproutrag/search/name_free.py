@@ -25,6 +25,9 @@ OPENING_CHARS = 300
 #: The least leaves of a document scored with the blend (rule 62: `ANCHOR_LEAVES`, the
 #: long document of rules 29-31).
 NAME_FREE_LEAVES = 32
+#: The least leaves the named documents that open with the question's names hold together
+#: to be searched alone below `ANCHOR_LEAVES` (rule 65).
+ALONE_OPENING_LEAVES = 16
 
 _WORD = re.compile(r"\w+")
 
@@ -98,5 +101,5 @@ def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
     return dict.fromkeys(docs, vector)
 
 
-__all__ = ["NAME_FREE_LEAVES", "OPENING_CHARS", "blend", "name_free", "opening",
-           "opening_vectors", "opens_with"]
+__all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "OPENING_CHARS", "blend", "name_free",
+           "opening", "opening_vectors", "opens_with"]

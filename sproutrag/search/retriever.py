@@ -61,7 +61,7 @@ from sproutrag.search.links import (
     LONG_MENTION_WEIGHT,
     MENTION_WEIGHT,
 )
-from sproutrag.search.name_free import NAME_FREE_LEAVES
+from sproutrag.search.name_free import ALONE_OPENING_LEAVES, NAME_FREE_LEAVES
 from sproutrag.search.node_scores import ANCHOR_LEAVES
 from sproutrag.search.query_context import check_budget, read_context
 from sproutrag.search.reader_settings import open_reader
@@ -91,7 +91,8 @@ class Retriever(RetrieverSettings):
         fetch_named: int = FETCH_NAMED, mention_weight: float = MENTION_WEIGHT,
         fetch_mentioned: int = FETCH_MENTIONED, mention_statistics: bool = True,
         long_mention_weight: float = LONG_MENTION_WEIGHT, mention_alone: bool = True,
-        dominant_ratio: float = 0.0, name_free_leaves: int = NAME_FREE_LEAVES,
+        alone_opening_leaves: int = ALONE_OPENING_LEAVES, dominant_ratio: float = 0.0,
+        name_free_leaves: int = NAME_FREE_LEAVES,
         reranker: Reranker = cosine_rerank, storage_options: dict[str, str] | None = None,
         memory_rows: int = 300_000, cache_bytes: int = CACHE_BYTES,
     ) -> None:
@@ -101,20 +102,18 @@ class Retriever(RetrieverSettings):
         full-text index's best leaves, fused) or "vector". ENTITY_RANKING: the hybrid first stage
         fuses a third ranking, the full-text index's for the question's entities alone, when it has
         any (rule 25). RANKING_LEADERS: the first documents of each of its rankings the hybrid first
-        stage keeps among its `n_docs` (rule 54; 0: the fused order alone). ANCHOR_LEAVES,
-        LINK_WEIGHT, LEADER_WEIGHT, FETCH_NAMED, MENTION_WEIGHT, FETCH_MENTIONED,
-        MENTION_STATISTICS, LONG_MENTION_WEIGHT, MENTION_ALONE, DOMINANT_RATIO and NAME_FREE_LEAVES
-        (also with doc_ids): how a query without doc_ids searches beyond the first stage's choice,
-        one `CorpusWideSettings` (its fields say what each does), each also an attribute of the
-        Retriever (checked when set). STORAGE_OPTIONS: LanceDB's for an s3:// DB (default: the
-        environment's, `open_reader`)."""
+        stage keeps among its `n_docs` (rule 54; 0: the fused order alone). The keywords
+        ANCHOR_LEAVES to NAME_FREE_LEAVES (the last also with doc_ids): how a query without doc_ids
+        searches beyond the first stage's choice, one `CorpusWideSettings` (its fields say what
+        each does), each also an attribute of the Retriever (checked when set). STORAGE_OPTIONS:
+        LanceDB's for an s3:// DB (default: the environment's, `open_reader`)."""
         # checked before the database is opened and the encoder loaded
         wide = CorpusWideSettings(
             anchor_leaves=anchor_leaves, link_weight=link_weight, leader_weight=leader_weight,
             fetch_named=fetch_named, mention_weight=mention_weight, dominant_ratio=dominant_ratio,
             fetch_mentioned=fetch_mentioned, mention_statistics=mention_statistics,
             long_mention_weight=long_mention_weight, mention_alone=mention_alone,
-            name_free_leaves=name_free_leaves)
+            alone_opening_leaves=alone_opening_leaves, name_free_leaves=name_free_leaves)
         leaders = check_first_stage(first_stage, entity_ranking, ranking_leaders)
         given = {"threshold": threshold, "lexical_weight": lexical_weight}
         checked = SearchParams.overrides({

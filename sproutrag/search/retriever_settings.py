@@ -96,6 +96,7 @@ class RetrieverSettings:
     mention_statistics = _searching_setting("mention_statistics")
     long_mention_weight = _searching_setting("long_mention_weight")
     mention_alone = _searching_setting("mention_alone")
+    alone_opening_leaves = _searching_setting("alone_opening_leaves")
     dominant_ratio = _searching_setting("dominant_ratio")
     name_free_leaves = _searching_setting("name_free_leaves")
 

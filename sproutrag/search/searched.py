@@ -20,13 +20,14 @@ over the whole corpus searches the first stage's ranked choice, and with it:
   rule 29);
 - when the mentioned documents, one or more, hold ANCHOR_LEAVES leaves together, only
   they are searched, as a query restricted to their doc_ids would search them
-  (`mention_alone`; rule 31).
+  (`mention_alone`; rule 31), or ALONE_OPENING_LEAVES when each writes an entity of the
+  question in its opening (`alone_opening_leaves`; rule 65).
 
 A searched document of at least NAME_FREE_LEAVES leaves whose opening writes an entity of
 the question is scored with the question's vector blended with the question less its
 names (`sproutrag.search.name_free`; rule 62), in a query with doc_ids too.
 
-The ten settings are one `CorpusWideSettings`.
+The eleven settings are one `CorpusWideSettings`.
 
 `SearchedDocuments.find` returns all of it as one `Searched`; the Retriever's modes and
 its context score it.
@@ -56,7 +57,12 @@ from sproutrag.search.links import (
     best_leaf,
 )
 from sproutrag.search.mentions import dominant_writers, entity_holders, named_by
-from sproutrag.search.name_free import NAME_FREE_LEAVES, opening_vectors
+from sproutrag.search.name_free import (
+    ALONE_OPENING_LEAVES,
+    NAME_FREE_LEAVES,
+    opening_vectors,
+    opens_with,
+)
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
     NodeScores,
@@ -136,6 +142,10 @@ class CorpusWideSettings:
     #: A question whose named documents, one or more, hold `anchor_leaves` leaves together
     #: searches only them, as a query with their doc_ids would (`alone`; rule 31).
     mention_alone: bool = True
+    #: With `mention_alone`, named documents that hold fewer than `anchor_leaves` leaves
+    #: together but at least this many are searched alone too when each writes an entity
+    #: of the question in its opening (`name_free.opens_with`; 0: off; rule 65).
+    alone_opening_leaves: int = ALONE_OPENING_LEAVES
     #: An entity two or more searched documents write also names the one that writes it
     #: at least this many times as often per word as every other (`dominant_writers`; 0:
     #: off; rule 35).
@@ -205,18 +215,32 @@ class SearchedDocuments:
             found = self._read([*docs, *extra], params, query, ranked, texts=texts)
         else:
             found = found._replace(scores=scores)
-        alone = self.alone(found)
+        alone = self.alone(found, query)
         return found if alone is None else self._read(alone, params, query, False,
                                                       texts=texts)
 
-    def alone(self, found: Searched) -> list[str] | None:
-        """The documents FOUND's question names (`Searched.named`), in the searched order,
-        when `mention_alone` is on and they hold `anchor_leaves` leaves together: a
+    def alone(self, found: Searched, query: str) -> list[str] | None:
+        """The documents FOUND's question (QUERY) names (`Searched.named`), in the
+        searched order, when `mention_alone` is on and they hold `anchor_leaves` leaves
+        together, or `alone_opening_leaves` with each opening with one of its entities: a
         corpus-wide query then searches only them, as one restricted to their doc_ids
-        would (their own statistics, no weights; docs/whole-corpus.md, rule 31); else None."""
-        if not (self.settings.mention_alone and found.long):
+        would (their own statistics, no weights; docs/whole-corpus.md, rules 31 and 65);
+        else None."""
+        if not (self.settings.mention_alone and found.named):
             return None
-        return [d for d in found.docs if d in found.named]
+        if found.long or self.opening_named(found, query):
+            return [d for d in found.docs if d in found.named]
+        return None
+
+    def opening_named(self, found: Searched, query: str) -> bool:
+        """Whether FOUND's named documents hold `alone_opening_leaves` leaves together (0:
+        never) and each writes an entity of QUERY in its opening (rule 65)."""
+        floor, stored = self.settings.alone_opening_leaves, found.stored
+        if floor <= 0 or sum(stored[d].tree.n for d in found.named) < floor:
+            return False
+        entities = question_entities(query)
+        return all(opens_with(stored[d].texts, stored[d].tree.n, entities, floor=1)
+                   for d in found.named)
 
     def _read(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
               *, texts: bool = False) -> Searched:
