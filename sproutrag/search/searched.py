@@ -233,10 +233,12 @@ class SearchedDocuments:
         return None
 
     def opening_named(self, found: Searched, query: str) -> bool:
-        """Whether FOUND's named documents hold `alone_opening_leaves` leaves together (0:
-        never) and each writes an entity of QUERY in its opening (rule 65)."""
-        floor, stored = self.settings.alone_opening_leaves, found.stored
-        if floor <= 0 or sum(stored[d].tree.n for d in found.named) < floor:
+        """Whether FOUND's named documents hold fewer than `anchor_leaves` leaves together
+        but at least `alone_opening_leaves` (0: never) and each writes an entity of QUERY
+        in its opening (rule 65)."""
+        s, stored = self.settings, found.stored
+        held = sum(stored[d].tree.n for d in found.named)
+        if s.alone_opening_leaves <= 0 or not s.alone_opening_leaves <= held < s.anchor_leaves:
             return False
         entities = question_entities(query)
         return all(opens_with(stored[d].texts, stored[d].tree.n, entities, floor=1)

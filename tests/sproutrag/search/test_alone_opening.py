@@ -51,7 +51,7 @@ def test_a_named_agreement_of_20_units_that_opens_with_its_name_is_searched_alon
     assert {d for d, _, _ in alone} == {"acme"}
     assert Retriever(db, encoder=encoder).alone_opening_leaves == 16  # the default
     for off in ({"alone_opening_leaves": 0}, {"alone_opening_leaves": 21},
-                {"mention_alone": False}):
+                {"mention_alone": False}, {"anchor_leaves": 0}):  # 20 units: not fewer than 0
         assert hits(**off) != alone, off  # searched among the look-alikes, weighted
     with pytest.raises(QueryError, match="alone_opening_leaves"):
         Retriever(db, encoder=encoder, alone_opening_leaves=-1)
