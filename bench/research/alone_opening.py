@@ -7,6 +7,7 @@ named document opens with the question's name (stop 78).
         --label today|rule65 --split train|dev [--pools named-contracts ...]
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_opening.py \
         --compare --split train|dev
+    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_opening.py --timing
 
 Per pool (paragraphs, hotpot-pooled, long-pooled, named-contracts) of the split, through
 the shipped Retriever with "alone" off (`hierarchy.open_probed_pool`): the questions
@@ -19,7 +20,10 @@ patched in this process to search the gated questions' named documents alone (fl
 16), `today` with the shipped search; `--compare` pairs them per question. Train runs
 under out/alone-opening/; dev runs (`rule65` only) through `name_free_runs.run`, on rule
 62's databases, paired with its `gated` runs (the paragraph pool: rule 61's `before`),
-today's search. Not a test.
+today's search. `--timing`: the shipped search of the named agreements' dev questions
+(corpus-wide, tree mode, k = 5, encoded beforehand) with `alone_opening_leaves` 16 and
+0, alternating per question in one process, three passes: p50 and p95 milliseconds
+each. Not a test.
 """
 
 from __future__ import annotations
@@ -135,6 +139,32 @@ def compare(split: str) -> None:
         print(f"{name} {split} corpus-wide: " + "; ".join(cells))
 
 
+def timing(passes: int = 3) -> None:
+    import time
+
+    import name_free_runs as R
+
+    from sproutrag import Retriever
+    from sproutrag.learn.datasets import read_jsonl
+
+    _, queries, db = R._files("named-contracts")
+    qs = [q["query"] for q in read_jsonl(queries)]
+    on, off = (Retriever(str(db), alone_opening_leaves=n) for n in (16, 0))
+    vecs = on._embed(qs)
+    ms: dict[int, list[float]] = {16: [], 0: []}
+    for _ in range(passes):
+        for q, v in zip(qs, vecs, strict=True):
+            for n, r in ((16, on), (0, off)):
+                t0 = time.perf_counter()
+                r.search_vector(q, v, k=5)
+                ms[n].append(1000 * (time.perf_counter() - t0))
+    warm = {n: xs[len(qs):] for n, xs in ms.items()}  # the first pass warms the caches
+    for n, xs in warm.items():
+        print(f"alone_opening_leaves {n}: p50 {np.percentile(xs, 50):.1f} ms, "
+              f"p95 {np.percentile(xs, 95):.1f} ms ({len(xs)} searches after a first pass)")
+    print(f"p50 16 / 0: {np.percentile(warm[16], 50) / np.percentile(warm[0], 50):.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--counts", choices=("train", "dev"))
@@ -142,7 +172,10 @@ def main() -> None:
     ap.add_argument("--split", choices=("train", "dev"), default="train")
     ap.add_argument("--pools", nargs="+", default=list(POOLS))
     ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--timing", action="store_true")
     args = ap.parse_args()
+    if args.timing:
+        timing()
     if args.counts:
         counts(args.counts)
     if args.label == "rule65":
