@@ -95,25 +95,16 @@ def _patch() -> None:
 
 
 def run(name: str, split: str, label: str) -> Path:
-    if split == "dev":  # rule 62's databases and runs: its `gated` runs are today's search
-        import name_free_runs as R
+    import name_free_runs as R
 
+    if split == "dev":  # rule 62's databases and runs: its `gated` runs are today's search
         return R.run(name, label)
-    out = OUT / f"{name}-{split}-{label}"
-    if (out / "results.json").is_file():
-        return out / "results.json"
     docs, queries = H.pool_files(name, split)
     db = H.OUT / f"db-hierarchy-{name}-{split}"
     if not (db / ".complete").is_file():
         H.open_pool(name, split, *H.default_encoder())  # indexes it
-    from sproutrag.flows.cli import main as cli
-
-    code = cli(["evaluate", "--docs", str(docs), "--queries", str(queries), "--db", str(db),
-                "--corpus-wide", "--modes", "tree", "--cache", str(OUT / f"cache-{name}-{split}"),
-                "--out", str(out)])
-    if code not in (0, 3):
-        raise SystemExit(f"evaluate {name} {split} {label}: exit {code}")
-    return out / "results.json"
+    return R.evaluate(docs, queries, db, OUT / f"cache-{name}-{split}",
+                      OUT / f"{name}-{split}-{label}")
 
 
 def compare(split: str) -> None:

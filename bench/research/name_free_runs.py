@@ -73,19 +73,23 @@ def _patch() -> None:
     Retriever._tree = _tree
 
 
-def run(name: str, label: str) -> Path:
-    out = OUT / f"{name}-{label}"
+def evaluate(docs: Path, queries: Path, db: Path, cache: Path, out: Path) -> Path:
+    """`sproutrag evaluate --db DB --corpus-wide --modes tree` into OUT, once: its
+    results.json (kept, and returned without a run, when there)."""
     if (out / "results.json").is_file():
         return out / "results.json"
-    docs, queries, db = _files(name)
     from sproutrag.flows.cli import main
 
     code = main(["evaluate", "--docs", str(docs), "--queries", str(queries), "--db", str(db),
-                 "--corpus-wide", "--modes", "tree", "--cache", str(OUT / f"cache-{name}"),
-                 "--out", str(out)])
+                 "--corpus-wide", "--modes", "tree", "--cache", str(cache), "--out", str(out)])
     if code not in (0, 3):
-        raise SystemExit(f"evaluate {name} {label}: exit {code}")
+        raise SystemExit(f"evaluate {queries} -> {out}: exit {code}")
     return out / "results.json"
+
+
+def run(name: str, label: str) -> Path:
+    docs, queries, db = _files(name)
+    return evaluate(docs, queries, db, OUT / f"cache-{name}", OUT / f"{name}-{label}")
 
 
 def compare(label: str = "after", base: str = "before") -> None:
