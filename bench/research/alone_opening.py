@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402
 
 from sproutrag.search.entities import question_entities  # noqa: E402
-from sproutrag.search.name_free import opens_with  # noqa: E402
+from sproutrag.search.name_free import all_open_with  # noqa: E402
 from sproutrag.search.node_scores import ANCHOR_LEAVES  # noqa: E402
 
 POOLS = ("paragraphs", "hotpot-pooled", "long-pooled", "named-contracts")
@@ -50,13 +50,10 @@ OUT = H.OUT / "alone-opening"
 
 def opening_named(found, query: str, floor: int) -> bool:
     """Whether FOUND's named documents hold FLOOR leaves or more together but fewer than
-    `ANCHOR_LEAVES` (not `Searched.long`), and each opens with an entity of QUERY."""
-    named, stored = found.named, found.stored
-    held = sum(stored[d].tree.n for d in named)
-    ents = question_entities(query)
-    return (bool(named) and not found.long and floor <= held < ANCHOR_LEAVES
-            and all(opens_with(stored[d].texts, stored[d].tree.n, ents, floor=1)
-                    for d in named))
+    `ANCHOR_LEAVES` (not `Searched.long`), and each opens with an entity of QUERY (the
+    shipped test, `name_free.all_open_with`)."""
+    return all_open_with(found.stored, found.named, question_entities(query), floor,
+                         ANCHOR_LEAVES)
 
 
 def counts(split: str) -> None:

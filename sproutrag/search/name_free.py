@@ -77,6 +77,16 @@ def opens_with(texts: Sequence[str], n_leaves: int, entities: Sequence[str],
     return any(f" {folded(e)} " in head for e in entities)
 
 
+def all_open_with(stored: Mapping[str, StoredTree], named: Sequence[str],
+                  entities: Sequence[str], floor: int, below: int) -> bool:
+    """Whether the NAMED documents of STORED hold FLOOR (0: never) to BELOW leaves together
+    and each `opens_with` one of ENTITIES (rule 65)."""
+    held = sum(stored[d].tree.n for d in named)
+    return (bool(named) and 0 < floor <= held < below
+            and all(opens_with(stored[d].texts, stored[d].tree.n, entities, floor=1)
+                    for d in named))
+
+
 def blend(qvec: np.ndarray, free: np.ndarray) -> np.ndarray:
     """normalise(q / |q| + f / |f|): the question's vector and its name-free one, equal."""
     v = (np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
@@ -101,5 +111,5 @@ def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
     return dict.fromkeys(docs, vector)
 
 
-__all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "OPENING_CHARS", "blend", "name_free",
-           "opening", "opening_vectors", "opens_with"]
+__all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "OPENING_CHARS", "all_open_with", "blend",
+           "name_free", "opening", "opening_vectors", "opens_with"]

@@ -60,8 +60,8 @@ from sproutrag.search.mentions import dominant_writers, entity_holders, named_by
 from sproutrag.search.name_free import (
     ALONE_OPENING_LEAVES,
     NAME_FREE_LEAVES,
+    all_open_with,
     opening_vectors,
-    opens_with,
 )
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
@@ -236,13 +236,9 @@ class SearchedDocuments:
         """Whether FOUND's named documents hold fewer than `anchor_leaves` leaves together
         but at least `alone_opening_leaves` (0: never) and each writes an entity of QUERY
         in its opening (rule 65)."""
-        s, stored = self.settings, found.stored
-        held = sum(stored[d].tree.n for d in found.named)
-        if s.alone_opening_leaves <= 0 or not s.alone_opening_leaves <= held < s.anchor_leaves:
-            return False
-        entities = question_entities(query)
-        return all(opens_with(stored[d].texts, stored[d].tree.n, entities, floor=1)
-                   for d in found.named)
+        s = self.settings
+        return all_open_with(found.stored, found.named, question_entities(query),
+                             s.alone_opening_leaves, s.anchor_leaves)
 
     def _read(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
               *, texts: bool = False) -> Searched:
