@@ -32,14 +32,14 @@ import numpy as np
 
 from sproutrag import Retriever
 from sproutrag.learn.metrics import gold_units, score_query
-from sproutrag.names import words
+from sproutrag.names import folded, mention_words, words
 from sproutrag.search.entities import question_entities
 from sproutrag.search.lexical import LeafTerms, bm25_leaves
-from sproutrag.search.name_free import name_free, opens_with
+from sproutrag.search.name_free import OPENING_CHARS, name_free, opens_with
 from sproutrag.search.node_scores import cosine_scores
 
 VARIANTS = ("today", "name-free cosine", "mean cosine", "mean cosine, name-free BM25",
-            "name-free cosine and BM25")
+            "name-free cosine and BM25", "mean cosine, BM25 less opening-only names")
 
 
 def _z(x: np.ndarray) -> np.ndarray:
@@ -56,6 +56,22 @@ def _names_the_document(text: str, entities: list[str], share: float) -> bool:
     return False
 
 
+def opening_only(texts, n: int, entities: list[str]) -> list[str]:
+    """ENTITIES a document (its leaves' TEXTS, N of them) writes in its opening leaves
+    (those that start in its first OPENING_CHARS characters) and in no later leaf: a
+    name that says which document, not which unit (rule 66's gate)."""
+    held, first = 0, 0
+    for t in texts[:n]:
+        if held >= OPENING_CHARS:
+            break
+        held += len(t) + 1
+        first += 1
+    head = mention_words(" ".join(texts[:first]))
+    body = [mention_words(t) for t in texts[first:n]]
+    return [e for e in entities if f" {folded(e)} " in head
+            and not any(f" {folded(e)} " in b for b in body)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("db")
@@ -66,7 +82,7 @@ def main() -> None:
     retriever = Retriever(args.db)
     queries = [json.loads(line) for line in open(args.queries, encoding="utf-8")]
     per: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    n_changed = n_gated = 0
+    n_changed = n_gated = n_only = 0
     for q in queries:
         docs = q.get("doc_ids") or sorted({g["doc_id"] for g in q["gold"]})
         trees = retriever.documents.tree_ids(docs)
@@ -74,7 +90,7 @@ def main() -> None:
         free = name_free(q["query"], entities) or q["query"]
         n_changed += free != q["query"]
         qv, fv = retriever._embed([q["query"], free])
-        units, cos, cos_f, terms, gate = [], [], [], [], []
+        units, cos, cos_f, terms, gate, b_only = [], [], [], [], [], []
         for d in docs:
             st = retriever.tree(d, trees[d])
             text = retriever.document_text(d, trees[d])
@@ -86,17 +102,24 @@ def main() -> None:
             gated = (opens_with(st.texts, n, entities) if args.gate == "opening" else
                      args.gate == "none" or _names_the_document(text, entities, args.share))
             gate.append(np.full(n, gated))
+            only = opening_only(st.texts, n, entities) if gated else []
+            b_only.append(None if not only else name_free(q["query"], only) or None)
         g = np.concatenate(gate)
         n_gated += bool(g.any()) and free != q["query"]
         c, cf = np.concatenate(cos), np.concatenate(cos_f)
         b = np.concatenate(bm25_leaves(q["query"], terms))
         bf = np.concatenate(bm25_leaves(free, terms))
         mean = np.where(g, (c + cf) / 2, c)
+        own = [bm25_leaves(o, terms)[i] if o else bm25_leaves(q["query"], terms)[i]
+               for i, o in enumerate(b_only)]
+        n_only += any(o is not None for o in b_only)
+        bo = np.concatenate(own)
         scores = {"today": _z(c) + _z(b),
                   "name-free cosine": _z(np.where(g, cf, c)) + _z(b),
                   "mean cosine": _z(mean) + _z(b),
                   "mean cosine, name-free BM25": _z(mean) + _z(np.where(g, bf, b)),
-                  "name-free cosine and BM25": _z(np.where(g, cf, c)) + _z(np.where(g, bf, b))}
+                  "name-free cosine and BM25": _z(np.where(g, cf, c)) + _z(np.where(g, bf, b)),
+                  "mean cosine, BM25 less opening-only names": _z(mean) + _z(bo)}
         gold = [(x["doc_id"], x["start"], x["end"]) for x in q["gold"]]
         gold_u = gold_units(units, gold)
         for v in VARIANTS:
@@ -104,7 +127,8 @@ def main() -> None:
             per[v].append(float(np.mean([score_query(order, gold, gold_u, k=k).ie
                                          for k in (1, 3, 5)])))
     print(f"{args.db}: {len(queries)} questions, {n_changed} with names taken out, "
-          f"{n_gated} of them gated in (--gate {args.gate}, --share {args.share})")
+          f"{n_gated} of them gated in (--gate {args.gate}, --share {args.share}), "
+          f"{n_only} with an opening-only name")
     for v in VARIANTS:
         a = np.asarray(per[v]) * 100
         cells = []
