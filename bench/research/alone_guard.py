@@ -1,0 +1,170 @@
+"""Rule 66 of docs/whole-corpus.md: "alone" keeps room for the question's other subject
+(stop 79).
+
+    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
+        --split train|dev [--pools lookalike paragraphs ...] [--variants guard opening both]
+
+Rules 31 and 65 search only the documents the question names (`Searched.named`: an
+entity's only holder among the searched documents) once they are long enough. A
+question about two subjects whose second subject is also written by other documents (a
+competitor cited in a look-alike report, a case cited in another decision) names only
+the first, and "alone" then searches one document of the two. Variants, each patched into
+the shipped `SearchedDocuments` in this process:
+
+- `guard`: "alone" only when every entity of the question that a searched document
+  writes is written by a named one;
+- `opening`: an entity two or more searched documents write names the one of them that
+  writes it in its opening (`name_free.opens_with`, its first 300 characters), when
+  exactly one does (the named documents then gain the mention weight, and "alone" takes
+  them all);
+- `both`: `opening`, then `guard`.
+
+Per pool of the split (`lookalike`: `data/lookalike-reports`; the others
+`hierarchy.open_pool`'s), through each pool's database Retriever: tree mode, corpus-wide
+(no doc_ids), k = 1, 3, 5, unit IE and char-IE averaged over k (the project's metric),
+paired per question against today's search, and within each question's documents
+(today's, the same for every variant: "alone" and the naming act only without doc_ids)
+for the ratio. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hierarchy as H  # noqa: E402
+
+from sproutrag.learn.metrics import gold_units, score_query  # noqa: E402
+from sproutrag.search import searched as S  # noqa: E402
+from sproutrag.search.entities import question_entities  # noqa: E402
+from sproutrag.search.name_free import opens_with  # noqa: E402
+
+POOLS = ("lookalike", "paragraphs", "hotpot-pooled", "long-pooled", "named-contracts")
+VARIANTS = ("guard", "opening", "both")
+KS = (1, 3, 5)
+LOOKALIKE = H.ROOT / "data" / "lookalike-reports"
+
+_today_named_by = S.named_by
+_today_alone = S.SearchedDocuments.alone
+_today_holders = S.SearchedDocuments.holders
+
+
+def _opening_holders(self, query, loaded, ranked):
+    """`holders`, each entity two or more write kept to the one that opens with it
+    (when exactly one does)."""
+    holders, word_texts = _today_holders(self, query, loaded, ranked)
+    out = {}
+    for e, docs in holders.items():
+        if len(docs) >= 2:
+            opening = [d for d in docs if opens_with(loaded[d][1].texts, loaded[d][1].tree.n,
+                                                      [e], floor=1)]
+            docs = opening if len(opening) == 1 else docs
+        out[e] = docs
+    return out, word_texts
+
+
+def _guarded_alone(self, found, query):
+    """`alone`, but None when an entity the searched documents write has no named
+    holder."""
+    docs = _today_alone(self, found, query)
+    if docs is None:
+        return None
+    holders, _ = self.holders(query, found.loaded, True)
+    named = set(found.named)
+    if any(ds and not named.intersection(ds) for ds in holders.values()):
+        return None
+    return docs
+
+
+def patch(variant: str) -> None:
+    S.SearchedDocuments.alone = _today_alone
+    S.SearchedDocuments.holders = _today_holders
+    if variant in ("opening", "both"):
+        S.SearchedDocuments.holders = _opening_holders
+    if variant in ("guard", "both"):
+        S.SearchedDocuments.alone = _guarded_alone
+
+
+def open_lookalike(split: str, settings, encoder):
+    from sproutrag.flows.commands import run_index
+    from sproutrag.search.retriever import Retriever
+
+    db = H.OUT / "db-lookalike"
+    if not (db / ".complete").is_file():
+        run_index(str(LOOKALIKE / "docs.jsonl"), str(db), settings, raise_outcome=True)
+        (db / ".complete").write_text("indexed\n")
+    r = Retriever(str(db), encoder=encoder, n_docs=settings.search.n_docs,
+                  first_stage=settings.search.first_stage)
+    qs = [json.loads(line) for line in open(LOOKALIKE / f"{split}.queries.jsonl",
+                                            encoding="utf-8")]
+    return r, qs
+
+
+def scores(r, queries, corpus_wide: bool) -> dict[str, tuple[float, float]]:
+    """qid -> (unit IE, char-IE) averaged over KS, tree mode."""
+    out = {}
+    for q in queries:
+        gold = [(g["doc_id"], g["start"], g["end"]) for g in q["gold"]]
+        units = []
+        for d in q["doc_ids"]:
+            tid = r.documents.tree_ids([d])[d]
+            units += [(d, int(s), int(e)) for s, e in r.tree(d, tid).spans]
+        gu = gold_units(units, gold)
+        ie, cie = [], []
+        for k in KS:
+            hits = r.search(q["query"], k=k, doc_ids=None if corpus_wide else q["doc_ids"])
+            got = [(h.doc_id, int(s), int(e)) for h in hits for s, e in h.spans]
+            s = score_query(got, gold, gu, k=k)
+            ie.append(s.ie)
+            cie.append(s.char_ie)
+        out[q["qid"]] = (100 * float(np.mean(ie)), 100 * float(np.mean(cie)))
+    return out
+
+
+def paired(a: dict, b: dict, i: int) -> str:
+    d = np.array([a[q][i] - b[q][i] for q in b])
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    return f"{d.mean():+.2f} +/- {se:.2f} ({d.mean() / se if se else 0:+.1f} SE, {int((d != 0).sum())} change)"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", default="train")
+    ap.add_argument("--pools", nargs="+", default=list(POOLS))
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    args = ap.parse_args()
+    settings, encoder = H.default_encoder()
+    out = H.OUT / "alone-guard"
+    out.mkdir(parents=True, exist_ok=True)
+    for pool in args.pools:
+        if pool == "lookalike":
+            r, qs = open_lookalike(args.split, settings, encoder)
+        else:
+            r, qs, _ = H.open_pool(pool, args.split, settings, encoder)
+        changed = sum(len(question_entities(q["query"])) > 0 for q in qs)
+        patch("today")
+        within = scores(r, qs, False)
+        today = scores(r, qs, True)
+        runs = {"within": within, "today": today}
+        w = np.mean([v[0] for v in within.values()])
+        t = np.mean([v[0] for v in today.values()])
+        print(f"{pool} {args.split}: {len(qs)} questions ({changed} with entities); within "
+              f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
+        for v in args.variants:
+            patch(v)
+            runs[v] = got = scores(r, qs, True)
+            m = np.mean([x[0] for x in got.values()])
+            print(f"  {v:8} unit IE {m:.2f} ({m / w:.3f}x) {paired(got, today, 0)}; "
+                  f"char-IE {paired(got, today, 1)}", flush=True)
+        patch("today")
+        (out / f"{pool}-{args.split}.json").write_text(json.dumps(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""A pool of look-alike reports: issue 29's independent set, as near as the project can
+write one (stop 79).
+
+    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/lookalike_reports.py --build
+    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/lookalike_reports.py \
+        --run train|dev [--label today]
+
+Issue 29 measured its loss on a set the project never sees: 108 finance, law and medical
+reports of similar companies and cases, 300 questions, 43% of them about two documents.
+`data/lookalike-reports/` is the project's own stand-in, every text invented for it
+(`out/lookalike/SPEC.md` is what its writers were asked): six clusters of 8 look-alike
+long documents (fiscal-year reports of robotics makers and of regional banks, appellate
+decisions on non-competes and district-court opinions on implanted devices, case reports
+of autoimmune encephalitis and of endocarditis), 14 questions each: 6 that name their
+document, 2 that describe it without its name and 6 that compare two named documents.
+The pool is all 48 documents; the `-a` clusters' questions are the train split, the `-b`
+clusters' the dev split.
+
+`--build` converts the writers' files (`out/lookalike/<cluster>/`, each gold sentence a
+verbatim quote) into `data/lookalike-reports/docs.jsonl` and `{train,dev}.queries.jsonl`
+(gold as character spans). `--run` indexes the pool (`out/db-lookalike`) and runs
+`sproutrag evaluate --db --corpus-wide --modes tree leaves` on a split, then prints the
+tree rows within and corpus-wide (unit IE, char-IE, their ratio) by question type.
+Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+WRITTEN = ROOT / "out" / "lookalike"
+POOL = ROOT / "data" / "lookalike-reports"
+CLUSTERS = {"train": ("fin-a", "law-a", "med-a"), "dev": ("fin-b", "law-b", "med-b")}
+OUT = ROOT / "out" / "lookalike-runs"
+
+
+def build() -> None:
+    """The writers' clusters as one pool with character spans."""
+    POOL.mkdir(parents=True, exist_ok=True)
+    docs: dict[str, str] = {}
+    for split, clusters in CLUSTERS.items():
+        queries = []
+        for c in clusters:
+            for line in open(WRITTEN / c / "docs.jsonl", encoding="utf-8"):
+                o = json.loads(line)
+                docs[o["doc_id"]] = o["text"]
+            for line in open(WRITTEN / c / "questions.jsonl", encoding="utf-8"):
+                q = json.loads(line)
+                gold = []
+                for g in q["gold"]:
+                    text = docs[g["doc_id"]]
+                    start = text.index(g["quote"])
+                    if text.count(g["quote"]) != 1:
+                        raise SystemExit(f"{q['qid']}: quote not unique in {g['doc_id']}")
+                    gold.append({"doc_id": g["doc_id"], "start": start,
+                                 "end": start + len(g["quote"])})
+                queries.append({"qid": q["qid"], "query": q["query"],
+                                "doc_ids": q["doc_ids"], "gold": gold, "type": q["type"]})
+        with open(POOL / f"{split}.queries.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(q) + "\n" for q in queries)
+        print(f"{split}: {len(queries)} questions")
+    with open(POOL / "docs.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"doc_id": d, "text": t}) + "\n" for d, t in docs.items())
+    print(f"{len(docs)} documents, {sum(map(len, docs.values())):,} characters")
+
+
+def run(split: str, label: str) -> Path:
+    """`sproutrag evaluate --db --corpus-wide` of SPLIT's questions over the whole pool."""
+    from sproutrag.flows.cli import main
+
+    out = OUT / f"{split}-{label}"
+    if not (out / "results.json").is_file():
+        code = main(["evaluate", "--docs", str(POOL / "docs.jsonl"), "--queries",
+                     str(POOL / f"{split}.queries.jsonl"), "--db", str(ROOT / "out" /
+                     "db-lookalike"), "--corpus-wide", "--modes", "tree", "leaves",
+                     "--k", "1", "3", "5", "--cache", str(OUT / "cache"), "--out", str(out)])
+        if code not in (0, 3):
+            raise SystemExit(f"evaluate {split}: exit {code}")
+    return out / "results.json"
+
+
+def report(path: Path, split: str) -> None:
+    """Tree mode within and corpus-wide, by question type."""
+    rows = {r["name"].split(" [")[0]: r for r in json.loads(path.read_text())["rows"]
+            if " [database " in r["name"]}
+    types = {q["qid"]: q["type"] for q in map(json.loads, open(POOL /
+                                                                f"{split}.queries.jsonl"))}
+    for kind in ("all", "one-named", "one-described", "two"):
+        cells = []
+        for metric in ("ie", "char_ie"):
+            per = {}
+            for row in ("tree", "tree corpus-wide"):
+                pq = rows[row]["per_query"]
+                per[row] = {q: v for q, v in zip(pq["qid"], pq[metric], strict=True)
+                            if kind == "all" or types[q] == kind}
+            w, c = (np.mean(list(per[r].values())) * 100 for r in ("tree", "tree corpus-wide"))
+            d = 100 * np.array([per["tree corpus-wide"][q] - per["tree"][q] for q in per["tree"]])
+            se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+            cells.append(f"{metric} {w:.2f} / {c:.2f} ({c / w if w else 0:.3f}x; "
+                         f"{d.mean():+.2f} +/- {se:.2f})")
+        print(f"  {kind:13} n {len(per['tree']):3d}  " + "  ".join(cells))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", action="store_true")
+    ap.add_argument("--run", choices=("train", "dev"))
+    ap.add_argument("--label", default="today")
+    args = ap.parse_args()
+    if args.build:
+        build()
+    if args.run:
+        path = run(args.run, args.label)
+        print(f"{args.run} ({args.label}): unit / char IE, within / corpus-wide")
+        report(path, args.run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
