@@ -17,7 +17,11 @@ the shipped `SearchedDocuments` in this process:
   writes it in its opening (`name_free.opens_with`, its first 300 characters), when
   exactly one does (the named documents then gain the mention weight, and "alone" takes
   them all);
-- `both`: `opening`, then `guard`.
+- `both`: `opening`, then `guard`;
+- `keep` (rule 67, `--variants keep`): where "alone" starts as today, it also searches,
+  for each entity two or more searched documents write and no named one writes in its
+  opening, the one holder that does (exactly one), if it holds `alone_opening_leaves`
+  leaves.
 
 Per pool of the split (`lookalike`: `data/lookalike-reports`; the others
 `hierarchy.open_pool`'s), through each pool's database Retriever: tree mode, corpus-wide
@@ -46,6 +50,8 @@ from sproutrag.search.name_free import opens_with  # noqa: E402
 
 POOLS = ("lookalike", "paragraphs", "hotpot-pooled", "long-pooled", "named-contracts")
 VARIANTS = ("guard", "opening", "both")
+#: Rule 67's variant (its own run: `--variants keep`).
+KEEP = "keep"
 KS = (1, 3, 5)
 LOOKALIKE = H.ROOT / "data" / "lookalike-reports"
 
@@ -81,6 +87,28 @@ def _guarded_alone(self, found, query):
     return docs
 
 
+def _kept_alone(self, found, query):
+    """`alone`, with the own document of each other subject (rule 67): for each entity
+    two or more searched documents write and no named one opens with, the one holder
+    that does (exactly one) and holds `alone_opening_leaves` leaves."""
+    docs = _today_alone(self, found, query)
+    if docs is None:
+        return None
+    holders, _ = self.holders(query, found.loaded, True)
+    stored, named = found.stored, set(found.named)
+    floor = self.settings.alone_opening_leaves
+    added: list[str] = []
+    for e, ds in holders.items():
+        if len(ds) < 2 or any(opens_with(stored[d].texts, stored[d].tree.n, [e], floor=1)
+                              for d in ds if d in named):
+            continue
+        openers = [d for d in ds if opens_with(stored[d].texts, stored[d].tree.n, [e],
+                                               floor=max(floor, 1))]
+        if len(openers) == 1 and openers[0] not in named and openers[0] not in added:
+            added.append(openers[0])
+    return docs + [d for d in found.docs if d in added]
+
+
 def patch(variant: str) -> None:
     S.SearchedDocuments.alone = _today_alone
     S.SearchedDocuments.holders = _today_holders
@@ -88,10 +116,13 @@ def patch(variant: str) -> None:
         S.SearchedDocuments.holders = _opening_holders
     if variant in ("guard", "both"):
         S.SearchedDocuments.alone = _guarded_alone
+    if variant == KEEP:
+        S.SearchedDocuments.alone = _kept_alone
 
 
 def open_lookalike(split: str, settings, encoder):
     from sproutrag.flows.commands import run_index
+
     from sproutrag.search.retriever import Retriever
 
     db = H.OUT / "db-lookalike"
@@ -129,7 +160,8 @@ def scores(r, queries, corpus_wide: bool) -> dict[str, tuple[float, float]]:
 def paired(a: dict, b: dict, i: int) -> str:
     d = np.array([a[q][i] - b[q][i] for q in b])
     se = d.std(ddof=1) / np.sqrt(len(d))
-    return f"{d.mean():+.2f} +/- {se:.2f} ({d.mean() / se if se else 0:+.1f} SE, {int((d != 0).sum())} change)"
+    z = d.mean() / se if se else 0.0
+    return f"{d.mean():+.2f} +/- {se:.2f} ({z:+.1f} SE, {int((d != 0).sum())} change)"
 
 
 def main() -> int:
