@@ -21,7 +21,9 @@ the shipped `SearchedDocuments` in this process:
 - `keep` (rule 67, `--variants keep`): where "alone" starts as today, it also searches,
   for each entity two or more searched documents write and no named one writes in its
   opening, the one holder that does (exactly one), if it holds `alone_opening_leaves`
-  leaves.
+  leaves;
+- `floor16` (rule 68, `--variants floor16`): `search.name_free_leaves` 16 (rule 62's
+  blend in documents of 16 leaves or more), within the questions' documents too.
 
 Per pool of the split (`lookalike`: `data/lookalike-reports`; the others
 `hierarchy.open_pool`'s), through each pool's database Retriever: tree mode, corpus-wide
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +55,8 @@ POOLS = ("lookalike", "paragraphs", "hotpot-pooled", "long-pooled", "named-contr
 VARIANTS = ("guard", "opening", "both")
 #: Rule 67's variant (its own run: `--variants keep`).
 KEEP = "keep"
+#: Rule 68's variant: `search.name_free_leaves` 16 (`--variants floor16`).
+FLOOR16 = "floor16"
 KS = (1, 3, 5)
 LOOKALIKE = H.ROOT / "data" / "lookalike-reports"
 
@@ -109,7 +114,10 @@ def _kept_alone(self, found, query):
     return docs + [d for d in found.docs if d in added]
 
 
-def patch(variant: str) -> None:
+def patch(variant: str, r=None) -> None:
+    if r is not None:  # rule 62's floor: 16 for rule 68, else as the database has it
+        r.searching.settings = replace(r.searching.settings, name_free_leaves=16
+                                       if variant == FLOOR16 else r.name_free_leaves_today)
     S.SearchedDocuments.alone = _today_alone
     S.SearchedDocuments.holders = _today_holders
     if variant in ("opening", "both"):
@@ -179,7 +187,8 @@ def main() -> int:
         else:
             r, qs, _ = H.open_pool(pool, args.split, settings, encoder)
         changed = sum(len(question_entities(q["query"])) > 0 for q in qs)
-        patch("today")
+        r.name_free_leaves_today = r.searching.settings.name_free_leaves
+        patch("today", r)
         within = scores(r, qs, False)
         today = scores(r, qs, True)
         runs = {"within": within, "today": today}
@@ -188,12 +197,17 @@ def main() -> int:
         print(f"{pool} {args.split}: {len(qs)} questions ({changed} with entities); within "
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
         for v in args.variants:
-            patch(v)
+            patch(v, r)
+            if v == FLOOR16:  # acts within the questions' documents too
+                runs[f"{v} within"] = inside = scores(r, qs, False)
+                print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
+                      f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",
+                      flush=True)
             runs[v] = got = scores(r, qs, True)
             m = np.mean([x[0] for x in got.values()])
             print(f"  {v:8} unit IE {m:.2f} ({m / w:.3f}x) {paired(got, today, 0)}; "
                   f"char-IE {paired(got, today, 1)}", flush=True)
-        patch("today")
+        patch("today", r)
         (out / f"{pool}-{args.split}.json").write_text(json.dumps(runs))
     return 0
 
