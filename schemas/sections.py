@@ -226,7 +226,7 @@ class SearchSettings(Section):
     )
 
     name_free_leaves: int = Field(
-        32, ge=0, le=2**31 - 1, description="A searched document of at least this many "
+        16, ge=0, le=2**31 - 1, description="A searched document of at least this many "
         "units whose first 300 characters write an entity the question names (a report or "
         "an agreement that opens with its company or party) is scored with the question's "
         "vector averaged with the question less its names, so that its opening, which "

@@ -134,7 +134,7 @@ def test_the_search_section_gives_the_retrievers_first_stage(tmp_path):
         "link_weight": 3.0, "leader_weight": 2.0, "fetch_named": 1, "mention_weight": 3.0,
         "fetch_mentioned": 1, "mention_statistics": True, "long_mention_weight": 6.0,
         "mention_alone": True, "alone_opening_leaves": 16, "dominant_ratio": 0.0,
-        "name_free_leaves": 32}
+        "name_free_leaves": 16}
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("search:\n  anchor_leaves: 0\n  link_weight: 0\n  fetch_named: 0\n"
                    "  mention_weight: 0\n  entity_ranking: false\n  fetch_mentioned: 0\n"

@@ -3,6 +3,8 @@
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
         --split train|dev [--pools lookalike paragraphs ...] [--variants guard opening both]
+    HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
+        --split dev --timing
 
 Rules 31 and 65 search only the documents the question names (`Searched.named`: an
 entity's only holder among the searched documents) once they are long enough. A
@@ -172,12 +174,50 @@ def paired(a: dict, b: dict, i: int) -> str:
     return f"{d.mean():+.2f} +/- {se:.2f} ({z:+.1f} SE, {int((d != 0).sum())} change)"
 
 
+def timing(split: str, passes: int = 4) -> None:
+    """Rule 68's query cost: the look-alike reports' and the named agreements' SPLIT
+    questions, corpus-wide, tree mode, k = 5, encoding included (the blend's second
+    forward is the rule's cost), `name_free_leaves` 16 and 32 alternating per question in
+    one process, the order swapped each pass, the first pass not counted."""
+    import time
+
+    from sproutrag.search.retriever import Retriever
+
+    settings, encoder = H.default_encoder()
+    qs = [json.loads(line)["query"] for line in open(LOOKALIKE / f"{split}.queries.jsonl",
+                                                      encoding="utf-8")]
+    for pool, db in (("lookalike", H.OUT / "db-lookalike"),
+                     ("named-contracts", H.OUT / f"db-hierarchy-named-contracts-{split}")):
+        if pool != "lookalike":
+            _, named, _ = H.open_pool(pool, split, settings, encoder)
+            qs = [q["query"] for q in named]
+        ways = {f: Retriever(str(db), encoder=encoder, name_free_leaves=f) for f in (16, 32)}
+        ms: dict[int, list[float]] = {f: [] for f in ways}
+        for p in range(passes):
+            order = list(ways) if p % 2 else list(ways)[::-1]
+            for q in qs:
+                for f in order:
+                    t0 = time.perf_counter()
+                    ways[f].search(q, k=5)
+                    if p:
+                        ms[f].append(1000 * (time.perf_counter() - t0))
+        p50 = {f: float(np.median(x)) for f, x in ms.items()}
+        print(f"{pool} {split} ({len(qs)} questions): floor 16 p50 {p50[16]:.1f} ms, p95 "
+              f"{np.percentile(ms[16], 95):.1f}; floor 32 p50 {p50[32]:.1f} ms, p95 "
+              f"{np.percentile(ms[32], 95):.1f}; p50 ratio {p50[16] / p50[32]:.2f}x",
+              flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", default="train")
     ap.add_argument("--pools", nargs="+", default=list(POOLS))
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    ap.add_argument("--timing", action="store_true", help="rule 68's query cost")
     args = ap.parse_args()
+    if args.timing:
+        timing(args.split)
+        return 0
     settings, encoder = H.default_encoder()
     out = H.OUT / "alone-guard"
     out.mkdir(parents=True, exist_ok=True)

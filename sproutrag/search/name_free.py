@@ -6,8 +6,9 @@ which document, not which unit: the opening unit writes it and the answer does n
 the question's vector ranks the opening above the answer. Such a document's nodes are
 scored with the question's vector blended with the question less its entities
 (`blend`); every other document, the first stage, the choice of documents and BM25 keep
-the question as it is. A short document (a paragraph about its title's subject) is left
-alone: there the name is written in the evidence. docs/whole-corpus.md, rules 61-62.
+the question as it is. A short document (a paragraph about its title's subject, below
+NAME_FREE_LEAVES leaves) is left alone: there the name is written in the evidence.
+docs/whole-corpus.md, rules 61-62 and 68 (the floor of 16 leaves).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from sproutrag.storage.rows import StoredTree
 
 #: The characters of a document's opening: the first of its leaves, in order (rule 62).
 OPENING_CHARS = 300
-#: The least leaves of a document scored with the blend (rule 62: `ANCHOR_LEAVES`, the
-#: long document of rules 29-31).
-NAME_FREE_LEAVES = 32
+#: The least leaves of a document scored with the blend (rule 68: rule 65's floor; rule 62
+#: had `ANCHOR_LEAVES`, 32, which left out reports of 6,000-8,000 characters).
+NAME_FREE_LEAVES = 16
 #: The least leaves the named documents that open with the question's names hold together
 #: to be searched alone below `ANCHOR_LEAVES` (rule 65).
 ALONE_OPENING_LEAVES = 16

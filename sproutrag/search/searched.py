@@ -153,7 +153,7 @@ class CorpusWideSettings:
     #: A searched document of at least this many leaves whose opening writes an entity of
     #: the question is scored with the question's vector blended with the question less
     #: its names, in a query with doc_ids too (`sproutrag.search.name_free`; 0: off;
-    #: rule 62).
+    #: rules 62 and 68).
     name_free_leaves: int = NAME_FREE_LEAVES
 
     def __post_init__(self) -> None:

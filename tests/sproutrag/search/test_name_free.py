@@ -1,5 +1,5 @@
-"""A question less its names, for the long documents that open with them
-(`sproutrag.search.name_free`; docs/whole-corpus.md, rule 62)."""
+"""A question less its names, for the documents of 16 leaves or more that open with them
+(`sproutrag.search.name_free`; docs/whole-corpus.md, rules 62 and 68)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ def test_a_long_document_opens_with_a_name_in_its_first_300_characters():
     filler = [f"Section {i} covers other matters of the year." for i in range(40)]
     assert opening(["abc", "def"]) == "abc def"
     assert len(opening(filler)) == 300
-    assert opens_with(head + filler[:31], 32, ["acme robotics"])
-    assert not opens_with(head + filler[:30], 31, ["acme robotics"])  # below the floor
+    assert opens_with(head + filler[:15], 16, ["acme robotics"])  # rule 68's floor
+    assert not opens_with(head + filler[:14], 15, ["acme robotics"])  # below the floor
+    assert not opens_with(head + filler[:30], 31, ["acme robotics"], floor=32)  # rule 62's
     assert not opens_with(filler[:8] + head + filler, 49, ["acme robotics"])  # not at the top
     assert not opens_with(head + filler, 41, ["borealis energy"])  # another name
     assert not opens_with(head + filler, 41, ["acme robot"])  # words, not letters
@@ -59,7 +60,7 @@ def test_the_name_free_question_is_embedded_only_for_a_document_it_gates_in():
         return np.ones((len(texts), 4), np.float32)
 
     qvec = np.array([1.0, 0, 0, 0], np.float32)
-    long_doc = stored(["Acme Robotics annual report 2024."] + ["Other matters."] * 31)
+    long_doc = stored(["Acme Robotics annual report 2024."] + ["Other matters."] * 15)
     short_doc = stored(["Acme Robotics annual report 2024.", "Gross margin was 41%."])
     got = opening_vectors(QUERY, qvec, ["acme robotics"], {"long": long_doc,
                                                            "short": short_doc}, embed)
@@ -92,7 +93,8 @@ def test_a_report_that_opens_with_the_questions_name_gives_its_answer_first(tmp_
                  + ["Gross margin was 41 percent."])
         return line_document(doc_id, lines, np.vstack([e0, filler, e1]))
 
-    db, _ = line_pool(tmp_path / "db", [document("report", 30), document("note", 2)])
+    db, _ = line_pool(tmp_path / "db", [document("report", 30), document("note", 2),
+                                        document("mid", 18)])
     asked: list[str] = []
     qvec = (0.8 * e0 + 0.6 * e1).astype(np.float32)  # nearer the opening than the answer
 
@@ -121,11 +123,14 @@ def test_a_report_that_opens_with_the_questions_name_gives_its_answer_first(tmp_
     assert first(["note"]) == [("note", opening_line)]  # 4 leaves: the question's vector
     assert asked == []
     assert first(["report"], name_free_leaves=40) == [("report", opening_line)]  # floor
-    assert first(None, n_docs=2, first_stage="vector") == [("report", answer)]  # corpus-wide
+    assert first(["mid"]) == [("mid", answer)]  # 20 leaves: blended (rule 68)
+    assert first(["mid"], name_free_leaves=32) == [("mid", opening_line)]  # not by rule 62
+    hits = first(None, n_docs=2, first_stage="vector")  # corpus-wide
+    assert [t for _, t in hits] == [answer] and hits[0][0] in ("report", "mid")
     for leaves, unit in ((32, answer), (0, opening_line)):  # a context ranks the same way
         ctx = Retriever(db, encoder=encoder, name_free_leaves=leaves).context(
             QUERY, budget_chars=200, k=1, doc_ids=["report"], mode=mode)
         assert [s.text for s in ctx.spans] == [unit]
-    assert Retriever(db, encoder=encoder).name_free_leaves == 32  # the default
+    assert Retriever(db, encoder=encoder).name_free_leaves == 16  # the default (rule 68)
     with pytest.raises(QueryError, match="name_free_leaves"):
         Retriever(db, encoder=encoder, name_free_leaves=-1)
