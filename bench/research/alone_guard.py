@@ -135,9 +135,11 @@ def open_lookalike(split: str, settings, encoder):
 
     from sproutrag.search.retriever import Retriever
 
-    db = H.OUT / "db-lookalike"
+    test = split == "test"  # the c clusters, among all 72 documents (rule 69)
+    db = H.OUT / ("db-lookalike-test" if test else "db-lookalike")
+    docs = LOOKALIKE / ("test.docs.jsonl" if test else "docs.jsonl")
     if not (db / ".complete").is_file():
-        run_index(str(LOOKALIKE / "docs.jsonl"), str(db), settings, raise_outcome=True)
+        run_index(str(docs), str(db), settings, raise_outcome=True)
         (db / ".complete").write_text("indexed\n")
     r = Retriever(str(db), encoder=encoder, n_docs=settings.search.n_docs,
                   first_stage=settings.search.first_stage)
@@ -214,6 +216,7 @@ def main() -> int:
     ap.add_argument("--pools", nargs="+", default=list(POOLS))
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
     ap.add_argument("--timing", action="store_true", help="rule 68's query cost")
+    ap.add_argument("--tag", default="", help="appended to the runs' file names")
     args = ap.parse_args()
     if args.timing:
         timing(args.split)
@@ -222,7 +225,9 @@ def main() -> int:
     out = H.OUT / "alone-guard"
     out.mkdir(parents=True, exist_ok=True)
     for pool in args.pools:
-        if pool == "lookalike":
+        if pool == "lookalike" or args.split == "test":
+            if pool != "lookalike":
+                continue  # the test split is the look-alike reports' alone
             r, qs = open_lookalike(args.split, settings, encoder)
         else:
             r, qs, _ = H.open_pool(pool, args.split, settings, encoder)
@@ -248,7 +253,7 @@ def main() -> int:
             print(f"  {v:8} unit IE {m:.2f} ({m / w:.3f}x) {paired(got, today, 0)}; "
                   f"char-IE {paired(got, today, 1)}", flush=True)
         patch("today", r)
-        (out / f"{pool}-{args.split}.json").write_text(json.dumps(runs))
+        (out / f"{pool}-{args.split}{args.tag}.json").write_text(json.dumps(runs))
     return 0
 
 

@@ -13,8 +13,10 @@ long documents (fiscal-year reports of robotics makers and of regional banks, ap
 decisions on non-competes and district-court opinions on implanted devices, case reports
 of autoimmune encephalitis and of endocarditis), 14 questions each: 6 that name their
 document, 2 that describe it without its name and 6 that compare two named documents.
-The pool is all 48 documents; the `-a` clusters' questions are the train split, the `-b`
-clusters' the dev split.
+The pool is the 48 documents of the `-a` and `-b` clusters; the `-a` clusters' questions
+are the train split, the `-b` clusters' the dev split. Three `-c` clusters, written later
+(stop 79), are a test split of their own: their questions over all 72 documents
+(`test.docs.jsonl`), to check on unseen documents a rule chosen on train and dev.
 
 `--build` converts the writers' files (`out/lookalike/<cluster>/`, each gold sentence a
 verbatim quote) into `data/lookalike-reports/docs.jsonl` and `{train,dev}.queries.jsonl`
@@ -36,7 +38,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 WRITTEN = ROOT / "out" / "lookalike"
 POOL = ROOT / "data" / "lookalike-reports"
-CLUSTERS = {"train": ("fin-a", "law-a", "med-a"), "dev": ("fin-b", "law-b", "med-b")}
+CLUSTERS = {"train": ("fin-a", "law-a", "med-a"), "dev": ("fin-b", "law-b", "med-b"),
+            "test": ("fin-c", "law-c", "med-c")}
 OUT = ROOT / "out" / "lookalike-runs"
 
 
@@ -45,6 +48,9 @@ def build() -> None:
     POOL.mkdir(parents=True, exist_ok=True)
     docs: dict[str, str] = {}
     for split, clusters in CLUSTERS.items():
+        if not all((WRITTEN / c / "docs.jsonl").is_file() for c in clusters):
+            print(f"{split}: not written")
+            continue
         queries = []
         for c in clusters:
             for line in open(WRITTEN / c / "docs.jsonl", encoding="utf-8"):
@@ -65,9 +71,13 @@ def build() -> None:
         with open(POOL / f"{split}.queries.jsonl", "w", encoding="utf-8") as f:
             f.writelines(json.dumps(q) + "\n" for q in queries)
         print(f"{split}: {len(queries)} questions")
-    with open(POOL / "docs.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps({"doc_id": d, "text": t}) + "\n" for d, t in docs.items())
-    print(f"{len(docs)} documents, {sum(map(len, docs.values())):,} characters")
+    first = {d: t for d, t in docs.items() if not d.split("-")[1].startswith("c")}
+    for name, pool in (("docs.jsonl", first), ("test.docs.jsonl", docs)):
+        if name == "test.docs.jsonl" and len(pool) == len(first):
+            continue
+        with open(POOL / name, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps({"doc_id": d, "text": t}) + "\n" for d, t in pool.items())
+        print(f"{name}: {len(pool)} documents, {sum(map(len, pool.values())):,} characters")
 
 
 def run(split: str, label: str) -> Path:
@@ -76,9 +86,12 @@ def run(split: str, label: str) -> Path:
 
     out = OUT / f"{split}-{label}"
     if not (out / "results.json").is_file():
-        code = main(["evaluate", "--docs", str(POOL / "docs.jsonl"), "--queries",
-                     str(POOL / f"{split}.queries.jsonl"), "--db", str(ROOT / "out" /
-                     "db-lookalike"), "--corpus-wide", "--modes", "tree", "leaves",
+        test = split == "test"
+        docs = POOL / ("test.docs.jsonl" if test else "docs.jsonl")
+        db = ROOT / "out" / ("db-lookalike-test" if test else "db-lookalike")
+        code = main(["evaluate", "--docs", str(docs), "--queries",
+                     str(POOL / f"{split}.queries.jsonl"), "--db", str(db),
+                     "--corpus-wide", "--modes", "tree", "leaves",
                      "--k", "1", "3", "5", "--cache", str(OUT / "cache"), "--out", str(out)])
         if code not in (0, 3):
             raise SystemExit(f"evaluate {split}: exit {code}")
@@ -110,7 +123,7 @@ def report(path: Path, split: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", action="store_true")
-    ap.add_argument("--run", choices=("train", "dev"))
+    ap.add_argument("--run", choices=("train", "dev", "test"))
     ap.add_argument("--label", default="today")
     args = ap.parse_args()
     if args.build:
