@@ -25,7 +25,8 @@ the shipped `SearchedDocuments` in this process:
   opening, the one holder that does (exactly one), if it holds `alone_opening_leaves`
   leaves;
 - `floor16` (rule 68, `--variants floor16`): `search.name_free_leaves` 16 (rule 62's
-  blend in documents of 16 leaves or more), within the questions' documents too.
+  blend in documents of 16 leaves or more), within the questions' documents too;
+  `floor32` the same at 32, the search before rule 68 once 16 is the default.
 
 Per pool of the split (`lookalike`: `data/lookalike-reports`; the others
 `hierarchy.open_pool`'s), through each pool's database Retriever: tree mode, corpus-wide
@@ -59,6 +60,8 @@ VARIANTS = ("guard", "opening", "both")
 KEEP = "keep"
 #: Rule 68's variant: `search.name_free_leaves` 16 (`--variants floor16`).
 FLOOR16 = "floor16"
+#: The search before rule 68 (`--variants floor32`), once rule 68 is the default.
+FLOOR32 = "floor32"
 KS = (1, 3, 5)
 LOOKALIKE = H.ROOT / "data" / "lookalike-reports"
 
@@ -117,9 +120,9 @@ def _kept_alone(self, found, query):
 
 
 def patch(variant: str, r=None) -> None:
-    if r is not None:  # rule 62's floor: 16 for rule 68, else as the database has it
-        r.searching.settings = replace(r.searching.settings, name_free_leaves=16
-                                       if variant == FLOOR16 else r.name_free_leaves_today)
+    if r is not None:  # rule 62's floor: 16 for rule 68, 32 before it, else the default
+        floor = {FLOOR16: 16, FLOOR32: 32}.get(variant, r.name_free_leaves_today)
+        r.searching.settings = replace(r.searching.settings, name_free_leaves=floor)
     S.SearchedDocuments.alone = _today_alone
     S.SearchedDocuments.holders = _today_holders
     if variant in ("opening", "both"):
@@ -243,7 +246,7 @@ def main() -> int:
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
         for v in args.variants:
             patch(v, r)
-            if v == FLOOR16:  # acts within the questions' documents too
+            if v in (FLOOR16, FLOOR32):  # acts within the questions' documents too
                 runs[f"{v} within"] = inside = scores(r, qs, False)
                 print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
                       f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",
