@@ -21,7 +21,8 @@ are the train split, the `-b` clusters' the dev split. Three `-c` clusters, writ
 `--build` converts the writers' files (`out/lookalike/<cluster>/`, each gold sentence a
 verbatim quote) into `data/lookalike-reports/docs.jsonl` and `{train,dev}.queries.jsonl`
 (gold as character spans). `--run` indexes the pool (`out/db-lookalike`) and runs
-`sproutrag evaluate --db --corpus-wide --modes tree leaves` on a split, then prints the
+`sproutrag evaluate --db --corpus-wide --modes tree leaves` on a split (with
+`--budgets`, also the contexts under 500, 1,000 and 2,000 characters), then prints the
 tree rows within and corpus-wide (unit IE, char-IE, their ratio) by question type.
 Not a test.
 """
@@ -80,7 +81,7 @@ def build() -> None:
         print(f"{name}: {len(pool)} documents, {sum(map(len, pool.values())):,} characters")
 
 
-def run(split: str, label: str) -> Path:
+def run(split: str, label: str, budgets: bool = False) -> Path:
     """`sproutrag evaluate --db --corpus-wide` of SPLIT's questions over the whole pool."""
     from sproutrag.flows.cli import main
 
@@ -92,7 +93,8 @@ def run(split: str, label: str) -> Path:
         code = main(["evaluate", "--docs", str(docs), "--queries",
                      str(POOL / f"{split}.queries.jsonl"), "--db", str(db),
                      "--corpus-wide", "--modes", "tree", "leaves",
-                     "--k", "1", "3", "5", "--cache", str(OUT / "cache"), "--out", str(out)])
+                     "--k", "1", "3", "5", "--cache", str(OUT / "cache"), "--out", str(out)]
+                    + (["--budgets", "500", "1000", "2000"] if budgets else []))
         if code not in (0, 3):
             raise SystemExit(f"evaluate {split}: exit {code}")
     return out / "results.json"
@@ -125,11 +127,13 @@ def main() -> int:
     ap.add_argument("--build", action="store_true")
     ap.add_argument("--run", choices=("train", "dev", "test"))
     ap.add_argument("--label", default="today")
+    ap.add_argument("--budgets", action="store_true",
+                    help="also the contexts under 500, 1,000 and 2,000 characters")
     args = ap.parse_args()
     if args.build:
         build()
     if args.run:
-        path = run(args.run, args.label)
+        path = run(args.run, args.label, args.budgets)
         print(f"{args.run} ({args.label}): unit / char IE, within / corpus-wide")
         report(path, args.run)
     return 0
