@@ -1,0 +1,45 @@
+"""The look-alike reports pool (`data/lookalike-reports`, data/README.md) is what rules
+66-69 of docs/whole-corpus.md were decided on: its files must stay consistent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+POOL = Path(__file__).resolve().parents[1] / "data" / "lookalike-reports"
+SPLITS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl"}
+
+
+def _lines(name: str) -> list[dict]:
+    with open(POOL / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def test_the_test_pool_holds_the_first_pool_and_three_more_clusters():
+    first = {d["doc_id"]: d["text"] for d in _lines("docs.jsonl")}
+    every = {d["doc_id"]: d["text"] for d in _lines("test.docs.jsonl")}
+    assert len(first) == 48 and len(every) == 72
+    assert all(every[d] == t for d, t in first.items())  # the same texts, unchanged
+    assert {d.rsplit("-", 1)[0] for d in set(every) - set(first)} == {"fin-c", "law-c",
+                                                                       "med-c"}
+    assert all(5000 <= len(t) <= 9000 and t.isascii() for t in every.values())
+
+
+@pytest.mark.parametrize("split", list(SPLITS))
+def test_every_question_has_gold_sentences_inside_its_own_documents(split):
+    texts = {d["doc_id"]: d["text"] for d in _lines(SPLITS[split])}
+    questions = _lines(f"{split}.queries.jsonl")
+    assert len(questions) == 42 and len({q["qid"] for q in questions}) == 42
+    kinds = {"one-named": 0, "one-described": 0, "two": 0}
+    for q in questions:
+        kinds[q["type"]] += 1
+        assert len(q["doc_ids"]) == (2 if q["type"] == "two" else 1), q["qid"]
+        assert {g["doc_id"] for g in q["gold"]} == set(q["doc_ids"]), q["qid"]
+        for g in q["gold"]:
+            text = texts[g["doc_id"]]
+            assert 0 <= g["start"] < g["end"] <= len(text), q["qid"]
+            quote = text[g["start"]:g["end"]]
+            assert quote == quote.strip() and text.count(quote) == 1, q["qid"]
+    assert kinds == {"one-named": 18, "one-described": 6, "two": 18}
