@@ -28,8 +28,8 @@ the shipped `SearchedDocuments` in this process:
   blend in documents of 16 leaves or more), within the questions' documents too;
   `floor32` the same at 32, the search before rule 68 once 16 is the default.
 
-Per pool of the split (`lookalike`: `data/lookalike-reports`; the others
-`hierarchy.open_pool`'s), through each pool's database Retriever: tree mode, corpus-wide
+Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
+its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
 (no doc_ids), k = 1, 3, 5, unit IE and char-IE averaged over k (the project's metric),
 paired per question against today's search, and within each question's documents
 (today's, the same for every variant: "alone" and the naming act only without doc_ids)
@@ -63,9 +63,7 @@ FLOOR16 = "floor16"
 #: The search before rule 68 (`--variants floor32`), once rule 68 is the default.
 FLOOR32 = "floor32"
 KS = (1, 3, 5)
-LOOKALIKE = H.ROOT / "data" / "lookalike-reports"
 
-_today_named_by = S.named_by
 _today_alone = S.SearchedDocuments.alone
 _today_holders = S.SearchedDocuments.holders
 
@@ -133,24 +131,6 @@ def patch(variant: str, r=None) -> None:
         S.SearchedDocuments.alone = _kept_alone
 
 
-def open_lookalike(split: str, settings, encoder):
-    from sproutrag.flows.commands import run_index
-
-    from sproutrag.search.retriever import Retriever
-
-    test = split == "test"  # the c clusters, among all 72 documents (rule 69)
-    db = H.OUT / ("db-lookalike-test" if test else "db-lookalike")
-    docs = LOOKALIKE / ("test.docs.jsonl" if test else "docs.jsonl")
-    if not (db / ".complete").is_file():
-        run_index(str(docs), str(db), settings, raise_outcome=True)
-        (db / ".complete").write_text("indexed\n")
-    r = Retriever(str(db), encoder=encoder, n_docs=settings.search.n_docs,
-                  first_stage=settings.search.first_stage)
-    qs = [json.loads(line) for line in open(LOOKALIKE / f"{split}.queries.jsonl",
-                                            encoding="utf-8")]
-    return r, qs
-
-
 def scores(r, queries, corpus_wide: bool) -> dict[str, tuple[float, float]]:
     """qid -> (unit IE, char-IE) averaged over KS, tree mode."""
     out = {}
@@ -189,13 +169,10 @@ def timing(split: str, passes: int = 4) -> None:
     from sproutrag.search.retriever import Retriever
 
     settings, encoder = H.default_encoder()
-    qs = [json.loads(line)["query"] for line in open(LOOKALIKE / f"{split}.queries.jsonl",
-                                                      encoding="utf-8")]
-    for pool, db in (("lookalike", H.OUT / "db-lookalike"),
-                     ("named-contracts", H.OUT / f"db-hierarchy-named-contracts-{split}")):
-        if pool != "lookalike":
-            _, named, _ = H.open_pool(pool, split, settings, encoder)
-            qs = [q["query"] for q in named]
+    for pool in ("lookalike", "named-contracts"):
+        _, questions, _ = H.open_pool(pool, split, settings, encoder)
+        qs = [q["query"] for q in questions]
+        db = H.OUT / f"db-hierarchy-{pool}-{split}"
         ways = {f: Retriever(str(db), encoder=encoder, name_free_leaves=f) for f in (16, 32)}
         ms: dict[int, list[float]] = {f: [] for f in ways}
         for p in range(passes):
@@ -228,12 +205,9 @@ def main() -> int:
     out = H.OUT / "alone-guard"
     out.mkdir(parents=True, exist_ok=True)
     for pool in args.pools:
-        if pool == "lookalike" or args.split == "test":
-            if pool != "lookalike":
-                continue  # the test split is the look-alike reports' alone
-            r, qs = open_lookalike(args.split, settings, encoder)
-        else:
-            r, qs, _ = H.open_pool(pool, args.split, settings, encoder)
+        if args.split == "test" and pool != "lookalike":
+            continue  # the test split is the look-alike reports' alone
+        r, qs, _ = H.open_pool(pool, args.split, settings, encoder)
         changed = sum(len(question_entities(q["query"])) > 0 for q in qs)
         r.name_free_leaves_today = r.searching.settings.name_free_leaves
         patch("today", r)

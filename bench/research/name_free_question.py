@@ -107,11 +107,11 @@ def main() -> None:
         g = np.concatenate(gate)
         n_gated += bool(g.any()) and free != q["query"]
         c, cf = np.concatenate(cos), np.concatenate(cos_f)
-        b = np.concatenate(bm25_leaves(q["query"], terms))
+        per_doc = bm25_leaves(q["query"], terms)
+        b = np.concatenate(per_doc)
         bf = np.concatenate(bm25_leaves(free, terms))
         mean = np.where(g, (c + cf) / 2, c)
-        own = [bm25_leaves(o, terms)[i] if o else bm25_leaves(q["query"], terms)[i]
-               for i, o in enumerate(b_only)]
+        own = [bm25_leaves(o, terms)[i] if o else per_doc[i] for i, o in enumerate(b_only)]
         n_only += any(o is not None for o in b_only)
         bo = np.concatenate(own)
         scores = {"today": _z(c) + _z(b),
