@@ -3,6 +3,10 @@
 process, over a `bench/query_growth.py` database (stop 78).
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/research/rules_toggle.py /tmp/growth/docs-100000/db
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/research/rules_toggle.py DB --floors
+
+With `--floors` (stop 79): rule 68, `name_free_leaves` 16 (the default) against 32, and
+LanceDB's own nearest-node search over the same table in the same passes.
 
 `bench/query.py`'s questions, encoded beforehand; four passes, the first not counted, the
 order of the two Retrievers swapped each pass. Prints p50 and p95 milliseconds of each
@@ -24,9 +28,25 @@ from query import QUESTIONS  # noqa: E402
 from sproutrag import Retriever  # noqa: E402
 
 
-def main(db: str, passes: int = 4) -> None:
-    ways = {"on": Retriever(db), "off": Retriever(db, alone_opening_leaves=0,
-                                                   name_free_leaves=0)}
+class Plain:
+    """LanceDB's own nearest-node search over the same `nodes` table (the plain index)."""
+
+    def __init__(self, db: str) -> None:
+        import lancedb
+
+        self.table = lancedb.connect(db).open_table("nodes")
+
+    def search_vector(self, query: str, vec, k: int) -> list:
+        return self.table.search(vec).limit(k).select(["doc_id"]).to_list()
+
+
+def main(db: str, passes: int = 4, floors: bool = False) -> None:
+    if floors:  # rule 68: name_free_leaves 16 (the default) against 32, and plain LanceDB
+        ways = {"on": Retriever(db), "off": Retriever(db, name_free_leaves=32),
+                "plain": Plain(db)}
+    else:
+        ways = {"on": Retriever(db), "off": Retriever(db, alone_opening_leaves=0,
+                                                       name_free_leaves=0)}
     vecs = ways["on"]._embed(QUESTIONS)
     ms: dict[str, list[float]] = {k: [] for k in ways}
     for p in range(passes):
@@ -37,11 +57,12 @@ def main(db: str, passes: int = 4) -> None:
                 ways[k].search_vector(q, v, k=5)
                 if p:  # the first pass warms the caches
                     ms[k].append(1000 * (time.perf_counter() - t0))
+    what = "rule 68 (floor 16 on, 32 off)" if floors else "rules 62 and 65"
     for k, xs in ms.items():
-        print(f"rules 62 and 65 {k}: p50 {np.median(xs):.1f} ms, p95 "
+        print(f"{what} {k}: p50 {np.median(xs):.1f} ms, p95 "
               f"{np.percentile(xs, 95):.1f} ms ({len(xs)} searches)")
     print(f"p50 on / off: {np.median(ms['on']) / np.median(ms['off']):.2f}x")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], floors="--floors" in sys.argv[2:])
