@@ -26,7 +26,10 @@ the shipped `SearchedDocuments` in this process:
   leaves;
 - `floor16` (rule 68, `--variants floor16`): `search.name_free_leaves` 16 (rule 62's
   blend in documents of 16 leaves or more), within the questions' documents too;
-  `floor32` the same at 32, the search before rule 68 once 16 is the default.
+  `floor32` the same at 32, the search before rule 68 once 16 is the default;
+- `lead` (rule 70, `--variants lead`): `opening` where the one holder that opens with the
+  entity also holds `alone_opening_leaves` leaves and is the entity's first writer in the
+  searched order (the first stage's).
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -62,10 +65,19 @@ KEEP = "keep"
 FLOOR16 = "floor16"
 #: The search before rule 68 (`--variants floor32`), once rule 68 is the default.
 FLOOR32 = "floor32"
+#: Rule 70's variant (`--variants lead`).
+LEAD = "lead"
 KS = (1, 3, 5)
 
 _today_alone = S.SearchedDocuments.alone
 _today_holders = S.SearchedDocuments.holders
+_today_read = S.SearchedDocuments._read
+
+
+def _ordered_read(self, docs, *args, **kwargs):
+    """`_read`, keeping DOCS' order (the first stage's) for `_leading_holders`."""
+    self.searched_order = list(docs)
+    return _today_read(self, docs, *args, **kwargs)
 
 
 def _opening_holders(self, query, loaded, ranked):
@@ -78,6 +90,26 @@ def _opening_holders(self, query, loaded, ranked):
             opening = [d for d in docs if opens_with(loaded[d][1].texts, loaded[d][1].tree.n,
                                                       [e], floor=1)]
             docs = opening if len(opening) == 1 else docs
+        out[e] = docs
+    return out, word_texts
+
+
+def _leading_holders(self, query, loaded, ranked):
+    """`holders`, each entity two or more write kept to the one that opens with it when
+    exactly one does, it holds `alone_opening_leaves` leaves and it is the entity's first
+    writer in LOADED's order (the first stage's; rule 70)."""
+    holders, word_texts = _today_holders(self, query, loaded, ranked)
+    floor = max(self.settings.alone_opening_leaves, 1)
+    order = {d: i for i, d in enumerate(getattr(self, "searched_order", ()))}
+    out = {}
+    for e, docs in holders.items():
+        docs = sorted(docs, key=lambda d: order.get(d, len(order)))
+        if len(docs) >= 2:
+            opening = [d for d in docs if opens_with(loaded[d][1].texts, loaded[d][1].tree.n,
+                                                      [e], floor=1)]
+            if (len(opening) == 1 and opening[0] == docs[0]
+                    and loaded[docs[0]][1].tree.n >= floor):
+                docs = opening
         out[e] = docs
     return out, word_texts
 
@@ -127,6 +159,10 @@ def patch(variant: str, r=None) -> None:
         S.SearchedDocuments.holders = _opening_holders
     if variant in ("guard", "both"):
         S.SearchedDocuments.alone = _guarded_alone
+    S.SearchedDocuments._read = _today_read
+    if variant == LEAD:
+        S.SearchedDocuments.holders = _leading_holders
+        S.SearchedDocuments._read = _ordered_read
     if variant == KEEP:
         S.SearchedDocuments.alone = _kept_alone
 
