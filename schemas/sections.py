@@ -214,7 +214,11 @@ class SearchSettings(Section):
         16, ge=0, le=2**31 - 1, description="With mention_alone, named documents that hold "
         "fewer than anchor_leaves leaves together but at least this many are searched "
         "alone too when each writes an entity of the question in its first 300 characters "
-        "(a shorter agreement or report that opens with its party or company; 0: off)",
+        "(a shorter agreement or report that opens with its party or company). Also the "
+        "least leaves of a name's own document: an entity that two or more searched "
+        "documents write names the one that alone writes it in its first 300 characters, "
+        "when it holds this many leaves and comes first of them in the first stage's order "
+        "(a company's own report, not a competitor's that cites it). 0: both off",
     )
 
     dominant_ratio: float = Field(

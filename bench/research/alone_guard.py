@@ -4,7 +4,7 @@
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
         --split train|dev [--pools lookalike paragraphs ...] [--variants guard opening both]
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
-        --split dev --timing
+        --split dev --timing|--timing70
 
 Rules 31 and 65 search only the documents the question names (`Searched.named`: an
 entity's only holder among the searched documents) once they are long enough. A
@@ -29,7 +29,8 @@ the shipped `SearchedDocuments` in this process:
   `floor32` the same at 32, the search before rule 68 once 16 is the default;
 - `lead` (rule 70, `--variants lead`): `opening` where the one holder that opens with the
   entity also holds `alone_opening_leaves` leaves and is the entity's first writer in the
-  searched order (the first stage's).
+  searched order (the first stage's); `before70` the search before rule 70 once it is
+  the default.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -67,20 +68,15 @@ FLOOR16 = "floor16"
 FLOOR32 = "floor32"
 #: Rule 70's variant (`--variants lead`).
 LEAD = "lead"
+#: The search before rule 70, once it is the default (`--variants before70`).
+BEFORE70 = "before70"
 KS = (1, 3, 5)
 
 _today_alone = S.SearchedDocuments.alone
 _today_holders = S.SearchedDocuments.holders
-_today_read = S.SearchedDocuments._read
 
 
-def _ordered_read(self, docs, *args, **kwargs):
-    """`_read`, keeping DOCS' order (the first stage's) for `_leading_holders`."""
-    self.searched_order = list(docs)
-    return _today_read(self, docs, *args, **kwargs)
-
-
-def _opening_holders(self, query, loaded, ranked):
+def _opening_holders(self, query, loaded, ranked, order=()):
     """`holders`, each entity two or more write kept to the one that opens with it
     (when exactly one does)."""
     holders, word_texts = _today_holders(self, query, loaded, ranked)
@@ -94,13 +90,18 @@ def _opening_holders(self, query, loaded, ranked):
     return out, word_texts
 
 
-def _leading_holders(self, query, loaded, ranked):
-    """`holders`, each entity two or more write kept to the one that opens with it when
-    exactly one does, it holds `alone_opening_leaves` leaves and it is the entity's first
-    writer in LOADED's order (the first stage's; rule 70)."""
+def _holders_before70(self, query, loaded, ranked, order=()):
+    """`holders` before rule 70: every writer of an entity kept."""
+    return _today_holders(self, query, loaded, ranked)
+
+
+def _leading_holders(self, query, loaded, ranked, order=()):
+    """`holders` before rule 70, each entity two or more write kept to the one that opens
+    with it when exactly one does, it holds `alone_opening_leaves` leaves and it is the
+    entity's first writer in ORDER (the first stage's; rule 70 as its runs had it)."""
     holders, word_texts = _today_holders(self, query, loaded, ranked)
     floor = max(self.settings.alone_opening_leaves, 1)
-    order = {d: i for i, d in enumerate(getattr(self, "searched_order", ()))}
+    order = {d: i for i, d in enumerate(order)}
     out = {}
     for e, docs in holders.items():
         docs = sorted(docs, key=lambda d: order.get(d, len(order)))
@@ -159,10 +160,10 @@ def patch(variant: str, r=None) -> None:
         S.SearchedDocuments.holders = _opening_holders
     if variant in ("guard", "both"):
         S.SearchedDocuments.alone = _guarded_alone
-    S.SearchedDocuments._read = _today_read
     if variant == LEAD:
         S.SearchedDocuments.holders = _leading_holders
-        S.SearchedDocuments._read = _ordered_read
+    if variant == BEFORE70:
+        S.SearchedDocuments.holders = _holders_before70
     if variant == KEEP:
         S.SearchedDocuments.alone = _kept_alone
 
@@ -226,16 +227,46 @@ def timing(split: str, passes: int = 4) -> None:
               flush=True)
 
 
+def timing70(split: str, passes: int = 4) -> None:
+    """Rule 70's query cost: the look-alike reports' and the named agreements' SPLIT
+    questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search and
+    the search before rule 70 (`before70`) alternating per question in one process, the
+    order swapped each pass, the first pass not counted."""
+    import time
+
+    settings, encoder = H.default_encoder()
+    for pool in ("lookalike", "named-contracts"):
+        r, questions, _ = H.open_pool(pool, split, settings, encoder)
+        qs = [q["query"] for q in questions]
+        ms: dict[str, list[float]] = {"today": [], BEFORE70: []}
+        for p in range(passes):
+            order = list(ms) if p % 2 else list(ms)[::-1]
+            for q in qs:
+                for v in order:
+                    patch(v)
+                    t0 = time.perf_counter()
+                    r.search(q, k=5)
+                    if p:
+                        ms[v].append(1000 * (time.perf_counter() - t0))
+        patch("today")
+        p50 = {v: float(np.median(x)) for v, x in ms.items()}
+        print(f"{pool} {split} ({len(qs)} questions): rule 70 p50 {p50['today']:.1f} ms, p95 "
+              f"{np.percentile(ms['today'], 95):.1f}; before p50 {p50[BEFORE70]:.1f} ms, p95 "
+              f"{np.percentile(ms[BEFORE70], 95):.1f}; p50 ratio "
+              f"{p50['today'] / p50[BEFORE70]:.2f}x", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", default="train")
     ap.add_argument("--pools", nargs="+", default=list(POOLS))
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
     ap.add_argument("--timing", action="store_true", help="rule 68's query cost")
+    ap.add_argument("--timing70", action="store_true", help="rule 70's query cost")
     ap.add_argument("--tag", default="", help="appended to the runs' file names")
     args = ap.parse_args()
-    if args.timing:
-        timing(args.split)
+    if args.timing or args.timing70:
+        (timing70 if args.timing70 else timing)(args.split)
         return 0
     settings, encoder = H.default_encoder()
     out = H.OUT / "alone-guard"

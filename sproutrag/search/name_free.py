@@ -9,6 +9,9 @@ scored with the question's vector blended with the question less its entities
 the question as it is. A short document (a paragraph about its title's subject, below
 NAME_FREE_LEAVES leaves) is left alone: there the name is written in the evidence.
 docs/whole-corpus.md, rules 61-62 and 68 (the floor of 16 leaves).
+
+The same opening tells the searched documents a question names: a long document that
+opens with a name is that name's own (rules 65 and 70, `all_open_with`, `own_writers`).
 """
 
 from __future__ import annotations
@@ -88,6 +91,29 @@ def all_open_with(stored: Mapping[str, StoredTree], named: Sequence[str],
                     for d in named))
 
 
+def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTree],
+                order: Sequence[str], floor: int) -> dict[str, list[str]]:
+    """HOLDERS (entity -> the documents of STORED that write it, `entity_holders`) with
+    each entity that two or more write kept to its own document, when one is clear: the
+    entity's first writer in ORDER (the first stage's) when it is the only writer whose
+    opening writes the entity (`opens_with`) and it holds at least FLOOR leaves (0: no
+    entity is kept). A competitor's report cites a company; the company's own report
+    opens with its name, and the question's whole match ranks it first (rule 70)."""
+    if floor <= 0:
+        return dict(holders)
+    rank = {d: i for i, d in enumerate(order)}
+    out = {}
+    for entity, docs in holders.items():
+        if len(docs) >= 2:
+            first = min(docs, key=lambda d: rank.get(d, len(rank)))
+            openers = [d for d in docs
+                       if opens_with(stored[d].texts, stored[d].tree.n, [entity], floor=1)]
+            if openers == [first] and stored[first].tree.n >= floor:
+                docs = [first]
+        out[entity] = docs
+    return out
+
+
 def blend(qvec: np.ndarray, free: np.ndarray) -> np.ndarray:
     """normalise(q / |q| + f / |f|): the question's vector and its name-free one, equal."""
     v = (np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
@@ -113,4 +139,4 @@ def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
 
 
 __all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "OPENING_CHARS", "all_open_with", "blend",
-           "name_free", "opening", "opening_vectors", "opens_with"]
+           "name_free", "opening", "opening_vectors", "opens_with", "own_writers"]

@@ -22,6 +22,9 @@ over the whole corpus searches the first stage's ranked choice, and with it:
   they are searched, as a query restricted to their doc_ids would search them
   (`mention_alone`; rule 31), or ALONE_OPENING_LEAVES when each writes an entity of the
   question in its opening (`alone_opening_leaves`; rule 65).
+- an entity two or more searched documents write names its own document: the one that
+  alone writes it in its opening, when it holds ALONE_OPENING_LEAVES leaves and leads
+  them in the first stage's order (`name_free.own_writers`; rule 70).
 
 A searched document of at least NAME_FREE_LEAVES leaves whose opening writes an entity of
 the question is scored with the question's vector blended with the question less its
@@ -62,6 +65,7 @@ from sproutrag.search.name_free import (
     NAME_FREE_LEAVES,
     all_open_with,
     opening_vectors,
+    own_writers,
 )
 from sproutrag.search.node_scores import (
     ANCHOR_LEAVES,
@@ -144,7 +148,9 @@ class CorpusWideSettings:
     mention_alone: bool = True
     #: With `mention_alone`, named documents that hold fewer than `anchor_leaves` leaves
     #: together but at least this many are searched alone too when each writes an entity
-    #: of the question in its opening (`name_free.opens_with`; 0: off; rule 65).
+    #: of the question in its opening (`name_free.opens_with`; 0: off; rule 65). Also the
+    #: least leaves of an entity's own document among two or more writers (`own_writers`;
+    #: rule 70; 0: off too).
     alone_opening_leaves: int = ALONE_OPENING_LEAVES
     #: An entity two or more searched documents write also names the one that writes it
     #: at least this many times as often per word as every other (`dominant_writers`; 0:
@@ -252,7 +258,7 @@ class SearchedDocuments:
         stored = {d: st for d, (_, st) in loaded.items()}
         lexical = ({d: self.documents.leaf_terms(d, t) for d, (t, _) in loaded.items()}
                    if params.lexical_weight > 0 else None)
-        holders, word_texts = self.holders(query, loaded, ranked)
+        holders, word_texts = self.holders(query, loaded, ranked, docs)
         dominant = (dominant_writers(holders, word_texts, s.dominant_ratio)
                     if s.dominant_ratio > 0 and holders else None)
         named = named_by(holders, dominant)
@@ -297,20 +303,27 @@ class SearchedDocuments:
                      tuple(mentioned))
 
     def holders(self, query: str, loaded: Mapping[str, tuple[str, StoredTree]],
-                ranked: bool) -> tuple[dict[str, list[str]], dict[str, str]]:
+                ranked: bool, order: Sequence[str] = ()
+                ) -> tuple[dict[str, list[str]], dict[str, str]]:
         """(entity of the question -> the documents of LOADED (the searched ones, when the
         first stage's RANKED choice) whose text writes it (`entity_holders`; its only
         holder is a document the question names, `named_by`), the word texts read for
-        it); ({}, {}) when the mention weight is 0 or the question names nothing.
-        Computed once per read: the links' weights, the anchor, the corpus-wide lookup
-        and the dominant writers all take it."""
+        it); ({}, {}) when the mention weight is 0 or the question names nothing. With
+        ORDER (the searched documents in the first stage's order), an entity two or more
+        write is kept to its own long document (`own_writers`, `alone_opening_leaves`;
+        rule 70). Computed once per read: the links' weights, the anchor, the corpus-wide
+        lookup and the dominant writers all take it."""
         if not ranked or self.settings.mention_weight <= 0:
             return {}, {}
         entities = question_entities(query)
         if not entities:
             return {}, {}
         word_texts = self._word_texts(loaded)
-        return entity_holders(entities, word_texts), word_texts
+        holders = entity_holders(entities, word_texts)
+        if order:
+            holders = own_writers(holders, {d: st for d, (_, st) in loaded.items()}, order,
+                                  self.settings.alone_opening_leaves)
+        return holders, word_texts
 
     def _word_texts(self, loaded: Mapping[str, tuple[str, StoredTree]]) -> dict[str, str]:
         """doc_id -> word text (`StoredDocuments.word_text`, cached) of LOADED; a document

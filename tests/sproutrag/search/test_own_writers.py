@@ -1,0 +1,114 @@
+"""Rule 70 (docs/whole-corpus.md): a name two searched documents write names its own long
+document, the one that opens with it and leads its writers in the first stage's order
+(`name_free.own_writers`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+QUESTION = "When is payment due under the agreement with Acme Holdings?"
+
+
+def _agreement(doc_id: str, opening: str, cites: str, payment: float, leaves: int, rng):
+    """An agreement of LEAVES units: OPENING, a payment sentence whose vector has cosine
+    PAYMENT with the question's, CITES (a sentence that may write another's name) last."""
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document
+
+    lines = ([opening, "Payment is due in thirty days."]
+             + [f"Clause {i} covers other matters." for i in range(leaves - 3)] + [cites])
+    vectors = np.vstack([leaf_vectors(rng, 0.3, 1, TOY_DIM),
+                         leaf_vectors(rng, payment, 1, TOY_DIM),
+                         leaf_vectors(rng, 0.1, leaves - 2, TOY_DIM)])
+    return line_document(doc_id, lines, vectors)
+
+
+def _pool(tmp_path, acme: float, rival: float, acme_leaves: int = 20):
+    """Acme's own agreement (it opens with the name) and a rival's that cites Acme in its
+    last line, their payment sentences at cosines ACME and RIVAL, and two look-alikes
+    that write no name and match better than both."""
+    from tests.helpers import line_pool
+
+    rng = np.random.default_rng(7)
+    docs = [_agreement("acme", "Supply agreement with Acme Holdings.", "Signed by both.",
+                       acme, acme_leaves, rng),
+            _agreement("rival", "Supply agreement with Borealis Freight.",
+                       "Borealis buys the same parts as Acme Holdings.", rival, 20, rng)]
+    docs += [_agreement(f"other{i}", f"Supply agreement with Party {i}.", "Signed by both.",
+                        0.95, 4, rng) for i in range(2)]
+    return line_pool(tmp_path / "db", docs, rng=rng)
+
+
+def _found(r, qvec):
+    with r.view.one_view():
+        chosen = r.choose_documents(qvec, None, k=4)
+        return chosen, r.searching.find(QUESTION, qvec, chosen, r._resolve()[0], True)
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_the_name_s_own_document_that_leads_its_writers_is_searched_alone(tmp_path, mode):
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _pool(tmp_path, acme=0.9, rival=0.8)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+
+    def retriever(**options):  # rule 62's blend off: the toy encoder embeds no question
+        return Retriever(db, encoder=encoder, first_stage="vector", n_docs=4,
+                         name_free_leaves=0, **options)
+
+    def hits(doc_ids=None, **options) -> list[tuple]:
+        return [(h.doc_id, h.spans, round(h.score, 6)) for h in retriever(**options)
+                .search_vector(QUESTION, qvec, k=4, mode=mode, doc_ids=doc_ids)]
+
+    chosen, found = _found(retriever(), qvec)
+    assert chosen.index("acme") < chosen.index("rival")  # Acme leads the name's writers
+    # two write "Acme Holdings": its own agreement is named and searched alone (rule 65: 20
+    # units, its opening), as a query restricted to it
+    assert found.docs == ["acme"]
+    assert hits() == hits(["acme"])
+    _, before = _found(retriever(alone_opening_leaves=0), qvec)  # the rule's floor: 0, off
+    assert before.named == () and set(before.docs) == set(chosen)
+    assert hits(alone_opening_leaves=0) != hits(["acme"])  # among the look-alikes
+
+
+def test_a_citing_document_that_leads_or_a_short_own_document_names_nothing(tmp_path):
+    from sproutrag.search.retriever import Retriever
+
+    for name, options in (("rival leads", {"acme": 0.8, "rival": 0.9}),
+                          ("acme short", {"acme": 0.9, "rival": 0.8, "acme_leaves": 8})):
+        db, encoder = _pool(tmp_path / name.replace(" ", "-"), **options)
+        qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+        r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=4, name_free_leaves=0)
+        chosen, found = _found(r, qvec)
+        if name == "rival leads":
+            assert chosen.index("rival") < chosen.index("acme")
+        assert found.named == () and set(found.docs) == set(chosen), name  # two writers
+        within = [h.doc_id for h in r.search_vector(QUESTION, qvec, k=4, doc_ids=["acme"])]
+        assert [h.doc_id for h in r.search_vector(QUESTION, qvec, k=4)] != within, name
+
+
+def test_own_writers_keeps_an_entity_to_its_one_leading_opener():
+    from sproutrag.search.name_free import own_writers
+    from sproutrag.storage.rows import StoredTree
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document
+
+    rng = np.random.default_rng(3)
+
+    def stored(doc_id: str, opening: str, leaves: int = 20) -> StoredTree:
+        lines = ([opening] + [f"Clause {i} covers other matters." for i in range(leaves - 2)]
+                 + ["It cites Acme Holdings."])  # past the opening's 300 characters
+        doc = line_document(doc_id, lines, leaf_vectors(rng, 0.5, leaves, TOY_DIM))
+        return StoredTree(doc_id, doc.tree, doc.spans, lines)
+
+    trees = {"a": stored("a", "Acme Holdings annual report."),
+             "b": stored("b", "Borealis annual report."),
+             "c": stored("c", "Acme Holdings and Borealis, a joint report.")}
+    two = {"acme holdings": ["a", "b"]}
+    assert own_writers(two, trees, ["a", "b"], 16) == {"acme holdings": ["a"]}
+    assert own_writers(two, trees, ["b", "a"], 16) == two  # a citing document leads
+    assert own_writers(two, trees, ["a", "b"], 21) == two  # below the floor
+    assert own_writers(two, trees, ["a", "b"], 0) == two  # off
+    both = {"acme holdings": ["a", "c"]}  # two open with it: neither is kept alone
+    assert own_writers(both, trees, ["a", "c"], 16) == both
+    one = {"acme holdings": ["b"], "borealis": []}  # one writer or none: as they are
+    assert own_writers(one, trees, ["a", "b"], 16) == one
