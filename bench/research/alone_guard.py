@@ -30,7 +30,8 @@ the shipped `SearchedDocuments` in this process:
 - `lead` (rule 70, `--variants lead`): `opening` where the one holder that opens with the
   entity also holds `alone_opening_leaves` leaves and is the entity's first writer in the
   searched order (the first stage's); `before70` the search before rule 70 once it is
-  the default.
+  the default; `lead2` (rule 71): rule 70, then the lead counted without the writers
+  another entity of the question names.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -68,6 +69,8 @@ FLOOR16 = "floor16"
 FLOOR32 = "floor32"
 #: Rule 70's variant (`--variants lead`).
 LEAD = "lead"
+#: Rule 71's variant (`--variants lead2`).
+LEAD2 = "lead2"
 #: The search before rule 70, once it is the default (`--variants before70`).
 BEFORE70 = "before70"
 KS = (1, 3, 5)
@@ -111,6 +114,28 @@ def _leading_holders(self, query, loaded, ranked, order=()):
             if (len(opening) == 1 and opening[0] == docs[0]
                     and loaded[docs[0]][1].tree.n >= floor):
                 docs = opening
+        out[e] = docs
+    return out, word_texts
+
+
+def _leading2_holders(self, query, loaded, ranked, order=()):
+    """`holders` (rule 70's), then each entity two or more still write kept to the one
+    that alone opens with it, holds `alone_opening_leaves` leaves and comes first in ORDER
+    of its writers that no other entity names (rule 71)."""
+    holders, word_texts = _today_holders(self, query, loaded, ranked, order)
+    floor = max(self.settings.alone_opening_leaves, 1)
+    rank = {d: i for i, d in enumerate(order)}
+    out = {}
+    for e, docs in holders.items():
+        if len(docs) >= 2 and order:
+            named_else = {ds[0] for f, ds in holders.items() if f != e and len(ds) == 1}
+            rest = [d for d in docs if d not in named_else]
+            opening = [d for d in docs if opens_with(loaded[d][1].texts, loaded[d][1].tree.n,
+                                                      [e], floor=1)]
+            if rest and len(opening) == 1:
+                first = min(rest, key=lambda d: rank.get(d, len(rank)))
+                if opening[0] == first and loaded[first][1].tree.n >= floor:
+                    docs = [first]
         out[e] = docs
     return out, word_texts
 
@@ -162,6 +187,8 @@ def patch(variant: str, r=None) -> None:
         S.SearchedDocuments.alone = _guarded_alone
     if variant == LEAD:
         S.SearchedDocuments.holders = _leading_holders
+    if variant == LEAD2:
+        S.SearchedDocuments.holders = _leading2_holders
     if variant == BEFORE70:
         S.SearchedDocuments.holders = _holders_before70
     if variant == KEEP:
