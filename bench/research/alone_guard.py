@@ -31,7 +31,8 @@ the shipped `SearchedDocuments` in this process:
   entity also holds `alone_opening_leaves` leaves and is the entity's first writer in the
   searched order (the first stage's); `before70` the search before rule 70 once it is
   the default; `lead2` (rule 71): rule 70, then the lead counted without the writers
-  another entity of the question names.
+  another entity of the question names; `openfree` (rule 72): rule 62's name-free
+  question also less the words of the gated documents' openings (within too).
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -71,12 +72,37 @@ FLOOR32 = "floor32"
 LEAD = "lead"
 #: Rule 71's variant (`--variants lead2`).
 LEAD2 = "lead2"
+#: Rule 72's variant (`--variants openfree`).
+OPENFREE = "openfree"
 #: The search before rule 70, once it is the default (`--variants before70`).
 BEFORE70 = "before70"
 KS = (1, 3, 5)
 
 _today_alone = S.SearchedDocuments.alone
 _today_holders = S.SearchedDocuments.holders
+_today_opening_vectors = S.opening_vectors
+
+
+def _openfree_vectors(query, qvec, entities, stored, embed, floor=16):
+    """`opening_vectors` with the name-free question also less every word (not a
+    stopword) of the gated documents' openings (rule 72)."""
+    import re
+
+    from sproutrag.search.name_free import blend, name_free, opening
+    from sproutrag.stopwords import STOPWORDS
+
+    if not entities:
+        return {}
+    docs = [d for d, st in stored.items() if opens_with(st.texts, st.tree.n, entities, floor)]
+    if not docs:
+        return {}
+    words = set()
+    for d in docs:
+        words |= set(re.findall(r"\w+", opening(stored[d].texts).lower())) - STOPWORDS
+    free = name_free(query, [*entities, *sorted(words)])
+    if not re.search(r"\w", free) or free == query:
+        return {}
+    return dict.fromkeys(docs, blend(qvec, embed([free])[0]))
 
 
 def _opening_holders(self, query, loaded, ranked, order=()):
@@ -187,6 +213,9 @@ def patch(variant: str, r=None) -> None:
         S.SearchedDocuments.alone = _guarded_alone
     if variant == LEAD:
         S.SearchedDocuments.holders = _leading_holders
+    S.opening_vectors = _today_opening_vectors
+    if variant == OPENFREE:
+        S.opening_vectors = _openfree_vectors
     if variant == LEAD2:
         S.SearchedDocuments.holders = _leading2_holders
     if variant == BEFORE70:
@@ -314,7 +343,7 @@ def main() -> int:
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
         for v in args.variants:
             patch(v, r)
-            if v in (FLOOR16, FLOOR32):  # acts within the questions' documents too
+            if v in (FLOOR16, FLOOR32, OPENFREE):  # acts within the documents too
                 runs[f"{v} within"] = inside = scores(r, qs, False)
                 print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
                       f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",
