@@ -4,7 +4,7 @@
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
         --split train|dev [--pools lookalike paragraphs ...] [--variants guard opening both]
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
-        --split dev --timing|--timing70
+        --split dev --timing|--timing70|--timing72
 
 Rules 31 and 65 search only the documents the question names (`Searched.named`: an
 entity's only holder among the searched documents) once they are long enough. A
@@ -32,7 +32,8 @@ the shipped `SearchedDocuments` in this process:
   searched order (the first stage's); `before70` the search before rule 70 once it is
   the default; `lead2` (rule 71): rule 70, then the lead counted without the writers
   another entity of the question names; `openfree` (rule 72): rule 62's name-free
-  question also less the words of the gated documents' openings (within too).
+  question also less the words of the gated documents' openings (within too);
+  `before72` the search before rule 72 once it is the default.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -74,6 +75,8 @@ LEAD = "lead"
 LEAD2 = "lead2"
 #: Rule 72's variant (`--variants openfree`).
 OPENFREE = "openfree"
+#: The search before rule 72, once it is the default (`--variants before72`).
+BEFORE72 = "before72"
 #: The search before rule 70, once it is the default (`--variants before70`).
 BEFORE70 = "before70"
 KS = (1, 3, 5)
@@ -81,6 +84,19 @@ KS = (1, 3, 5)
 _today_alone = S.SearchedDocuments.alone
 _today_holders = S.SearchedDocuments.holders
 _today_opening_vectors = S.opening_vectors
+
+
+def _before72_vectors(query, qvec, entities, stored, embed, floor=16):
+    """`opening_vectors` before rule 72: the name-free question less the names alone."""
+    from sproutrag.search.name_free import blend, name_free
+
+    if not entities:
+        return {}
+    docs = [d for d, st in stored.items() if opens_with(st.texts, st.tree.n, entities, floor)]
+    free = name_free(query, entities) if docs else ""
+    if not free or free == query:
+        return {}
+    return dict.fromkeys(docs, blend(qvec, embed([free])[0]))
 
 
 def _openfree_vectors(query, qvec, entities, stored, embed, floor=16):
@@ -216,6 +232,8 @@ def patch(variant: str, r=None) -> None:
     S.opening_vectors = _today_opening_vectors
     if variant == OPENFREE:
         S.opening_vectors = _openfree_vectors
+    if variant == BEFORE72:
+        S.opening_vectors = _before72_vectors
     if variant == LEAD2:
         S.SearchedDocuments.holders = _leading2_holders
     if variant == BEFORE70:
@@ -283,18 +301,18 @@ def timing(split: str, passes: int = 4) -> None:
               flush=True)
 
 
-def timing70(split: str, passes: int = 4) -> None:
-    """Rule 70's query cost: the look-alike reports' and the named agreements' SPLIT
-    questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search and
-    the search before rule 70 (`before70`) alternating per question in one process, the
-    order swapped each pass, the first pass not counted."""
+def timing_before(split: str, before: str, passes: int = 4) -> None:
+    """Rule 70's or 72's query cost: the look-alike reports' and the named agreements'
+    SPLIT questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search
+    and the search before the rule (BEFORE: `before70`, `before72`) alternating per
+    question in one process, the order swapped each pass, the first pass not counted."""
     import time
 
     settings, encoder = H.default_encoder()
     for pool in ("lookalike", "named-contracts"):
         r, questions, _ = H.open_pool(pool, split, settings, encoder)
         qs = [q["query"] for q in questions]
-        ms: dict[str, list[float]] = {"today": [], BEFORE70: []}
+        ms: dict[str, list[float]] = {"today": [], before: []}
         for p in range(passes):
             order = list(ms) if p % 2 else list(ms)[::-1]
             for q in qs:
@@ -306,10 +324,10 @@ def timing70(split: str, passes: int = 4) -> None:
                         ms[v].append(1000 * (time.perf_counter() - t0))
         patch("today")
         p50 = {v: float(np.median(x)) for v, x in ms.items()}
-        print(f"{pool} {split} ({len(qs)} questions): rule 70 p50 {p50['today']:.1f} ms, p95 "
-              f"{np.percentile(ms['today'], 95):.1f}; before p50 {p50[BEFORE70]:.1f} ms, p95 "
-              f"{np.percentile(ms[BEFORE70], 95):.1f}; p50 ratio "
-              f"{p50['today'] / p50[BEFORE70]:.2f}x", flush=True)
+        print(f"{pool} {split} ({len(qs)} questions): shipped p50 {p50['today']:.1f} ms, p95 "
+              f"{np.percentile(ms['today'], 95):.1f}; {before} p50 {p50[before]:.1f} ms, p95 "
+              f"{np.percentile(ms[before], 95):.1f}; p50 ratio "
+              f"{p50['today'] / p50[before]:.2f}x", flush=True)
 
 
 def main() -> int:
@@ -319,10 +337,14 @@ def main() -> int:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
     ap.add_argument("--timing", action="store_true", help="rule 68's query cost")
     ap.add_argument("--timing70", action="store_true", help="rule 70's query cost")
+    ap.add_argument("--timing72", action="store_true", help="rule 72's query cost")
     ap.add_argument("--tag", default="", help="appended to the runs' file names")
     args = ap.parse_args()
-    if args.timing or args.timing70:
-        (timing70 if args.timing70 else timing)(args.split)
+    if args.timing70 or args.timing72:
+        timing_before(args.split, BEFORE70 if args.timing70 else BEFORE72)
+        return 0
+    if args.timing:
+        timing(args.split)
         return 0
     settings, encoder = H.default_encoder()
     out = H.OUT / "alone-guard"
@@ -343,7 +365,7 @@ def main() -> int:
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
         for v in args.variants:
             patch(v, r)
-            if v in (FLOOR16, FLOOR32, OPENFREE):  # acts within the documents too
+            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72):  # acts within the documents too
                 runs[f"{v} within"] = inside = scores(r, qs, False)
                 print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
                       f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",

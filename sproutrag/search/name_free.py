@@ -4,9 +4,11 @@ A question names its document ("What was Acme Robotics' gross margin in Q3 2024?
 long document whose opening writes that name (a report, a named agreement) the name says
 which document, not which unit: the opening unit writes it and the answer does not, so
 the question's vector ranks the opening above the answer. Such a document's nodes are
-scored with the question's vector blended with the question less its entities
-(`blend`); every other document, the first stage, the choice of documents and BM25 keep
-the question as it is. A short document (a paragraph about its title's subject, below
+scored with the question's vector blended with the question less its entities and less
+the words the gated documents' openings write (`blend`, `opening_words`: a question also
+describes its subjects by what their openings say, "the 71-year-old man with Morvan
+syndrome"; rule 72); every other document, the first stage, the choice of documents and
+BM25 keep the question as it is. A short document (a paragraph about its title's subject, below
 NAME_FREE_LEAVES leaves) is left alone: there the name is written in the evidence.
 docs/whole-corpus.md, rules 61-62 and 68 (the floor of 16 leaves).
 
@@ -22,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from sproutrag.names import folded, mention_words
+from sproutrag.stopwords import STOPWORDS
 from sproutrag.storage.rows import StoredTree
 
 #: The characters of a document's opening: the first of its leaves, in order (rule 62).
@@ -121,22 +124,34 @@ def blend(qvec: np.ndarray, free: np.ndarray) -> np.ndarray:
     return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
 
 
+def opening_words(stored: Mapping[str, StoredTree], docs: Sequence[str]) -> list[str]:
+    """The words of the `opening`s of DOCS (in STORED), lower case, stopwords left out,
+    sorted: what the question describes its subjects by, which the name-free question
+    leaves out with the names (rule 72)."""
+    words: set[str] = set()
+    for d in docs:
+        words.update(_WORD.findall(opening(stored[d].texts).lower()))
+    return sorted(words - STOPWORDS)
+
+
 def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
                     stored: Mapping[str, StoredTree],
                     embed: Callable[[list[str]], np.ndarray], floor: int = NAME_FREE_LEAVES
                     ) -> dict[str, np.ndarray]:
     """doc_id -> the `blend` of QUERY (QVEC; ENTITIES: its `question_entities`) for each
     document of STORED that `opens_with` them; {} when none does or the question less
-    its names is empty or the same. EMBED encodes the name-free question, only then."""
+    its names and its openings' words (`opening_words`, rule 72) has no word left or is
+    the same. EMBED encodes the name-free question, only then."""
     if not entities:
         return {}
     docs = [d for d, st in stored.items() if opens_with(st.texts, st.tree.n, entities, floor)]
-    free = name_free(query, entities) if docs else ""
-    if not free or free == query:
+    free = name_free(query, [*entities, *opening_words(stored, docs)]) if docs else ""
+    if not _WORD.search(free) or free == query:
         return {}
     vector = blend(qvec, embed([free])[0])
     return dict.fromkeys(docs, vector)
 
 
 __all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "OPENING_CHARS", "all_open_with", "blend",
-           "name_free", "opening", "opening_vectors", "opens_with", "own_writers"]
+           "name_free", "opening", "opening_vectors", "opening_words", "opens_with",
+           "own_writers"]

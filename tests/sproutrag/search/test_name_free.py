@@ -1,5 +1,6 @@
-"""A question less its names, for the documents of 16 leaves or more that open with them
-(`sproutrag.search.name_free`; docs/whole-corpus.md, rules 62 and 68)."""
+"""A question less its names and its openings' words, for the documents of 16 leaves or
+more that open with them (`sproutrag.search.name_free`; docs/whole-corpus.md, rules 62, 68
+and 72)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import numpy as np
 import pytest
 
 from sproutrag.search.entities import question_entities
-from sproutrag.search.name_free import blend, name_free, opening, opening_vectors, opens_with
+from sproutrag.search.name_free import (
+    blend,
+    name_free,
+    opening,
+    opening_vectors,
+    opening_words,
+    opens_with,
+)
 
 QUERY = "What was Acme Robotics' gross margin in 2024?"
 
@@ -42,17 +50,19 @@ def test_the_blend_weighs_the_question_and_its_name_free_form_alike():
     assert np.allclose(v, [2 ** -0.5, 2 ** -0.5]) and v.dtype == np.float32
 
 
-def test_the_name_free_question_is_embedded_only_for_a_document_it_gates_in():
+def _stored(lines: list[str]):
     from sproutrag.storage.rows import StoredTree
     from sproutrag.trees.tree import build_tree
 
-    def stored(lines: list[str]) -> StoredTree:
-        n = len(lines)
-        vectors = np.eye(n, 4, dtype=np.float32) + 0.01
-        i = np.arange(n - 1)
-        tree = build_tree(vectors, i, i + 1, np.ones(n - 1, np.float32))
-        return StoredTree("d", tree, np.zeros((n, 2), np.int64), lines)
+    n = len(lines)
+    vectors = np.eye(n, 4, dtype=np.float32) + 0.01
+    i = np.arange(n - 1)
+    tree = build_tree(vectors, i, i + 1, np.ones(n - 1, np.float32))
+    return StoredTree("d", tree, np.zeros((n, 2), np.int64), lines)
 
+
+def test_the_name_free_question_is_embedded_only_for_a_document_it_gates_in():
+    stored = _stored
     asked = []
 
     def embed(texts):
@@ -64,12 +74,41 @@ def test_the_name_free_question_is_embedded_only_for_a_document_it_gates_in():
     short_doc = stored(["Acme Robotics annual report 2024.", "Gross margin was 41%."])
     got = opening_vectors(QUERY, qvec, ["acme robotics"], {"long": long_doc,
                                                            "short": short_doc}, embed)
-    assert list(got) == ["long"] and asked == ["What was gross margin in 2024?"]
+    # less the name and the words its opening writes ("2024" too: rule 72)
+    assert list(got) == ["long"] and asked == ["What was gross margin in ?"]
     assert np.allclose(got["long"], blend(qvec, np.ones(4)))
     asked.clear()
     assert opening_vectors(QUERY, qvec, ["acme robotics"], {"short": short_doc}, embed) == {}
     assert opening_vectors("What was the margin?", qvec, [], {"long": long_doc}, embed) == {}
     assert asked == []  # nothing gated in: no second forward
+
+
+def test_the_name_free_question_leaves_out_what_the_openings_describe():
+    question = ("How many plasma exchange sessions were given to the 71-year-old man with "
+                "Morvan syndrome compared with the 52-year-old man with anti-AMPA receptor "
+                "encephalitis?")
+    filler = ["Other matters."] * 15
+    docs = {"morvan": _stored(["Morvan syndrome in a 71-year-old man."] + filler),
+            "ampa": _stored(["Anti-AMPA receptor encephalitis in a 52-year-old man."] + filler),
+            "other": _stored(["Plasma exchange sessions in a series."] + filler)}
+    assert opening_words(docs, ["morvan", "ampa"]) == [
+        "52", "71", "ampa", "anti", "encephalitis", "man", "matters", "morvan", "old",
+        "other", "receptor", "syndrome", "year"]  # lower case, no stopword ("in", "a")
+    asked = []
+
+    def embed(texts):
+        asked.extend(texts)
+        return np.ones((len(texts), 4), np.float32)
+
+    got = opening_vectors(question, np.ones(4, np.float32), ["morvan syndrome", "ampa"],
+                          docs, embed)
+    assert sorted(got) == ["ampa", "morvan"]  # "other" opens with no entity: not gated in
+    words = set(asked[0].lower().replace("-", " ").split())
+    assert {"plasma", "exchange", "sessions", "compared"} <= words  # what is asked is kept
+    assert not words & {"morvan", "71", "year", "old", "man", "receptor", "encephalitis"}
+    asked.clear()  # a question that is all description: no word left, no blend
+    assert opening_vectors("Morvan syndrome, 71-year-old man?", np.ones(4, np.float32),
+                           ["morvan syndrome"], docs, embed) == {} and asked == []
 
 
 @pytest.mark.parametrize("mode", ["tree", "leaves"])
@@ -117,7 +156,7 @@ def test_a_report_that_opens_with_the_questions_name_gives_its_answer_first(tmp_
 
     answer, opening_line = "Gross margin was 41 percent.", "Acme Robotics annual report 2024."
     assert first(["report"]) == [("report", answer)]
-    assert asked == ["What was gross margin in 2024?"]
+    assert asked == ["What was gross margin in ?"]  # its opening wrote "2024" (rule 72)
     assert first(["report"], name_free_leaves=0) == [("report", opening_line)]  # off
     asked.clear()
     assert first(["note"]) == [("note", opening_line)]  # 4 leaves: the question's vector
