@@ -33,7 +33,9 @@ the shipped `SearchedDocuments` in this process:
   the default; `lead2` (rule 71): rule 70, then the lead counted without the writers
   another entity of the question names; `openfree` (rule 72): rule 62's name-free
   question also less the words of the gated documents' openings (within too);
-  `before72` the search before rule 72 once it is the default.
+  `before72` the search before rule 72 once it is the default; `leader` (rule 73): a
+  question that names no searched document is searched in the first stage's first
+  document alone when it holds `alone_opening_leaves` leaves.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -75,6 +77,8 @@ LEAD = "lead"
 LEAD2 = "lead2"
 #: Rule 72's variant (`--variants openfree`).
 OPENFREE = "openfree"
+#: Rule 73's variant (`--variants leader`).
+LEADER = "leader"
 #: The search before rule 72, once it is the default (`--variants before72`).
 BEFORE72 = "before72"
 #: The search before rule 70, once it is the default (`--variants before70`).
@@ -182,6 +186,19 @@ def _leading2_holders(self, query, loaded, ranked, order=()):
     return out, word_texts
 
 
+def _leader_alone(self, found, query):
+    """`alone`, or the first stage's first document alone when the question names no
+    searched document and it holds `alone_opening_leaves` leaves (rule 73)."""
+    docs = _today_alone(self, found, query)
+    if docs is not None or found.named or not found.docs:
+        return docs
+    first = found.docs[0]
+    floor = self.settings.alone_opening_leaves
+    if floor > 0 and first in found.stored and found.stored[first].tree.n >= floor:
+        return [first]
+    return None
+
+
 def _guarded_alone(self, found, query):
     """`alone`, but None when an entity the searched documents write has no named
     holder."""
@@ -238,6 +255,8 @@ def patch(variant: str, r=None) -> None:
         S.SearchedDocuments.holders = _leading2_holders
     if variant == BEFORE70:
         S.SearchedDocuments.holders = _holders_before70
+    if variant == LEADER:
+        S.SearchedDocuments.alone = _leader_alone
     if variant == KEEP:
         S.SearchedDocuments.alone = _kept_alone
 
