@@ -35,7 +35,8 @@ the shipped `SearchedDocuments` in this process:
   question also less the words of the gated documents' openings (within too);
   `before72` the search before rule 72 once it is the default; `leader` (rule 73): a
   question that names no searched document is searched in the first stage's first
-  document alone when it holds `alone_opening_leaves` leaves.
+  document alone when it holds `alone_opening_leaves` leaves; `freeonly` (rule 74): the
+  gated documents scored by the name-free question's vector alone (within too).
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -79,6 +80,8 @@ LEAD2 = "lead2"
 OPENFREE = "openfree"
 #: Rule 73's variant (`--variants leader`).
 LEADER = "leader"
+#: Rule 74's variant (`--variants freeonly`).
+FREEONLY = "freeonly"
 #: The search before rule 72, once it is the default (`--variants before72`).
 BEFORE72 = "before72"
 #: The search before rule 70, once it is the default (`--variants before70`).
@@ -101,6 +104,22 @@ def _before72_vectors(query, qvec, entities, stored, embed, floor=16):
     if not free or free == query:
         return {}
     return dict.fromkeys(docs, blend(qvec, embed([free])[0]))
+
+
+def _freeonly_vectors(query, qvec, entities, stored, embed, floor=16):
+    """`opening_vectors` (rule 72's name-free question) with the name-free question's
+    vector alone, not blended with the question's (rule 74)."""
+    seen = []
+
+    def keep(texts):
+        seen.append(embed(texts))
+        return seen[-1]
+
+    got = _today_opening_vectors(query, qvec, entities, stored, keep, floor)
+    if not got:
+        return got
+    free = np.asarray(seen[-1][0], np.float32)
+    return dict.fromkeys(got, free / max(float(np.linalg.norm(free)), 1e-12))
 
 
 def _openfree_vectors(query, qvec, entities, stored, embed, floor=16):
@@ -249,6 +268,8 @@ def patch(variant: str, r=None) -> None:
     S.opening_vectors = _today_opening_vectors
     if variant == OPENFREE:
         S.opening_vectors = _openfree_vectors
+    if variant == FREEONLY:
+        S.opening_vectors = _freeonly_vectors
     if variant == BEFORE72:
         S.opening_vectors = _before72_vectors
     if variant == LEAD2:
@@ -384,7 +405,7 @@ def main() -> int:
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
         for v in args.variants:
             patch(v, r)
-            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72):  # acts within the documents too
+            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72, FREEONLY):  # within too
                 runs[f"{v} within"] = inside = scores(r, qs, False)
                 print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
                       f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",
