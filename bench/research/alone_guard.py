@@ -36,7 +36,9 @@ the shipped `SearchedDocuments` in this process:
   `before72` the search before rule 72 once it is the default; `leader` (rule 73): a
   question that names no searched document is searched in the first stage's first
   document alone when it holds `alone_opening_leaves` leaves; `freeonly` (rule 74): the
-  gated documents scored by the name-free question's vector alone (within too).
+  gated documents scored by the name-free question's vector alone (within too);
+  `freetitled` (rule 75): rule 74, but a document whose name is one of the question's
+  entities keeps the blend.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -82,6 +84,8 @@ OPENFREE = "openfree"
 LEADER = "leader"
 #: Rule 74's variant (`--variants freeonly`).
 FREEONLY = "freeonly"
+#: Rule 75's variant (`--variants freetitled`).
+FREETITLED = "freetitled"
 #: The search before rule 72, once it is the default (`--variants before72`).
 BEFORE72 = "before72"
 #: The search before rule 70, once it is the default (`--variants before70`).
@@ -120,6 +124,27 @@ def _freeonly_vectors(query, qvec, entities, stored, embed, floor=16):
         return got
     free = np.asarray(seen[-1][0], np.float32)
     return dict.fromkeys(got, free / max(float(np.linalg.norm(free)), 1e-12))
+
+
+def _freetitled_vectors(query, qvec, entities, stored, embed, floor=16):
+    """Rule 74's vectors, but a gated document whose name (`names.document_name` of its
+    first leaf) is one of ENTITIES keeps rule 72's blend (rule 75)."""
+    from sproutrag.names import document_name, folded
+
+    seen = []
+
+    def keep(texts):
+        seen.append(embed(texts))
+        return seen[-1]
+
+    got = _today_opening_vectors(query, qvec, entities, stored, keep, floor)
+    if not got:
+        return got
+    free = np.asarray(seen[-1][0], np.float32)
+    free = free / max(float(np.linalg.norm(free)), 1e-12)
+    named = {folded(e) for e in entities}
+    return {d: v if folded(document_name(stored[d].texts[0]) or "") in named else free
+            for d, v in got.items()}
 
 
 def _openfree_vectors(query, qvec, entities, stored, embed, floor=16):
@@ -270,6 +295,8 @@ def patch(variant: str, r=None) -> None:
         S.opening_vectors = _openfree_vectors
     if variant == FREEONLY:
         S.opening_vectors = _freeonly_vectors
+    if variant == FREETITLED:
+        S.opening_vectors = _freetitled_vectors
     if variant == BEFORE72:
         S.opening_vectors = _before72_vectors
     if variant == LEAD2:
@@ -405,7 +432,7 @@ def main() -> int:
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
         for v in args.variants:
             patch(v, r)
-            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72, FREEONLY):  # within too
+            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72, FREEONLY, FREETITLED):
                 runs[f"{v} within"] = inside = scores(r, qs, False)
                 print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
                       f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",
