@@ -110,9 +110,9 @@ def _before72_vectors(query, qvec, entities, stored, embed, floor=16):
     return dict.fromkeys(docs, blend(qvec, embed([free])[0]))
 
 
-def _freeonly_vectors(query, qvec, entities, stored, embed, floor=16):
-    """`opening_vectors` (rule 72's name-free question) with the name-free question's
-    vector alone, not blended with the question's (rule 74)."""
+def _blend_and_free(query, qvec, entities, stored, embed, floor):
+    """(rule 72's `opening_vectors`, the unit vector of its name-free question, or None
+    when nothing is gated in)."""
     seen = []
 
     def keep(texts):
@@ -121,9 +121,16 @@ def _freeonly_vectors(query, qvec, entities, stored, embed, floor=16):
 
     got = _today_opening_vectors(query, qvec, entities, stored, keep, floor)
     if not got:
-        return got
+        return got, None
     free = np.asarray(seen[-1][0], np.float32)
-    return dict.fromkeys(got, free / max(float(np.linalg.norm(free)), 1e-12))
+    return got, free / max(float(np.linalg.norm(free)), 1e-12)
+
+
+def _freeonly_vectors(query, qvec, entities, stored, embed, floor=16):
+    """`opening_vectors` (rule 72's name-free question) with the name-free question's
+    vector alone, not blended with the question's (rule 74)."""
+    got, free = _blend_and_free(query, qvec, entities, stored, embed, floor)
+    return dict.fromkeys(got, free) if got else got
 
 
 def _freetitled_vectors(query, qvec, entities, stored, embed, floor=16):
@@ -131,17 +138,7 @@ def _freetitled_vectors(query, qvec, entities, stored, embed, floor=16):
     first leaf) is one of ENTITIES keeps rule 72's blend (rule 75)."""
     from sproutrag.names import document_name, folded
 
-    seen = []
-
-    def keep(texts):
-        seen.append(embed(texts))
-        return seen[-1]
-
-    got = _today_opening_vectors(query, qvec, entities, stored, keep, floor)
-    if not got:
-        return got
-    free = np.asarray(seen[-1][0], np.float32)
-    free = free / max(float(np.linalg.norm(free)), 1e-12)
+    got, free = _blend_and_free(query, qvec, entities, stored, embed, floor)
     named = {folded(e) for e in entities}
     return {d: v if folded(document_name(stored[d].texts[0]) or "") in named else free
             for d, v in got.items()}
