@@ -38,7 +38,8 @@ the shipped `SearchedDocuments` in this process:
   document alone when it holds `alone_opening_leaves` leaves; `freeonly` (rule 74): the
   gated documents scored by the name-free question's vector alone (within too);
   `freetitled` (rule 75): rule 74, but a document whose name is one of the question's
-  entities keeps the blend.
+  entities keeps the blend; `share0.625`, `share0.75`, `share0.875` (rule 76): the
+  name-free question's share of rule 72's blend.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -86,6 +87,9 @@ LEADER = "leader"
 FREEONLY = "freeonly"
 #: Rule 75's variant (`--variants freetitled`).
 FREETITLED = "freetitled"
+#: Rule 76's variants (`--variants share0.625 share0.75 share0.875`): the name-free
+#: question's share of the blend.
+SHARES = {"share0.625": 0.625, "share0.75": 0.75, "share0.875": 0.875}
 #: The search before rule 72, once it is the default (`--variants before72`).
 BEFORE72 = "before72"
 #: The search before rule 70, once it is the default (`--variants before70`).
@@ -142,6 +146,22 @@ def _freetitled_vectors(query, qvec, entities, stored, embed, floor=16):
     named = {folded(e) for e in entities}
     return {d: v if folded(document_name(stored[d].texts[0]) or "") in named else free
             for d, v in got.items()}
+
+
+def _share_vectors(share):
+    """Rule 72's vectors with the name-free question's vector at SHARE of the blend, the
+    question's at 1 - SHARE (rule 76)."""
+
+    def vectors(query, qvec, entities, stored, embed, floor=16):
+        got, free = _blend_and_free(query, qvec, entities, stored, embed, floor)
+        if not got:
+            return got
+        q = np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
+        v = (1 - share) * q + share * free
+        return dict.fromkeys(got, (v / max(float(np.linalg.norm(v)), 1e-12)).astype(
+            np.float32))
+
+    return vectors
 
 
 def _openfree_vectors(query, qvec, entities, stored, embed, floor=16):
@@ -294,6 +314,8 @@ def patch(variant: str, r=None) -> None:
         S.opening_vectors = _freeonly_vectors
     if variant == FREETITLED:
         S.opening_vectors = _freetitled_vectors
+    if variant in SHARES:
+        S.opening_vectors = _share_vectors(SHARES[variant])
     if variant == BEFORE72:
         S.opening_vectors = _before72_vectors
     if variant == LEAD2:
@@ -429,7 +451,7 @@ def main() -> int:
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
         for v in args.variants:
             patch(v, r)
-            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72, FREEONLY, FREETITLED):
+            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72, FREEONLY, FREETITLED, *SHARES):
                 runs[f"{v} within"] = inside = scores(r, qs, False)
                 print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
                       f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",
