@@ -39,7 +39,9 @@ the shipped `SearchedDocuments` in this process:
   gated documents scored by the name-free question's vector alone (within too);
   `freetitled` (rule 75): rule 74, but a document whose name is one of the question's
   entities keeps the blend; `share0.625`, `share0.75`, `share0.875` (rule 76): the
-  name-free question's share of rule 72's blend.
+  name-free question's share of rule 72's blend; `titledpart0.75`, `titledpart1` (rule
+  77): that share, but a document with a line that is one of the question's entities
+  keeps the blend.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -90,6 +92,8 @@ FREETITLED = "freetitled"
 #: Rule 76's variants (`--variants share0.625 share0.75 share0.875`): the name-free
 #: question's share of the blend.
 SHARES = {"share0.625": 0.625, "share0.75": 0.75, "share0.875": 0.875}
+#: Rule 77's variants (`--variants titledpart0.75 titledpart1`).
+TITLED_PARTS = {"titledpart0.75": 0.75, "titledpart1": 1.0}
 #: The search before rule 72, once it is the default (`--variants before72`).
 BEFORE72 = "before72"
 #: The search before rule 70, once it is the default (`--variants before70`).
@@ -160,6 +164,27 @@ def _share_vectors(share):
         v = (1 - share) * q + share * free
         return dict.fromkeys(got, (v / max(float(np.linalg.norm(v)), 1e-12)).astype(
             np.float32))
+
+    return vectors
+
+
+def _titled_part_vectors(share):
+    """Rule 76's share for the gated documents, but rule 72's blend for one with a line
+    that is an entity of the question (a part titled by the name; rule 77)."""
+    from sproutrag.names import document_name, folded
+
+    def titles(st):
+        return {folded(document_name(line) or "") for t in st.texts for line in t.split("\n")}
+
+    def vectors(query, qvec, entities, stored, embed, floor=16):
+        got, free = _blend_and_free(query, qvec, entities, stored, embed, floor)
+        if not got:
+            return got
+        q = np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
+        v = (1 - share) * q + share * free
+        v = (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+        named = {folded(e) for e in entities}
+        return {d: b if named & titles(stored[d]) else v for d, b in got.items()}
 
     return vectors
 
@@ -316,6 +341,8 @@ def patch(variant: str, r=None) -> None:
         S.opening_vectors = _freetitled_vectors
     if variant in SHARES:
         S.opening_vectors = _share_vectors(SHARES[variant])
+    if variant in TITLED_PARTS:
+        S.opening_vectors = _titled_part_vectors(TITLED_PARTS[variant])
     if variant == BEFORE72:
         S.opening_vectors = _before72_vectors
     if variant == LEAD2:
@@ -451,7 +478,8 @@ def main() -> int:
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
         for v in args.variants:
             patch(v, r)
-            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72, FREEONLY, FREETITLED, *SHARES):
+            if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72, FREEONLY, FREETITLED, *SHARES,
+                     *TITLED_PARTS):
                 runs[f"{v} within"] = inside = scores(r, qs, False)
                 print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
                       f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",
