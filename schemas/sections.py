@@ -233,10 +233,11 @@ class SearchSettings(Section):
         16, ge=0, le=2**31 - 1, description="A searched document of at least this many "
         "units whose first 300 characters write an entity the question names (a report or "
         "an agreement that opens with its company or party) is scored with the question's "
-        "vector averaged with the question less its names and less the other words those "
-        "documents' openings write, so that its opening, which writes the name and what "
-        "the question describes it by, does not outrank its answer; short documents, "
-        "where the name is "
+        "vector blended with the question less its names and less the other words those "
+        "documents' openings write (three quarters to the latter, half in a document with "
+        "a part titled by the question's name), so that its opening, which writes the name "
+        "and what the question describes it by, does not outrank its answer; short "
+        "documents, where the name is "
         "written in the evidence, keep the question's vector. In a query with doc_ids too "
         "(0: off)",
     )

@@ -4,7 +4,7 @@
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
         --split train|dev [--pools lookalike paragraphs ...] [--variants guard opening both]
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
-        --split dev --timing|--timing70|--timing72
+        --split dev --timing|--timing70|--timing72|--timing77
 
 Rules 31 and 65 search only the documents the question names (`Searched.named`: an
 entity's only holder among the searched documents) once they are long enough. A
@@ -41,7 +41,7 @@ the shipped `SearchedDocuments` in this process:
   entities keeps the blend; `share0.625`, `share0.75`, `share0.875` (rule 76): the
   name-free question's share of rule 72's blend; `titledpart0.75`, `titledpart1` (rule
   77): that share, but a document with a line that is one of the question's entities
-  keeps the blend.
+  keeps the blend; `before77` the search before rule 77 once it is the default.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -94,6 +94,9 @@ FREETITLED = "freetitled"
 SHARES = {"share0.625": 0.625, "share0.75": 0.75, "share0.875": 0.875}
 #: Rule 77's variants (`--variants titledpart0.75 titledpart1`).
 TITLED_PARTS = {"titledpart0.75": 0.75, "titledpart1": 1.0}
+#: The search before rule 77, once it is the default (`--variants before77`): rule 72's
+#: even blend in every gated document.
+BEFORE77 = "before77"
 #: The search before rule 72, once it is the default (`--variants before72`).
 BEFORE72 = "before72"
 #: The search before rule 70, once it is the default (`--variants before70`).
@@ -341,6 +344,8 @@ def patch(variant: str, r=None) -> None:
         S.opening_vectors = _freetitled_vectors
     if variant in SHARES:
         S.opening_vectors = _share_vectors(SHARES[variant])
+    if variant == BEFORE77:
+        S.opening_vectors = _share_vectors(0.5)
     if variant in TITLED_PARTS:
         S.opening_vectors = _titled_part_vectors(TITLED_PARTS[variant])
     if variant == BEFORE72:
@@ -415,10 +420,11 @@ def timing(split: str, passes: int = 4) -> None:
 
 
 def timing_before(split: str, before: str, passes: int = 4) -> None:
-    """Rule 70's or 72's query cost: the look-alike reports' and the named agreements'
-    SPLIT questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search
-    and the search before the rule (BEFORE: `before70`, `before72`) alternating per
-    question in one process, the order swapped each pass, the first pass not counted."""
+    """Rule 70's, 72's or 77's query cost: the look-alike reports' and the named
+    agreements' SPLIT questions, corpus-wide, tree mode, k = 5, encoding included, the
+    shipped search and the search before the rule (BEFORE: `before70`, `before72`,
+    `before77`) alternating per question in one process, the order swapped each pass,
+    the first pass not counted."""
     import time
 
     settings, encoder = H.default_encoder()
@@ -451,10 +457,12 @@ def main() -> int:
     ap.add_argument("--timing", action="store_true", help="rule 68's query cost")
     ap.add_argument("--timing70", action="store_true", help="rule 70's query cost")
     ap.add_argument("--timing72", action="store_true", help="rule 72's query cost")
+    ap.add_argument("--timing77", action="store_true", help="rule 77's query cost")
     ap.add_argument("--tag", default="", help="appended to the runs' file names")
     args = ap.parse_args()
-    if args.timing70 or args.timing72:
-        timing_before(args.split, BEFORE70 if args.timing70 else BEFORE72)
+    if args.timing70 or args.timing72 or args.timing77:
+        before = BEFORE70 if args.timing70 else BEFORE72 if args.timing72 else BEFORE77
+        timing_before(args.split, before)
         return 0
     if args.timing:
         timing(args.split)
@@ -479,7 +487,7 @@ def main() -> int:
         for v in args.variants:
             patch(v, r)
             if v in (FLOOR16, FLOOR32, OPENFREE, BEFORE72, FREEONLY, FREETITLED, *SHARES,
-                     *TITLED_PARTS):
+                     *TITLED_PARTS, BEFORE77):
                 runs[f"{v} within"] = inside = scores(r, qs, False)
                 print(f"  {v:8} within unit IE {np.mean([x[0] for x in inside.values()]):.2f} "
                       f"{paired(inside, within, 0)}; char-IE {paired(inside, within, 1)}",

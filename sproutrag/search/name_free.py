@@ -7,8 +7,10 @@ the question's vector ranks the opening above the answer. Such a document's node
 scored with the question's vector blended with the question less its entities and less
 the words the gated documents' openings write (`blend`, `opening_words`: a question also
 describes its subjects by what their openings say, "the 71-year-old man with Morvan
-syndrome"; rule 72); every other document, the first stage, the choice of documents and
-BM25 keep the question as it is. A short document (a paragraph about its title's subject, below
+syndrome"; rule 72), the latter at NAME_FREE_SHARE, or at half in a document with a part
+titled by the name (`titled_by`: an entry about it, whose evidence writes the name; rule
+77); every other document, the first stage, the choice of documents and BM25 keep the
+question as it is. A short document (a paragraph about its title's subject, below
 NAME_FREE_LEAVES leaves) is left alone: there the name is written in the evidence.
 docs/whole-corpus.md, rules 61-62 and 68 (the floor of 16 leaves).
 
@@ -23,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from sproutrag.names import folded, mention_words
+from sproutrag.names import document_name, folded, mention_words
 from sproutrag.stopwords import STOPWORDS
 from sproutrag.storage.rows import StoredTree
 
@@ -32,6 +34,9 @@ OPENING_CHARS = 300
 #: The least leaves of a document scored with the blend (rule 68: rule 65's floor; rule 62
 #: had `ANCHOR_LEAVES`, 32, which left out reports of 6,000-8,000 characters).
 NAME_FREE_LEAVES = 16
+#: The name-free question's share of the blend (rule 77: 0.75, fitted on the train pools
+#: among 0.5, 0.625, 0.75 and 0.875 by rule 76; half in a document `titled_by` the name).
+NAME_FREE_SHARE = 0.75
 #: The least leaves the named documents that open with the question's names hold together
 #: to be searched alone below `ANCHOR_LEAVES` (rule 65).
 ALONE_OPENING_LEAVES = 16
@@ -117,11 +122,23 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     return out
 
 
-def blend(qvec: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """normalise(q / |q| + f / |f|): the question's vector and its name-free one, equal."""
-    v = (np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
-         + np.asarray(free, np.float32) / max(float(np.linalg.norm(free)), 1e-12))
+def blend(qvec: np.ndarray, free: np.ndarray, share: float = 0.5) -> np.ndarray:
+    """normalise((1 - SHARE) q / |q| + SHARE f / |f|): the question's vector and its
+    name-free one (SHARE 0.5: equal)."""
+    q = np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
+    f = np.asarray(free, np.float32) / max(float(np.linalg.norm(free)), 1e-12)
+    v = (1 - share) * q + share * f
     return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
+
+def titled_by(texts: Sequence[str], entities: Sequence[str]) -> bool:
+    """Whether a line of a document's leaves (TEXTS), read as a document's first line is
+    read (`names.document_name`: heading-like, a trailing parenthesis dropped), is one of
+    ENTITIES, accents folded: a part titled by the question's name, an entry about it,
+    whose evidence writes the name (rule 77)."""
+    named = {folded(e) for e in entities}
+    return any(folded(document_name(line) or "") in named
+               for text in texts for line in text.split("\n"))
 
 
 def opening_words(stored: Mapping[str, StoredTree], docs: Sequence[str]) -> list[str]:
@@ -136,22 +153,25 @@ def opening_words(stored: Mapping[str, StoredTree], docs: Sequence[str]) -> list
 
 def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
                     stored: Mapping[str, StoredTree],
-                    embed: Callable[[list[str]], np.ndarray], floor: int = NAME_FREE_LEAVES
-                    ) -> dict[str, np.ndarray]:
+                    embed: Callable[[list[str]], np.ndarray], floor: int = NAME_FREE_LEAVES,
+                    share: float = NAME_FREE_SHARE) -> dict[str, np.ndarray]:
     """doc_id -> the `blend` of QUERY (QVEC; ENTITIES: its `question_entities`) for each
-    document of STORED that `opens_with` them; {} when none does or the question less
-    its names and its openings' words (`opening_words`, rule 72) has no word left or is
-    the same. EMBED encodes the name-free question, only then."""
+    document of STORED that `opens_with` them, the name-free question at SHARE (rule 77)
+    or at half in a document `titled_by` one of ENTITIES; {} when none opens with them or
+    the question less its names and its openings' words (`opening_words`, rule 72) has no
+    word left or is the same. EMBED encodes the name-free question, only then."""
     if not entities:
         return {}
     docs = [d for d, st in stored.items() if opens_with(st.texts, st.tree.n, entities, floor)]
     free = name_free(query, [*entities, *opening_words(stored, docs)]) if docs else ""
     if not _WORD.search(free) or free == query:
         return {}
-    vector = blend(qvec, embed([free])[0])
-    return dict.fromkeys(docs, vector)
+    vector = embed([free])[0]
+    return {d: blend(qvec, vector, 0.5 if titled_by(stored[d].texts, entities) else share)
+            for d in docs}
 
 
-__all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "OPENING_CHARS", "all_open_with", "blend",
+__all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "NAME_FREE_SHARE", "OPENING_CHARS",
+           "all_open_with", "blend",
            "name_free", "opening", "opening_vectors", "opening_words", "opens_with",
-           "own_writers"]
+           "own_writers", "titled_by"]

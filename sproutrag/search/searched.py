@@ -28,8 +28,8 @@ over the whole corpus searches the first stage's ranked choice, and with it:
 
 A searched document of at least NAME_FREE_LEAVES leaves whose opening writes an entity of
 the question is scored with the question's vector blended with the question less its
-names and its openings' words (`sproutrag.search.name_free`; rules 62 and 72), in a query
-with doc_ids too.
+names and its openings' words (`sproutrag.search.name_free`; rules 62, 72 and 77), in a
+query with doc_ids too.
 
 The eleven settings are one `CorpusWideSettings`.
 

@@ -1,6 +1,6 @@
 """A question less its names and its openings' words, for the documents of 16 leaves or
-more that open with them (`sproutrag.search.name_free`; docs/whole-corpus.md, rules 62, 68
-and 72)."""
+more that open with them (`sproutrag.search.name_free`; docs/whole-corpus.md, rules 62, 68,
+72 and 77)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from sproutrag.search.name_free import (
     opening_vectors,
     opening_words,
     opens_with,
+    titled_by,
 )
 
 QUERY = "What was Acme Robotics' gross margin in 2024?"
@@ -45,9 +46,23 @@ def test_a_long_document_opens_with_a_name_in_its_first_300_characters():
     assert opens_with(head + filler, 41, ["ácme robotics"])
 
 
-def test_the_blend_weighs_the_question_and_its_name_free_form_alike():
+def test_the_blend_weighs_the_question_and_its_name_free_form_by_the_share():
     v = blend(np.array([3.0, 0.0]), np.array([0.0, 0.5]))
-    assert np.allclose(v, [2 ** -0.5, 2 ** -0.5]) and v.dtype == np.float32
+    assert np.allclose(v, [2 ** -0.5, 2 ** -0.5]) and v.dtype == np.float32  # half each
+    w = blend(np.array([3.0, 0.0]), np.array([0.0, 0.5]), 0.75)
+    assert np.allclose(w, np.array([1.0, 3.0]) / np.sqrt(10))
+
+
+def test_a_part_titled_by_the_name_is_an_entry_about_it():
+    bundle = ["Guitar World\nGuitar World is a monthly music magazine.", "It was founded in 1980.",
+              "Science News (magazine)\nScience News is a magazine founded in 1921."]
+    assert titled_by(bundle, ["science news"])  # a later part's title, its parenthesis dropped
+    assert titled_by(bundle, ["guitar world", "1980"])
+    assert not titled_by(bundle, ["music magazine"])  # written, but titles no part
+    report = ["Kestrel Motion Systems, Inc. - Annual Report 2024\n\nBusiness Overview\n"
+              "Kestrel Motion Systems, Inc. designs welding robots."]
+    assert not titled_by(report, ["kestrel motion systems"])  # its title says more
+    assert titled_by(["Nestlé\nNestlé is a food company."], ["nestle"])  # accents folded
 
 
 def _stored(lines: list[str]):
@@ -76,11 +91,23 @@ def test_the_name_free_question_is_embedded_only_for_a_document_it_gates_in():
                                                            "short": short_doc}, embed)
     # less the name and the words its opening writes ("2024" too: rule 72)
     assert list(got) == ["long"] and asked == ["What was gross margin in ?"]
-    assert np.allclose(got["long"], blend(qvec, np.ones(4)))
+    assert np.allclose(got["long"], blend(qvec, np.ones(4), 0.75))  # rule 77's share
     asked.clear()
     assert opening_vectors(QUERY, qvec, ["acme robotics"], {"short": short_doc}, embed) == {}
     assert opening_vectors("What was the margin?", qvec, [], {"long": long_doc}, embed) == {}
     assert asked == []  # nothing gated in: no second forward
+
+
+def test_a_document_titled_by_the_name_keeps_the_even_blend():
+    qvec = np.array([1.0, 0, 0, 0], np.float32)
+    filler = ["Other matters of the year."] * 15
+    docs = {"report": _stored(["Acme Robotics annual report 2024."] + filler),
+            "entry": _stored(["Acme Robotics\nAcme Robotics is a maker of arms."] + filler)}
+    got = opening_vectors(QUERY, qvec, ["acme robotics"], docs,
+                          lambda texts: np.array([[0, 1.0, 0, 0]], np.float32))
+    free = np.array([0, 1.0, 0, 0], np.float32)
+    assert np.allclose(got["report"], blend(qvec, free, 0.75))  # rule 77's share
+    assert np.allclose(got["entry"], blend(qvec, free, 0.5))  # a part titled by the name
 
 
 def test_the_name_free_question_leaves_out_what_the_openings_describe():
