@@ -155,39 +155,19 @@ def _freetitled_vectors(query, qvec, entities, stored, embed, floor=16):
             for d, v in got.items()}
 
 
-def _share_vectors(share):
+def _share_vectors(share, titled=False):
     """Rule 72's vectors with the name-free question's vector at SHARE of the blend, the
-    question's at 1 - SHARE (rule 76)."""
+    question's at 1 - SHARE (rule 76); with TITLED, rule 72's even blend for a document
+    with a line that is an entity of the question (a part titled by the name; rule 77)."""
+    from sproutrag.search.name_free import blend, titled_by
 
     def vectors(query, qvec, entities, stored, embed, floor=16):
         got, free = _blend_and_free(query, qvec, entities, stored, embed, floor)
         if not got:
             return got
-        q = np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
-        v = (1 - share) * q + share * free
-        return dict.fromkeys(got, (v / max(float(np.linalg.norm(v)), 1e-12)).astype(
-            np.float32))
-
-    return vectors
-
-
-def _titled_part_vectors(share):
-    """Rule 76's share for the gated documents, but rule 72's blend for one with a line
-    that is an entity of the question (a part titled by the name; rule 77)."""
-    from sproutrag.names import document_name, folded
-
-    def titles(st):
-        return {folded(document_name(line) or "") for t in st.texts for line in t.split("\n")}
-
-    def vectors(query, qvec, entities, stored, embed, floor=16):
-        got, free = _blend_and_free(query, qvec, entities, stored, embed, floor)
-        if not got:
-            return got
-        q = np.asarray(qvec, np.float32) / max(float(np.linalg.norm(qvec)), 1e-12)
-        v = (1 - share) * q + share * free
-        v = (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
-        named = {folded(e) for e in entities}
-        return {d: b if named & titles(stored[d]) else v for d, b in got.items()}
+        v = blend(qvec, free, share)
+        return {d: b if titled and titled_by(stored[d].texts, entities) else v
+                for d, b in got.items()}
 
     return vectors
 
@@ -347,7 +327,7 @@ def patch(variant: str, r=None) -> None:
     if variant == BEFORE77:
         S.opening_vectors = _share_vectors(0.5)
     if variant in TITLED_PARTS:
-        S.opening_vectors = _titled_part_vectors(TITLED_PARTS[variant])
+        S.opening_vectors = _share_vectors(TITLED_PARTS[variant], titled=True)
     if variant == BEFORE72:
         S.opening_vectors = _before72_vectors
     if variant == LEAD2:
