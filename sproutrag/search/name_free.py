@@ -37,6 +37,8 @@ NAME_FREE_LEAVES = 16
 #: The name-free question's share of the blend (rule 77: 0.75, fitted on the train pools
 #: among 0.5, 0.625, 0.75 and 0.875 by rule 76; half in a document `titled_by` the name).
 NAME_FREE_SHARE = 0.75
+#: The share in a document `titled_by` the question's name: rule 72's even blend (rule 77).
+TITLED_SHARE = 0.5
 #: The least leaves the named documents that open with the question's names hold together
 #: to be searched alone below `ANCHOR_LEAVES` (rule 65).
 ALONE_OPENING_LEAVES = 16
@@ -167,11 +169,11 @@ def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
     if not _WORD.search(free) or free == query:
         return {}
     vector = embed([free])[0]
-    return {d: blend(qvec, vector, 0.5 if titled_by(stored[d].texts, entities) else share)
+    return {d: blend(qvec, vector,
+                     TITLED_SHARE if titled_by(stored[d].texts, entities) else share)
             for d in docs}
 
 
 __all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "NAME_FREE_SHARE", "OPENING_CHARS",
-           "all_open_with", "blend",
-           "name_free", "opening", "opening_vectors", "opening_words", "opens_with",
-           "own_writers", "titled_by"]
+           "TITLED_SHARE", "all_open_with", "blend", "name_free", "opening", "opening_vectors",
+           "opening_words", "opens_with", "own_writers", "titled_by"]
