@@ -248,6 +248,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         anchors=anchors, budgets=args.budgets or (),
         search=None if any(v.mode == "tree" for v in variants) else make_variants(
             ["tree"], weights, settings.tree.parent_embedding)[0],
+        name_free_leaves=settings.search.name_free_leaves,
     )
     if args.db:
         rows += _db_rows(args, db_settings, encoder, meta, inputs)

@@ -31,7 +31,8 @@ from sproutrag.learn.metrics import (
     score_query,
     summarize,
 )
-from sproutrag.learn.variants import Variant, run_variant, variant_trees
+from sproutrag.learn.variants import NameFree, Variant, run_variant, variant_trees
+from sproutrag.search.name_free import NAME_FREE_LEAVES
 from sproutrag.trees.tree import Tree
 
 
@@ -75,13 +76,15 @@ def result_row(
 def evaluate_variants(
     variants: Sequence[Variant], feats: dict[str, DocFeatures],
     queries: Sequence[dict[str, Any]], qvecs: np.ndarray, ks: Sequence[int],
+    name_free: NameFree | None = None,
 ) -> list[dict[str, Any]]:
-    """One result row per variant: per-k summaries, average over k, tree statistics."""
+    """One result row per variant: per-k summaries, average over k, tree statistics
+    (NAME_FREE: rule 62's vectors in tree and leaves modes, `run_variant`)."""
     rows = []
     for v in variants:
         trees = variant_trees(feats, v) if v.mode == "tree" else None
         hits: dict[str, int] = {}
-        runs = run_variant(v, feats, queries, qvecs, ks, trees, hits)
+        runs = run_variant(v, feats, queries, qvecs, ks, trees, hits, name_free)
         rows.append(result_row(
             v.name, runs, feats, queries, mode=v.mode, beam=v.search.beam_width,
             delta=v.search.threshold, margin=v.search.margin,
@@ -168,26 +171,20 @@ def read_inputs(docs_path: str | Path, queries_path: str | Path, *, log: Any = p
 
 
 def evaluate_corpus(
-    docs_path: str | Path,
-    queries_path: str | Path,
-    *,
-    encoder: Any,
-    chunking: dict[str, Any],
-    variants: Sequence[Variant],
-    ks: Sequence[int] = (1, 3, 5),
-    cache_dir: str | Path | None = None,
-    anchors: Sequence[str] = (),
-    log: Any = print,
-    budgets: Sequence[int] = (),
+    docs_path: str | Path, queries_path: str | Path, *,
+    encoder: Any, chunking: dict[str, Any], variants: Sequence[Variant],
+    ks: Sequence[int] = (1, 3, 5), cache_dir: str | Path | None = None,
+    anchors: Sequence[str] = (), log: Any = print, budgets: Sequence[int] = (),
     search: Any = None,
     inputs: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    name_free_leaves: int = NAME_FREE_LEAVES,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Featurize (cached), encode the queries, score every variant, then every LanceDB
-    baseline of ANCHORS (`sproutrag.learn.anchors`: its own chunks and table, the same
-    queries). With BUDGETS (characters), contexts under each budget too
-    (`sproutrag.learn.budgets`: flat, leaves, window and tree selections over the trees
-    and scores of the variant SEARCH, default the first tree variant; the baselines
-    filled the same way), in ``meta["budget_rows"]``. INPUTS: what `read_inputs` gave
+    """Featurize (cached), encode the queries, score every variant (tree and leaves
+    modes with rule 62's name-free vectors as `Retriever` has them, `variants.NameFree`;
+    NAME_FREE_LEAVES 0: off), then every LanceDB baseline of ANCHORS
+    (`sproutrag.learn.anchors`). With BUDGETS (characters), contexts under each budget
+    too (`sproutrag.learn.budgets`, over the trees of the variant SEARCH, default the
+    first tree variant), in ``meta["budget_rows"]``. INPUTS: what `read_inputs` gave
     (read here when None). (rows, meta)."""
     t0 = time.perf_counter()
     docs, labelled = inputs or read_inputs(docs_path, queries_path, log=log)
@@ -198,17 +195,19 @@ def evaluate_corpus(
     queries, dropped = sorted_scorable(labelled, feats, queries_path=queries_path,
                                        docs_path=docs_path, known=known, log=log)
     qvecs = encoder.encode_texts([q["query"] for q in queries])
-    rows = evaluate_variants(variants, feats, queries, qvecs, ks)
+    name_free = NameFree.of(feats, docs, encoder.encode_texts, name_free_leaves)
+    rows = evaluate_variants(variants, feats, queries, qvecs, ks, name_free)
     if anchors:
         rows += anchor_rows(anchors, docs, feats, queries, qvecs, ks, encoder)
     budget = (context_rows(docs, feats, queries, qvecs, budgets, variants, search, anchors,
-                           encoder) if budgets else None)
+                           encoder, name_free) if budgets else None)
     meta = {
         "docs": str(docs_path), "queries": str(queries_path), "n_docs": len(feats),
         "n_queries": len(queries), "n_queries_given": len(labelled),
         "not_scored": dropped, "ks": list(ks),
         "chunking": chunking,
         "encoder": encoder_fields(encoder),
+        "name_free_leaves": name_free_leaves,
         "features": None if cache_dir is None else str(
             feature_path(cache_dir, docs, encoder, chunking)),
         "seconds": {"featurize": round(t1 - t0, 1),
@@ -223,6 +222,7 @@ def context_rows(
     docs: Sequence[dict[str, Any]], feats: dict[str, DocFeatures],
     queries: Sequence[dict[str, Any]], qvecs: np.ndarray, budgets: Sequence[int],
     variants: Sequence[Variant], search: Variant | None, anchors: Sequence[str], encoder: Any,
+    name_free: NameFree | None = None,
 ) -> list[dict[str, Any]]:
     """`evaluate --budgets`: a row per context selection (`budgets.default_selections`)
     over the trees and scores of SEARCH (default: the first tree variant of VARIANTS, or
@@ -235,7 +235,7 @@ def context_rows(
         raise ValueError("--budgets needs a tree variant among the modes (e.g. tree)")
     texts = {str(d["doc_id"]): d["text"] for d in docs}
     rows = budget_rows(feats, texts, queries, qvecs, variant_trees(feats, v), v.search,
-                       budgets)
+                       budgets, name_free=name_free)
     if anchors:
         with AnchorTable(docs, encoder) as table:
             rows += anchor_budget_rows(anchors, table, queries, qvecs, texts, budgets)

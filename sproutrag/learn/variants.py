@@ -5,12 +5,14 @@ beam, cutoffs, lexical weight, ...). Its retrieval is composed of the library's
 functions exactly as the served path does: `build_tree` over the variant's relations,
 then `sproutrag.search.tree_search.search_trees` (tree mode, what `Retriever` runs) or
 `sproutrag.search.leaf_search.search_leaves` (flat mode) over features held in memory.
-Scoring is in `sproutrag.learn.evaluation`.
+A `NameFree` gives the tree and leaves rows the vectors of rule 62 (the question less its
+names, for the long documents that open with them), as `Retriever` scores them in a
+query with doc_ids. Scoring is in `sproutrag.learn.evaluation`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -18,9 +20,12 @@ import numpy as np
 
 from sproutrag.learn.features import DocFeatures
 from sproutrag.params import SearchParams
+from sproutrag.search.entities import question_entities
 from sproutrag.search.leaf_search import leaves_mode, search_leaves
 from sproutrag.search.lexical import LeafTerms
+from sproutrag.search.name_free import NAME_FREE_LEAVES, opening_vectors
 from sproutrag.search.tree_search import node_scores, search_trees
+from sproutrag.storage.rows import StoredTree
 from sproutrag.trees.tree import Tree, build_tree
 
 
@@ -36,6 +41,38 @@ class Variant:
     relation: str = "attention"  # "attention" | "embedding"
     band: int = 0  # drop pairs with |i - j| <= band (0: keep all)
     notes: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class NameFree:
+    """Rule 62's name-free question in the in-memory search (`opening_vectors`), as
+    `Retriever` scores a query with doc_ids: TEXTS, doc_id -> its leaves' texts; EMBED
+    encodes the name-free question; FLOOR, `search.name_free_leaves` (0: off)."""
+
+    texts: dict[str, list[str]]
+    spans: dict[str, np.ndarray]
+    embed: Callable[[list[str]], np.ndarray]
+    floor: int = NAME_FREE_LEAVES
+
+    @classmethod
+    def of(cls, feats: dict[str, DocFeatures], docs: Sequence[dict[str, Any]],
+           embed: Callable[[list[str]], np.ndarray], floor: int = NAME_FREE_LEAVES
+           ) -> NameFree:
+        """The leaf texts of FEATS' documents, cut from DOCS' texts by their spans."""
+        text = {str(d["doc_id"]): str(d["text"]) for d in docs}
+        held = [d for d in feats if d in text]
+        return cls({d: [text[d][a:b] for a, b in feats[d].spans.tolist()] for d in held},
+                   {d: feats[d].spans for d in held}, embed, floor)
+
+    def vectors(self, query: str, qvec: np.ndarray, trees: dict[str, Tree],
+                doc_ids: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """doc_id -> the blended vector of each of DOC_IDS' documents that opens with the
+        question's names (None: none, or off)."""
+        if self.floor <= 0 or not query:
+            return None
+        stored = {d: StoredTree(d, trees[d], self.spans[d], self.texts[d]) for d in doc_ids}
+        return opening_vectors(query, qvec, question_entities(query), stored, self.embed,
+                               self.floor) or None
 
 
 _SEARCH_FIELDS = frozenset(f.name for f in fields(SearchParams))
@@ -149,14 +186,17 @@ def retrieve_tree(
     trees: dict[str, Tree], feats: dict[str, DocFeatures], qvec: np.ndarray,
     doc_ids: Sequence[str], *, k: int, params: SearchParams, query: str = "",
     stats: dict | None = None, scores: dict | None = None,
+    doc_vectors: dict[str, np.ndarray] | None = None,
 ) -> list[tuple[str, int, int]]:
     """Ranked evidence units: `search_trees`, exactly what `Retriever` runs in tree mode.
 
     `stats` (optional) counts hits and internal-node hits; `scores` may hold the query's
-    node scores (`query_node_scores`) to share them between budgets."""
+    node scores (`query_node_scores`) to share them between budgets; DOC_VECTORS: some
+    documents' vectors in place of QVEC (`NameFree.vectors`)."""
     lexical = _terms(feats, doc_ids) if params.lexical_weight > 0 else None
     chosen = search_trees({d: trees[d] for d in doc_ids}, qvec, k=k, params=params,
-                          query=query, lexical=lexical, scores=scores)
+                          query=query, lexical=lexical, scores=scores,
+                          doc_vectors=doc_vectors)
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(chosen)
         stats["internal_hits"] = stats.get("internal_hits", 0) + sum(
@@ -169,13 +209,14 @@ def retrieve_tree(
 
 def query_node_scores(
     trees: dict[str, Tree], feats: dict[str, DocFeatures], q: dict[str, Any], qvec: np.ndarray,
-    lexical_weight: float,
+    lexical_weight: float, doc_vectors: dict[str, np.ndarray] | None = None,
 ) -> dict:
-    """`node_scores` of one query over its documents' trees, for a lexical weight."""
+    """`node_scores` of one query over its documents' trees, for a lexical weight
+    (DOC_VECTORS: see `retrieve_tree`)."""
     docs = q["doc_ids"]
     return node_scores({d: trees[d] for d in docs}, qvec, query=q.get("query", ""),
                        lexical=_terms(feats, docs) if lexical_weight > 0 else None,
-                       lexical_weight=lexical_weight)
+                       lexical_weight=lexical_weight, doc_vectors=doc_vectors)
 
 
 def retrieve_flat(
@@ -194,41 +235,46 @@ def retrieve_flat(
 
 def retrieve_leaves(
     feats: dict[str, DocFeatures], qvec: np.ndarray, doc_ids: Sequence[str], *, k: int,
-    params: SearchParams, query: str = "",
+    params: SearchParams, query: str = "", doc_vectors: dict[str, np.ndarray] | None = None,
 ) -> list[tuple[str, int, int]]:
     """Ranked evidence units of leaves mode: `leaf_search.leaves_mode`, exactly what
-    `Retriever` runs with mode="leaves" (tree mode's fused score and cutoffs, no tree)."""
+    `Retriever` runs with mode="leaves" (tree mode's fused score and cutoffs, no tree;
+    DOC_VECTORS: see `retrieve_tree`)."""
     lexical = _terms(feats, doc_ids) if params.lexical_weight > 0 else None
     chosen = leaves_mode({d: feats[d].emb for d in doc_ids}, qvec, k=k, params=params,
-                         query=query, lexical=lexical)
+                         query=query, lexical=lexical, doc_vectors=doc_vectors)
     return [(d, int(feats[d].spans[u, 0]), int(feats[d].spans[u, 1])) for d, u, _ in chosen]
 
 
 def run_variant(
     v: Variant, feats: dict[str, DocFeatures], queries: Sequence[dict[str, Any]],
     qvecs: np.ndarray, ks: Sequence[int], trees: dict[str, Tree] | None = None,
-    stats: dict | None = None,
+    stats: dict | None = None, name_free: NameFree | None = None,
 ) -> dict[int, list[list[tuple[str, int, int]]]]:
-    """Ranked units per k per query (`stats`: hit counts at the largest k)."""
-    if v.mode == "tree" and trees is None:
+    """Ranked units per k per query (`stats`: hit counts at the largest k); NAME_FREE:
+    rule 62's vectors in tree and leaves modes, as `Retriever` has them (None: none)."""
+    if v.mode != "flat" and trees is None and (v.mode == "tree" or name_free is not None):
         trees = variant_trees(feats, v)
     out: dict[int, list] = {k: [] for k in ks}
     p = v.search
     for q, qv in zip(queries, qvecs, strict=True):
-        scores = (query_node_scores(trees, feats, q, qv, p.lexical_weight)
+        query = q.get("query", "")
+        own = (name_free.vectors(query, qv, trees, q["doc_ids"])
+               if name_free is not None and v.mode != "flat" else None)
+        scores = (query_node_scores(trees, feats, q, qv, p.lexical_weight, own)
                   if v.mode == "tree" else None)
         for k in ks:
             if v.mode == "leaves":
-                units = retrieve_leaves(feats, qv, q["doc_ids"], k=k, params=p,
-                                        query=q.get("query", ""))
+                units = retrieve_leaves(feats, qv, q["doc_ids"], k=k, params=p, query=query,
+                                        doc_vectors=own)
             elif v.mode == "flat":
                 units = retrieve_flat(feats, qv, q["doc_ids"], k=k,
                                       delta=p.threshold if p.threshold > 0 else None,
                                       margin=p.margin, lexical_weight=p.lexical_weight,
-                                      query=q.get("query", ""))
+                                      query=query)
             else:
                 units = retrieve_tree(trees, feats, qv, q["doc_ids"], k=k, params=p,
-                                      query=q.get("query", ""),
-                                      stats=stats if k == max(ks) else None, scores=scores)
+                                      query=query, stats=stats if k == max(ks) else None,
+                                      scores=scores, doc_vectors=own)
             out[k].append(units)
     return out

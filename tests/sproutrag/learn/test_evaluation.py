@@ -493,3 +493,87 @@ def test_corpus_wide_loss_counts_gold_documents_by_the_gold_spans():
     flat = corpus_wide_loss(r, [q], runs, rows, rows, "flat")
     assert r.asked == 1 and "gold_docs_chosen" not in flat
     assert flat["non_gold_units"] == pytest.approx(1 / 3) and flat["ie_ratio"] == 1.0
+
+
+def _report(n_fillers: int, dim: int = 8) -> tuple[DocFeatures, str]:
+    """A report of 1 + N_FILLERS + 1 lines: its opening writes the name (axis 0), its last
+    line is the answer (axis 1), the fillers are orthogonal to both; a chain of relations."""
+    lines = (["Acme Robotics annual report 2024."]
+             + [f"Section {i} covers other matters." for i in range(n_fillers)]
+             + ["Gross margin was 41 percent."])
+    text, spans = "", []
+    for line in lines:
+        spans.append((len(text), len(text) + len(line)))
+        text += line + "\n"
+    rng = np.random.default_rng(5)
+    filler = rng.normal(size=(n_fillers, dim))
+    filler[:, :2] = 0
+    emb = np.vstack([np.eye(dim)[0], filler / np.linalg.norm(filler, axis=1, keepdims=True),
+                     np.eye(dim)[1]]).astype(np.float32)
+    n = len(lines)
+    i, j = np.arange(n - 1, dtype=np.int32), np.arange(1, n, dtype=np.int32)
+    return DocFeatures("report", np.asarray(spans, np.int64), emb, i, j,
+                       np.full((n - 1, 1), 0.5, np.float32)), text
+
+
+def test_the_in_memory_rows_score_a_named_report_with_its_name_free_question():
+    """`sproutrag evaluate`'s in-memory tree and leaves rows search as `Retriever` does
+    with doc_ids (rule 62, stop 81): in a report of 32 leaves that opens with the
+    question's name, the question's own vector ranks the opening first; the name-free
+    blend ranks the answer first. Below the floor (or at 0) the question's vector stays,
+    and the name-free question is encoded only when a document is gated in."""
+    from sproutrag.learn.features import attach_terms
+    from sproutrag.learn.variants import NameFree
+
+    f, text = _report(30)
+    feats, docs = {"report": f}, [{"doc_id": "report", "text": text}]
+    attach_terms(feats, docs)
+    answer = [int(x) for x in f.spans[-1]]
+    query = "What was Acme Robotics' gross margin in 2024?"
+    queries = [{"qid": "q", "query": query, "doc_ids": ["report"],
+                "gold": [{"doc_id": "report", "start": answer[0], "end": answer[1]}]}]
+    qvecs = np.asarray([0.8 * np.eye(8)[0] + 0.6 * np.eye(8)[1]], np.float32)
+    asked: list[str] = []
+
+    def embed(texts):
+        asked.extend(texts)
+        return np.asarray([np.eye(8)[1]] * len(texts), np.float32)
+
+    w = TrainedWeights(np.zeros((1, 1)), SearchParams(threshold=-1.0))
+    variants = make_variants(["tree", "leaves"], w, "size_weighted")
+
+    def ie_at_1(floor):
+        name_free = None if floor is None else NameFree.of(feats, docs, embed, floor)
+        rows = evaluate_variants(variants, feats, queries, qvecs, [1], name_free)
+        return [r["per_k"][0]["ie"] for r in rows]
+
+    assert ie_at_1(16) == [1.0, 1.0]  # the answer first, in tree and leaves modes
+    assert set(asked) == {"What was gross margin in ?"}  # less the opening's "2024" too
+    asked.clear()
+    for floor in (None, 0, 40):  # no name-free vectors, off, or the report below the floor
+        assert ie_at_1(floor) == [0.0, 0.0]  # the opening first
+    assert asked == []
+
+
+def test_the_in_memory_contexts_rank_a_named_report_by_its_name_free_question():
+    """`evaluate --budgets`: the shipped selection's context under a budget of one line
+    is the answer with rule 62's vectors, the opening without them."""
+    from sproutrag.learn.budgets import Selection, budget_rows
+    from sproutrag.learn.features import attach_terms
+    from sproutrag.learn.variants import NameFree
+
+    f, text = _report(30)
+    feats, docs = {"report": f}, [{"doc_id": "report", "text": text}]
+    attach_terms(feats, docs)
+    s, e = (int(x) for x in f.spans[-1])
+    queries = [{"qid": "q", "query": "What was Acme Robotics' gross margin in 2024?",
+                "doc_ids": ["report"], "gold": [{"doc_id": "report", "start": s, "end": e}]}]
+    qvecs = np.asarray([0.8 * np.eye(8)[0] + 0.6 * np.eye(8)[1]], np.float32)
+    v = Variant("t", mix=np.ones((1, 1)), parent_embedding="size_weighted",
+                search=SearchParams(threshold=-1.0))
+    name_free = NameFree.of(feats, docs, lambda t: np.asarray([np.eye(8)[1]] * len(t)))
+    leaves = [Selection("leaves", "leaves")]
+    for given, pr in ((name_free, 1.0), (None, 0.0)):
+        row = budget_rows(feats, {"report": text}, queries, qvecs, variant_trees(feats, v),
+                          v.search, [30], leaves, name_free=given)[0]
+        assert row["budgets"]["30"]["pr"] == pytest.approx(pr)
