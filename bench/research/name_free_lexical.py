@@ -1,8 +1,10 @@
-"""Rule 78 of docs/whole-corpus.md: rule 64's name-free BM25 in the documents rule 62
-gates in, with rule 77's titled-part guard (stop 81).
+"""Rules 78 and 79 of docs/whole-corpus.md: rule 64's name-free BM25 in the documents
+rule 62 gates in, with rule 77's titled-part guard (78), or less only the names a
+document writes in its opening alone (79; stop 81).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/name_free_lexical.py \
-        --split train|dev|test [--pools lookalike paragraphs ...] [--tag=-r78]
+        --split train|dev|test [--pools lookalike paragraphs ...] \
+        [--variant lexfree|openonly] [--tag=-r78]
 
 Variant `lexfree`, patched into this process: in a document that rule 62 gates in (it
 opens with an entity of the question and holds `name_free_leaves` leaves; the keys of
@@ -13,7 +15,10 @@ and the same z-scores; the cosine keeps rule 77's blend; every other document, t
 stage and the choice of documents keep the question. Per pool of the split (the pools of
 `alone_guard.py`), tree mode, k = 1, 3, 5, unit IE and char-IE averaged over k, within
 the questions' documents and corpus-wide, each paired per question against today's
-search. Runs are saved in `out/alone-guard/{pool}-{split}{tag}.json`. Not a test.
+search. Variant `openonly` (rule 79): in a document rule 62 gates in, BM25 scores with
+the question less the entities the document writes in its opening leaves (the leaves
+`name_free.opening` takes) and in no other leaf; no titled-part guard. Runs are saved in
+`out/alone-guard/{pool}-{split}{tag}.json`. Not a test.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ import alone_guard as A  # noqa: E402
 import hierarchy as H  # noqa: E402
 
 import sproutrag.search.node_scores as NS  # noqa: E402
+from sproutrag.names import folded, mention_words  # noqa: E402
 from sproutrag.search import searched as S  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
-from sproutrag.search.name_free import name_free, titled_by  # noqa: E402
+from sproutrag.search.name_free import OPENING_CHARS, name_free, titled_by  # noqa: E402
 
 #: id(tree) -> the text BM25 scores that document's nodes with, for the question being
 #: searched (cleared at each `find`).
@@ -48,13 +54,42 @@ def _find(self, *args, **kwargs):
     return _today_find(self, *args, **kwargs)
 
 
+VARIANT = ["lexfree"]
+
+
+def opening_leaves(texts, chars: int = OPENING_CHARS) -> int:
+    """How many leading leaves `name_free.opening` takes."""
+    held = n = 0
+    for t in texts:
+        if held >= chars:
+            break
+        held += len(t) + 1
+        n += 1
+    return n
+
+
+def opening_only(texts, entities) -> list[str]:
+    """ENTITIES written in the opening leaves of TEXTS and in no other leaf."""
+    words = [mention_words(t) for t in texts]
+    n = opening_leaves(texts)
+    out = []
+    for e in entities:
+        key = f" {folded(e)} "
+        if any(key in w for w in words[:n]) and not any(key in w for w in words[n:]):
+            out.append(e)
+    return out
+
+
 def _vectors(query, qvec, entities, stored, embed, *args, **kwargs):
     got = _today_vectors(query, qvec, entities, stored, embed, *args, **kwargs)
-    if got:
-        text = name_free(query, list(entities))
-        for d in got:
+    for d in got:
+        if VARIANT[0] == "lexfree":
             if not titled_by(stored[d].texts, entities):
-                LEXICAL_TEXT[id(stored[d].tree)] = text
+                LEXICAL_TEXT[id(stored[d].tree)] = name_free(query, list(entities))
+        else:
+            drop = opening_only(stored[d].texts, entities)
+            if drop:
+                LEXICAL_TEXT[id(stored[d].tree)] = name_free(query, drop)
     return got
 
 
@@ -81,8 +116,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", default="train")
     ap.add_argument("--pools", nargs="+", default=list(A.POOLS))
+    ap.add_argument("--variant", choices=("lexfree", "openonly"), default="lexfree")
     ap.add_argument("--tag", default="-r78")
     args = ap.parse_args()
+    VARIANT[0] = args.variant
     settings, encoder = H.default_encoder()
     out = H.OUT / "alone-guard"
     out.mkdir(parents=True, exist_ok=True)
@@ -95,19 +132,20 @@ def main() -> int:
         patch(False)
         runs = {"within": A.scores(r, qs, False), "today": A.scores(r, qs, True)}
         patch(True)
-        runs["lexfree within"] = A.scores(r, qs, False)
-        runs["lexfree"] = A.scores(r, qs, True)
+        runs[f"{args.variant} within"] = A.scores(r, qs, False)
+        runs[args.variant] = A.scores(r, qs, True)
         patch(False)
         w, t = mean(runs["within"]), mean(runs["today"])
         print(f"{pool} {args.split}: {len(qs)} questions ({named} with entities); within "
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
-        for scope, ref in (("lexfree within", "within"), ("lexfree", "today")):
+        v = args.variant
+        for scope, ref in ((f"{v} within", "within"), (v, "today")):
             got = mean(runs[scope])
             print(f"  {scope:15} unit IE {mean(runs[ref]):.2f} -> {got:.2f} "
                   f"{A.paired(runs[scope], runs[ref], 0)}; char-IE "
                   f"{A.paired(runs[scope], runs[ref], 1)}", flush=True)
             gains.append(got - mean(runs[ref]))
-        after = mean(runs["lexfree"]) / mean(runs["lexfree within"])
+        after = mean(runs[v]) / mean(runs[f"{v} within"])
         print(f"  corpus-wide / within after: {after:.3f}x", flush=True)
         (out / f"{pool}-{args.split}{args.tag}.json").write_text(json.dumps(runs))
     print(f"mean gain over the pools (within and corpus-wide averaged): {np.mean(gains):+.2f}")
