@@ -4,7 +4,7 @@ document writes in its opening alone (79; stop 81).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/name_free_lexical.py \
         --split train|dev|test [--pools lookalike paragraphs ...] \
-        [--variant lexfree|openonly] [--tag=-r78]
+        [--variant lexfree|openonly|openonly-titled] [--tag=-r78]
 
 Variant `lexfree`, patched into this process: in a document that rule 62 gates in (it
 opens with an entity of the question and holds `name_free_leaves` leaves; the keys of
@@ -18,7 +18,8 @@ the questions' documents and corpus-wide, each paired per question against today
 search. Variant `openonly` (rule 79): in a document rule 62 gates in, BM25 scores with
 the question less the entities the document writes in its opening leaves (the leaves
 `name_free.opening` takes) and in no other leaf; no titled-part guard. Runs are saved in
-`out/alone-guard/{pool}-{split}{tag}.json`. Not a test.
+`out/alone-guard/{pool}-{split}{tag}.json`. Variant `openonly-titled` (rule 80): rule 79,
+but a document `titled_by` an entity keeps the question. Not a test.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _vectors(query, qvec, entities, stored, embed, *args, **kwargs):
         if VARIANT[0] == "lexfree":
             if not titled_by(stored[d].texts, entities):
                 LEXICAL_TEXT[id(stored[d].tree)] = name_free(query, list(entities))
-        else:
+        elif VARIANT[0] == "openonly" or not titled_by(stored[d].texts, entities):
             drop = opening_only(stored[d].texts, entities)
             if drop:
                 LEXICAL_TEXT[id(stored[d].tree)] = name_free(query, drop)
@@ -116,7 +117,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", default="train")
     ap.add_argument("--pools", nargs="+", default=list(A.POOLS))
-    ap.add_argument("--variant", choices=("lexfree", "openonly"), default="lexfree")
+    ap.add_argument("--variant", default="lexfree",
+                    choices=("lexfree", "openonly", "openonly-titled"))
     ap.add_argument("--tag", default="-r78")
     args = ap.parse_args()
     VARIANT[0] = args.variant
