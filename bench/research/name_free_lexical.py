@@ -1,25 +1,29 @@
-"""Rules 78 and 79 of docs/whole-corpus.md: rule 64's name-free BM25 in the documents
-rule 62 gates in, with rule 77's titled-part guard (78), or less only the names a
-document writes in its opening alone (79; stop 81).
+"""Rules 78-80 of docs/whole-corpus.md: BM25 of the documents rule 62 gates in without
+the question's names (stop 81).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/name_free_lexical.py \
         --split train|dev|test [--pools lookalike paragraphs ...] \
         [--variant lexfree|openonly|openonly-titled] [--tag=-r78]
 
-Variant `lexfree`, patched into this process: in a document that rule 62 gates in (it
-opens with an entity of the question and holds `name_free_leaves` leaves; the keys of
-`opening_vectors`) and that is not `titled_by` an entity, BM25 scores the nodes with
-`name_free(question, entities)` (the question less its names), with the same collection
-statistics (`bm25_nodes`' collection: every searched document's leaves, or the anchor's)
-and the same z-scores; the cosine keeps rule 77's blend; every other document, the first
-stage and the choice of documents keep the question. Per pool of the split (the pools of
-`alone_guard.py`), tree mode, k = 1, 3, 5, unit IE and char-IE averaged over k, within
-the questions' documents and corpus-wide, each paired per question against today's
-search. Variant `openonly` (rule 79): in a document rule 62 gates in, BM25 scores with
-the question less the entities the document writes in its opening leaves (the leaves
-`name_free.opening` takes) and in no other leaf; no titled-part guard. Runs are saved in
-`out/alone-guard/{pool}-{split}{tag}.json`. Variant `openonly-titled` (rule 80): rule 79,
-but a document `titled_by` an entity keeps the question. Not a test.
+Each variant is the function `name_free.own_questions` calls for a gated document's BM25
+text (`name_free.lexical_questions`), patched into this process; "today" is the search
+before rules 79-80 (every document's BM25 scores the question):
+
+- `lexfree` (rule 78): the question less all its names, in a gated document that is
+  not `titled_by` one of them;
+- `openonly` (rule 79): the question less the names the document writes in its opening
+  leaves and in no other leaf (`name_free.opening_only`), no titled-part guard;
+- `openonly-titled` (rule 80, shipped): `openonly`, but a document `titled_by` a name
+  keeps the question (the product's `lexical_questions`).
+
+The cosine keeps rule 77's blend; collection statistics and z-scores are as today. Per
+pool of the split (the pools of `alone_guard.py`), tree mode, k = 1, 3, 5, unit IE and
+char-IE averaged over k, within the questions' documents and corpus-wide, each paired
+per question against "today". Runs are saved in `out/alone-guard/{pool}-{split}{tag}.json`.
+The train, dev and test runs of the three rules ran from a worktree of 0d1e08e, where the
+script patched BM25 itself (the product had no such function yet); run here with
+`--variant openonly-titled` it reproduces rule 80's runs (docs/whole-corpus.md). Not a
+test.
 """
 
 from __future__ import annotations
@@ -35,82 +39,75 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import alone_guard as A  # noqa: E402
 import hierarchy as H  # noqa: E402
 
-import sproutrag.search.node_scores as NS  # noqa: E402
-from sproutrag.names import folded, mention_words  # noqa: E402
-from sproutrag.search import searched as S  # noqa: E402
+import sproutrag.search.name_free as NF  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
-from sproutrag.search.name_free import OPENING_CHARS, name_free, titled_by  # noqa: E402
+from sproutrag.search.name_free import name_free, opening_only, titled_by  # noqa: E402
 
-#: id(tree) -> the text BM25 scores that document's nodes with, for the question being
-#: searched (cleared at each `find`).
-LEXICAL_TEXT: dict[int, str] = {}
-
-_today_find = S.SearchedDocuments.find
-_today_vectors = S.opening_vectors
-_today_bm25_nodes = NS.bm25_nodes
+_shipped = NF.lexical_questions
 
 
-def _find(self, *args, **kwargs):
-    LEXICAL_TEXT.clear()
-    return _today_find(self, *args, **kwargs)
+def _before80(query, entities, stored, docs):
+    """The search before rules 79-80: every document's BM25 scores the question."""
+    return {}
 
 
-VARIANT = ["lexfree"]
+def _lexfree(query, entities, stored, docs):
+    """Rule 78: the question less all its names, unless a part is `titled_by` one."""
+    return {d: name_free(query, list(entities)) for d in docs
+            if not titled_by(stored[d].texts, entities)}
 
 
-def opening_leaves(texts, chars: int = OPENING_CHARS) -> int:
-    """How many leading leaves `name_free.opening` takes."""
-    held = n = 0
-    for t in texts:
-        if held >= chars:
-            break
-        held += len(t) + 1
-        n += 1
-    return n
-
-
-def opening_only(texts, entities) -> list[str]:
-    """ENTITIES written in the opening leaves of TEXTS and in no other leaf."""
-    words = [mention_words(t) for t in texts]
-    n = opening_leaves(texts)
-    out = []
-    for e in entities:
-        key = f" {folded(e)} "
-        if any(key in w for w in words[:n]) and not any(key in w for w in words[n:]):
-            out.append(e)
+def _openonly(query, entities, stored, docs):
+    """Rule 79: less the names the document writes in its opening alone, no guard."""
+    out = {}
+    for d in docs:
+        drop = opening_only(stored[d].texts, entities)
+        if drop:
+            out[d] = name_free(query, drop)
     return out
 
 
-def _vectors(query, qvec, entities, stored, embed, *args, **kwargs):
-    got = _today_vectors(query, qvec, entities, stored, embed, *args, **kwargs)
-    for d in got:
-        if VARIANT[0] == "lexfree":
-            if not titled_by(stored[d].texts, entities):
-                LEXICAL_TEXT[id(stored[d].tree)] = name_free(query, list(entities))
-        elif VARIANT[0] == "openonly" or not titled_by(stored[d].texts, entities):
-            drop = opening_only(stored[d].texts, entities)
-            if drop:
-                LEXICAL_TEXT[id(stored[d].tree)] = name_free(query, drop)
-    return got
+#: variant -> what `name_free.own_questions` calls for the BM25 texts (rule 80's
+#: `openonly-titled` is the shipped `lexical_questions`).
+VARIANTS = {"today": _before80, "lexfree": _lexfree, "openonly": _openonly,
+            "openonly-titled": _shipped}
 
 
-def _bm25_nodes(query, docs, trees, collection=None):
-    if not any(id(t) in LEXICAL_TEXT for t in trees):
-        return _today_bm25_nodes(query, docs, trees, collection)
-    held = list(docs) if collection is None else collection
-    return [_today_bm25_nodes(LEXICAL_TEXT.get(id(t), query), [d], [t], held)[0]
-            for d, t in zip(docs, trees, strict=True)]
-
-
-def patch(on: bool) -> None:
-    S.SearchedDocuments.find = _find if on else _today_find
-    S.opening_vectors = _vectors if on else _today_vectors
-    NS.bm25_nodes = _bm25_nodes if on else _today_bm25_nodes
-    LEXICAL_TEXT.clear()
+def patch(variant: str) -> None:
+    NF.lexical_questions = VARIANTS[variant]
 
 
 def mean(runs: dict, i: int = 0) -> float:
     return float(np.mean([v[i] for v in runs.values()]))
+
+
+def timing(split: str, passes: int = 4) -> None:
+    """Rule 80's query cost: the look-alike reports' and the named agreements' SPLIT
+    questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search and
+    the search before it alternating per question in one process, the order swapped each
+    pass, the first pass not counted."""
+    import time
+
+    settings, encoder = H.default_encoder()
+    for pool in ("lookalike", "named-contracts"):
+        r, questions, _ = H.open_pool(pool, split, settings, encoder)
+        ms: dict[str, list[float]] = {"openonly-titled": [], "today": []}
+        for p in range(passes):
+            order = list(ms) if p % 2 else list(ms)[::-1]
+            for q in questions:
+                for v in order:
+                    patch(v)
+                    t0 = time.perf_counter()
+                    r.search(q["query"], k=5)
+                    if p:
+                        ms[v].append(1000 * (time.perf_counter() - t0))
+        patch("openonly-titled")
+        p50 = {v: float(np.median(x)) for v, x in ms.items()}
+        p95 = {v: float(np.percentile(x, 95)) for v, x in ms.items()}
+        now, then = "openonly-titled", "today"
+        print(f"{pool} {split} ({len(questions)} questions): shipped p50 {p50[now]:.1f} ms, "
+              f"p95 {p95[now]:.1f}; before p50 {p50[then]:.1f} ms, p95 {p95[then]:.1f}; "
+              f"p50 ratio {p50[now] / p50[then]:.2f}x", flush=True)
 
 
 def main() -> int:
@@ -120,8 +117,11 @@ def main() -> int:
     ap.add_argument("--variant", default="lexfree",
                     choices=("lexfree", "openonly", "openonly-titled"))
     ap.add_argument("--tag", default="-r78")
+    ap.add_argument("--timing", action="store_true", help="rule 80's query cost")
     args = ap.parse_args()
-    VARIANT[0] = args.variant
+    if args.timing:
+        timing(args.split)
+        return 0
     settings, encoder = H.default_encoder()
     out = H.OUT / "alone-guard"
     out.mkdir(parents=True, exist_ok=True)
@@ -131,12 +131,12 @@ def main() -> int:
             continue  # the test split is the look-alike reports' alone
         r, qs, _ = H.open_pool(pool, args.split, settings, encoder)
         named = sum(len(question_entities(q["query"])) > 0 for q in qs)
-        patch(False)
+        patch("today")
         runs = {"within": A.scores(r, qs, False), "today": A.scores(r, qs, True)}
-        patch(True)
+        patch(args.variant)
         runs[f"{args.variant} within"] = A.scores(r, qs, False)
         runs[args.variant] = A.scores(r, qs, True)
-        patch(False)
+        patch("openonly-titled")
         w, t = mean(runs["within"]), mean(runs["today"])
         print(f"{pool} {args.split}: {len(qs)} questions ({named} with entities); within "
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)

@@ -82,17 +82,19 @@ def query_contexts(
     texts: Mapping[str, str], trees: Mapping[str, Tree], params: SearchParams,
     selections: Sequence[Selection], budgets: Sequence[int],
     doc_vectors: Mapping[str, np.ndarray] | None = None,
+    doc_questions: Mapping[str, str] | None = None,
 ) -> dict[str, dict[int, list[DocSpan]]]:
     """Each selection's context (doc spans) of one query at each budget, within the
-    query's documents, scored as tree mode scores them (`hierarchical_scores`; DOC_VECTORS:
-    some documents' vectors in place of QVEC, `variants.NameFree.vectors`)."""
+    query's documents, scored as tree mode scores them (`hierarchical_scores`; DOC_VECTORS,
+    DOC_QUESTIONS: some documents' vectors and BM25 texts, `variants.NameFree.own`)."""
     docs = list(q["doc_ids"])
     sub = {d: trees[d] for d in docs}
     units = {d: Units(feats[d].spans, texts[d]) for d in docs}
     lexical = ({d: feats[d].terms for d in docs} if params.lexical_weight > 0 else None)
     query = q.get("query", "")
     scores = node_scores(sub, qvec, query=query, lexical=lexical,
-                         lexical_weight=params.lexical_weight, doc_vectors=doc_vectors)
+                         lexical_weight=params.lexical_weight, doc_vectors=doc_vectors,
+                         doc_questions=doc_questions)
     scores = hierarchical_scores(sub, scores, params, qvec, query=query, lexical=lexical)
     rank = {d: s.rank for d, s in scores.items()}
     out: dict[str, dict[int, list[DocSpan]]] = {}
@@ -140,11 +142,11 @@ def budget_rows(
     selections: Sequence[Selection] | None = None, name_free: Any = None,
 ) -> list[dict[str, Any]]:
     """A `budget_row` per selection (default: `default_selections`) over QUERIES
-    (NAME_FREE: a `variants.NameFree`, rule 62's vectors as `Retriever` has them)."""
+    (NAME_FREE: a `variants.NameFree`, rules 62 and 80 as `Retriever` has them)."""
     selections = list(selections or default_selections())
     found = [query_contexts(q, v, feats, texts, trees, params, selections, budgets,
-                            None if name_free is None else name_free.vectors(
-                                q.get("query", ""), v, trees, q["doc_ids"]))
+                            *((None, None) if name_free is None else name_free.own(
+                                q.get("query", ""), v, trees, q["doc_ids"])))
              for q, v in zip(queries, qvecs, strict=True)]
     return [budget_row(s.name, [f[s.name] for f in found], queries, budgets,
                        mode=s.selection, length_penalty=s.length_penalty, window=s.window,

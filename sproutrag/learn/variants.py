@@ -5,9 +5,9 @@ beam, cutoffs, lexical weight, ...). Its retrieval is composed of the library's
 functions exactly as the served path does: `build_tree` over the variant's relations,
 then `sproutrag.search.tree_search.search_trees` (tree mode, what `Retriever` runs) or
 `sproutrag.search.leaf_search.search_leaves` (flat mode) over features held in memory.
-A `NameFree` gives the tree and leaves rows the vectors of rule 62 (the question less its
-names, for the long documents that open with them), as `Retriever` scores them in a
-query with doc_ids. Scoring is in `sproutrag.learn.evaluation`.
+A `NameFree` gives the tree and leaves rows the vectors and BM25 texts of rules 62 and 80
+(the question less its names, for the long documents that open with them), as
+`Retriever` scores them in a query with doc_ids. Scoring is in `sproutrag.learn.evaluation`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ import numpy as np
 
 from sproutrag.learn.features import DocFeatures
 from sproutrag.params import SearchParams
-from sproutrag.search.entities import question_entities
 from sproutrag.search.leaf_search import leaves_mode, search_leaves
 from sproutrag.search.lexical import LeafTerms
-from sproutrag.search.name_free import NAME_FREE_LEAVES, opening_vectors
+from sproutrag.search.name_free import NAME_FREE_LEAVES, own_questions
 from sproutrag.search.tree_search import node_scores, search_trees
 from sproutrag.storage.rows import StoredTree
 from sproutrag.trees.tree import Tree, build_tree
@@ -45,7 +44,7 @@ class Variant:
 
 @dataclass(frozen=True)
 class NameFree:
-    """Rule 62's name-free question in the in-memory search (`opening_vectors`), as
+    """Rules 62 and 80's name-free question in the in-memory search (`own_questions`), as
     `Retriever` scores a query with doc_ids: TEXTS, doc_id -> its leaves' texts; EMBED
     encodes the name-free question; FLOOR, `search.name_free_leaves` (0: off)."""
 
@@ -64,15 +63,16 @@ class NameFree:
         return cls({d: [text[d][a:b] for a, b in feats[d].spans.tolist()] for d in held},
                    {d: feats[d].spans for d in held}, embed, floor)
 
-    def vectors(self, query: str, qvec: np.ndarray, trees: dict[str, Tree],
-                doc_ids: Sequence[str]) -> dict[str, np.ndarray] | None:
-        """doc_id -> the blended vector of each of DOC_IDS' documents that opens with the
-        question's names (None: none, or off)."""
+    def own(self, query: str, qvec: np.ndarray, trees: dict[str, Tree],
+            doc_ids: Sequence[str]) -> tuple[dict[str, np.ndarray] | None,
+                                             dict[str, str] | None]:
+        """(doc_id -> the blended vector, doc_id -> the BM25 text) of DOC_IDS' documents
+        that open with the question's names ((None, None): none, or off)."""
         if self.floor <= 0 or not query:
-            return None
+            return None, None
         stored = {d: StoredTree(d, trees[d], self.spans[d], self.texts[d]) for d in doc_ids}
-        return opening_vectors(query, qvec, question_entities(query), stored, self.embed,
-                               self.floor) or None
+        vectors, questions = own_questions(query, qvec, stored, self.embed, self.floor)
+        return vectors or None, questions
 
 
 _SEARCH_FIELDS = frozenset(f.name for f in fields(SearchParams))
@@ -187,16 +187,18 @@ def retrieve_tree(
     doc_ids: Sequence[str], *, k: int, params: SearchParams, query: str = "",
     stats: dict | None = None, scores: dict | None = None,
     doc_vectors: dict[str, np.ndarray] | None = None,
+    doc_questions: dict[str, str] | None = None,
 ) -> list[tuple[str, int, int]]:
     """Ranked evidence units: `search_trees`, exactly what `Retriever` runs in tree mode.
 
     `stats` (optional) counts hits and internal-node hits; `scores` may hold the query's
-    node scores (`query_node_scores`) to share them between budgets; DOC_VECTORS: some
-    documents' vectors in place of QVEC (`NameFree.vectors`)."""
+    node scores (`query_node_scores`) to share them between budgets; DOC_VECTORS and
+    DOC_QUESTIONS: some documents' vectors and BM25 texts in place of QVEC and QUERY
+    (`NameFree.own`)."""
     lexical = _terms(feats, doc_ids) if params.lexical_weight > 0 else None
     chosen = search_trees({d: trees[d] for d in doc_ids}, qvec, k=k, params=params,
                           query=query, lexical=lexical, scores=scores,
-                          doc_vectors=doc_vectors)
+                          doc_vectors=doc_vectors, doc_questions=doc_questions)
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(chosen)
         stats["internal_hits"] = stats.get("internal_hits", 0) + sum(
@@ -210,13 +212,15 @@ def retrieve_tree(
 def query_node_scores(
     trees: dict[str, Tree], feats: dict[str, DocFeatures], q: dict[str, Any], qvec: np.ndarray,
     lexical_weight: float, doc_vectors: dict[str, np.ndarray] | None = None,
+    doc_questions: dict[str, str] | None = None,
 ) -> dict:
     """`node_scores` of one query over its documents' trees, for a lexical weight
-    (DOC_VECTORS: see `retrieve_tree`)."""
+    (DOC_VECTORS, DOC_QUESTIONS: see `retrieve_tree`)."""
     docs = q["doc_ids"]
     return node_scores({d: trees[d] for d in docs}, qvec, query=q.get("query", ""),
                        lexical=_terms(feats, docs) if lexical_weight > 0 else None,
-                       lexical_weight=lexical_weight, doc_vectors=doc_vectors)
+                       lexical_weight=lexical_weight, doc_vectors=doc_vectors,
+                       doc_questions=doc_questions)
 
 
 def retrieve_flat(
@@ -236,13 +240,15 @@ def retrieve_flat(
 def retrieve_leaves(
     feats: dict[str, DocFeatures], qvec: np.ndarray, doc_ids: Sequence[str], *, k: int,
     params: SearchParams, query: str = "", doc_vectors: dict[str, np.ndarray] | None = None,
+    doc_questions: dict[str, str] | None = None,
 ) -> list[tuple[str, int, int]]:
     """Ranked evidence units of leaves mode: `leaf_search.leaves_mode`, exactly what
     `Retriever` runs with mode="leaves" (tree mode's fused score and cutoffs, no tree;
-    DOC_VECTORS: see `retrieve_tree`)."""
+    DOC_VECTORS, DOC_QUESTIONS: see `retrieve_tree`)."""
     lexical = _terms(feats, doc_ids) if params.lexical_weight > 0 else None
     chosen = leaves_mode({d: feats[d].emb for d in doc_ids}, qvec, k=k, params=params,
-                         query=query, lexical=lexical, doc_vectors=doc_vectors)
+                         query=query, lexical=lexical, doc_vectors=doc_vectors,
+                         doc_questions=doc_questions)
     return [(d, int(feats[d].spans[u, 0]), int(feats[d].spans[u, 1])) for d, u, _ in chosen]
 
 
@@ -252,21 +258,22 @@ def run_variant(
     stats: dict | None = None, name_free: NameFree | None = None,
 ) -> dict[int, list[list[tuple[str, int, int]]]]:
     """Ranked units per k per query (`stats`: hit counts at the largest k); NAME_FREE:
-    rule 62's vectors in tree and leaves modes, as `Retriever` has them (None: none)."""
+    rules 62 and 80's vectors and BM25 texts in tree and leaves modes, as `Retriever` has
+    them (None: none)."""
     if v.mode != "flat" and trees is None and (v.mode == "tree" or name_free is not None):
         trees = variant_trees(feats, v)
     out: dict[int, list] = {k: [] for k in ks}
     p = v.search
     for q, qv in zip(queries, qvecs, strict=True):
         query = q.get("query", "")
-        own = (name_free.vectors(query, qv, trees, q["doc_ids"])
-               if name_free is not None and v.mode != "flat" else None)
-        scores = (query_node_scores(trees, feats, q, qv, p.lexical_weight, own)
+        own, texts = (name_free.own(query, qv, trees, q["doc_ids"])
+                      if name_free is not None and v.mode != "flat" else (None, None))
+        scores = (query_node_scores(trees, feats, q, qv, p.lexical_weight, own, texts)
                   if v.mode == "tree" else None)
         for k in ks:
             if v.mode == "leaves":
                 units = retrieve_leaves(feats, qv, q["doc_ids"], k=k, params=p, query=query,
-                                        doc_vectors=own)
+                                        doc_vectors=own, doc_questions=texts)
             elif v.mode == "flat":
                 units = retrieve_flat(feats, qv, q["doc_ids"], k=k,
                                       delta=p.threshold if p.threshold > 0 else None,
@@ -275,6 +282,6 @@ def run_variant(
             else:
                 units = retrieve_tree(trees, feats, qv, q["doc_ids"], k=k, params=p,
                                       query=query, stats=stats if k == max(ks) else None,
-                                      scores=scores, doc_vectors=own)
+                                      scores=scores, doc_vectors=own, doc_questions=texts)
             out[k].append(units)
     return out

@@ -16,7 +16,7 @@ import numpy as np
 
 from sproutrag.params import SearchParams
 from sproutrag.search.hierarchy import best_first, document_scores
-from sproutrag.search.lexical import LeafTerms, bm25_leaves
+from sproutrag.search.lexical import LeafTerms, bm25_each
 from sproutrag.search.links import Links
 from sproutrag.search.node_scores import anchor_collection, cosine_scores, fuse
 
@@ -37,6 +37,7 @@ def search_leaves(
     anchor: Sequence[str] | None = None,
     links: Links | None = None,
     doc_vectors: Mapping[str, np.ndarray] | None = None,
+    doc_questions: Mapping[str, str] | None = None,
 ) -> list[tuple[str, int, float]]:
     """Flat mode, whole: the k best leaves (doc_id, leaf, rank score) by cosine.
 
@@ -48,12 +49,14 @@ def search_leaves(
     cutoffs drop follow, in the same order, up to k. ANCHOR: the documents BM25's
     collection and the z-scores come from (`node_scores`; default all). LINKS: the
     documents named by the query or the leading document gain its weight (`links`).
-    DOC_VECTORS: vectors that replace QUERY_VEC for some documents' cosines (rule 62).
+    DOC_VECTORS: vectors that replace QUERY_VEC for some documents' cosines (rule 62);
+    DOC_QUESTIONS: texts that replace QUERY for their BM25 (rule 80).
     """
     ids, own = list(leaf_vectors), doc_vectors or {}
     cos = {d: cosine_scores(leaf_vectors[d], own.get(d, query_vec)) for d in ids}
     rank = _leaf_ranks(ids, cos, query=query, lexical=lexical, lexical_weight=lexical_weight,
-                       doc_prior=doc_prior, anchor=anchor, links=links)
+                       doc_prior=doc_prior, anchor=anchor, links=links,
+                       questions=doc_questions)
     every = sorted((-float(rank[d][u]), d, u) for d in ids for u in range(len(cos[d])))
     rows = [r for r in every if threshold is None or cos[r[1]][r[2]] >= threshold]
     if margin is not None and rows:
@@ -77,16 +80,19 @@ def _leaf_ranks(
     doc_prior: dict[str, float] | None,
     anchor: Sequence[str] | None,
     links: Links | None,
+    questions: Mapping[str, str] | None = None,
 ) -> dict[str, np.ndarray]:
     """The rank score of each leaf of the documents IDS, an array per document: the cosine
     COS, or with LEXICAL_WEIGHT w > 0 z(cosine) + w z(BM25) (`fuse`; the statistics from
-    ANCHOR), plus what LINKS give a document, plus its DOC_PRIOR (`search_leaves`)."""
+    ANCHOR; QUESTIONS: some documents' own texts for BM25, `bm25_each`), plus what LINKS
+    give a document, plus its DOC_PRIOR (`search_leaves`)."""
     rank = dict(cos)
     if lexical_weight > 0:
         if lexical is None or any(d not in lexical for d in ids):
             raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched document")
         among, collection = anchor_collection(ids, anchor, lexical)
-        lex = bm25_leaves(query, [lexical[d] for d in ids], collection=collection)
+        lex = bm25_each(query, questions, ids, [lexical[d] for d in ids],
+                        collection=collection)
         rank = dict(zip(ids, fuse([cos[d] for d in ids], lex, [len(cos[d]) for d in ids],
                                   lexical_weight, among=among)))
     if links is not None:
@@ -122,6 +128,7 @@ def leaves_mode(
     anchor: Sequence[str] | None = None,
     links: Links | None = None,
     doc_vectors: Mapping[str, np.ndarray] | None = None,
+    doc_questions: Mapping[str, str] | None = None,
 ) -> list[tuple[str, int, float]]:
     """Leaves mode: the k best leaves by tree mode's own score, no tree.
 
@@ -129,7 +136,8 @@ def leaves_mode(
     (``z(cosine) + w z(BM25)``, w = ``params.lexical_weight``) with the same cutoffs
     (cosine >= ``params.threshold``, ``params.margin``), the same document prior and
     diversity (``params.doc_weight``, ``params.doc_diversity``), filled to k as tree mode
-    is (FILL), with tree mode's per-document vectors (DOC_VECTORS); beam width, size
+    is (FILL), with tree mode's per-document vectors and BM25 texts (DOC_VECTORS,
+    DOC_QUESTIONS); beam width, size
     penalty, seeds and the ancestors' weight have nothing to act on. Tree mode minus
     leaves mode is the tree's own contribution. Returns (doc_id, leaf, rank score), best
     first.
@@ -143,7 +151,7 @@ def leaves_mode(
                          margin=params.margin, query=query, lexical=lexical,
                          lexical_weight=params.lexical_weight, fill=fill, doc_prior=prior,
                          diversity=params.doc_diversity, anchor=anchor, links=links,
-                         doc_vectors=doc_vectors)
+                         doc_vectors=doc_vectors, doc_questions=doc_questions)
 
 
 __all__ = ["leaves_mode", "search_leaves"]

@@ -27,7 +27,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -209,6 +209,32 @@ def bm25_nodes(query: str, docs: Sequence[LeafTerms], trees: Sequence[Tree],
     (default `docs`); an internal node is the concatenation of its leaves.
     """
     return _bm25(query, docs, trees, tokenize, K1, B, collection)
+
+
+def bm25_each(query: str, questions: Mapping[str, str] | None, ids: Sequence[str],
+              docs: Sequence[LeafTerms], trees: Sequence[Tree] | None = None,
+              collection: Sequence[LeafTerms] | None = None) -> list[np.ndarray]:
+    """`bm25_nodes` (TREES given) or `bm25_leaves` of the documents IDS (their `LeafTerms`
+    DOCS), each scored with its own text where QUESTIONS has one (rule 80) and with QUERY
+    otherwise, all with the statistics of COLLECTION (default DOCS)."""
+    def score(text: str, part: Sequence[int], held: Sequence[LeafTerms] | None):
+        terms = [docs[i] for i in part]
+        if trees is None:
+            return bm25_leaves(text, terms, collection=held)
+        return bm25_nodes(text, terms, [trees[i] for i in part], held)
+
+    own = questions or {}
+    if not any(d in own for d in ids):
+        return score(query, range(len(ids)), collection)
+    held = list(docs) if collection is None else collection
+    groups: dict[str, list[int]] = {}
+    for i, d in enumerate(ids):
+        groups.setdefault(own.get(d, query), []).append(i)
+    out: list[np.ndarray] = [np.zeros(0)] * len(ids)
+    for text, part in groups.items():
+        for i, values in zip(part, score(text, part, held), strict=True):
+            out[i] = values
+    return out
 
 
 def bm25_documents(query: str, docs: Sequence[LeafTerms]) -> np.ndarray:

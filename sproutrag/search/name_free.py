@@ -9,9 +9,12 @@ the words the gated documents' openings write (`blend`, `opening_words`: a quest
 describes its subjects by what their openings say, "the 71-year-old man with Morvan
 syndrome"; rule 72), the latter at NAME_FREE_SHARE, or at half in a document with a part
 titled by the name (`titled_by`: an entry about it, whose evidence writes the name; rule
-77); every other document, the first stage, the choice of documents and BM25 keep the
-question as it is. A short document (a paragraph about its title's subject, below
-NAME_FREE_LEAVES leaves) is left alone: there the name is written in the evidence.
+77). BM25 scores such a document with the question less the names it writes only in its
+opening (`lexical_questions`: its caption or title, not its evidence), unless a part of
+it is titled by the name (rule 80). Every other document, the first stage and the choice
+of documents keep the question as it is. A short document (a paragraph about its title's
+subject, below NAME_FREE_LEAVES leaves) is left alone: there the name is written in the
+evidence.
 docs/whole-corpus.md, rules 61-62 and 68 (the floor of 16 leaves).
 
 The same opening tells the searched documents a question names: a long document that
@@ -26,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from sproutrag.names import document_name, folded, mention_words
+from sproutrag.search.entities import question_entities
 from sproutrag.stopwords import STOPWORDS
 from sproutrag.storage.rows import StoredTree
 
@@ -69,15 +73,21 @@ def name_free(question: str, entities: Sequence[str]) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def opening(texts: Sequence[str], chars: int = OPENING_CHARS) -> str:
-    """The first CHARS characters of a document's leaves (TEXTS), in order."""
-    out, held = [], 0
+def opening_leaves(texts: Sequence[str], chars: int = OPENING_CHARS) -> int:
+    """How many leading leaves of a document (TEXTS) its `opening` reads: each leaf that
+    starts within its first CHARS characters (the leaves joined by one space)."""
+    n = held = 0
     for t in texts:
         if held >= chars:
             break
-        out.append(t)
         held += len(t) + 1
-    return " ".join(out)[:chars]
+        n += 1
+    return n
+
+
+def opening(texts: Sequence[str], chars: int = OPENING_CHARS) -> str:
+    """The first CHARS characters of a document's leaves (TEXTS), in order."""
+    return " ".join(texts[: opening_leaves(texts, chars)])[:chars]
 
 
 def opens_with(texts: Sequence[str], n_leaves: int, entities: Sequence[str],
@@ -153,6 +163,34 @@ def opening_words(stored: Mapping[str, StoredTree], docs: Sequence[str]) -> list
     return sorted(words - STOPWORDS)
 
 
+def opening_only(texts: Sequence[str], entities: Sequence[str]) -> list[str]:
+    """The ENTITIES a document (its leaves' TEXTS) writes in its opening leaves
+    (`opening_leaves`) and in no other leaf, accents folded: names that say which document,
+    not which unit (a case's caption, a report's name its body calls "the Company";
+    rule 80)."""
+    words = [mention_words(t) for t in texts]
+    n = opening_leaves(texts)
+    keys = [(e, f" {folded(e)} ") for e in entities]
+    return [e for e, key in keys
+            if any(key in w for w in words[:n]) and not any(key in w for w in words[n:])]
+
+
+def lexical_questions(query: str, entities: Sequence[str], stored: Mapping[str, StoredTree],
+                      docs: Sequence[str]) -> dict[str, str]:
+    """doc_id -> the text BM25 scores a gated document's nodes with (DOCS: those rule 62
+    gates in, `opening_vectors`' keys): QUERY less the ENTITIES the document writes only
+    in its opening (`opening_only`), unless a part of it is `titled_by` one of them (an
+    entry about the name, whose opening is its evidence); documents with no such entity
+    are left out (rules 79 and 80)."""
+    out = {}
+    for d in docs:
+        texts = stored[d].texts
+        drop = [] if titled_by(texts, entities) else opening_only(texts, entities)
+        if drop:
+            out[d] = name_free(query, drop)
+    return out
+
+
 def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
                     stored: Mapping[str, StoredTree],
                     embed: Callable[[list[str]], np.ndarray], floor: int = NAME_FREE_LEAVES,
@@ -174,6 +212,18 @@ def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
             for d in docs}
 
 
+def own_questions(query: str, qvec: np.ndarray, stored: Mapping[str, StoredTree],
+                  embed: Callable[[list[str]], np.ndarray], floor: int = NAME_FREE_LEAVES
+                  ) -> tuple[dict[str, np.ndarray], dict[str, str] | None]:
+    """(`opening_vectors`, `lexical_questions` or None) of QUERY (QVEC) over STORED: what
+    the documents rule 62 gates in are scored with instead of the question, as the
+    Retriever and the evaluation both score them (rules 62 and 80)."""
+    entities = question_entities(query)
+    own = opening_vectors(query, qvec, entities, stored, embed, floor)
+    return own, (lexical_questions(query, entities, stored, list(own)) or None) if own else None
+
+
 __all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "NAME_FREE_SHARE", "OPENING_CHARS",
-           "TITLED_SHARE", "all_open_with", "blend", "name_free", "opening", "opening_vectors",
-           "opening_words", "opens_with", "own_writers", "titled_by"]
+           "TITLED_SHARE", "all_open_with", "blend", "lexical_questions", "name_free",
+           "opening", "opening_leaves", "opening_only", "opening_vectors", "opening_words",
+           "opens_with", "own_questions", "own_writers", "titled_by"]

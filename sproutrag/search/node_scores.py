@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sproutrag.search.lexical import LeafTerms, bm25_nodes
+from sproutrag.search.lexical import LeafTerms, bm25_each
 from sproutrag.trees.tree import Tree
 
 
@@ -57,9 +57,11 @@ def node_scores(
     trees: dict[str, Tree], query_vec: np.ndarray, *, query: str = "",
     lexical: dict[str, LeafTerms] | None = None, lexical_weight: float = 0.0,
     anchor: Sequence[str] | None = None, doc_vectors: Mapping[str, np.ndarray] | None = None,
+    doc_questions: Mapping[str, str] | None = None,
 ) -> dict[str, NodeScores]:
     """Cosine of every node and the score nodes are ranked by (DOC_VECTORS: a vector that
-    replaces QUERY_VEC for the cosine of a document's nodes).
+    replaces QUERY_VEC for the cosine of a document's nodes; DOC_QUESTIONS: a text that
+    replaces QUERY for its BM25, `bm25_each`).
 
     With ``lexical_weight`` w > 0 (and each tree's `LeafTerms`), the rank score is
     ``z(cosine) + w * z(BM25 of the node's text)``; otherwise it is the cosine itself.
@@ -74,7 +76,8 @@ def node_scores(
     if lexical is None or any(d not in lexical for d in ids):
         raise ValueError("lexical_weight > 0 needs the LeafTerms of every searched tree")
     among, collection = anchor_collection(ids, anchor, lexical)
-    lex = bm25_nodes(query, [lexical[d] for d in ids], [trees[d] for d in ids], collection)
+    lex = bm25_each(query, doc_questions, ids, [lexical[d] for d in ids],
+                    [trees[d] for d in ids], collection)
     fused = fuse(cos, lex, [trees[d].n for d in ids], lexical_weight, among=among)
     return {d: NodeScores(c, f) for d, c, f in zip(ids, cos, fused)}
 

@@ -71,7 +71,7 @@ def scored_pieces(found: Searched, qvec: np.ndarray, units: Mapping[str, Units],
     trees = {d: st.tree for d, st in found.stored.items()}
     scores = rank_scores(trees, qvec, params=params, query=query, lexical=found.lexical,
                          scores=found.scores, anchor=found.anchor, links=found.links,
-                         doc_vectors=found.vectors)
+                         doc_vectors=found.vectors, doc_questions=found.questions)
     chosen = selection or DEFAULT_SELECTION
     if mode == "leaves" and chosen == "tree":
         chosen = "leaves"  # leaves mode has no tree to select from

@@ -378,6 +378,7 @@ class Retriever(RetrieverSettings):
             lexical=found.lexical, reranker=self.reranker, scores=found.scores,
             node_text=lambda d, n: node_text(stored[d], n), fill=self.fills_k,
             anchor=found.anchor, links=found.links, doc_vectors=found.vectors,
+            doc_questions=found.questions,
         )
         return [hit_of(stored[c.doc_id], c) for c in chosen]
 
@@ -391,7 +392,8 @@ class Retriever(RetrieverSettings):
         vectors = {d: st.tree.vectors[: st.tree.n] for d, st in stored.items()}
         best = leaves_mode(vectors, qvec, k=k, params=params, query=query,
                            lexical=found.lexical, fill=self.fills_k, anchor=found.anchor,
-                           links=found.links, doc_vectors=found.vectors)
+                           links=found.links, doc_vectors=found.vectors,
+                           doc_questions=found.questions)
         return [hit_of(stored[d], Selected(d, u, score, np.array([u]))) for d, u, score in best]
 
 

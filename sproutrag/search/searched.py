@@ -28,8 +28,8 @@ over the whole corpus searches the first stage's ranked choice, and with it:
 
 A searched document of at least NAME_FREE_LEAVES leaves whose opening writes an entity of
 the question is scored with the question's vector blended with the question less its
-names and its openings' words (`sproutrag.search.name_free`; rules 62, 72 and 77), in a
-query with doc_ids too.
+names and its openings' words, and by BM25 with the question less the names only its
+opening writes (`sproutrag.search.name_free`; rules 62, 72, 77 and 80), with doc_ids too.
 
 The eleven settings are one `CorpusWideSettings`.
 
@@ -65,7 +65,7 @@ from sproutrag.search.name_free import (
     ALONE_OPENING_LEAVES,
     NAME_FREE_LEAVES,
     all_open_with,
-    opening_vectors,
+    own_questions,
     own_writers,
 )
 from sproutrag.search.node_scores import (
@@ -90,8 +90,10 @@ class Searched(NamedTuple):
     `node_scores` when the fetch computed them already (SCORES, else None), the documents
     the question names (NAMED, `named_by`), whether they hold `anchor_leaves` leaves
     together (LONG: rules 29-31 act on it), its entities that no searched document
-    writes (UNWRITTEN: what `mentioned_elsewhere` looks up) and the vectors that replace
-    the question's for some documents' nodes (VECTORS: `opening_vectors`, rule 62)."""
+    writes (UNWRITTEN: what `mentioned_elsewhere` looks up), the vectors that replace
+    the question's for some documents' nodes (VECTORS: `opening_vectors`, rule 62) and
+    the texts that replace it in their BM25 (QUESTIONS: `lexical_questions`, rule 80; None:
+    none)."""
 
     docs: list[str]
     loaded: dict[str, tuple[str, StoredTree]]
@@ -104,6 +106,7 @@ class Searched(NamedTuple):
     long: bool = False
     unwritten: tuple[str, ...] = ()
     vectors: dict[str, np.ndarray] | None = None
+    questions: dict[str, str] | None = None
 
     @property
     def stored(self) -> dict[str, StoredTree]:
@@ -197,13 +200,14 @@ class SearchedDocuments:
         `named_elsewhere` and `mentioned_elsewhere` add (among ALLOWED), read (TEXTS:
         their texts too, a context's); only the documents the question names when they
         hold enough leaves to be searched `alone`. The long documents that open with the
-        question's names get their own vectors (`Searched.vectors`; rule 62)."""
+        question's names get their own vectors and BM25 texts (`Searched.vectors`,
+        `Searched.questions`; rules 62 and 80)."""
         found = self._found(query, qvec, docs, params, ranked, allowed, texts=texts)
         if self.embed is None or self.settings.name_free_leaves <= 0:
             return found
-        own = opening_vectors(query, qvec, question_entities(query), found.stored,
-                              self.embed, self.settings.name_free_leaves)
-        return found._replace(scores=None, vectors=own) if own else found
+        own, lexical = own_questions(query, qvec, found.stored, self.embed,
+                                     self.settings.name_free_leaves)
+        return found._replace(scores=None, vectors=own, questions=lexical) if own else found
 
     def _found(self, query: str, qvec: np.ndarray, docs: Sequence[str], params: SearchParams,
                ranked: bool, allowed: Collection[str] | None, *, texts: bool) -> Searched:

@@ -267,6 +267,7 @@ def search_trees(
     anchor: Sequence[str] | None = None,
     links: Links | None = None,
     doc_vectors: Mapping[str, np.ndarray] | None = None,
+    doc_questions: Mapping[str, str] | None = None,
 ) -> list[Selected]:
     """Tree mode, whole: score nodes (with the document's and the sections' evidence,
     `hierarchical_scores`), beam search (plus seeds), rerank, spend k units.
@@ -279,10 +280,12 @@ def search_trees(
     ANCHOR: the documents the scores' statistics come from (`node_scores`). LINKS: the
     documents named by the query or the leading document gain its weight (`links`).
     DOC_VECTORS: the vectors that replace QUERY_VEC for some documents' cosines
-    (`node_scores`; rule 62).
+    (`node_scores`; rule 62); DOC_QUESTIONS: the texts that replace QUERY for their BM25
+    (rule 80).
     """
     scores = rank_scores(trees, query_vec, params=params, query=query, lexical=lexical,
-                         scores=scores, anchor=anchor, links=links, doc_vectors=doc_vectors)
+                         scores=scores, anchor=anchor, links=links, doc_vectors=doc_vectors,
+                         doc_questions=doc_questions)
     found = tree_candidates(trees, query_vec, params=params, scores=scores, k=k)
     if reranker is not None and reranker is not cosine_rerank and found:
         if node_text is None:
@@ -305,16 +308,17 @@ def rank_scores(
     anchor: Sequence[str] | None = None,
     links: Links | None = None,
     doc_vectors: Mapping[str, np.ndarray] | None = None,
+    doc_questions: Mapping[str, str] | None = None,
 ) -> dict[str, NodeScores]:
     """The scores tree mode searches by: `node_scores` (or SCORES, computed with the same
-    lexical weight; ANCHOR: where their statistics come from; DOC_VECTORS: per document
-    in place of QUERY_VEC), the linked documents' points added (LINKS), then the
-    document's and the sections' evidence (`hierarchical_scores`). Tree mode and
-    contexts share it."""
+    lexical weight; ANCHOR: where their statistics come from; DOC_VECTORS and
+    DOC_QUESTIONS: per document in place of QUERY_VEC and QUERY), the linked documents'
+    points added (LINKS), then the document's and the sections' evidence
+    (`hierarchical_scores`). Tree mode and contexts share it."""
     if scores is None:
         scores = node_scores(trees, query_vec, query=query, lexical=lexical,
                              lexical_weight=params.lexical_weight, anchor=anchor,
-                             doc_vectors=doc_vectors)
+                             doc_vectors=doc_vectors, doc_questions=doc_questions)
     if links is not None:
         scores = links.apply(scores, {d: t.n for d, t in trees.items()})
     return hierarchical_scores(trees, scores, params, query_vec, query=query, lexical=lexical)
