@@ -168,11 +168,16 @@ def opening_only(texts: Sequence[str], entities: Sequence[str]) -> list[str]:
     (`opening_leaves`) and in no other leaf, accents folded: names that say which document,
     not which unit (a case's caption, a report's name its body calls "the Company";
     rule 80)."""
-    words = [mention_words(t) for t in texts]
     n = opening_leaves(texts)
-    keys = [(e, f" {folded(e)} ") for e in entities]
-    return [e for e, key in keys
-            if any(key in w for w in words[:n]) and not any(key in w for w in words[n:])]
+    head = [mention_words(t) for t in texts[:n]]
+    left = {e: f" {folded(e)} " for e in entities}
+    left = {e: key for e, key in left.items() if any(key in w for w in head)}
+    for t in texts[n:]:  # the body, until it has written every name of the opening
+        if not left:
+            break
+        words = mention_words(t)
+        left = {e: key for e, key in left.items() if key not in words}
+    return list(left)
 
 
 def lexical_questions(query: str, entities: Sequence[str], stored: Mapping[str, StoredTree],
@@ -185,8 +190,8 @@ def lexical_questions(query: str, entities: Sequence[str], stored: Mapping[str, 
     out = {}
     for d in docs:
         texts = stored[d].texts
-        drop = [] if titled_by(texts, entities) else opening_only(texts, entities)
-        if drop:
+        drop = opening_only(texts, entities)
+        if drop and not titled_by(texts, entities):
             out[d] = name_free(query, drop)
     return out
 
