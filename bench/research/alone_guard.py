@@ -402,28 +402,49 @@ def timing(split: str, passes: int = 4) -> None:
               flush=True)
 
 
+def pools_of(split: str, pools: list[str]):
+    """(pool, its Retriever, its usable questions) of SPLIT for each of POOLS, with the
+    default settings and encoder; the test split is the look-alike reports' alone."""
+    settings, encoder = H.default_encoder()
+    for pool in pools:
+        if split == "test" and pool != "lookalike":
+            continue
+        r, qs, _ = H.open_pool(pool, split, settings, encoder)
+        yield pool, r, qs
+
+
+def alternating_ms(r, queries: list[str], ways: dict, passes: int = 4
+                   ) -> dict[str, list[float]]:
+    """Milliseconds of `r.search(query, k=5)` per way (WAYS: name -> the patch that sets
+    it up), the ways alternating per question, their order swapped each pass, the first
+    pass not counted."""
+    import time
+
+    ms: dict[str, list[float]] = {v: [] for v in ways}
+    for p in range(passes):
+        order = list(ways) if p % 2 else list(ways)[::-1]
+        for q in queries:
+            for v in order:
+                ways[v]()
+                t0 = time.perf_counter()
+                r.search(q, k=5)
+                if p:
+                    ms[v].append(1000 * (time.perf_counter() - t0))
+    return ms
+
+
 def timing_before(split: str, before: str, passes: int = 4) -> None:
     """Rule 70's, 72's or 77's query cost: the look-alike reports' and the named
     agreements' SPLIT questions, corpus-wide, tree mode, k = 5, encoding included, the
     shipped search and the search before the rule (BEFORE: `before70`, `before72`,
     `before77`) alternating per question in one process, the order swapped each pass,
     the first pass not counted."""
-    import time
-
     settings, encoder = H.default_encoder()
     for pool in ("lookalike", "named-contracts"):
         r, questions, _ = H.open_pool(pool, split, settings, encoder)
         qs = [q["query"] for q in questions]
-        ms: dict[str, list[float]] = {"today": [], before: []}
-        for p in range(passes):
-            order = list(ms) if p % 2 else list(ms)[::-1]
-            for q in qs:
-                for v in order:
-                    patch(v)
-                    t0 = time.perf_counter()
-                    r.search(q, k=5)
-                    if p:
-                        ms[v].append(1000 * (time.perf_counter() - t0))
+        ms = alternating_ms(r, qs, {v: (lambda v=v: patch(v)) for v in ("today", before)},
+                            passes)
         patch("today")
         p50 = {v: float(np.median(x)) for v, x in ms.items()}
         print(f"{pool} {split} ({len(qs)} questions): shipped p50 {p50['today']:.1f} ms, p95 "
@@ -450,13 +471,9 @@ def main() -> int:
     if args.timing:
         timing(args.split)
         return 0
-    settings, encoder = H.default_encoder()
     out = H.OUT / "alone-guard"
     out.mkdir(parents=True, exist_ok=True)
-    for pool in args.pools:
-        if args.split == "test" and pool != "lookalike":
-            continue  # the test split is the look-alike reports' alone
-        r, qs, _ = H.open_pool(pool, args.split, settings, encoder)
+    for pool, r, qs in pools_of(args.split, args.pools):
         changed = sum(len(question_entities(q["query"])) > 0 for q in qs)
         r.name_free_leaves_today = r.searching.settings.name_free_leaves
         patch("today", r)

@@ -86,21 +86,12 @@ def timing(split: str, passes: int = 4) -> None:
     questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search and
     the search before it alternating per question in one process, the order swapped each
     pass, the first pass not counted."""
-    import time
-
     settings, encoder = H.default_encoder()
     for pool in ("lookalike", "named-contracts"):
         r, questions, _ = H.open_pool(pool, split, settings, encoder)
-        ms: dict[str, list[float]] = {"openonly-titled": [], "today": []}
-        for p in range(passes):
-            order = list(ms) if p % 2 else list(ms)[::-1]
-            for q in questions:
-                for v in order:
-                    patch(v)
-                    t0 = time.perf_counter()
-                    r.search(q["query"], k=5)
-                    if p:
-                        ms[v].append(1000 * (time.perf_counter() - t0))
+        ms = A.alternating_ms(r, [q["query"] for q in questions],
+                              {v: (lambda v=v: patch(v)) for v in ("openonly-titled", "today")},
+                              passes)
         patch("openonly-titled")
         p50 = {v: float(np.median(x)) for v, x in ms.items()}
         p95 = {v: float(np.percentile(x, 95)) for v, x in ms.items()}
@@ -122,14 +113,10 @@ def main() -> int:
     if args.timing:
         timing(args.split)
         return 0
-    settings, encoder = H.default_encoder()
     out = H.OUT / "alone-guard"
     out.mkdir(parents=True, exist_ok=True)
     gains = []
-    for pool in args.pools:
-        if args.split == "test" and pool != "lookalike":
-            continue  # the test split is the look-alike reports' alone
-        r, qs, _ = H.open_pool(pool, args.split, settings, encoder)
+    for pool, r, qs in A.pools_of(args.split, args.pools):
         named = sum(len(question_entities(q["query"])) > 0 for q in qs)
         patch("today")
         runs = {"within": A.scores(r, qs, False), "today": A.scores(r, qs, True)}
