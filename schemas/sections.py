@@ -239,8 +239,8 @@ class SearchSettings(Section):
         "and what the question describes it by, does not outrank its answer; short "
         "documents, where the name is "
         "written in the evidence, keep the question's vector. Its BM25 scores the question "
-        "less the names it writes only in its opening (its caption or title line), unless "
-        "a part of it is titled by one of them. In a query with doc_ids too (0: off)",
+        "less the names its opening writes (its caption or title line), unless a part of "
+        "it is titled by one of them. In a query with doc_ids too (0: off)",
     )
 
     def retriever_options(self) -> dict[str, Any]:

@@ -12,17 +12,21 @@ before rules 79-80 (every document's BM25 scores the question):
 - `lexfree` (rule 78): the question less all its names, in a gated document that is
   not `titled_by` one of them;
 - `openonly` (rule 79): the question less the names the document writes in its opening
-  leaves and in no other leaf (`name_free.opening_only`), no titled-part guard;
-- `openonly-titled` (rule 80, shipped): `openonly`, but a document `titled_by` a name
-  keeps the question (the product's `lexical_questions`).
+  leaves and in no other leaf (`opening_only`), no titled-part guard;
+- `openonly-titled` (rule 80, shipped at stop 81 before rule 81): `openonly`, but a
+  document `titled_by` a name keeps the question;
+- `opening-titled` (rule 81, shipped; run with `--base openonly-titled`): less every
+  name the opening leaves write, also where later leaves write it too, unless a part is
+  `titled_by` one (the product's `lexical_questions`).
 
 The cosine keeps rule 77's blend; collection statistics and z-scores are as today. Per
 pool of the split (the pools of `alone_guard.py`), tree mode, k = 1, 3, 5, unit IE and
 char-IE averaged over k, within the questions' documents and corpus-wide, each paired
 per question against "today". Runs are saved in `out/alone-guard/{pool}-{split}{tag}.json`.
-The train, dev and test runs of the three rules ran from a worktree of 0d1e08e, where the
-script patched BM25 itself (the product had no such function yet); run here with
-`--variant openonly-titled` it reproduces rule 80's runs (docs/whole-corpus.md). Not a
+The train, dev and test runs of rules 78-80 ran from a worktree of 0d1e08e, where the
+script patched BM25 itself (the product had no such function yet); rule 81's ran on main
+at the commit that shipped rule 80, as the variant above, paired against rule 80. Run
+here, `--variant opening-titled` gives the shipped search (docs/whole-corpus.md). Not a
 test.
 """
 
@@ -40,8 +44,9 @@ import alone_guard as A  # noqa: E402
 import hierarchy as H  # noqa: E402
 
 import sproutrag.search.name_free as NF  # noqa: E402
+from sproutrag.names import folded, mention_words  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
-from sproutrag.search.name_free import name_free, opening_only, titled_by  # noqa: E402
+from sproutrag.search.name_free import name_free, opening_leaves, titled_by  # noqa: E402
 
 _shipped = NF.lexical_questions
 
@@ -57,20 +62,31 @@ def _lexfree(query, entities, stored, docs):
             if not titled_by(stored[d].texts, entities)}
 
 
-def _openonly(query, entities, stored, docs):
-    """Rule 79: less the names the document writes in its opening alone, no guard."""
+def opening_only(texts, entities) -> list[str]:
+    """ENTITIES written in the opening leaves of TEXTS and in no other leaf (rules 79-80)."""
+    words = [mention_words(t) for t in texts]
+    n = opening_leaves(texts)
+    keys = [(e, f" {folded(e)} ") for e in entities]
+    return [e for e, key in keys
+            if any(key in w for w in words[:n]) and not any(key in w for w in words[n:])]
+
+
+def _openonly(query, entities, stored, docs, titled: bool = False):
+    """Rule 79: less the names the document writes in its opening alone, no guard; with
+    TITLED (rule 80) a document `titled_by` a name keeps the question."""
     out = {}
     for d in docs:
         drop = opening_only(stored[d].texts, entities)
-        if drop:
+        if drop and not (titled and titled_by(stored[d].texts, entities)):
             out[d] = name_free(query, drop)
     return out
 
 
-#: variant -> what `name_free.own_questions` calls for the BM25 texts (rule 80's
-#: `openonly-titled` is the shipped `lexical_questions`).
+#: variant -> what `name_free.own_questions` calls for the BM25 texts (rule 81's
+#: `opening-titled` is the shipped `lexical_questions`).
 VARIANTS = {"today": _before80, "lexfree": _lexfree, "openonly": _openonly,
-            "openonly-titled": _shipped}
+            "openonly-titled": lambda *a: _openonly(*a, titled=True),
+            "opening-titled": _shipped}
 
 
 def patch(variant: str) -> None:
@@ -82,20 +98,20 @@ def mean(runs: dict, i: int = 0) -> float:
 
 
 def timing(split: str, passes: int = 4) -> None:
-    """Rule 80's query cost: the look-alike reports' and the named agreements' SPLIT
+    """Rules 80-81's query cost: the look-alike reports' and the named agreements' SPLIT
     questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search and
-    the search before it alternating per question in one process, the order swapped each
-    pass, the first pass not counted."""
+    the search before rule 80 alternating per question in one process, the order swapped
+    each pass, the first pass not counted."""
     settings, encoder = H.default_encoder()
     for pool in ("lookalike", "named-contracts"):
         r, questions, _ = H.open_pool(pool, split, settings, encoder)
         ms = A.alternating_ms(r, [q["query"] for q in questions],
-                              {v: (lambda v=v: patch(v)) for v in ("openonly-titled", "today")},
+                              {v: (lambda v=v: patch(v)) for v in ("opening-titled", "today")},
                               passes)
-        patch("openonly-titled")
+        patch("opening-titled")
         p50 = {v: float(np.median(x)) for v, x in ms.items()}
         p95 = {v: float(np.percentile(x, 95)) for v, x in ms.items()}
-        now, then = "openonly-titled", "today"
+        now, then = "opening-titled", "today"
         print(f"{pool} {split} ({len(questions)} questions): shipped p50 {p50[now]:.1f} ms, "
               f"p95 {p95[now]:.1f}; before p50 {p50[then]:.1f} ms, p95 {p95[then]:.1f}; "
               f"p50 ratio {p50[now] / p50[then]:.2f}x", flush=True)
@@ -106,7 +122,9 @@ def main() -> int:
     ap.add_argument("--split", default="train")
     ap.add_argument("--pools", nargs="+", default=list(A.POOLS))
     ap.add_argument("--variant", default="lexfree",
-                    choices=("lexfree", "openonly", "openonly-titled"))
+                    choices=("lexfree", "openonly", "openonly-titled", "opening-titled"))
+    ap.add_argument("--base", default="today", choices=("today", "openonly-titled"),
+                    help="the search the variant is paired against (rule 81: rule 80's)")
     ap.add_argument("--tag", default="-r78")
     ap.add_argument("--timing", action="store_true", help="rule 80's query cost")
     args = ap.parse_args()
@@ -118,12 +136,12 @@ def main() -> int:
     gains = []
     for pool, r, qs in A.pools_of(args.split, args.pools):
         named = sum(len(question_entities(q["query"])) > 0 for q in qs)
-        patch("today")
+        patch(args.base)
         runs = {"within": A.scores(r, qs, False), "today": A.scores(r, qs, True)}
         patch(args.variant)
         runs[f"{args.variant} within"] = A.scores(r, qs, False)
         runs[args.variant] = A.scores(r, qs, True)
-        patch("openonly-titled")
+        patch("opening-titled")
         w, t = mean(runs["within"]), mean(runs["today"])
         print(f"{pool} {args.split}: {len(qs)} questions ({named} with entities); within "
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)

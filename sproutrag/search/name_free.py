@@ -9,9 +9,9 @@ the words the gated documents' openings write (`blend`, `opening_words`: a quest
 describes its subjects by what their openings say, "the 71-year-old man with Morvan
 syndrome"; rule 72), the latter at NAME_FREE_SHARE, or at half in a document with a part
 titled by the name (`titled_by`: an entry about it, whose evidence writes the name; rule
-77). BM25 scores such a document with the question less the names it writes only in its
-opening (`lexical_questions`: its caption or title, not its evidence), unless a part of
-it is titled by the name (rule 80). Every other document, the first stage and the choice
+77). BM25 scores such a document with the question less the names its opening writes
+(`lexical_questions`: its caption or title name the document, not a unit), unless a part
+of it is titled by the name (rules 80 and 81). Every other document, the first stage and the choice
 of documents keep the question as it is. A short document (a paragraph about its title's
 subject, below NAME_FREE_LEAVES leaves) is left alone: there the name is written in the
 evidence.
@@ -163,34 +163,26 @@ def opening_words(stored: Mapping[str, StoredTree], docs: Sequence[str]) -> list
     return sorted(words - STOPWORDS)
 
 
-def opening_only(texts: Sequence[str], entities: Sequence[str]) -> list[str]:
+def opening_names(texts: Sequence[str], entities: Sequence[str]) -> list[str]:
     """The ENTITIES a document (its leaves' TEXTS) writes in its opening leaves
-    (`opening_leaves`) and in no other leaf, accents folded: names that say which document,
-    not which unit (a case's caption, a report's name its body calls "the Company";
-    rule 80)."""
-    n = opening_leaves(texts)
-    head = [mention_words(t) for t in texts[:n]]
-    left = {e: f" {folded(e)} " for e in entities}
-    left = {e: key for e, key in left.items() if any(key in w for w in head)}
-    for t in texts[n:]:  # the body, until it has written every name of the opening
-        if not left:
-            break
-        words = mention_words(t)
-        left = {e: key for e, key in left.items() if key not in words}
-    return list(left)
+    (`opening_leaves`), accents folded: names that say which document, not which unit (a
+    case's caption, a report's title; rule 81)."""
+    head = [mention_words(t) for t in texts[: opening_leaves(texts)]]
+    return [e for e in entities if any(f" {folded(e)} " in w for w in head)]
 
 
 def lexical_questions(query: str, entities: Sequence[str], stored: Mapping[str, StoredTree],
                       docs: Sequence[str]) -> dict[str, str]:
     """doc_id -> the text BM25 scores a gated document's nodes with (DOCS: those rule 62
-    gates in, `opening_vectors`' keys): QUERY less the ENTITIES the document writes only
-    in its opening (`opening_only`), unless a part of it is `titled_by` one of them (an
-    entry about the name, whose opening is its evidence); documents with no such entity
-    are left out (rules 79 and 80)."""
+    gates in, `opening_vectors`' keys): QUERY less the ENTITIES its opening writes
+    (`opening_names`; also where later leaves write them: a report's body names its
+    company in sentences that are not the answer), unless a part of it is `titled_by` one
+    of them (an entry about the name, whose opening is its evidence); documents with no
+    such entity are left out (rules 80 and 81)."""
     out = {}
     for d in docs:
         texts = stored[d].texts
-        drop = opening_only(texts, entities)
+        drop = opening_names(texts, entities)
         if drop and not titled_by(texts, entities):
             out[d] = name_free(query, drop)
     return out
@@ -230,5 +222,5 @@ def own_questions(query: str, qvec: np.ndarray, stored: Mapping[str, StoredTree]
 
 __all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "NAME_FREE_SHARE", "OPENING_CHARS",
            "TITLED_SHARE", "all_open_with", "blend", "lexical_questions", "name_free",
-           "opening", "opening_leaves", "opening_only", "opening_vectors", "opening_words",
+           "opening", "opening_leaves", "opening_names", "opening_vectors", "opening_words",
            "opens_with", "own_questions", "own_writers", "titled_by"]

@@ -1,5 +1,5 @@
-"""BM25 of a gated document without the names only its opening writes
-(`sproutrag.search.name_free.lexical_questions`; docs/whole-corpus.md, rules 79 and 80)."""
+"""BM25 of a gated document without the names its opening writes
+(`sproutrag.search.name_free.lexical_questions`; docs/whole-corpus.md, rules 80 and 81)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sproutrag.search.name_free import (
     lexical_questions,
     opening,
     opening_leaves,
-    opening_only,
+    opening_names,
 )
 from sproutrag.storage.rows import StoredTree
 from sproutrag.trees.tree import build_tree
@@ -37,29 +37,30 @@ def test_the_opening_leaves_are_those_the_opening_reads():
     assert opening_leaves(["x" * 400, "y"]) == 1 and opening_leaves([]) == 0
 
 
-def test_only_the_names_written_in_the_opening_alone_leave_bm25():
+def test_the_names_the_opening_writes_leave_bm25():
     texts = [CAPTION, "Plaintiff Ana Delacroix sued the Company.", *FILLERS, ANSWER]
-    # "vantera" is written only by the caption (the body says "the Company"); "delacroix"
-    # is written by the caption and by the first sentence, both in the opening
     assert opening_leaves(texts) == 7  # the caption, the first sentence, 5 fillers
-    assert opening_only(texts, ["delacroix", "vantera"]) == ["delacroix", "vantera"]
+    assert opening_names(texts, ["delacroix", "vantera"]) == ["delacroix", "vantera"]
+    # a name the body writes too leaves as well (rule 81): "Vantera asks ..." is no answer
     body = [CAPTION, *FILLERS, "Vantera asks for a new trial.", ANSWER]
-    assert opening_only(body, ["delacroix", "vantera"]) == ["delacroix"]  # body writes it
-    assert opening_only(body, ["remittitur"]) == []  # not in the opening
-    stored = {"case": _stored(texts), "body": _stored(body)}
-    got = lexical_questions(QUESTION, ["delacroix", "vantera"], stored, ["case", "body"])
-    assert got == {"case": "What did the court do with the punitive damages in v. ?",
-                   "body": "What did the court do with the punitive damages in v. Vantera?"}
+    assert opening_names(body, ["delacroix", "vantera"]) == ["delacroix", "vantera"]
+    late = [*FILLERS, CAPTION, ANSWER]  # the caption past the opening's 300 characters
+    assert opening_names(late, ["delacroix", "remittitur"]) == []
+    stored = {"case": _stored(texts), "body": _stored(body), "late": _stored(late)}
+    got = lexical_questions(QUESTION, ["delacroix", "vantera"], stored,
+                            ["case", "body", "late"])
+    free = "What did the court do with the punitive damages in v. ?"
+    assert got == {"case": free, "body": free}  # "late" opens with neither: the question
     assert lexical_questions(QUESTION, ["remittitur"], stored, ["case"]) == {}
 
 
 def test_an_entry_titled_by_the_name_keeps_the_question():
     """A bundle whose first part is titled by the name ("Heinkel HD 23", its opening the
-    evidence) keeps the name in BM25 (rule 80), though only its opening writes it."""
+    evidence) keeps the name in BM25 (rule 80), though its opening writes it."""
     entry = ["Heinkel HD 23\nThe Heinkel HD 23 was a fighter for aircraft carriers.",
              *FILLERS]
     stored = {"entry": _stored(entry)}
-    assert opening_only(entry, ["heinkel hd 23"]) == ["heinkel hd 23"]
+    assert opening_names(entry, ["heinkel hd 23"]) == ["heinkel hd 23"]
     assert lexical_questions("When was the Heinkel HD 23 built?", ["heinkel hd 23"], stored,
                              ["entry"]) == {}
 
@@ -88,7 +89,7 @@ def test_a_case_whose_caption_writes_the_name_gives_its_answer_first(tmp_path, m
     cosine, but BM25 of the whole question ranks the caption first: the names are the
     only words of the question the case writes. Without the names only the caption
     writes, the answer comes first; with rule 80's texts taken away (patched to none) the
-    caption is first again."""
+    caption is first again (rules 80 and 81)."""
     import sproutrag.search.name_free as name_free_module
     from sproutrag.encoder.weights import TrainedWeights
     from sproutrag.params import SearchParams
