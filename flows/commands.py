@@ -303,6 +303,7 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict, inputs) ->
     from sproutrag.learn.evaluation import (
         corpus_wide_loss,
         describe_loss,
+        filled_runs,
         result_row,
         retriever_runs,
     )
@@ -315,15 +316,16 @@ def _db_rows(args: argparse.Namespace, settings, encoder, meta: dict, inputs) ->
     retriever = Retriever(args.db, encoder=encoder, **settings.search.retriever_options())
     rows = []
     for mode in ("tree", "leaves", "flat"):
-        runs = retriever_runs(retriever, queries, args.k, mode)
-        within = result_row(f"{mode} [database {args.db}]", runs, feats, queries, mode=mode,
+        own = retriever_runs(retriever, queries, args.k, mode)
+        within = result_row(f"{mode} [database {args.db}]", own, feats, queries, mode=mode,
                             notes="stored path", stats={})
         rows.append(within)
         if args.corpus_wide:
             runs = retriever_runs(retriever, queries, args.k, mode, corpus_wide=True)
             row = result_row(f"{mode} corpus-wide [database {args.db}]", runs, feats,
                              queries, mode=mode, notes="stored path, no doc_ids", stats={})
-            loss = corpus_wide_loss(retriever, queries, runs, within, row, mode)
+            filled = result_row("filled", filled_runs(own, runs, queries), feats, queries)
+            loss = corpus_wide_loss(retriever, queries, runs, within, row, mode, filled)
             row["corpus_wide"] = loss
             row["notes"] += "; " + describe_loss(loss, retriever.n_docs,
                                                  retriever.searching.settings, mode,

@@ -242,9 +242,29 @@ def context_rows(
     return rows
 
 
+def filled_runs(
+    within: dict[int, list[list[tuple]]], corpus: dict[int, list[list[tuple]]],
+    queries: Sequence[dict[str, Any]],
+) -> dict[int, list[list[tuple]]]:
+    """Per k and query, WITHIN's units (the search within the query's doc_ids) followed
+    by CORPUS's units from other documents, cut at k: an answer whose first stage and
+    ranking did as well as within and that is then filled to k as corpus-wide answers
+    are. Its char-IE against within's is the share a k-filled answer keeps, however well
+    it ranks (within's answers are short where the query's documents hold fewer than k
+    units); `corpus_wide_loss`'s ``filled_char_ie_ratio``."""
+    out: dict[int, list[list[tuple]]] = {}
+    for k in within:
+        out[k] = []
+        for q, own, wide in zip(queries, within[k], corpus[k], strict=True):
+            scope = set(q["doc_ids"])
+            out[k].append([*own, *(u for u in wide if u[0] not in scope)][:k])
+    return out
+
+
 def corpus_wide_loss(
     retriever: Any, queries: Sequence[dict[str, Any]], runs: dict[int, list[list[tuple]]],
     within: dict[str, Any], corpus: dict[str, Any], mode: str = "tree",
+    filled: dict[str, Any] | None = None,
 ) -> dict[str, float]:
     """Where corpus-wide search loses against search within each query's documents
     (`sproutrag evaluate --corpus-wide`): the share of gold documents (those of its gold
@@ -255,8 +275,9 @@ def corpus_wide_loss(
     the share of queries with every gold document chosen, the share of the units at the
     largest k that come from other documents than the query's doc_ids (what the search
     within them searches), and the ratios of unit IE and
-    char-IE (corpus-wide / within) of the result rows WITHIN and CORPUS. MODE "flat" has
-    no first stage (it ranks every leaf): only the units' share and the ratios."""
+    char-IE (corpus-wide / within) of the result rows WITHIN and CORPUS, and those of the
+    row FILLED (`filled_runs`) when given. MODE "flat" has no first stage (it ranks every
+    leaf): only the units' share and the ratios."""
     k = max(runs)
     found = searched = every = other = units = 0.0
     for q, ranked in zip(queries, runs[k], strict=True):
@@ -275,12 +296,14 @@ def corpus_wide_loss(
         searched += len(gold & looked) / max(len(gold), 1)
         every += gold <= chosen
     n = max(len(queries), 1)
-    ratio = {m: corpus["avg"][m] / within["avg"][m] if within["avg"][m] else 0.0
+    ratio = {f"{m}_ratio": corpus["avg"][m] / within["avg"][m] if within["avg"][m] else 0.0
              for m in ("ie", "char_ie")}
+    if filled is not None:
+        ratio |= {f"filled_{m}_ratio": filled["avg"][m] / within["avg"][m]
+                  if within["avg"][m] else 0.0 for m in ("ie", "char_ie")}
     first = ({} if mode == "flat" else {"gold_docs_chosen": found / n, "gold_docs_searched":
                                         searched / n, "all_gold_chosen": every / n})
-    return {**first, "non_gold_units": other / max(units, 1), "ie_ratio": ratio["ie"],
-            "char_ie_ratio": ratio["char_ie"]}
+    return {**first, "non_gold_units": other / max(units, 1), **ratio}
 
 
 def describe_loss(loss: dict[str, float], n_docs: int, wide: Any, mode: str = "tree",
@@ -291,6 +314,10 @@ def describe_loss(loss: dict[str, float], n_docs: int, wide: Any, mode: str = "t
     shares = (f"{loss['non_gold_units']:.0%} of the units from other documents; "
               f"{loss['ie_ratio']:.2f}x unit IE, {loss['char_ie_ratio']:.2f}x char-IE of "
               "within")
+    if "filled_char_ie_ratio" in loss:
+        shares += (f" (within's answers filled to k by other documents' units, as "
+                   f"corpus-wide answers are: {loss['filled_ie_ratio']:.2f}x unit IE, "
+                   f"{loss['filled_char_ie_ratio']:.2f}x char-IE)")
     if mode == "flat":
         return f"no first stage (flat ranks every leaf of the database); {shares}"
     searched = (f", {loss['gold_docs_searched']:.0%} searched with the documents fetched by "

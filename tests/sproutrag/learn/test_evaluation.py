@@ -188,6 +188,10 @@ def test_evaluate_db_scores_against_the_features_it_used(prefect_harness, tmp_pa
         loss = wide["corpus_wide"]  # where corpus-wide search loses against within
         assert 0 <= loss["non_gold_units"] <= 1
         assert loss["ie_ratio"] == pytest.approx(wide["avg"]["ie"] / stored["avg"]["ie"])
+        # within's answer first, other documents' units after it: never fewer relevant
+        # units than within's own answer, so its unit IE ratio is at least 1
+        assert loss["filled_ie_ratio"] >= 1 - 1e-9 and 0 < loss["filled_char_ie_ratio"] <= 1
+        assert "within's answers filled to k" in wide["notes"]
         if mode == "flat":  # flat ranks every leaf: no first stage to report, nothing fetched
             assert "gold_docs_chosen" not in loss and "(n_docs" not in wide["notes"]
             assert "no first stage" in wide["notes"]
@@ -493,6 +497,28 @@ def test_corpus_wide_loss_counts_gold_documents_by_the_gold_spans():
     flat = corpus_wide_loss(r, [q], runs, rows, rows, "flat")
     assert r.asked == 1 and "gold_docs_chosen" not in flat
     assert flat["non_gold_units"] == pytest.approx(1 / 3) and flat["ie_ratio"] == 1.0
+
+
+def test_filled_runs_put_within_first_and_fill_k_from_other_documents_only():
+    """A k-filled answer as good as within: within's units, then the corpus-wide answer's
+    units of documents outside the query's doc_ids (its own documents' units are within's
+    to give), cut at k. Short within answers are where char-IE is lost however well a
+    k-filling search ranks."""
+    from sproutrag.learn.evaluation import filled_runs, result_row
+
+    q = {"qid": "q", "query": "q", "doc_ids": ["g"],
+         "gold": [{"doc_id": "g", "start": 0, "end": 10}]}
+    within = {1: [[("g", 0, 10)]], 3: [[("g", 0, 10)]]}
+    wide = {1: [[("x", 0, 10)]], 3: [[("x", 0, 10), ("g", 20, 30), ("y", 0, 30)]]}
+    filled = filled_runs(within, wide, [q])
+    assert filled == {1: [[("g", 0, 10)]], 3: [[("g", 0, 10), ("x", 0, 10), ("y", 0, 30)]]}
+    units = {"g": np.array([[0, 10], [20, 30]]), "x": np.array([[0, 10]]),
+             "y": np.array([[0, 30]])}
+    own, full = (result_row(n, r, {}, [q], units=units) for n, r in (("w", within),
+                                                                       ("f", filled)))
+    assert full["avg"]["ie"] == pytest.approx(own["avg"]["ie"])  # precision counts over k
+    assert full["per_k"][1]["char_ie"] == pytest.approx(10 / 50)  # 10 gold of 50 returned
+    assert own["per_k"][1]["char_ie"] == pytest.approx(1.0)
 
 
 def _report(n_fillers: int, dim: int = 8) -> tuple[DocFeatures, str]:
