@@ -1,4 +1,4 @@
-"""Rules 78-80 of docs/whole-corpus.md: BM25 of the documents rule 62 gates in without
+"""Rules 78-82 of docs/whole-corpus.md: BM25 of the documents rule 62 gates in without
 the question's names (stop 81).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/name_free_lexical.py \
@@ -17,7 +17,9 @@ before rules 79-80 (every document's BM25 scores the question):
   document `titled_by` a name keeps the question;
 - `opening-titled` (rule 81, shipped; run with `--base openonly-titled`): less every
   name the opening leaves write, also where later leaves write it too, unless a part is
-  `titled_by` one (the product's `lexical_questions`).
+  `titled_by` one (the product's `lexical_questions`);
+- `others-titled` (rule 82, stop 82; run with `--base opening-titled`): less every name
+  that the opening of any gated document of the search writes, with the same guard.
 
 The cosine keeps rule 77's blend; collection statistics and z-scores are as today. Per
 pool of the split (the pools of `alone_guard.py`), tree mode, k = 1, 3, 5, unit IE and
@@ -82,11 +84,20 @@ def _openonly(query, entities, stored, docs, titled: bool = False):
     return out
 
 
+def _others(query, entities, stored, docs):
+    """Rule 82: less every name that the opening of any gated document (DOCS) writes, in
+    each gated document not `titled_by` one of ENTITIES."""
+    openers = [NF.opening_names(stored[d].texts, entities) for d in docs]
+    drop = [e for e in entities if any(e in names for names in openers)]
+    return {d: name_free(query, drop) for d in docs
+            if drop and not titled_by(stored[d].texts, entities)}
+
+
 #: variant -> what `name_free.own_questions` calls for the BM25 texts (rule 81's
 #: `opening-titled` is the shipped `lexical_questions`).
 VARIANTS = {"today": _before80, "lexfree": _lexfree, "openonly": _openonly,
             "openonly-titled": lambda *a: _openonly(*a, titled=True),
-            "opening-titled": _shipped}
+            "opening-titled": _shipped, "others-titled": _others}
 
 
 def patch(variant: str) -> None:
@@ -122,9 +133,12 @@ def main() -> int:
     ap.add_argument("--split", default="train")
     ap.add_argument("--pools", nargs="+", default=list(A.POOLS))
     ap.add_argument("--variant", default="lexfree",
-                    choices=("lexfree", "openonly", "openonly-titled", "opening-titled"))
-    ap.add_argument("--base", default="today", choices=("today", "openonly-titled"),
-                    help="the search the variant is paired against (rule 81: rule 80's)")
+                    choices=("lexfree", "openonly", "openonly-titled", "opening-titled",
+                             "others-titled"))
+    ap.add_argument("--base", default="today",
+                    choices=("today", "openonly-titled", "opening-titled"),
+                    help="the search the variant is paired against (rule 81: rule 80's; "
+                    "rule 82: rule 81's, the shipped one)")
     ap.add_argument("--tag", default="-r78")
     ap.add_argument("--timing", action="store_true", help="rule 80's query cost")
     args = ap.parse_args()
