@@ -15,11 +15,12 @@ before rules 79-80 (every document's BM25 scores the question):
   leaves and in no other leaf (`opening_only`), no titled-part guard;
 - `openonly-titled` (rule 80, shipped at stop 81 before rule 81): `openonly`, but a
   document `titled_by` a name keeps the question;
-- `opening-titled` (rule 81, shipped; run with `--base openonly-titled`): less every
-  name the opening leaves write, also where later leaves write it too, unless a part is
-  `titled_by` one (the product's `lexical_questions`);
-- `others-titled` (rule 82, stop 82; run with `--base opening-titled`): less every name
-  that the opening of any gated document of the search writes, with the same guard.
+- `opening-titled` (rule 81, shipped at stop 81; run with `--base openonly-titled`):
+  less every name the opening leaves write, also where later leaves write it too,
+  unless a part is `titled_by` one;
+- `others-titled` (rule 82, shipped at stop 82; run with `--base opening-titled`): less
+  every name that the opening of any gated document of the search writes, with the
+  same guard (the product's `lexical_questions`).
 
 The cosine keeps rule 77's blend; collection statistics and z-scores are as today. Per
 pool of the split (the pools of `alone_guard.py`), tree mode, k = 1, 3, 5, unit IE and
@@ -28,7 +29,7 @@ per question against "today". Runs are saved in `out/alone-guard/{pool}-{split}{
 The train, dev and test runs of rules 78-80 ran from a worktree of 0d1e08e, where the
 script patched BM25 itself (the product had no such function yet); rule 81's ran on main
 at the commit that shipped rule 80, as the variant above, paired against rule 80. Run
-here, `--variant opening-titled` gives the shipped search (docs/whole-corpus.md). Not a
+here, `--variant others-titled` gives the shipped search (docs/whole-corpus.md). Not a
 test.
 """
 
@@ -51,7 +52,6 @@ from sproutrag.search.entities import question_entities  # noqa: E402
 from sproutrag.search.name_free import name_free, opening_leaves, titled_by  # noqa: E402
 
 _shipped = NF.lexical_questions
-
 
 def _before80(query, entities, stored, docs):
     """The search before rules 79-80: every document's BM25 scores the question."""
@@ -84,20 +84,32 @@ def _openonly(query, entities, stored, docs, titled: bool = False):
     return out
 
 
+def _opening(query, entities, stored, docs):
+    """Rule 81 (shipped at stop 81): less the names the document's own opening writes,
+    unless a part is `titled_by` one."""
+    out = {}
+    for d in docs:
+        drop = NF.opening_names(stored[d].texts, entities)
+        if drop and not titled_by(stored[d].texts, entities):
+            out[d] = name_free(query, drop)
+    return out
+
+
 def _others(query, entities, stored, docs):
     """Rule 82: less every name that the opening of any gated document (DOCS) writes, in
-    each gated document not `titled_by` one of ENTITIES."""
+    each gated document not `titled_by` one of ENTITIES (the product's
+    `lexical_questions` since stop 82)."""
     openers = [NF.opening_names(stored[d].texts, entities) for d in docs]
     drop = [e for e in entities if any(e in names for names in openers)]
     return {d: name_free(query, drop) for d in docs
             if drop and not titled_by(stored[d].texts, entities)}
 
 
-#: variant -> what `name_free.own_questions` calls for the BM25 texts (rule 81's
-#: `opening-titled` is the shipped `lexical_questions`).
+#: variant -> what `name_free.own_questions` calls for the BM25 texts (rule 82's
+#: `others-titled` is the shipped `lexical_questions`).
 VARIANTS = {"today": _before80, "lexfree": _lexfree, "openonly": _openonly,
             "openonly-titled": lambda *a: _openonly(*a, titled=True),
-            "opening-titled": _shipped, "others-titled": _others}
+            "opening-titled": _opening, "others-titled": _others}
 
 
 def patch(variant: str) -> None:
@@ -109,7 +121,7 @@ def mean(runs: dict, i: int = 0) -> float:
 
 
 def timing(split: str, passes: int = 4) -> None:
-    """Rules 80-81's query cost: the look-alike reports' and the named agreements' SPLIT
+    """Rules 80-82's query cost: the look-alike reports' and the named agreements' SPLIT
     questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search and
     the search before rule 80 alternating per question in one process, the order swapped
     each pass, the first pass not counted."""
@@ -117,12 +129,12 @@ def timing(split: str, passes: int = 4) -> None:
     for pool in ("lookalike", "named-contracts"):
         r, questions, _ = H.open_pool(pool, split, settings, encoder)
         ms = A.alternating_ms(r, [q["query"] for q in questions],
-                              {v: (lambda v=v: patch(v)) for v in ("opening-titled", "today")},
+                              {v: (lambda v=v: patch(v)) for v in ("others-titled", "today")},
                               passes)
-        patch("opening-titled")
+        NF.lexical_questions = _shipped
         p50 = {v: float(np.median(x)) for v, x in ms.items()}
         p95 = {v: float(np.percentile(x, 95)) for v, x in ms.items()}
-        now, then = "opening-titled", "today"
+        now, then = "others-titled", "today"
         print(f"{pool} {split} ({len(questions)} questions): shipped p50 {p50[now]:.1f} ms, "
               f"p95 {p95[now]:.1f}; before p50 {p50[then]:.1f} ms, p95 {p95[then]:.1f}; "
               f"p50 ratio {p50[now] / p50[then]:.2f}x", flush=True)
@@ -155,7 +167,7 @@ def main() -> int:
         patch(args.variant)
         runs[f"{args.variant} within"] = A.scores(r, qs, False)
         runs[args.variant] = A.scores(r, qs, True)
-        patch("opening-titled")
+        NF.lexical_questions = _shipped
         w, t = mean(runs["within"]), mean(runs["today"])
         print(f"{pool} {args.split}: {len(qs)} questions ({named} with entities); within "
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)

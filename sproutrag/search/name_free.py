@@ -9,12 +9,12 @@ the words the gated documents' openings write (`blend`, `opening_words`: a quest
 describes its subjects by what their openings say, "the 71-year-old man with Morvan
 syndrome"; rule 72), the latter at NAME_FREE_SHARE, or at half in a document with a part
 titled by the name (`titled_by`: an entry about it, whose evidence writes the name; rule
-77). BM25 scores such a document with the question less the names its opening writes
-(`lexical_questions`: its caption or title name the document, not a unit), unless a part
-of it is titled by the name (rules 80 and 81). Every other document, the first stage and the choice
-of documents keep the question as it is. A short document (a paragraph about its title's
-subject, below NAME_FREE_LEAVES leaves) is left alone: there the name is written in the
-evidence.
+77). BM25 scores such a document with the question less the names its opening, or another
+such document's, writes (`lexical_questions`: a caption or title names a document, not a
+unit), unless a part of it is titled by the name (rules 80-82). Every other document,
+the first stage and the choice of documents keep the question as it is. A short document
+(a paragraph about its title's subject, below NAME_FREE_LEAVES leaves) is left alone:
+there the name is written in the evidence.
 docs/whole-corpus.md, rules 61-62 and 68 (the floor of 16 leaves).
 
 The same opening tells the searched documents a question names: a long document that
@@ -174,18 +174,18 @@ def opening_names(texts: Sequence[str], entities: Sequence[str]) -> list[str]:
 def lexical_questions(query: str, entities: Sequence[str], stored: Mapping[str, StoredTree],
                       docs: Sequence[str]) -> dict[str, str]:
     """doc_id -> the text BM25 scores a gated document's nodes with (DOCS: those rule 62
-    gates in, `opening_vectors`' keys): QUERY less the ENTITIES its opening writes
-    (`opening_names`; also where later leaves write them: a report's body names its
-    company in sentences that are not the answer), unless a part of it is `titled_by` one
-    of them (an entry about the name, whose opening is its evidence); documents with no
-    such entity are left out (rules 80 and 81)."""
-    out = {}
-    for d in docs:
-        texts = stored[d].texts
-        drop = opening_names(texts, entities)
-        if drop and not titled_by(texts, entities):
-            out[d] = name_free(query, drop)
-    return out
+    gates in, `opening_vectors`' keys): QUERY less the ENTITIES that the opening of any
+    of DOCS writes (`opening_names`; also where later leaves write them: a report's body
+    names its company in sentences that are not the answer; rules 80 and 81), its own
+    or another gated document's (two reports compared: the other company's name is no
+    unit's either; rule 82), unless a part of it is `titled_by` one of ENTITIES (an entry
+    about the name, whose opening is its evidence: it keeps the question)."""
+    written = {e for d in docs for e in opening_names(stored[d].texts, entities)}
+    drop = [e for e in entities if e in written]
+    if not drop:
+        return {}
+    free = name_free(query, drop)
+    return {d: free for d in docs if not titled_by(stored[d].texts, entities)}
 
 
 def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
