@@ -142,7 +142,7 @@ def budget_rows(
     selections: Sequence[Selection] | None = None, name_free: Any = None,
 ) -> list[dict[str, Any]]:
     """A `budget_row` per selection (default: `default_selections`) over QUERIES
-    (NAME_FREE: a `variants.NameFree`, rules 62 and 80-81 as `Retriever` has them)."""
+    (NAME_FREE: a `variants.NameFree`, rules 62 and 80-82 as `Retriever` has them)."""
     selections = list(selections or default_selections())
     found = [query_contexts(q, v, feats, texts, trees, params, selections, budgets,
                             *((None, None) if name_free is None else name_free.own(

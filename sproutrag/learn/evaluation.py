@@ -79,7 +79,7 @@ def evaluate_variants(
     name_free: NameFree | None = None,
 ) -> list[dict[str, Any]]:
     """One result row per variant: per-k summaries, average over k, tree statistics
-    (NAME_FREE: rules 62 and 80-81 in tree and leaves modes, `run_variant`)."""
+    (NAME_FREE: rules 62 and 80-82 in tree and leaves modes, `run_variant`)."""
     rows = []
     for v in variants:
         trees = variant_trees(feats, v) if v.mode == "tree" else None

@@ -5,7 +5,7 @@ beam, cutoffs, lexical weight, ...). Its retrieval is composed of the library's
 functions exactly as the served path does: `build_tree` over the variant's relations,
 then `sproutrag.search.tree_search.search_trees` (tree mode, what `Retriever` runs) or
 `sproutrag.search.leaf_search.search_leaves` (flat mode) over features held in memory.
-A `NameFree` gives the tree and leaves rows the vectors and BM25 texts of rules 62 and 80-81
+A `NameFree` gives the tree and leaves rows the vectors and BM25 texts of rules 62 and 80-82
 (the question less its names, for the long documents that open with them), as
 `Retriever` scores them in a query with doc_ids. Scoring is in `sproutrag.learn.evaluation`.
 """
@@ -258,7 +258,7 @@ def run_variant(
     stats: dict | None = None, name_free: NameFree | None = None,
 ) -> dict[int, list[list[tuple[str, int, int]]]]:
     """Ranked units per k per query (`stats`: hit counts at the largest k); NAME_FREE:
-    rules 62 and 80-81's vectors and BM25 texts in tree and leaves modes, as `Retriever` has
+    rules 62 and 80-82's vectors and BM25 texts in tree and leaves modes, as `Retriever` has
     them (None: none)."""
     if v.mode != "flat" and trees is None and (v.mode == "tree" or name_free is not None):
         trees = variant_trees(feats, v)

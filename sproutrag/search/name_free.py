@@ -214,7 +214,7 @@ def own_questions(query: str, qvec: np.ndarray, stored: Mapping[str, StoredTree]
                   ) -> tuple[dict[str, np.ndarray], dict[str, str] | None]:
     """(`opening_vectors`, `lexical_questions` or None) of QUERY (QVEC) over STORED: what
     the documents rule 62 gates in are scored with instead of the question, as the
-    Retriever and the evaluation both score them (rules 62, 80 and 81)."""
+    Retriever and the evaluation both score them (rules 62 and 80-82)."""
     entities = question_entities(query)
     own = opening_vectors(query, qvec, entities, stored, embed, floor)
     return own, (lexical_questions(query, entities, stored, list(own)) or None) if own else None

@@ -29,7 +29,7 @@ over the whole corpus searches the first stage's ranked choice, and with it:
 A searched document of at least NAME_FREE_LEAVES leaves whose opening writes an entity of
 the question is scored with the question's vector blended with the question less its
 names and its openings' words, and by BM25 with the question less the names its opening
-writes (`sproutrag.search.name_free`; rules 62, 72, 77, 80 and 81), with doc_ids too.
+writes (`sproutrag.search.name_free`; rules 62, 72, 77 and 80-82), with doc_ids too.
 
 The eleven settings are one `CorpusWideSettings`.
 
@@ -92,7 +92,7 @@ class Searched(NamedTuple):
     together (LONG: rules 29-31 act on it), its entities that no searched document
     writes (UNWRITTEN: what `mentioned_elsewhere` looks up), the vectors that replace
     the question's for some documents' nodes (VECTORS: `opening_vectors`, rule 62) and
-    the texts that replace it in their BM25 (QUESTIONS: `lexical_questions`, rule 81; None:
+    the texts that replace it in their BM25 (QUESTIONS: `lexical_questions`, rule 82; None:
     none)."""
 
     docs: list[str]
