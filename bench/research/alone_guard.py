@@ -30,7 +30,8 @@ the shipped `SearchedDocuments` in this process:
 - `lead` (rule 70, `--variants lead`): `opening` where the one holder that opens with the
   entity also holds `alone_opening_leaves` leaves and is the entity's first writer in the
   searched order (the first stage's); `before70` the search before rule 70 once it is
-  the default; `lead2` (rule 71): rule 70, then the lead counted without the writers
+  the default; `lead2` (rule 71; run again as rule 83 and shipped at stop 82, so on
+  main it equals today's search): rule 70, then the lead counted without the writers
   another entity of the question names; `openfree` (rule 72): rule 62's name-free
   question also less the words of the gated documents' openings (within too);
   `before72` the search before rule 72 once it is the default; `leader` (rule 73): a

@@ -24,7 +24,7 @@ opens with a name is that name's own (rules 65 and 70, `all_open_with`, `own_wri
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -115,23 +115,37 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
                 order: Sequence[str], floor: int) -> dict[str, list[str]]:
     """HOLDERS (entity -> the documents of STORED that write it, `entity_holders`) with
     each entity that two or more write kept to its own document, when one is clear: the
-    entity's first writer in ORDER (the first stage's) when it is the only writer whose
-    opening writes the entity (`opens_with`) and it holds at least FLOOR leaves (0: no
-    entity is kept). A competitor's report cites a company; the company's own report
-    opens with its name, and the question's whole match ranks it first (rule 70)."""
+    only writer whose opening writes the entity (`opens_with`), when it holds at least
+    FLOOR leaves (0: no entity is kept) and comes first in ORDER (the first stage's) of
+    the entity's writers. A competitor's report cites a company; the company's own report
+    opens with its name, and the question's whole match ranks it first (rule 70). Then
+    the same again for each entity still written by two or more, with the writers that
+    another entity of the question names (its only writer now) left out of the lead: in
+    a comparison of two reports, the report that cites its competitor ranks first as its
+    own subject's, and the competitor's own report is the second subject's (rule 83)."""
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
-    out = {}
-    for entity, docs in holders.items():
-        if len(docs) >= 2:
-            first = min(docs, key=lambda d: rank.get(d, len(rank)))
-            openers = [d for d in docs
-                       if opens_with(stored[d].texts, stored[d].tree.n, [entity], floor=1)]
-            if openers == [first] and stored[first].tree.n >= floor:
-                docs = [first]
-        out[entity] = docs
-    return out
+    led = {e: _own(e, docs, stored, rank, floor) for e, docs in holders.items()}
+    return {e: _own(e, docs, stored, rank, floor,
+                    {ds[0] for f, ds in led.items() if f != e and len(ds) == 1})
+            for e, docs in led.items()}
+
+
+def _own(entity: str, docs: list[str], stored: Mapping[str, StoredTree],
+         rank: Mapping[str, int], floor: int, others: Collection[str] = ()) -> list[str]:
+    """DOCS (ENTITY's writers) kept to the only one whose opening writes ENTITY, when it
+    holds FLOOR leaves and comes first by RANK of the writers not among OTHERS; else
+    DOCS (`own_writers`)."""
+    if len(docs) < 2:
+        return docs
+    openers = [d for d in docs if opens_with(stored[d].texts, stored[d].tree.n, [entity],
+                                             floor=1)]
+    rest = [d for d in docs if d not in others]
+    if len(openers) != 1 or not rest:
+        return docs
+    first = min(rest, key=lambda d: rank.get(d, len(rank)))
+    return [first] if openers[0] == first and stored[first].tree.n >= floor else docs
 
 
 def blend(qvec: np.ndarray, free: np.ndarray, share: float = 0.5) -> np.ndarray:

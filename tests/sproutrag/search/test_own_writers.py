@@ -1,6 +1,6 @@
-"""Rule 70 (docs/whole-corpus.md): a name two searched documents write names its own long
-document, the one that opens with it and leads its writers in the first stage's order
-(`name_free.own_writers`)."""
+"""Rules 70 and 83 (docs/whole-corpus.md): a name two searched documents write names its own
+long document, the one that opens with it and leads its writers in the first stage's
+order, another subject's own document left out of the lead (`name_free.own_writers`)."""
 
 from __future__ import annotations
 
@@ -112,3 +112,35 @@ def test_own_writers_keeps_an_entity_to_its_one_leading_opener():
     assert own_writers(both, trees, ["a", "c"], 16) == both
     one = {"acme holdings": ["b"], "borealis": []}  # one writer or none: as they are
     assert own_writers(one, trees, ["a", "b"], 16) == one
+
+
+def test_a_comparison_names_both_reports_when_one_cites_the_other():
+    """Rule 83: "Which grew faster, Borealis or Acme Holdings?". Borealis's report leads
+    and cites Acme; it is Borealis's only writer, so Acme's own report (the only one that
+    opens with the name) leads the rest of Acme's writers and is named too."""
+    from sproutrag.search.name_free import own_writers
+    from sproutrag.storage.rows import StoredTree
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document
+
+    rng = np.random.default_rng(5)
+
+    def stored(doc_id: str, opening: str, cites: str, leaves: int = 20) -> StoredTree:
+        lines = ([opening] + [f"Clause {i} covers other matters." for i in range(leaves - 2)]
+                 + [cites])
+        doc = line_document(doc_id, lines, leaf_vectors(rng, 0.5, leaves, TOY_DIM))
+        return StoredTree(doc_id, doc.tree, doc.spans, lines)
+
+    trees = {"b": stored("b", "Borealis annual report.", "It competes with Acme Holdings."),
+             "a": stored("a", "Acme Holdings annual report.", "Signed."),
+             "x": stored("x", "Party X annual report.", "It buys from Acme Holdings.")}
+    holders = {"borealis": ["b"], "acme holdings": ["b", "a"]}
+    assert own_writers(holders, trees, ["b", "a"], 16) == {"borealis": ["b"],
+                                                           "acme holdings": ["a"]}
+    # a third writer that leads the rest (no other subject's) keeps the two writers
+    three = {"borealis": ["b"], "acme holdings": ["b", "x", "a"]}
+    assert own_writers(three, trees, ["b", "x", "a"], 16) == three
+    # Borealis written by two as well: rule 70 keeps it to its own report first
+    shared = {"borealis": ["b", "x"], "acme holdings": ["b", "a"]}
+    assert own_writers(shared, trees, ["b", "a", "x"], 16) == {"borealis": ["b"],
+                                                               "acme holdings": ["a"]}
+    assert own_writers(holders, trees, ["b", "a"], 21) == holders  # below the floor
