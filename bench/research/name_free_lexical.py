@@ -47,11 +47,13 @@ import alone_guard as A  # noqa: E402
 import hierarchy as H  # noqa: E402
 
 import sproutrag.search.name_free as NF  # noqa: E402
+import sproutrag.search.searched as S  # noqa: E402
 from sproutrag.names import folded, mention_words  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
 from sproutrag.search.name_free import name_free, opening_leaves, titled_by  # noqa: E402
 
 _shipped = NF.lexical_questions
+_shipped_writers = S.own_writers
 
 def _before80(query, entities, stored, docs):
     """The search before rules 79-80: every document's BM25 scores the question."""
@@ -112,29 +114,40 @@ VARIANTS = {"today": _before80, "lexfree": _lexfree, "openonly": _openonly,
             "opening-titled": _opening, "others-titled": _others}
 
 
+def _rule70_writers(holders, stored, order, floor):
+    """`name_free.own_writers` before rule 83: rule 70's lead alone."""
+    if floor <= 0:
+        return dict(holders)
+    rank = {d: i for i, d in enumerate(order)}
+    return {e: NF._own(e, docs, stored, rank, floor) for e, docs in holders.items()}
+
+
 def patch(variant: str) -> None:
-    NF.lexical_questions = VARIANTS[variant]
+    """VARIANT's BM25 texts; `before82` is the search of 0.23.2 (rule 81's texts, rule
+    70's own writers), for rules 82-83's query cost."""
+    S.own_writers = _rule70_writers if variant == "before82" else _shipped_writers
+    NF.lexical_questions = VARIANTS["opening-titled" if variant == "before82" else variant]
 
 
 def mean(runs: dict, i: int = 0) -> float:
     return float(np.mean([v[i] for v in runs.values()]))
 
 
-def timing(split: str, passes: int = 4) -> None:
-    """Rules 80-82's query cost: the look-alike reports' and the named agreements' SPLIT
+def timing(split: str, passes: int = 4, before: str = "today") -> None:
+    """Rules 80-83's query cost: the look-alike reports' and the named agreements' SPLIT
     questions, corpus-wide, tree mode, k = 5, encoding included, the shipped search and
-    the search before rule 80 alternating per question in one process, the order swapped
-    each pass, the first pass not counted."""
+    the search BEFORE (`today`: before rule 80; `before82`: 0.23.2's) alternating per
+    question in one process, the order swapped each pass, the first pass not counted."""
     settings, encoder = H.default_encoder()
     for pool in ("lookalike", "named-contracts"):
         r, questions, _ = H.open_pool(pool, split, settings, encoder)
         ms = A.alternating_ms(r, [q["query"] for q in questions],
-                              {v: (lambda v=v: patch(v)) for v in ("others-titled", "today")},
+                              {v: (lambda v=v: patch(v)) for v in ("others-titled", before)},
                               passes)
-        NF.lexical_questions = _shipped
+        NF.lexical_questions, S.own_writers = _shipped, _shipped_writers
         p50 = {v: float(np.median(x)) for v, x in ms.items()}
         p95 = {v: float(np.percentile(x, 95)) for v, x in ms.items()}
-        now, then = "others-titled", "today"
+        now, then = "others-titled", before
         print(f"{pool} {split} ({len(questions)} questions): shipped p50 {p50[now]:.1f} ms, "
               f"p95 {p95[now]:.1f}; before p50 {p50[then]:.1f} ms, p95 {p95[then]:.1f}; "
               f"p50 ratio {p50[now] / p50[then]:.2f}x", flush=True)
@@ -152,10 +165,12 @@ def main() -> int:
                     help="the search the variant is paired against (rule 81: rule 80's; "
                     "rule 82: rule 81's, the shipped one)")
     ap.add_argument("--tag", default="-r78")
-    ap.add_argument("--timing", action="store_true", help="rule 80's query cost")
+    ap.add_argument("--timing", action="store_true", help="rules 80-83's query cost")
+    ap.add_argument("--timing-base", default="today", choices=("today", "before82"),
+                    help="what --timing compares with: before rule 80, or 0.23.2")
     args = ap.parse_args()
     if args.timing:
-        timing(args.split)
+        timing(args.split, before=args.timing_base)
         return 0
     out = H.OUT / "alone-guard"
     out.mkdir(parents=True, exist_ok=True)
@@ -167,7 +182,7 @@ def main() -> int:
         patch(args.variant)
         runs[f"{args.variant} within"] = A.scores(r, qs, False)
         runs[args.variant] = A.scores(r, qs, True)
-        NF.lexical_questions = _shipped
+        NF.lexical_questions, S.own_writers = _shipped, _shipped_writers
         w, t = mean(runs["within"]), mean(runs["today"])
         print(f"{pool} {args.split}: {len(qs)} questions ({named} with entities); within "
               f"{w:.2f}, today corpus-wide {t:.2f} ({t / w:.3f}x)", flush=True)
