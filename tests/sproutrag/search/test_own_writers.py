@@ -144,3 +144,29 @@ def test_a_comparison_names_both_reports_when_one_cites_the_other():
     assert own_writers(shared, trees, ["b", "a", "x"], 16) == {"borealis": ["b"],
                                                                "acme holdings": ["a"]}
     assert own_writers(holders, trees, ["b", "a"], 21) == holders  # below the floor
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_comparison_searches_both_reports_though_the_leader_cites_the_other(tmp_path,
+                                                                               mode):
+    """Rule 83 through the Retriever: Borealis's agreement ranks first and cites Acme, so
+    Acme's name has two writers. Acme's own agreement is still named (Borealis's is
+    Borealis's), and the query searches the two, as one restricted to them would."""
+    from sproutrag.search.retriever import Retriever
+
+    question = "Which pays sooner, Borealis Freight or Acme Holdings?"
+    db, encoder = _pool(tmp_path, acme=0.8, rival=0.9)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=4, name_free_leaves=0)
+    with r.view.one_view():
+        chosen = r.choose_documents(qvec, None, k=4)
+        found = r.searching.find(question, qvec, chosen, r._resolve()[0], True)
+    assert chosen.index("rival") < chosen.index("acme")  # the citing report leads
+    assert sorted(found.docs) == ["acme", "rival"]  # searched alone, the look-alikes not
+
+    def hits(doc_ids=None):
+        return [(h.doc_id, h.spans, round(h.score, 6))
+                for h in r.search_vector(question, qvec, k=4, mode=mode, doc_ids=doc_ids)]
+
+    assert hits() == hits(["rival", "acme"])
+    assert {d for d, _, _ in hits()} <= {"acme", "rival"}
