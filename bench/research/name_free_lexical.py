@@ -55,12 +55,12 @@ from sproutrag.search.name_free import name_free, opening_leaves, titled_by  # n
 _shipped = NF.lexical_questions
 _shipped_writers = S.own_writers
 
-def _before80(query, entities, stored, docs):
+def _before80(query, entities, stored, docs, **_):
     """The search before rules 79-80: every document's BM25 scores the question."""
     return {}
 
 
-def _lexfree(query, entities, stored, docs):
+def _lexfree(query, entities, stored, docs, **_):
     """Rule 78: the question less all its names, unless a part is `titled_by` one."""
     return {d: name_free(query, list(entities)) for d in docs
             if not titled_by(stored[d].texts, entities)}
@@ -75,18 +75,18 @@ def opening_only(texts, entities) -> list[str]:
             if any(key in w for w in words[:n]) and not any(key in w for w in words[n:])]
 
 
-def _openonly(query, entities, stored, docs, titled: bool = False):
+def _openonly(query, entities, stored, docs, guard: bool = False, **_):
     """Rule 79: less the names the document writes in its opening alone, no guard; with
-    TITLED (rule 80) a document `titled_by` a name keeps the question."""
+    GUARD (rule 80) a document `titled_by` a name keeps the question."""
     out = {}
     for d in docs:
         drop = opening_only(stored[d].texts, entities)
-        if drop and not (titled and titled_by(stored[d].texts, entities)):
+        if drop and not (guard and titled_by(stored[d].texts, entities)):
             out[d] = name_free(query, drop)
     return out
 
 
-def _opening(query, entities, stored, docs):
+def _opening(query, entities, stored, docs, **_):
     """Rule 81 (shipped at stop 81): less the names the document's own opening writes,
     unless a part is `titled_by` one."""
     out = {}
@@ -97,21 +97,11 @@ def _opening(query, entities, stored, docs):
     return out
 
 
-def _others(query, entities, stored, docs):
-    """Rule 82: less every name that the opening of any gated document (DOCS) writes, in
-    each gated document not `titled_by` one of ENTITIES (the product's
-    `lexical_questions` since stop 82)."""
-    openers = [NF.opening_names(stored[d].texts, entities) for d in docs]
-    drop = [e for e in entities if any(e in names for names in openers)]
-    return {d: name_free(query, drop) for d in docs
-            if drop and not titled_by(stored[d].texts, entities)}
-
-
 #: variant -> what `name_free.own_questions` calls for the BM25 texts (rule 82's
 #: `others-titled` is the shipped `lexical_questions`).
 VARIANTS = {"today": _before80, "lexfree": _lexfree, "openonly": _openonly,
-            "openonly-titled": lambda *a: _openonly(*a, titled=True),
-            "opening-titled": _opening, "others-titled": _others}
+            "openonly-titled": lambda *a, **_: _openonly(*a, guard=True),
+            "opening-titled": _opening, "others-titled": _shipped}
 
 
 def _rule70_writers(holders, stored, order, floor):
@@ -119,7 +109,9 @@ def _rule70_writers(holders, stored, order, floor):
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
-    return {e: NF._own(e, docs, stored, rank, floor) for e, docs in holders.items()}
+    return {e: NF._own(docs, [d for d in docs if NF.opens_with(
+        stored[d].texts, stored[d].tree.n, [e], floor=1)], stored, rank, floor)
+        for e, docs in holders.items()}
 
 
 def patch(variant: str) -> None:

@@ -44,7 +44,7 @@ class Variant:
 
 @dataclass(frozen=True)
 class NameFree:
-    """Rules 62 and 80-81's name-free question in the in-memory search (`own_questions`), as
+    """Rules 62 and 80-82's name-free question in the in-memory search (`own_questions`), as
     `Retriever` scores a query with doc_ids: TEXTS, doc_id -> its leaves' texts; EMBED
     encodes the name-free question; FLOOR, `search.name_free_leaves` (0: off)."""
 

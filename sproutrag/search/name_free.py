@@ -126,23 +126,24 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
-    led = {e: _own(e, docs, stored, rank, floor) for e, docs in holders.items()}
-    return {e: _own(e, docs, stored, rank, floor,
-                    {ds[0] for f, ds in led.items() if f != e and len(ds) == 1})
+    openers = {e: [d for d in docs if opens_with(stored[d].texts, stored[d].tree.n, [e],
+                                                 floor=1)]
+               for e, docs in holders.items() if len(docs) >= 2}
+    led = {e: _own(docs, openers.get(e, ()), stored, rank, floor)
+           for e, docs in holders.items()}
+    only = {e: docs[0] for e, docs in led.items() if len(docs) == 1}
+    return {e: _own(docs, openers.get(e, ()), stored, rank, floor,
+                    {d for f, d in only.items() if f != e})
             for e, docs in led.items()}
 
 
-def _own(entity: str, docs: list[str], stored: Mapping[str, StoredTree],
+def _own(docs: list[str], openers: Sequence[str], stored: Mapping[str, StoredTree],
          rank: Mapping[str, int], floor: int, others: Collection[str] = ()) -> list[str]:
-    """DOCS (ENTITY's writers) kept to the only one whose opening writes ENTITY, when it
-    holds FLOOR leaves and comes first by RANK of the writers not among OTHERS; else
-    DOCS (`own_writers`)."""
-    if len(docs) < 2:
-        return docs
-    openers = [d for d in docs if opens_with(stored[d].texts, stored[d].tree.n, [entity],
-                                             floor=1)]
+    """DOCS (an entity's writers) kept to OPENERS' one (the only writer whose opening
+    writes the entity), when it holds FLOOR leaves and comes first by RANK of the writers
+    not among OTHERS; else DOCS (`own_writers`)."""
     rest = [d for d in docs if d not in others]
-    if len(openers) != 1 or not rest:
+    if len(docs) < 2 or len(openers) != 1 or not rest:
         return docs
     first = min(rest, key=lambda d: rank.get(d, len(rank)))
     return [first] if openers[0] == first and stored[first].tree.n >= floor else docs
@@ -186,41 +187,45 @@ def opening_names(texts: Sequence[str], entities: Sequence[str]) -> list[str]:
 
 
 def lexical_questions(query: str, entities: Sequence[str], stored: Mapping[str, StoredTree],
-                      docs: Sequence[str]) -> dict[str, str]:
+                      docs: Sequence[str], titled: Callable[[str], bool] | None = None
+                      ) -> dict[str, str]:
     """doc_id -> the text BM25 scores a gated document's nodes with (DOCS: those rule 62
     gates in, `opening_vectors`' keys): QUERY less the ENTITIES that the opening of any
     of DOCS writes (`opening_names`; also where later leaves write them: a report's body
     names its company in sentences that are not the answer; rules 80 and 81), its own
     or another gated document's (two reports compared: the other company's name is no
     unit's either; rule 82), unless a part of it is `titled_by` one of ENTITIES (an entry
-    about the name, whose opening is its evidence: it keeps the question)."""
+    about the name, whose opening is its evidence: it keeps the question). TITLED: doc_id
+    -> whether it is (default: `titled_by` read here)."""
     written = {e for d in docs for e in opening_names(stored[d].texts, entities)}
     drop = [e for e in entities if e in written]
     if not drop:
         return {}
+    titled = titled or (lambda d: titled_by(stored[d].texts, entities))
     free = name_free(query, drop)
-    return {d: free for d in docs if not titled_by(stored[d].texts, entities)}
+    return {d: free for d in docs if not titled(d)}
 
 
 def opening_vectors(query: str, qvec: np.ndarray, entities: Sequence[str],
                     stored: Mapping[str, StoredTree],
                     embed: Callable[[list[str]], np.ndarray], floor: int = NAME_FREE_LEAVES,
-                    share: float = NAME_FREE_SHARE) -> dict[str, np.ndarray]:
+                    share: float = NAME_FREE_SHARE,
+                    titled: Callable[[str], bool] | None = None) -> dict[str, np.ndarray]:
     """doc_id -> the `blend` of QUERY (QVEC; ENTITIES: its `question_entities`) for each
     document of STORED that `opens_with` them, the name-free question at SHARE (rule 77)
     or at half in a document `titled_by` one of ENTITIES; {} when none opens with them or
     the question less its names and its openings' words (`opening_words`, rule 72) has no
-    word left or is the same. EMBED encodes the name-free question, only then."""
+    word left or is the same. EMBED encodes the name-free question, only then. TITLED:
+    doc_id -> whether it is `titled_by` one of ENTITIES (default: read here)."""
     if not entities:
         return {}
+    titled = titled or (lambda d: titled_by(stored[d].texts, entities))
     docs = [d for d, st in stored.items() if opens_with(st.texts, st.tree.n, entities, floor)]
     free = name_free(query, [*entities, *opening_words(stored, docs)]) if docs else ""
     if not _WORD.search(free) or free == query:
         return {}
     vector = embed([free])[0]
-    return {d: blend(qvec, vector,
-                     TITLED_SHARE if titled_by(stored[d].texts, entities) else share)
-            for d in docs}
+    return {d: blend(qvec, vector, TITLED_SHARE if titled(d) else share) for d in docs}
 
 
 def own_questions(query: str, qvec: np.ndarray, stored: Mapping[str, StoredTree],
@@ -230,8 +235,17 @@ def own_questions(query: str, qvec: np.ndarray, stored: Mapping[str, StoredTree]
     the documents rule 62 gates in are scored with instead of the question, as the
     Retriever and the evaluation both score them (rules 62 and 80-82)."""
     entities = question_entities(query)
-    own = opening_vectors(query, qvec, entities, stored, embed, floor)
-    return own, (lexical_questions(query, entities, stored, list(own)) or None) if own else None
+    seen: dict[str, bool] = {}
+
+    def titled(d: str) -> bool:  # read once per document for both
+        if d not in seen:
+            seen[d] = titled_by(stored[d].texts, entities)
+        return seen[d]
+
+    own = opening_vectors(query, qvec, entities, stored, embed, floor, titled=titled)
+    if not own:
+        return own, None
+    return own, lexical_questions(query, entities, stored, list(own), titled=titled) or None
 
 
 __all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "NAME_FREE_SHARE", "OPENING_CHARS",
