@@ -1,8 +1,8 @@
 """The corpus-wide search with rules 62 and 65 on (the defaults) and off
 (`name_free_leaves` 0, `alone_opening_leaves` 0), alternating per question in one
 process, over a `bench/query_growth.py` database (stop 78). The two settings also gate
-rules 68, 70, 72 and 77 (stop 80); LanceDB's own nearest-node search runs in the same
-passes.
+rules 68, 70, 72 and 77 (stop 80) and 80-83 (stops 81-82); LanceDB's own nearest-node
+search runs in the same passes.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/research/rules_toggle.py /tmp/growth/docs-100000/db
     HF_HUB_OFFLINE=1 .venv/bin/python bench/research/rules_toggle.py DB --floors
