@@ -40,7 +40,12 @@ ROOT = Path(__file__).resolve().parents[2]
 WRITTEN = ROOT / "out" / "lookalike"
 POOL = ROOT / "data" / "lookalike-reports"
 CLUSTERS = {"train": ("fin-a", "law-a", "med-a"), "dev": ("fin-b", "law-b", "med-b"),
-            "test": ("fin-c", "law-c", "med-c")}
+            "test": ("fin-c", "law-c", "med-c"), "holdout": ("fin-d", "law-d", "med-d")}
+#: Each split's pool: the clusters written up to it (train and dev share one).
+POOLS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl",
+         "holdout": "holdout.docs.jsonl"}
+DATABASES = {"train": "db-lookalike", "dev": "db-lookalike", "test": "db-lookalike-test",
+             "holdout": "db-lookalike-holdout"}
 OUT = ROOT / "out" / "lookalike-runs"
 
 
@@ -72,9 +77,11 @@ def build() -> None:
         with open(POOL / f"{split}.queries.jsonl", "w", encoding="utf-8") as f:
             f.writelines(json.dumps(q) + "\n" for q in queries)
         print(f"{split}: {len(queries)} questions")
-    first = {d: t for d, t in docs.items() if not d.split("-")[1].startswith("c")}
-    for name, pool in (("docs.jsonl", first), ("test.docs.jsonl", docs)):
-        if name == "test.docs.jsonl" and len(pool) == len(first):
+    for name in sorted(set(POOLS.values())):
+        upto = max(i for i, s in enumerate(CLUSTERS) if POOLS[s] == name)
+        held = {c for s in list(CLUSTERS)[: upto + 1] for c in CLUSTERS[s]}
+        pool = {d: t for d, t in docs.items() if d.rsplit("-", 1)[0] in held}
+        if not held <= {d.rsplit("-", 1)[0] for d in docs}:
             continue
         with open(POOL / name, "w", encoding="utf-8") as f:
             f.writelines(json.dumps({"doc_id": d, "text": t}) + "\n" for d, t in pool.items())
@@ -87,9 +94,7 @@ def run(split: str, label: str, budgets: bool = False) -> Path:
 
     out = OUT / f"{split}-{label}"
     if not (out / "results.json").is_file():
-        test = split == "test"
-        docs = POOL / ("test.docs.jsonl" if test else "docs.jsonl")
-        db = ROOT / "out" / ("db-lookalike-test" if test else "db-lookalike")
+        docs, db = POOL / POOLS[split], ROOT / "out" / DATABASES[split]
         code = main(["evaluate", "--docs", str(docs), "--queries",
                      str(POOL / f"{split}.queries.jsonl"), "--db", str(db),
                      "--corpus-wide", "--modes", "tree", "leaves",
@@ -106,7 +111,7 @@ def report(path: Path, split: str) -> None:
             if " [database " in r["name"]}
     types = {q["qid"]: q["type"] for q in map(json.loads, open(POOL /
                                                                 f"{split}.queries.jsonl"))}
-    for kind in ("all", "one-named", "one-described", "two"):
+    for kind in ("all", "one-named", "one-described", "two", "two-described"):
         cells = []
         for metric in ("ie", "char_ie"):
             per = {}
@@ -114,18 +119,21 @@ def report(path: Path, split: str) -> None:
                 pq = rows[row]["per_query"]
                 per[row] = {q: v for q, v in zip(pq["qid"], pq[metric], strict=True)
                             if kind == "all" or types[q] == kind}
+            if not per["tree"]:
+                break
             w, c = (np.mean(list(per[r].values())) * 100 for r in ("tree", "tree corpus-wide"))
             d = 100 * np.array([per["tree corpus-wide"][q] - per["tree"][q] for q in per["tree"]])
             se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
             cells.append(f"{metric} {w:.2f} / {c:.2f} ({c / w if w else 0:.3f}x; "
                          f"{d.mean():+.2f} +/- {se:.2f})")
-        print(f"  {kind:13} n {len(per['tree']):3d}  " + "  ".join(cells))
+        if cells:
+            print(f"  {kind:13} n {len(per['tree']):3d}  " + "  ".join(cells))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", action="store_true")
-    ap.add_argument("--run", choices=("train", "dev", "test"))
+    ap.add_argument("--run", choices=tuple(CLUSTERS))
     ap.add_argument("--label", default="today")
     ap.add_argument("--budgets", action="store_true",
                     help="also the contexts under 500, 1,000 and 2,000 characters")
