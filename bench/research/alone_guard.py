@@ -42,7 +42,11 @@ the shipped `SearchedDocuments` in this process:
   entities keeps the blend; `share0.625`, `share0.75`, `share0.875` (rule 76): the
   name-free question's share of rule 72's blend; `titledpart0.75`, `titledpart1` (rule
   77): that share, but a document with a line that is one of the question's entities
-  keeps the blend; `before77` the search before rule 77 once it is the default.
+  keeps the blend; `before77` the search before rule 77 once it is the default;
+  `firstopener` (rule 84): an entity two or more writers open with is kept to its first
+  writer in the first stage's order when that one opens with it; `firstguard`: that, and
+  "alone" waits while an entity names no document though searched ones write it;
+  `firstguard2`: that, and while an entity is written by no searched document.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -66,6 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402
 
 from sproutrag.learn.metrics import gold_units, score_query  # noqa: E402
+from sproutrag.search import name_free as N  # noqa: E402
 from sproutrag.search import searched as S  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
 from sproutrag.search.name_free import opening_vectors, opens_with  # noqa: E402
@@ -95,6 +100,8 @@ FREETITLED = "freetitled"
 SHARES = {"share0.625": 0.625, "share0.75": 0.75, "share0.875": 0.875}
 #: Rule 77's variants (`--variants titledpart0.75 titledpart1`).
 TITLED_PARTS = {"titledpart0.75": 0.75, "titledpart1": 1.0}
+#: Rule 84's variants (`--variants firstopener firstguard firstguard2`).
+FIRST_OPENER, FIRST_GUARD, FIRST_GUARD2 = "firstopener", "firstguard", "firstguard2"
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -106,6 +113,7 @@ KS = (1, 3, 5)
 
 _today_alone = S.SearchedDocuments.alone
 _today_holders = S.SearchedDocuments.holders
+_today_own = N._own
 #: The rule 62 vectors as `opening_vectors` gives them. Since rule 80 the product calls
 #: them through `name_free.own_questions`, so the variants below that replace
 #: `S.opening_vectors` (rules 72-77) act only at the commits they ran at (docs/whole-corpus.md).
@@ -307,12 +315,50 @@ def _kept_alone(self, found, query):
     return docs + [d for d in found.docs if d in added]
 
 
+def _first_opener_own(docs, openers, stored, rank, floor, others=()):
+    """`name_free._own`, but with two or more OPENERS the entity is kept to its first
+    writer by RANK (not among OTHERS) when that writer is one of them and holds FLOOR
+    leaves (rule 84)."""
+    rest = [d for d in docs if d not in others]
+    if len(docs) < 2 or not openers or not rest:
+        return docs
+    first = min(rest, key=lambda d: rank.get(d, len(rank)))
+    return [first] if first in openers and stored[first].tree.n >= floor else docs
+
+
+def _first_guarded_alone(self, found, query, unwritten=False):
+    """`alone`, but None while an entity that searched documents write names none of them
+    and none of its writers is named, after the lead (rule 84's `firstguard`); with
+    UNWRITTEN, also while an entity is written by no searched document (`firstguard2`)."""
+    docs = _today_alone(self, found, query)
+    if docs is None:
+        return None
+    holders, _ = self.holders(query, found.loaded, True, found.docs)
+    named = set(found.named)
+    if any(ds and not named.intersection(ds) for ds in holders.values()):
+        return None
+    if unwritten and found.unwritten:
+        return None
+    return docs
+
+
+def _first_guarded2_alone(self, found, query):
+    return _first_guarded_alone(self, found, query, unwritten=True)
+
+
 def patch(variant: str, r=None) -> None:
     if r is not None:  # rule 62's floor: 16 for rule 68, 32 before it, else the default
         floor = {FLOOR16: 16, FLOOR32: 32}.get(variant, r.name_free_leaves_today)
         r.searching.settings = replace(r.searching.settings, name_free_leaves=floor)
     S.SearchedDocuments.alone = _today_alone
     S.SearchedDocuments.holders = _today_holders
+    N._own = _today_own
+    if variant in (FIRST_OPENER, FIRST_GUARD, FIRST_GUARD2):
+        N._own = _first_opener_own
+    if variant == FIRST_GUARD:
+        S.SearchedDocuments.alone = _first_guarded_alone
+    if variant == FIRST_GUARD2:
+        S.SearchedDocuments.alone = _first_guarded2_alone
     if variant in ("opening", "both"):
         S.SearchedDocuments.holders = _opening_holders
     if variant in ("guard", "both"):

@@ -114,15 +114,17 @@ def all_open_with(stored: Mapping[str, StoredTree], named: Sequence[str],
 def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTree],
                 order: Sequence[str], floor: int) -> dict[str, list[str]]:
     """HOLDERS (entity -> the documents of STORED that write it, `entity_holders`) with
-    each entity that two or more write kept to its own document, when one is clear: the
-    only writer whose opening writes the entity (`opens_with`), when it holds at least
-    FLOOR leaves (0: no entity is kept) and comes first in ORDER (the first stage's) of
-    the entity's writers. A competitor's report cites a company; the company's own report
-    opens with its name, and the question's whole match ranks it first (rule 70). Then
-    the same again for each entity still written by two or more, with the writers that
-    another entity of the question names (its only writer now) left out of the lead: in
-    a comparison of two reports, the report that cites its competitor ranks first as its
-    own subject's, and the competitor's own report is the second subject's (rule 83)."""
+    each entity that two or more write kept to its own document, when one is clear: its
+    first writer in ORDER (the first stage's), when that writer's opening writes the
+    entity (`opens_with`) and it holds at least FLOOR leaves (0: no entity is kept). A
+    competitor's report cites a company; the company's own report opens with its name,
+    and the question's whole match ranks it first (rule 70). Where several writers open
+    with the name (a trial and a court case both called "Haldane"), the question's whole
+    match tells them apart too (rule 84). Then the same again for each entity still
+    written by two or more, with the writers that another entity of the question names
+    (its only writer now) left out of the lead: in a comparison of two reports, the
+    report that cites its competitor ranks first as its own subject's, and the
+    competitor's own report is the second subject's (rule 83)."""
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
@@ -139,14 +141,14 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
 
 def _own(docs: list[str], openers: Sequence[str], stored: Mapping[str, StoredTree],
          rank: Mapping[str, int], floor: int, others: Collection[str] = ()) -> list[str]:
-    """DOCS (an entity's writers) kept to OPENERS' one (the only writer whose opening
-    writes the entity), when it holds FLOOR leaves and comes first by RANK of the writers
-    not among OTHERS; else DOCS (`own_writers`)."""
+    """DOCS (an entity's writers) kept to the first by RANK of those not among OTHERS,
+    when it is one of OPENERS (the writers whose opening writes the entity) and holds
+    FLOOR leaves; else DOCS (`own_writers`)."""
     rest = [d for d in docs if d not in others]
-    if len(docs) < 2 or len(openers) != 1 or not rest:
+    if len(docs) < 2 or not openers or not rest:
         return docs
     first = min(rest, key=lambda d: rank.get(d, len(rank)))
-    return [first] if openers[0] == first and stored[first].tree.n >= floor else docs
+    return [first] if first in openers and stored[first].tree.n >= floor else docs
 
 
 def blend(qvec: np.ndarray, free: np.ndarray, share: float = 0.5) -> np.ndarray:

@@ -15,23 +15,22 @@ over the whole corpus searches the first stage's ranked choice, and with it:
 - at most FETCH_MENTIONED documents the first stage missed are searched too when one is
   the only document of the corpus whose text writes an entity of the question
   (`mentioned_elsewhere`; rule 27);
-- when two or more searched documents are so mentioned and hold ANCHOR_LEAVES leaves
-  together, the statistics come from them instead (`anchor`, `mention_statistics`;
-  rule 29);
+- when two or more searched documents so mentioned hold ANCHOR_LEAVES leaves together,
+  the statistics come from them instead (`anchor`, `mention_statistics`; rule 29);
 - when the mentioned documents, one or more, hold ANCHOR_LEAVES leaves together, only
   they are searched, as a query restricted to their doc_ids would search them
   (`mention_alone`; rule 31), or ALONE_OPENING_LEAVES when each writes an entity of the
   question in its opening (`alone_opening_leaves`; rule 65).
-- an entity two or more searched documents write names its own document: the one that
-  alone writes it in its opening, when it holds ALONE_OPENING_LEAVES leaves and leads
-  them in the first stage's order (`name_free.own_writers`; rule 70).
+- an entity two or more searched documents write names its own document, the first of
+  them in the first stage's order, when its opening writes the entity and it holds
+  ALONE_OPENING_LEAVES leaves (`name_free.own_writers`; rules 70, 83 and 84); while one
+  they write names none of them, "alone" waits (rule 84).
 
 A searched document of at least NAME_FREE_LEAVES leaves whose opening writes an entity of
 the question is scored with the question's vector blended with the question less its
 names and its openings' words, and by BM25 with the question less the names its opening
-writes (`sproutrag.search.name_free`; rules 62, 72, 77 and 80-82), with doc_ids too.
-
-The eleven settings are one `CorpusWideSettings`.
+writes (`sproutrag.search.name_free`; rules 62, 72, 77 and 80-82), with doc_ids too. The
+twelve settings are one `CorpusWideSettings`.
 
 `SearchedDocuments.find` returns all of it as one `Searched`; the Retriever's modes and
 its context score it.
@@ -91,9 +90,9 @@ class Searched(NamedTuple):
     the question names (NAMED, `named_by`), whether they hold `anchor_leaves` leaves
     together (LONG: rules 29-31 act on it), its entities that no searched document
     writes (UNWRITTEN: what `mentioned_elsewhere` looks up), the vectors that replace
-    the question's for some documents' nodes (VECTORS: `opening_vectors`, rule 62) and
-    the texts that replace it in their BM25 (QUESTIONS: `lexical_questions`, rule 82; None:
-    none)."""
+    the question's for some documents' nodes (VECTORS: `opening_vectors`, rule 62), the
+    texts that replace it in their BM25 (QUESTIONS: `lexical_questions`, rule 82; None:
+    none) and whether an entity searched documents write names none of them (UNNAMED)."""
 
     docs: list[str]
     loaded: dict[str, tuple[str, StoredTree]]
@@ -107,6 +106,7 @@ class Searched(NamedTuple):
     unwritten: tuple[str, ...] = ()
     vectors: dict[str, np.ndarray] | None = None
     questions: dict[str, str] | None = None
+    unnamed: bool = False
 
     @property
     def stored(self) -> dict[str, StoredTree]:
@@ -236,8 +236,8 @@ class SearchedDocuments:
         together, or `alone_opening_leaves` with each opening with one of its entities: a
         corpus-wide query then searches only them, as one restricted to their doc_ids
         would (their own statistics, no weights; docs/whole-corpus.md, rules 31 and 65);
-        else None."""
-        if not (self.settings.mention_alone and found.named):
+        else None, and None while an entity names no document (`unnamed`; rule 84)."""
+        if not (self.settings.mention_alone and found.named) or found.unnamed:
             return None
         if found.long or self.opening_named(found, query):
             return [d for d in found.docs if d in found.named]
@@ -271,7 +271,8 @@ class SearchedDocuments:
         return Searched(list(docs), loaded, texts_read, lexical,
                         self.links(query, loaded, ranked, named, long),
                         self.anchor(docs, stored, ranked, named, long), None, tuple(named),
-                        long, tuple(e for e, ds in holders.items() if not ds))
+                        long, tuple(e for e, ds in holders.items() if not ds),
+                        unnamed=any(ds and not set(ds) & set(named) for ds in holders.values()))
 
     def long(self, named: Collection[str], stored: Mapping[str, StoredTree]) -> bool:
         """Whether the documents the question NAMES (all in STORED) hold `anchor_leaves`

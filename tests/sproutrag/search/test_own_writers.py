@@ -1,6 +1,8 @@
-"""Rules 70 and 83 (docs/whole-corpus.md): a name two searched documents write names its own
-long document, the one that opens with it and leads its writers in the first stage's
-order, another subject's own document left out of the lead (`name_free.own_writers`)."""
+"""Rules 70, 83 and 84 (docs/whole-corpus.md): a name two searched documents write names its
+own long document, the first of its writers in the first stage's order when that one
+opens with it, another subject's own document left out of the lead
+(`name_free.own_writers`); while a name that searched documents write names none of them,
+the named documents are not searched alone (rule 84)."""
 
 from __future__ import annotations
 
@@ -108,8 +110,11 @@ def test_own_writers_keeps_an_entity_to_its_one_leading_opener():
     assert own_writers(two, trees, ["b", "a"], 16) == two  # a citing document leads
     assert own_writers(two, trees, ["a", "b"], 21) == two  # below the floor
     assert own_writers(two, trees, ["a", "b"], 0) == two  # off
-    both = {"acme holdings": ["a", "c"]}  # two open with it: neither is kept alone
-    assert own_writers(both, trees, ["a", "c"], 16) == both
+    both = {"acme holdings": ["a", "c"]}  # two open with it: the first in order (rule 84)
+    assert own_writers(both, trees, ["a", "c"], 16) == {"acme holdings": ["a"]}
+    assert own_writers(both, trees, ["c", "a"], 16) == {"acme holdings": ["c"]}
+    three = {"acme holdings": ["a", "b", "c"]}  # a citing writer leads the two openers
+    assert own_writers(three, trees, ["b", "a", "c"], 16) == three
     one = {"acme holdings": ["b"], "borealis": []}  # one writer or none: as they are
     assert own_writers(one, trees, ["a", "b"], 16) == one
 
@@ -170,3 +175,71 @@ def test_a_comparison_searches_both_reports_though_the_leader_cites_the_other(tm
 
     assert hits() == hits(["rival", "acme"])
     assert {d for d, _, _ in hits()} <= {"acme", "rival"}
+
+
+def _namesake_pool(tmp_path, namesake: float, citing: float):
+    """Acme's and Borealis's own agreements (each opens with its name), a court decision
+    that opens with Acme's name too, a look-alike whose last line cites Acme, and one that
+    writes no name; the payment sentences' cosines put Acme's agreement first among
+    Acme's writers unless NAMESAKE or CITING is above 0.8."""
+    from tests.helpers import line_pool
+
+    rng = np.random.default_rng(11)
+    docs = [_agreement("acme", "Supply agreement with Acme Holdings.", "Signed by both.",
+                       0.8, 20, rng),
+            _agreement("borealis", "Supply agreement with Borealis Freight.",
+                       "Signed by both.", 0.85, 20, rng),
+            _agreement("namesake", "Acme Holdings v. Party Nine, a court decision.",
+                       "So ordered.", namesake, 20, rng),
+            _agreement("citing", "Supply agreement with Party Ten.",
+                       "Party Ten buys the same parts as Acme Holdings.", citing, 20, rng),
+            _agreement("other", "Supply agreement with Party Eleven.", "Signed by both.",
+                       0.95, 4, rng)]
+    return line_pool(tmp_path / "db", docs, rng=rng)
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_name_two_documents_open_with_names_the_one_the_question_ranks_first(tmp_path,
+                                                                                mode):
+    """Rule 84: "Acme Holdings" opens Acme's agreement and a court decision alike. The
+    first stage ranks the agreement first of the two, so it is Acme's; the comparison
+    searches both subjects' agreements, as a query restricted to them would (before, the
+    name named neither and Borealis's agreement was searched alone)."""
+    from sproutrag.search.retriever import Retriever
+
+    question = "Which pays sooner, Borealis Freight or Acme Holdings?"
+    db, encoder = _namesake_pool(tmp_path, namesake=0.5, citing=0.3)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, name_free_leaves=0)
+    with r.view.one_view():
+        chosen = r.choose_documents(qvec, None, k=5)
+        found = r.searching.find(question, qvec, chosen, r._resolve()[0], True)
+    assert chosen.index("acme") < chosen.index("namesake")
+    assert sorted(found.docs) == ["acme", "borealis"] and not found.unnamed
+
+    def hits(doc_ids=None):
+        return [(h.doc_id, h.spans, round(h.score, 6))
+                for h in r.search_vector(question, qvec, k=4, mode=mode, doc_ids=doc_ids)]
+
+    assert hits() == hits([d for d in chosen if d in ("acme", "borealis")])
+    assert {d for d, _, _ in hits()} == {"acme", "borealis"}
+
+
+def test_a_name_that_names_no_document_keeps_the_others_from_being_searched_alone(
+        tmp_path):
+    """Rule 84's guard: a look-alike that cites Acme ranks first of Acme's writers and
+    does not open with the name, so "Acme Holdings" names none of its three writers.
+    Borealis's agreement is named, but it is not searched alone: the first stage's
+    documents are, Acme's agreement among them (the weighted search of rules 11-30)."""
+    from sproutrag.search.retriever import Retriever
+
+    question = "Which pays sooner, Borealis Freight or Acme Holdings?"
+    db, encoder = _namesake_pool(tmp_path, namesake=0.5, citing=0.9)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, name_free_leaves=0)
+    with r.view.one_view():
+        chosen = r.choose_documents(qvec, None, k=5)
+        found = r.searching.find(question, qvec, chosen, r._resolve()[0], True)
+    assert chosen.index("citing") < chosen.index("acme")
+    assert found.named == ("borealis",) and found.unnamed
+    assert set(found.docs) == set(chosen) and "acme" in found.docs
