@@ -1,5 +1,5 @@
 """The look-alike reports pool (`data/lookalike-reports`, data/README.md) is what rules
-66-69 of docs/whole-corpus.md were decided on: its files must stay consistent."""
+66-84 of docs/whole-corpus.md were decided on: its files must stay consistent."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 POOL = Path(__file__).resolve().parents[1] / "data" / "lookalike-reports"
-SPLITS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl"}
+SPLITS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl",
+          "holdout": "holdout.docs.jsonl"}
+#: Each split's questions by type (the holdout's clusters add two-described questions).
+KINDS = {"one-named": 18, "one-described": 6, "two": 18}
+HOLDOUT_KINDS = {**KINDS, "two-described": 6}
 
 
 def _lines(name: str) -> list[dict]:
@@ -27,19 +31,30 @@ def test_the_test_pool_holds_the_first_pool_and_three_more_clusters():
     assert all(5000 <= len(t) <= 9000 and t.isascii() for t in every.values())
 
 
+def test_the_holdout_pool_holds_the_test_pool_and_three_more_clusters():
+    test = {d["doc_id"]: d["text"] for d in _lines("test.docs.jsonl")}
+    every = {d["doc_id"]: d["text"] for d in _lines("holdout.docs.jsonl")}
+    assert len(every) == 96 and all(every[d] == t for d, t in test.items())
+    assert {d.rsplit("-", 1)[0] for d in set(every) - set(test)} == {"fin-d", "law-d",
+                                                                      "med-d"}
+    assert all(5000 <= len(t) <= 9000 and t.isascii() for t in every.values())
+
+
 @pytest.mark.parametrize("split", list(SPLITS))
 def test_every_question_has_gold_sentences_inside_its_own_documents(split):
     texts = {d["doc_id"]: d["text"] for d in _lines(SPLITS[split])}
     questions = _lines(f"{split}.queries.jsonl")
-    assert len(questions) == 42 and len({q["qid"] for q in questions}) == 42
-    kinds = {"one-named": 0, "one-described": 0, "two": 0}
+    want = HOLDOUT_KINDS if split == "holdout" else KINDS
+    n = sum(want.values())
+    assert len(questions) == n and len({q["qid"] for q in questions}) == n
+    kinds = dict.fromkeys(want, 0)
     for q in questions:
         kinds[q["type"]] += 1
-        assert len(q["doc_ids"]) == (2 if q["type"] == "two" else 1), q["qid"]
+        assert len(q["doc_ids"]) == (2 if q["type"].startswith("two") else 1), q["qid"]
         assert {g["doc_id"] for g in q["gold"]} == set(q["doc_ids"]), q["qid"]
         for g in q["gold"]:
             text = texts[g["doc_id"]]
             assert 0 <= g["start"] < g["end"] <= len(text), q["qid"]
             quote = text[g["start"]:g["end"]]
             assert quote == quote.strip() and text.count(quote) == 1, q["qid"]
-    assert kinds == {"one-named": 18, "one-described": 6, "two": 18}
+    assert kinds == want
