@@ -36,7 +36,8 @@ their ends:
   is possessive ("Pfizer's"), has a capital after its first letter ("AMD") or is joined
   by "and" or "or" to a name ("Pfizer and Moderna"; rule 59);
 - a person's age ("the 62-year-old patient") is an entity too: it names a case report
-  (rule 51);
+  (rule 51); a place hyphenated to "based", "sponsored" and the like is its place alone
+  and ends its run ("the Boston-based Acme Holdings": "boston", "acme holdings"; rule 85);
 - a title's lower-case words ("to", "by": `entity_words.TITLE_JOINERS`) join its
   capitalised words into one more name after the others ("Welcome to the Show" is also
   "welcome to the show"), when each piece it joins is a name (rule 56); "and" and "or"
@@ -118,6 +119,8 @@ def _runs(query: str, tokens: list[_Token]) -> list[tuple[bool, list[str], list[
     numbered = False  # whether the word before was a name's number
     for at, (m, word, gap, joined, opens) in enumerate(tokens):
         after_number, numbered = numbered, False
+        origin = vocab.ORIGIN.fullmatch(word)
+        word = origin.group(1) if origin else word  # "Tulsa-based": "Tulsa" (rule 85)
         if any(c.isupper() for c in word):
             if current and joined:
                 current.append(word)
@@ -129,6 +132,8 @@ def _runs(query: str, tokens: list[_Token]) -> list[tuple[bool, list[str], list[
             else:
                 current = [word]
                 runs.append((opens, current, [], at))
+            if origin:
+                current = []  # "the Boston-based Acme Holdings": two names
         elif current and joined and word.lower() in vocab.JOINERS:
             current.append(word)
         else:

@@ -48,6 +48,10 @@ SHORT_CODE = re.compile(r"\d[A-Z]|[A-Z]\d")
 #: A roman numeral of I, V and X ("III", "XIV"): alone, a phase's or a class's number.
 ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
 POSSESSIVE = re.compile(r"['’]s$")
+#: A capitalised word hyphenated to where its subject is based: "Tulsa-based",
+#: "Toronto-sponsored". The place is the name, and its run ends there (rule 85).
+ORIGIN = re.compile(r"(\S*[A-Z]\S*)-(?:based|headquartered|sponsored|owned|listed|registered"
+                    r"|born)")
 #: A person's age ("62-year-old", "62 year old", "62-years-old"): it names a case report
 #: (rule 51).
 AGE = re.compile(r"\b([1-9]\d{0,2})[\s-]+years?[\s-]+old\b", re.IGNORECASE)

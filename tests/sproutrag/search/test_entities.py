@@ -370,3 +370,34 @@ def test_a_title_names_its_document_among_look_alikes_that_write_its_pieces():
     query = "Who performed in both Welcome to the Show and the band f(x)?"
     assert mentioned_documents(question_entities(query), texts) == ["show"]
     assert mentioned_documents(["welcome", "show"], texts) == []  # the pieces: none
+
+
+@pytest.mark.parametrize(("query", "entities"), [
+    ("What did the Tulsa-based maker of welding robots report?", ["tulsa"]),
+    ("How much did the Eau Claire, Wisconsin-based bank pay?", ["eau claire", "wisconsin"]),
+    ("What did the Des Moines-based insurer earn?", ["des moines"]),
+    # the place ends its run: the capitalised words after it are a name of their own
+    ("the Toronto-sponsored TRPA1 antagonist trial", ["toronto", "trpa1"]),
+    ("What did the Boston-based Acme Holdings earn?", ["boston", "acme holdings"]),
+    ("Is the Oslo-headquartered sponsor Norwegian?", ["oslo", "norwegian"]),
+    # other hyphenated words are read as before
+    ("What was the C-reactive protein level?", ["c reactive"]),
+    ("What did the Anti-PACAP antibody do?", ["anti pacap"]),
+])
+def test_a_place_before_based_is_a_name_and_the_suffix_is_not(query, entities):
+    """Rule 85: "the Tulsa-based maker" names Tulsa, which the report that is based there
+    writes; "tulsa based", as it was read before, no document writes."""
+    assert question_entities(query) == entities
+
+
+def test_a_described_report_is_named_by_its_place():
+    """Rule 85 with `mentioned_documents`: the report based in Tulsa is the only one that
+    writes "Tulsa", so the question that describes it names it."""
+    from sproutrag.names import words
+
+    texts = {"kestrel": words("Kestrel Robotics annual report. The Company is based in "
+                              "Tulsa, Oklahoma. Backlog was 41 million."),
+             "veldmark": words("Veldmark Machines annual report. The Company is based in "
+                               "Dayton, Ohio. Backlog was 52 million.")}
+    query = "What did the Tulsa-based maker of welding robots report as its backlog?"
+    assert mentioned_documents(question_entities(query), texts) == ["kestrel"]
