@@ -3,7 +3,7 @@ write one (stop 79).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/lookalike_reports.py --build
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/lookalike_reports.py \
-        --run train|dev [--label today]
+        --run train|dev|test|holdout [--label today]
 
 Issue 29 measured its loss on a set the project never sees: 108 finance, law and medical
 reports of similar companies and cases, 300 questions, 43% of them about two documents.
@@ -16,7 +16,10 @@ document, 2 that describe it without its name and 6 that compare two named docum
 The pool is the 48 documents of the `-a` and `-b` clusters; the `-a` clusters' questions
 are the train split, the `-b` clusters' the dev split. Three `-c` clusters, written later
 (stop 79), are a test split of their own: their questions over all 72 documents
-(`test.docs.jsonl`), to check on unseen documents a rule chosen on train and dev.
+(`test.docs.jsonl`), to check on unseen documents a rule chosen on train and dev. Three
+`-d` clusters (stop 83, `out/lookalike/SPEC_D.md`: 16 questions each, also two
+`two-described`) are the holdout split: their questions over all 96 documents
+(`holdout.docs.jsonl`).
 
 `--build` converts the writers' files (`out/lookalike/<cluster>/`, each gold sentence a
 verbatim quote) into `data/lookalike-reports/docs.jsonl` and `{train,dev}.queries.jsonl`
