@@ -64,10 +64,10 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
     if pool == "paragraphs":
         src = SHARED / "hotpotqa-paragraphs"
         return src / f"{split}.docs.jsonl", src / f"{split}.queries.jsonl"
-    if pool == "lookalike":  # data/lookalike-reports (stop 79); test: 72 documents, holdout 96
+    if pool == "lookalike":  # data/lookalike-reports (stop 79); test: 72 documents, holdout 96, holdout2 120
         src = ROOT / "data" / "lookalike-reports"
-        docs = {"test": "test.docs.jsonl", "holdout": "holdout.docs.jsonl"}.get(split,
-                                                                                "docs.jsonl")
+        docs = {"test": "test.docs.jsonl", "holdout": "holdout.docs.jsonl",
+                "holdout2": "holdout2.docs.jsonl"}.get(split, "docs.jsonl")
         return src / docs, src / f"{split}.queries.jsonl"
     if pool == "named-contracts":  # bench/research/named_contracts.py (rule 23)
         src = OUT / "data" / "named-contracts"
