@@ -64,7 +64,7 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
     if pool == "paragraphs":
         src = SHARED / "hotpotqa-paragraphs"
         return src / f"{split}.docs.jsonl", src / f"{split}.queries.jsonl"
-    if pool == "lookalike":  # data/lookalike-reports (stop 79); test: 72 documents, holdout 96, holdout2 120
+    if pool == "lookalike":  # data/lookalike-reports: test 72 documents, holdouts 96 and 120
         src = ROOT / "data" / "lookalike-reports"
         docs = {"test": "test.docs.jsonl", "holdout": "holdout.docs.jsonl",
                 "holdout2": "holdout2.docs.jsonl"}.get(split, "docs.jsonl")
