@@ -46,7 +46,10 @@ the shipped `SearchedDocuments` in this process:
   `firstopener` (rule 84): an entity two or more writers open with is kept to its first
   writer in the first stage's order when that one opens with it; `firstguard`: that, and
   "alone" waits while an entity names no document though searched ones write it;
-  `firstguard2`: that, and while an entity is written by no searched document.
+  `firstguard2`: that, and while an entity is written by no searched document;
+  `guardonly` (rule 86): rule 84's guard with rule 70's single opener; `before84` the
+  search before rule 84; `firstminority` (rule 87): rule 84 while the openers are at
+  most half of the searched documents.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -102,6 +105,11 @@ SHARES = {"share0.625": 0.625, "share0.75": 0.75, "share0.875": 0.875}
 TITLED_PARTS = {"titledpart0.75": 0.75, "titledpart1": 1.0}
 #: Rule 84's variants (`--variants firstopener firstguard firstguard2`).
 FIRST_OPENER, FIRST_GUARD, FIRST_GUARD2 = "firstopener", "firstguard", "firstguard2"
+#: Rule 86's variant (`--variants guardonly`): rule 84's guard without its first part;
+#: `before84` the search before rule 84 once it is the default.
+GUARD_ONLY, BEFORE84 = "guardonly", "before84"
+#: Rule 87's variant (`--variants firstminority`).
+FIRST_MINORITY = "firstminority"
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -326,6 +334,33 @@ def _first_opener_own(docs, openers, stored, rank, floor, others=()):
     return [first] if first in openers and stored[first].tree.n >= floor else docs
 
 
+def _rule70_own(docs, openers, stored, rank, floor, others=()):
+    """`name_free._own` before rule 84: kept only to the single opener."""
+    rest = [d for d in docs if d not in others]
+    if len(docs) < 2 or len(openers) != 1 or not rest:
+        return docs
+    first = min(rest, key=lambda d: rank.get(d, len(rank)))
+    return [first] if openers[0] == first and stored[first].tree.n >= floor else docs
+
+
+def _first_minority_own(docs, openers, stored, rank, floor, others=()):
+    """Rule 84's `_own`, but two or more OPENERS count only while they are at most half
+    of the searched documents (RANK): a word most of them open with is their topic
+    ("Kawasaki" in every case report's title), not a name (rule 87)."""
+    if len(openers) >= 2 and len(openers) > len(rank) / 2:
+        return docs
+    return _first_opener_own(docs, openers, stored, rank, floor, others)
+
+
+def _alone_before84(self, found, query):
+    """`alone` before rule 84's guard."""
+    if not (self.settings.mention_alone and found.named):
+        return None
+    if found.long or self.opening_named(found, query):
+        return [d for d in found.docs if d in found.named]
+    return None
+
+
 def _first_guarded_alone(self, found, query, unwritten=False):
     """`alone`, but None while an entity that searched documents write names none of them
     and none of its writers is named, after the lead (rule 84's `firstguard`); with
@@ -359,6 +394,12 @@ def patch(variant: str, r=None) -> None:
         S.SearchedDocuments.alone = _first_guarded_alone
     if variant == FIRST_GUARD2:
         S.SearchedDocuments.alone = _first_guarded2_alone
+    if variant in (GUARD_ONLY, BEFORE84):
+        N._own = _rule70_own
+    if variant == FIRST_MINORITY:
+        N._own = _first_minority_own
+    if variant == BEFORE84:
+        S.SearchedDocuments.alone = _alone_before84
     if variant in ("opening", "both"):
         S.SearchedDocuments.holders = _opening_holders
     if variant in ("guard", "both"):
