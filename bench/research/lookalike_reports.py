@@ -20,7 +20,8 @@ are the train split, the `-b` clusters' the dev split. Three `-c` clusters, writ
 `-d` clusters (stop 83, `out/lookalike/SPEC_D.md`: 16 questions each, also two
 `two-described`) are the holdout split: their questions over all 96 documents
 (`holdout.docs.jsonl`); three `-e` clusters, written later in stop 83 to the same
-specification, the holdout2 split over all 120 (`holdout2.docs.jsonl`).
+specification, the holdout2 split over all 120 (`holdout2.docs.jsonl`), and three `-f`
+clusters the holdout3 split over all 144 (`holdout3.docs.jsonl`).
 
 `--build` converts the writers' files (`out/lookalike/<cluster>/`, each gold sentence a
 verbatim quote) into `data/lookalike-reports/docs.jsonl` and `{train,dev}.queries.jsonl`
@@ -45,12 +46,14 @@ WRITTEN = ROOT / "out" / "lookalike"
 POOL = ROOT / "data" / "lookalike-reports"
 CLUSTERS = {"train": ("fin-a", "law-a", "med-a"), "dev": ("fin-b", "law-b", "med-b"),
             "test": ("fin-c", "law-c", "med-c"), "holdout": ("fin-d", "law-d", "med-d"),
-            "holdout2": ("fin-e", "law-e", "med-e")}
+            "holdout2": ("fin-e", "law-e", "med-e"), "holdout3": ("fin-f", "law-f", "med-f")}
 #: Each split's pool: the clusters written up to it (train and dev share one).
 POOLS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl",
-         "holdout": "holdout.docs.jsonl", "holdout2": "holdout2.docs.jsonl"}
+         "holdout": "holdout.docs.jsonl", "holdout2": "holdout2.docs.jsonl",
+         "holdout3": "holdout3.docs.jsonl"}
 DATABASES = {"train": "db-lookalike", "dev": "db-lookalike", "test": "db-lookalike-test",
-             "holdout": "db-lookalike-holdout", "holdout2": "db-lookalike-holdout2"}
+             "holdout": "db-lookalike-holdout", "holdout2": "db-lookalike-holdout2",
+             "holdout3": "db-lookalike-holdout3"}
 OUT = ROOT / "out" / "lookalike-runs"
 
 
