@@ -120,7 +120,9 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     competitor's report cites a company; the company's own report opens with its name,
     and the question's whole match ranks it first (rule 70). Where several writers open
     with the name (a trial and a court case both called "Haldane"), the question's whole
-    match tells them apart too (rule 84). Then the same again for each entity still
+    match tells them apart too (rule 84), unless they are more than half of the searched
+    documents: then the word is their topic ("Kawasaki" in every case report's title),
+    and no writer is its own (rule 87). Then the same again for each entity still
     written by two or more, with the writers that another entity of the question names
     (its only writer now) left out of the lead: in a comparison of two reports, the
     report that cites its competitor ranks first as its own subject's, and the
@@ -141,12 +143,15 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
 
 def _own(docs: list[str], openers: Sequence[str], stored: Mapping[str, StoredTree],
          rank: Mapping[str, int], floor: int, others: Collection[str] = ()) -> list[str]:
-    """DOCS (an entity's writers) kept to the first by RANK of those not among OTHERS,
-    when it is one of OPENERS (the writers whose opening writes the entity) and holds
+    """DOCS (an entity's writers) kept to the first by RANK (the searched documents) of
+    those not among OTHERS, when it is one of OPENERS (the writers whose opening writes
+    the entity), they are one or at most half of the searched documents, and it holds
     FLOOR leaves; else DOCS (`own_writers`)."""
     rest = [d for d in docs if d not in others]
     if len(docs) < 2 or not openers or not rest:
         return docs
+    if len(openers) >= 2 and len(openers) > len(rank) / 2:
+        return docs  # a topic most of them open with, no name (rule 87)
     first = min(rest, key=lambda d: rank.get(d, len(rank)))
     return [first] if first in openers and stored[first].tree.n >= floor else docs
 

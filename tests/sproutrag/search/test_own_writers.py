@@ -1,8 +1,9 @@
 """Rules 70, 83 and 84 (docs/whole-corpus.md): a name two searched documents write names its
 own long document, the first of its writers in the first stage's order when that one
 opens with it, another subject's own document left out of the lead
-(`name_free.own_writers`); while a name that searched documents write names none of them,
-the named documents are not searched alone (rule 84)."""
+(`name_free.own_writers`), unless most of the searched documents open with it (a topic,
+rule 87); while a name that searched documents write names none of them, the named
+documents are not searched alone (rule 84)."""
 
 from __future__ import annotations
 
@@ -110,11 +111,41 @@ def test_own_writers_keeps_an_entity_to_its_one_leading_opener():
     assert own_writers(two, trees, ["b", "a"], 16) == two  # a citing document leads
     assert own_writers(two, trees, ["a", "b"], 21) == two  # below the floor
     assert own_writers(two, trees, ["a", "b"], 0) == two  # off
-    both = {"acme holdings": ["a", "c"]}  # two open with it: the first in order (rule 84)
-    assert own_writers(both, trees, ["a", "c"], 16) == {"acme holdings": ["a"]}
-    assert own_writers(both, trees, ["c", "a"], 16) == {"acme holdings": ["c"]}
+    # two open with it, among four searched ("d" writes no name): the first in order
+    both = {"acme holdings": ["a", "c"]}  # (rule 84)
+    assert own_writers(both, trees, ["a", "c", "b", "d"], 16) == {"acme holdings": ["a"]}
+    assert own_writers(both, trees, ["c", "a", "b", "d"], 16) == {"acme holdings": ["c"]}
     three = {"acme holdings": ["a", "b", "c"]}  # a citing writer leads the two openers
-    assert own_writers(three, trees, ["b", "a", "c"], 16) == three
+    assert own_writers(three, trees, ["b", "a", "c", "d"], 16) == three
+    # two openers among three or two searched: most of them, a topic (rule 87)
+    assert own_writers(both, trees, ["a", "c", "b"], 16) == both
+    assert own_writers(both, trees, ["a", "c"], 16) == both
+
+
+def test_a_word_most_searched_documents_open_with_is_their_topic_and_names_none():
+    """Rule 87: "Kawasaki" opens every case report's title, so the first of its writers
+    is no more its own than the others; a name two of five open with still is."""
+    from sproutrag.search.name_free import own_writers
+    from sproutrag.storage.rows import StoredTree
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document
+
+    rng = np.random.default_rng(13)
+
+    def stored(doc_id: str, opening: str, leaves: int = 20) -> StoredTree:
+        lines = [opening] + [f"Finding {i} was recorded." for i in range(leaves - 1)]
+        doc = line_document(doc_id, lines, leaf_vectors(rng, 0.5, leaves, TOY_DIM))
+        return StoredTree(doc_id, doc.tree, doc.spans, lines)
+
+    titles = {f"r{i}": f"Kawasaki disease in a {i + 2}-year-old child." for i in range(4)}
+    titles["other"] = "Measles in a 5-year-old child."
+    trees = {d: stored(d, t) for d, t in titles.items()}
+    order = ["r2", "r0", "other", "r1", "r3"]
+    topic = {"kawasaki": ["r0", "r1", "r2", "r3"]}  # four of five open with it
+    assert own_writers(topic, trees, order, 16) == topic
+    pair = {"kawasaki": ["r0", "r2"]}  # as if only two wrote it: the first is its own
+    assert own_writers(pair, trees, order, 16) == {"kawasaki": ["r2"]}
+    three = {"kawasaki": ["r0", "r1", "r2"]}  # three of five: more than half
+    assert own_writers(three, trees, order, 16) == three
     one = {"acme holdings": ["b"], "borealis": []}  # one writer or none: as they are
     assert own_writers(one, trees, ["a", "b"], 16) == one
 
