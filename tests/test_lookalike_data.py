@@ -10,7 +10,8 @@ import pytest
 
 POOL = Path(__file__).resolve().parents[1] / "data" / "lookalike-reports"
 SPLITS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl",
-          "holdout": "holdout.docs.jsonl"}
+          "holdout": "holdout.docs.jsonl", "holdout2": "holdout2.docs.jsonl",
+          "holdout3": "holdout3.docs.jsonl"}
 #: Each split's questions by type (the holdout's clusters add two-described questions).
 KINDS = {"one-named": 18, "one-described": 6, "two": 18}
 HOLDOUT_KINDS = {**KINDS, "two-described": 6}
@@ -31,12 +32,16 @@ def test_the_test_pool_holds_the_first_pool_and_three_more_clusters():
     assert all(5000 <= len(t) <= 9000 and t.isascii() for t in every.values())
 
 
-def test_the_holdout_pool_holds_the_test_pool_and_three_more_clusters():
-    test = {d["doc_id"]: d["text"] for d in _lines("test.docs.jsonl")}
-    every = {d["doc_id"]: d["text"] for d in _lines("holdout.docs.jsonl")}
-    assert len(every) == 96 and all(every[d] == t for d, t in test.items())
-    assert {d.rsplit("-", 1)[0] for d in set(every) - set(test)} == {"fin-d", "law-d",
-                                                                      "med-d"}
+@pytest.mark.parametrize(("before", "split", "clusters"), [
+    ("test", "holdout", "d"), ("holdout", "holdout2", "e"), ("holdout2", "holdout3", "f")])
+def test_each_holdout_pool_holds_the_pool_before_and_three_more_clusters(before, split,
+                                                                         clusters):
+    earlier = {d["doc_id"]: d["text"] for d in _lines(SPLITS[before])}
+    every = {d["doc_id"]: d["text"] for d in _lines(SPLITS[split])}
+    assert len(every) == len(earlier) + 24
+    assert all(every[d] == t for d, t in earlier.items())  # the same texts, unchanged
+    assert {d.rsplit("-", 1)[0] for d in set(every) - set(earlier)} == {
+        f"{kind}-{clusters}" for kind in ("fin", "law", "med")}
     assert all(5000 <= len(t) <= 9000 and t.isascii() for t in every.values())
 
 
@@ -44,7 +49,7 @@ def test_the_holdout_pool_holds_the_test_pool_and_three_more_clusters():
 def test_every_question_has_gold_sentences_inside_its_own_documents(split):
     texts = {d["doc_id"]: d["text"] for d in _lines(SPLITS[split])}
     questions = _lines(f"{split}.queries.jsonl")
-    want = HOLDOUT_KINDS if split == "holdout" else KINDS
+    want = HOLDOUT_KINDS if split.startswith("holdout") else KINDS
     n = sum(want.values())
     assert len(questions) == n and len({q["qid"] for q in questions}) == n
     kinds = dict.fromkeys(want, 0)
