@@ -4,7 +4,7 @@
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
         --split train|dev [--pools lookalike paragraphs ...] [--variants guard opening both]
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/alone_guard.py \
-        --split dev --timing|--timing70|--timing72|--timing77
+        --split dev --timing|--timing70|--timing72|--timing77|--timing84
 
 Rules 31 and 65 search only the documents the question names (`Searched.named`: an
 entity's only holder among the searched documents) once they are long enough. A
@@ -522,10 +522,10 @@ def alternating_ms(r, queries: list[str], ways: dict, passes: int = 4
 
 
 def timing_before(split: str, before: str, passes: int = 4) -> None:
-    """Rule 70's, 72's or 77's query cost: the look-alike reports' and the named
+    """Rule 70's, 72's, 77's or 84's query cost: the look-alike reports' and the named
     agreements' SPLIT questions, corpus-wide, tree mode, k = 5, encoding included, the
     shipped search and the search before the rule (BEFORE: `before70`, `before72`,
-    `before77`) alternating per question in one process, the order swapped each pass,
+    `before77`, `before84`) alternating per question in one process, the order swapped each pass,
     the first pass not counted."""
     settings, encoder = H.default_encoder()
     for pool in ("lookalike", "named-contracts"):
@@ -550,10 +550,13 @@ def main() -> int:
     ap.add_argument("--timing70", action="store_true", help="rule 70's query cost")
     ap.add_argument("--timing72", action="store_true", help="rule 72's query cost")
     ap.add_argument("--timing77", action="store_true", help="rule 77's query cost")
+    ap.add_argument("--timing84", action="store_true",
+                    help="rules 84 and 87's query cost (against the search before rule 84)")
     ap.add_argument("--tag", default="", help="appended to the runs' file names")
     args = ap.parse_args()
-    if args.timing70 or args.timing72 or args.timing77:
-        before = BEFORE70 if args.timing70 else BEFORE72 if args.timing72 else BEFORE77
+    if args.timing70 or args.timing72 or args.timing77 or args.timing84:
+        before = (BEFORE70 if args.timing70 else BEFORE72 if args.timing72
+                  else BEFORE77 if args.timing77 else BEFORE84)
         timing_before(args.split, before)
         return 0
     if args.timing:
