@@ -229,6 +229,23 @@ def _namesake_pool(tmp_path, namesake: float, citing: float):
     return line_pool(tmp_path / "db", docs, rng=rng)
 
 
+COMPARISON = "Which pays sooner, Borealis Freight or Acme Holdings?"
+
+
+def _namesake_search(tmp_path, citing: float):
+    """(Retriever over `_namesake_pool`, the question's vector, the first stage's choice,
+    what the search of COMPARISON reads)."""
+    from sproutrag.search.retriever import Retriever
+
+    db, encoder = _namesake_pool(tmp_path, namesake=0.5, citing=citing)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, name_free_leaves=0)
+    with r.view.one_view():
+        chosen = r.choose_documents(qvec, None, k=5)
+        return r, qvec, chosen, r.searching.find(COMPARISON, qvec, chosen,
+                                                 r._resolve()[0], True)
+
+
 @pytest.mark.parametrize("mode", ["tree", "leaves"])
 def test_a_name_two_documents_open_with_names_the_one_the_question_ranks_first(tmp_path,
                                                                                 mode):
@@ -236,21 +253,13 @@ def test_a_name_two_documents_open_with_names_the_one_the_question_ranks_first(t
     first stage ranks the agreement first of the two, so it is Acme's; the comparison
     searches both subjects' agreements, as a query restricted to them would (before, the
     name named neither and Borealis's agreement was searched alone)."""
-    from sproutrag.search.retriever import Retriever
-
-    question = "Which pays sooner, Borealis Freight or Acme Holdings?"
-    db, encoder = _namesake_pool(tmp_path, namesake=0.5, citing=0.3)
-    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
-    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, name_free_leaves=0)
-    with r.view.one_view():
-        chosen = r.choose_documents(qvec, None, k=5)
-        found = r.searching.find(question, qvec, chosen, r._resolve()[0], True)
+    r, qvec, chosen, found = _namesake_search(tmp_path, citing=0.3)
     assert chosen.index("acme") < chosen.index("namesake")
     assert sorted(found.docs) == ["acme", "borealis"] and not found.unnamed
 
     def hits(doc_ids=None):
         return [(h.doc_id, h.spans, round(h.score, 6))
-                for h in r.search_vector(question, qvec, k=4, mode=mode, doc_ids=doc_ids)]
+                for h in r.search_vector(COMPARISON, qvec, k=4, mode=mode, doc_ids=doc_ids)]
 
     assert hits() == hits([d for d in chosen if d in ("acme", "borealis")])
     assert {d for d, _, _ in hits()} == {"acme", "borealis"}
@@ -262,15 +271,7 @@ def test_a_name_that_names_no_document_keeps_the_others_from_being_searched_alon
     does not open with the name, so "Acme Holdings" names none of its three writers.
     Borealis's agreement is named, but it is not searched alone: the first stage's
     documents are, Acme's agreement among them (the weighted search of rules 11-30)."""
-    from sproutrag.search.retriever import Retriever
-
-    question = "Which pays sooner, Borealis Freight or Acme Holdings?"
-    db, encoder = _namesake_pool(tmp_path, namesake=0.5, citing=0.9)
-    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
-    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=5, name_free_leaves=0)
-    with r.view.one_view():
-        chosen = r.choose_documents(qvec, None, k=5)
-        found = r.searching.find(question, qvec, chosen, r._resolve()[0], True)
+    _, _, chosen, found = _namesake_search(tmp_path, citing=0.9)
     assert chosen.index("citing") < chosen.index("acme")
     assert found.named == ("borealis",) and found.unnamed
     assert set(found.docs) == set(chosen) and "acme" in found.docs
