@@ -17,7 +17,7 @@ The pool is the 48 documents of the `-a` and `-b` clusters; the `-a` clusters' q
 are the train split, the `-b` clusters' the dev split. Three `-c` clusters, written later
 (stop 79), are a test split of their own: their questions over all 72 documents
 (`test.docs.jsonl`), to check on unseen documents a rule chosen on train and dev. Three
-`-d` clusters (stop 83, `out/lookalike/SPEC_D.md`: 16 questions each, also two
+`-d` clusters (stop 83, `bench/research/lookalike_spec.md`: 16 questions each, also two
 `two-described`) are the holdout split: their questions over all 96 documents
 (`holdout.docs.jsonl`); three `-e` clusters, written later in stop 83 to the same
 specification, the holdout2 split over all 120 (`holdout2.docs.jsonl`), and three `-f`
