@@ -49,7 +49,10 @@ the shipped `SearchedDocuments` in this process:
   `firstguard2`: that, and while an entity is written by no searched document;
   `guardonly` (rule 86): rule 84's guard with rule 70's single opener; `before84` the
   search before rule 84; `firstminority` (rule 87): rule 84 while the openers are at
-  most half of the searched documents.
+  most half of the searched documents; `pairopener` (rule 88): an entity left with two
+  or more writers kept to its single opener whatever its rank, when that opener's
+  opening also writes another of the question's entities; `soleopener` the same without
+  the second entity.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -110,6 +113,8 @@ FIRST_OPENER, FIRST_GUARD, FIRST_GUARD2 = "firstopener", "firstguard", "firstgua
 GUARD_ONLY, BEFORE84 = "guardonly", "before84"
 #: Rule 87's variant (`--variants firstminority`).
 FIRST_MINORITY = "firstminority"
+#: Rule 88's variants (`--variants pairopener soleopener`).
+PAIR_OPENER, SOLE_OPENER = "pairopener", "soleopener"
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -122,6 +127,7 @@ KS = (1, 3, 5)
 _today_alone = S.SearchedDocuments.alone
 _today_holders = S.SearchedDocuments.holders
 _today_own = N._own
+_today_own_writers = S.own_writers
 #: The rule 62 vectors as `opening_vectors` gives them. Since rule 80 the product calls
 #: them through `name_free.own_questions`, so the variants below that replace
 #: `S.opening_vectors` (rules 72-77) act only at the commits they ran at (docs/whole-corpus.md).
@@ -352,6 +358,31 @@ def _first_minority_own(docs, openers, stored, rank, floor, others=()):
     return _first_opener_own(docs, openers, stored, rank, floor, others)
 
 
+def _opener_own_writers(pair: bool):
+    """`own_writers`, then each entity it leaves with two or more writers kept to its
+    single opener (holding FLOOR leaves) whatever its rank; with PAIR only when that
+    opener's opening also writes another entity of the question it writes, neither a part
+    of the other (rule 88: `pairopener`; `soleopener` without PAIR)."""
+    def own(holders, stored, order, floor):
+        kept = _today_own_writers(holders, stored, order, floor)
+        if floor <= 0:
+            return kept
+        def opens(d, e):
+            return opens_with(stored[d].texts, stored[d].tree.n, [e], floor=1)
+        for e, docs in kept.items():
+            if len(docs) < 2:
+                continue
+            openers = [d for d in docs if opens(d, e)]
+            if len(openers) != 1 or stored[openers[0]].tree.n < floor:
+                continue
+            o = openers[0]
+            if not pair or any(f != e and f not in e and e not in f and o in ds and opens(o, f)
+                               for f, ds in holders.items()):
+                kept[e] = [o]
+        return kept
+    return own
+
+
 def _alone_before84(self, found, query):
     """`alone` before rule 84's guard."""
     if not (self.settings.mention_alone and found.named):
@@ -388,6 +419,9 @@ def patch(variant: str, r=None) -> None:
     S.SearchedDocuments.alone = _today_alone
     S.SearchedDocuments.holders = _today_holders
     N._own = _today_own
+    S.own_writers = _today_own_writers
+    if variant in (PAIR_OPENER, SOLE_OPENER):
+        S.own_writers = _opener_own_writers(variant == PAIR_OPENER)
     if variant in (FIRST_OPENER, FIRST_GUARD, FIRST_GUARD2):
         N._own = _first_opener_own
     if variant == FIRST_GUARD:

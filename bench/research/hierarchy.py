@@ -67,7 +67,8 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
     if pool == "lookalike":  # data/lookalike-reports: test 72 documents, holdouts 96, 120, 144
         src = ROOT / "data" / "lookalike-reports"
         docs = {"test": "test.docs.jsonl", "holdout": "holdout.docs.jsonl",
-                "holdout2": "holdout2.docs.jsonl", "holdout3": "holdout3.docs.jsonl"
+                "holdout2": "holdout2.docs.jsonl", "holdout3": "holdout3.docs.jsonl",
+                "holdout4": "holdout4.docs.jsonl"
                 }.get(split, "docs.jsonl")
         return src / docs, src / f"{split}.queries.jsonl"
     if pool == "named-contracts":  # bench/research/named_contracts.py (rule 23)

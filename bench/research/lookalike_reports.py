@@ -46,24 +46,28 @@ WRITTEN = ROOT / "out" / "lookalike"
 POOL = ROOT / "data" / "lookalike-reports"
 CLUSTERS = {"train": ("fin-a", "law-a", "med-a"), "dev": ("fin-b", "law-b", "med-b"),
             "test": ("fin-c", "law-c", "med-c"), "holdout": ("fin-d", "law-d", "med-d"),
-            "holdout2": ("fin-e", "law-e", "med-e"), "holdout3": ("fin-f", "law-f", "med-f")}
+            "holdout2": ("fin-e", "law-e", "med-e"), "holdout3": ("fin-f", "law-f", "med-f"),
+            "holdout4": ("fin-g", "law-g", "med-g")}
 #: Each split's pool: the clusters written up to it (train and dev share one).
 POOLS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl",
          "holdout": "holdout.docs.jsonl", "holdout2": "holdout2.docs.jsonl",
-         "holdout3": "holdout3.docs.jsonl"}
+         "holdout3": "holdout3.docs.jsonl", "holdout4": "holdout4.docs.jsonl"}
 DATABASES = {"train": "db-lookalike", "dev": "db-lookalike", "test": "db-lookalike-test",
              "holdout": "db-lookalike-holdout", "holdout2": "db-lookalike-holdout2",
-             "holdout3": "db-lookalike-holdout3"}
+             "holdout3": "db-lookalike-holdout3", "holdout4": "db-lookalike-holdout4"}
 OUT = ROOT / "out" / "lookalike-runs"
 
 
 def build() -> None:
     """The writers' clusters as one pool with character spans."""
     POOL.mkdir(parents=True, exist_ok=True)
-    docs: dict[str, str] = {}
+    docs: dict[str, str] = {}  # the pools built before, then the writers' files over them
+    for name in sorted(set(POOLS.values())):
+        if (POOL / name).is_file():
+            docs.update((o["doc_id"], o["text"]) for o in map(json.loads, open(POOL / name)))
     for split, clusters in CLUSTERS.items():
         if not all((WRITTEN / c / "docs.jsonl").is_file() for c in clusters):
-            print(f"{split}: not written")
+            print(f"{split}: writers' files not here (its pool files stay as they are)")
             continue
         queries = []
         for c in clusters:
