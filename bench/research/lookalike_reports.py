@@ -3,7 +3,7 @@ write one (stop 79).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/lookalike_reports.py --build
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/lookalike_reports.py \
-        --run train|dev|test|holdout [--label today]
+        --run train|dev|test|holdout|holdout2|holdout3|holdout4 [--label today]
 
 Issue 29 measured its loss on a set the project never sees: 108 finance, law and medical
 reports of similar companies and cases, 300 questions, 43% of them about two documents.
@@ -21,11 +21,15 @@ are the train split, the `-b` clusters' the dev split. Three `-c` clusters, writ
 `two-described`) are the holdout split: their questions over all 96 documents
 (`holdout.docs.jsonl`); three `-e` clusters, written later in stop 83 to the same
 specification, the holdout2 split over all 120 (`holdout2.docs.jsonl`), and three `-f`
-clusters the holdout3 split over all 144 (`holdout3.docs.jsonl`).
+clusters the holdout3 split over all 144 (`holdout3.docs.jsonl`); three `-g` clusters
+(stop 84: utilities' reports, malpractice appeals, takotsubo case reports) the holdout4
+split over all 168 (`holdout4.docs.jsonl`). `bench/research/lookalike_check.py DIR` checks
+a writer's cluster.
 
 `--build` converts the writers' files (`out/lookalike/<cluster>/`, each gold sentence a
 verbatim quote) into `data/lookalike-reports/docs.jsonl` and `{train,dev}.queries.jsonl`
-(gold as character spans). `--run` indexes the pool (`out/db-lookalike`) and runs
+(gold as character spans); a split whose writers' files are gone keeps its files, and its
+documents come from them. `--run` indexes the pool (`out/db-lookalike`) and runs
 `sproutrag evaluate --db --corpus-wide --modes tree leaves` on a split (with
 `--budgets`, also the contexts under 500, 1,000 and 2,000 characters), then prints the
 tree rows within and corpus-wide (unit IE, char-IE, their ratio) by question type.
