@@ -52,7 +52,9 @@ the shipped `SearchedDocuments` in this process:
   most half of the searched documents; `pairopener` (rule 88): an entity left with two
   or more writers kept to its single opener whatever its rank, when that opener's
   opening also writes another of the question's entities; `soleopener` the same without
-  the second entity.
+  the second entity; `rankfirst` (rule 89): `pairopener`, then an entity still left with
+  two or more writers, at most half of the searched documents, kept to its first writer
+  in the first stage's order.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -115,6 +117,8 @@ GUARD_ONLY, BEFORE84 = "guardonly", "before84"
 FIRST_MINORITY = "firstminority"
 #: Rule 88's variants (`--variants pairopener soleopener`).
 PAIR_OPENER, SOLE_OPENER = "pairopener", "soleopener"
+#: Rule 89's variant (`--variants rankfirst`), on top of `pairopener`.
+RANK_FIRST = "rankfirst"
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -358,7 +362,7 @@ def _first_minority_own(docs, openers, stored, rank, floor, others=()):
     return _first_opener_own(docs, openers, stored, rank, floor, others)
 
 
-def _opener_own_writers(pair: bool):
+def _opener_own_writers(pair: bool, rank_first: bool = False):
     """`own_writers`, then each entity it leaves with two or more writers kept to its
     single opener (holding FLOOR leaves) whatever its rank; with PAIR only when that
     opener's opening also writes another entity of the question it writes, neither a part
@@ -379,6 +383,13 @@ def _opener_own_writers(pair: bool):
             if not pair or any(f != e and f not in e and e not in f and o in ds and opens(o, f)
                                for f, ds in holders.items()):
                 kept[e] = [o]
+        if rank_first:  # rule 89: the first writer by rank, when few write the entity
+            rank = {d: i for i, d in enumerate(order)}
+            for e, docs in kept.items():
+                if 2 <= len(docs) <= len(rank) / 2:
+                    first = min(docs, key=lambda d: rank.get(d, len(rank)))
+                    if stored[first].tree.n >= floor:
+                        kept[e] = [first]
         return kept
     return own
 
@@ -420,8 +431,8 @@ def patch(variant: str, r=None) -> None:
     S.SearchedDocuments.holders = _today_holders
     N._own = _today_own
     S.own_writers = _today_own_writers
-    if variant in (PAIR_OPENER, SOLE_OPENER):
-        S.own_writers = _opener_own_writers(variant == PAIR_OPENER)
+    if variant in (PAIR_OPENER, SOLE_OPENER, RANK_FIRST):
+        S.own_writers = _opener_own_writers(variant != SOLE_OPENER, variant == RANK_FIRST)
     if variant in (FIRST_OPENER, FIRST_GUARD, FIRST_GUARD2):
         N._own = _first_opener_own
     if variant == FIRST_GUARD:
