@@ -53,8 +53,8 @@ the shipped `SearchedDocuments` in this process:
   or more writers kept to its single opener whatever its rank, when that opener's
   opening also writes another of the question's entities; `soleopener` the same without
   the second entity; `rankfirst` (rule 89): `pairopener`, then an entity still left with
-  two or more writers, at most half of the searched documents, kept to its first writer
-  in the first stage's order.
+  two or more writers, at most half of the searched documents, none titled by it, kept to
+  its first writer in the first stage's order.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -78,6 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hierarchy as H  # noqa: E402
 
 from sproutrag.learn.metrics import gold_units, score_query  # noqa: E402
+from sproutrag.names import folded, mention_words  # noqa: E402
 from sproutrag.search import name_free as N  # noqa: E402
 from sproutrag.search import searched as S  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
@@ -386,7 +387,9 @@ def _opener_own_writers(pair: bool, rank_first: bool = False):
         if rank_first:  # rule 89: the first writer by rank, when few write the entity
             rank = {d: i for i, d in enumerate(order)}
             for e, docs in kept.items():
-                if 2 <= len(docs) <= len(rank) / 2:
+                if 2 <= len(docs) <= len(rank) / 2 and not any(
+                        f" {folded(e)} " in mention_words(stored[d].texts[0].split("\n")[0])
+                        for d in docs):  # no title writes it: a place, not a name
                     first = min(docs, key=lambda d: rank.get(d, len(rank)))
                     if stored[first].tree.n >= floor:
                         kept[e] = [first]
