@@ -126,7 +126,10 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     written by two or more, with the writers that another entity of the question names
     (its only writer now) left out of the lead: in a comparison of two reports, the
     report that cites its competitor ranks first as its own subject's, and the
-    competitor's own report is the second subject's (rule 83)."""
+    competitor's own report is the second subject's (rule 83). Last, an entity still
+    written by two or more names its single opener, whatever the order, when that
+    opener's opening also writes another of the question's entities: a case caption names
+    both parties, and an opinion that cites the case ranks first (rule 88, `_parties`)."""
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
@@ -136,9 +139,35 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     led = {e: _own(docs, openers.get(e, ()), stored, rank, floor)
            for e, docs in holders.items()}
     only = {e: docs[0] for e, docs in led.items() if len(docs) == 1}
-    return {e: _own(docs, openers.get(e, ()), stored, rank, floor,
+    kept = {e: _own(docs, openers.get(e, ()), stored, rank, floor,
                     {d for f, d in only.items() if f != e})
             for e, docs in led.items()}
+    kept = _parties(kept, holders, stored, floor)
+    return kept
+
+
+def _opens(stored: Mapping[str, StoredTree], doc: str, entity: str) -> bool:
+    """Whether DOC's opening writes ENTITY (`opens_with`, no floor)."""
+    return opens_with(stored[doc].texts, stored[doc].tree.n, [entity], floor=1)
+
+
+def _parties(kept: dict[str, list[str]], holders: Mapping[str, list[str]],
+             stored: Mapping[str, StoredTree], floor: int) -> dict[str, list[str]]:
+    """KEPT with each entity it leaves with two or more writers kept to its single opener
+    (holding FLOOR leaves), whatever the first stage's order, when that opener's opening
+    also writes another entity of the question (HOLDERS) that it writes, neither a part
+    of the other: a caption names both parties ("Brightwater Bakery Supply v. Keystone
+    Mutual Fire"), and an opinion that cites the case, though it ranks first, writes them
+    later (rule 88)."""
+    out = dict(kept)
+    for e, docs in kept.items():
+        openers = [d for d in docs if _opens(stored, d, e)] if len(docs) >= 2 else []
+        if len(openers) != 1 or stored[openers[0]].tree.n < floor:
+            continue
+        if any(f != e and f not in e and e not in f and openers[0] in ds
+               and _opens(stored, openers[0], f) for f, ds in holders.items()):
+            out[e] = openers
+    return out
 
 
 def _own(docs: list[str], openers: Sequence[str], stored: Mapping[str, StoredTree],

@@ -23,7 +23,7 @@ over the whole corpus searches the first stage's ranked choice, and with it:
   question in its opening (`alone_opening_leaves`; rule 65).
 - an entity two or more searched documents write names its own document, the first of
   them in the first stage's order, when its opening writes the entity and it holds
-  ALONE_OPENING_LEAVES leaves (`name_free.own_writers`; rules 70, 83, 84, 87); while one
+  ALONE_OPENING_LEAVES leaves (`name_free.own_writers`; rules 70, 83-88); while one
   they write names none of them, "alone" waits (rule 84).
 
 A searched document of at least NAME_FREE_LEAVES leaves whose opening writes an entity of

@@ -1,0 +1,96 @@
+"""Rule 88 (docs/whole-corpus.md): a name that two searched documents write names the one
+whose opening also writes another of the question's names, whatever the first stage's
+order: a case caption names both parties, and an opinion that cites the case writes them
+later (`name_free.own_writers`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+CAPTION = "Brightwater Bakery Supply v. Keystone Mutual Fire."
+
+
+def _stored(doc_id: str, title: str, opening: str, later: str, leaves: int = 20):
+    """A document of LEAVES units: TITLE, OPENING (its opening), filler, LATER last (past
+    the opening's 300 characters)."""
+    from sproutrag.storage.rows import StoredTree
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document
+
+    lines = ([title, opening] + [f"Paragraph {i} covers other matters." for i in
+                                 range(leaves - 3)] + [later])
+    doc = line_document(doc_id, lines, leaf_vectors(np.random.default_rng(len(doc_id)),
+                                                    0.5, leaves, TOY_DIM))
+    return StoredTree(doc_id, doc.tree, doc.spans, lines)
+
+
+@pytest.fixture
+def opinions():
+    return {
+        "cited": _stored("cited", CAPTION, "The insurer appeals.", "So ordered."),
+        "citing": _stored("citing", "Castellan Hotel v. Northgate.", "The hotel appeals.",
+                          "We follow Brightwater Bakery Supply v. Keystone Mutual Fire."),
+        "other1": _stored("other1", "Party One v. Party Two.", "An appeal.", "Affirmed."),
+        "other2": _stored("other2", "Party Three v. Party Four.", "An appeal.", "Affirmed."),
+    }
+
+
+def test_both_parties_name_the_caption_s_opinion_though_a_citing_one_leads(opinions):
+    from sproutrag.search.name_free import own_writers
+
+    order = ["citing", "cited", "other1", "other2"]  # the citing opinion ranks first
+    parties = {"brightwater bakery supply": ["citing", "cited"],
+               "keystone mutual fire": ["citing", "cited"]}
+    assert own_writers(parties, opinions, order, 16) == {
+        "brightwater bakery supply": ["cited"], "keystone mutual fire": ["cited"]}
+    # one party alone: rule 70's lead decides, and the citing opinion leads
+    one = {"brightwater bakery supply": ["citing", "cited"]}
+    assert own_writers(one, opinions, order, 16) == one
+    # a name that is part of the other is no second party
+    part = {"brightwater bakery supply": ["citing", "cited"], "brightwater": ["citing",
+                                                                             "cited"]}
+    assert own_writers(part, opinions, order, 16) == part
+    assert own_writers(parties, opinions, order, 21) == parties  # below the floor
+    assert own_writers(parties, opinions, order, 0) == parties  # off
+
+
+@pytest.mark.parametrize("mode", ["tree", "leaves"])
+def test_a_question_that_names_both_parties_searches_the_caption_s_opinion(tmp_path, mode):
+    """Through the Retriever: the citing opinion ranks first and writes both parties, so
+    before rule 88 neither party named a document and the citing opinion's unit ranked
+    first; now the caption's opinion is searched alone, as a query restricted to it."""
+    from sproutrag.search.retriever import Retriever
+    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+
+    rng = np.random.default_rng(19)
+
+    def opinion(doc_id, title, later, match, leaves=20):
+        lines = ([title, "The insurer appeals the award.", "The court awarded damages."]
+                 + [f"Paragraph {i} covers other matters." for i in range(leaves - 4)]
+                 + [later])
+        vectors = np.vstack([leaf_vectors(rng, 0.3, 2, TOY_DIM),
+                             leaf_vectors(rng, match, 1, TOY_DIM),
+                             leaf_vectors(rng, 0.1, leaves - 3, TOY_DIM)])
+        return line_document(doc_id, lines, vectors)
+
+    docs = [opinion("cited", CAPTION, "So ordered.", 0.8),
+            opinion("citing", "Castellan Hotel v. Northgate.",
+                    "We follow Brightwater Bakery Supply v. Keystone Mutual Fire.", 0.9),
+            opinion("other1", "Party One v. Party Two.", "Affirmed.", 0.85),
+            opinion("other2", "Party Three v. Party Four.", "Affirmed.", 0.7)]
+    db, encoder = line_pool(tmp_path / "db", docs, rng=rng)
+    qvec = np.eye(encoder.dim, dtype=np.float32)[0]
+    question = ("How much did the court award Brightwater Bakery Supply against Keystone "
+                "Mutual Fire?")
+    r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=4, name_free_leaves=0)
+    with r.view.one_view():
+        chosen = r.choose_documents(qvec, None, k=4)
+        found = r.searching.find(question, qvec, chosen, r._resolve()[0], True)
+    assert chosen.index("citing") < chosen.index("cited")
+    assert found.docs == ["cited"]  # searched alone (rule 65: 20 units, its opening)
+
+    def hits(doc_ids=None):
+        return [(h.doc_id, h.spans, round(h.score, 6))
+                for h in r.search_vector(question, qvec, k=4, mode=mode, doc_ids=doc_ids)]
+
+    assert hits() == hits(["cited"])
