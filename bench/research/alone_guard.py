@@ -54,7 +54,9 @@ the shipped `SearchedDocuments` in this process:
   opening also writes another of the question's entities; `soleopener` the same without
   the second entity; `rankfirst` (rule 89): `pairopener`, then an entity still left with
   two or more writers, at most half of the searched documents, none titled by it, kept to
-  its first writer in the first stage's order.
+  its first writer in the first stage's order; `unnamedweight` (an exploration after
+  rule 89, no rule written): while an entity names no document, the named ones gain no
+  mention weight.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -120,6 +122,9 @@ FIRST_MINORITY = "firstminority"
 PAIR_OPENER, SOLE_OPENER = "pairopener", "soleopener"
 #: Rule 89's variant (`--variants rankfirst`), on top of `pairopener`.
 RANK_FIRST = "rankfirst"
+#: An exploration after rule 89 (`--variants unnamedweight`; no rule written): while an
+#: entity names no document (`Searched.unnamed`), the named ones gain no mention weight.
+UNNAMED_WEIGHT = "unnamedweight"
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -133,6 +138,16 @@ _today_alone = S.SearchedDocuments.alone
 _today_holders = S.SearchedDocuments.holders
 _today_own = N._own
 _today_own_writers = S.own_writers
+_today_read = S.SearchedDocuments._read
+
+
+def _read_unnamed_unweighted(self, docs, params, query, ranked, *, texts=False):
+    """`_read`, but while an entity names no document the named ones gain no mention
+    weight (their links are made with no mentioned documents)."""
+    found = _today_read(self, docs, params, query, ranked, texts=texts)
+    if not found.unnamed or found.links is None:
+        return found
+    return found._replace(links=self.links(query, found.loaded, ranked, (), found.long))
 #: The rule 62 vectors as `opening_vectors` gives them. Since rule 80 the product calls
 #: them through `name_free.own_questions`, so the variants below that replace
 #: `S.opening_vectors` (rules 72-77) act only at the commits they ran at (docs/whole-corpus.md).
@@ -434,6 +449,9 @@ def patch(variant: str, r=None) -> None:
     S.SearchedDocuments.holders = _today_holders
     N._own = _today_own
     S.own_writers = _today_own_writers
+    S.SearchedDocuments._read = _today_read
+    if variant == UNNAMED_WEIGHT:
+        S.SearchedDocuments._read = _read_unnamed_unweighted
     if variant in (PAIR_OPENER, SOLE_OPENER, RANK_FIRST):
         S.own_writers = _opener_own_writers(variant != SOLE_OPENER, variant == RANK_FIRST)
     if variant in (FIRST_OPENER, FIRST_GUARD, FIRST_GUARD2):
