@@ -56,7 +56,9 @@ the shipped `SearchedDocuments` in this process:
   two or more writers, at most half of the searched documents, none titled by it, kept to
   its first writer in the first stage's order; `unnamedweight` (an exploration after
   rule 89, no rule written): while an entity names no document, the named ones gain no
-  mention weight.
+  mention weight; `pairfirst` (rule 90): where "alone" does not start, a question that
+  compares ("or", "compare") and names no document outside the first stage's first two
+  searches those two alone, each of `alone_opening_leaves` leaves.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -70,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -125,6 +128,9 @@ RANK_FIRST = "rankfirst"
 #: An exploration after rule 89 (`--variants unnamedweight`; no rule written): while an
 #: entity names no document (`Searched.unnamed`), the named ones gain no mention weight.
 UNNAMED_WEIGHT = "unnamedweight"
+#: Rule 90's variant (`--variants pairfirst`).
+PAIR_FIRST = "pairfirst"
+_COMPARES = re.compile(r"\b(or|compare|compared)\b", re.IGNORECASE)
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -412,6 +418,21 @@ def _opener_own_writers(pair: bool, rank_first: bool = False):
     return own
 
 
+def _pair_first_alone(self, found, query):
+    """`alone`, else, when QUERY compares (`_COMPARES`), the documents it names are among
+    the first stage's first two and each of those holds `alone_opening_leaves` leaves,
+    those two (rule 90)."""
+    docs = _today_alone(self, found, query)
+    if docs is not None or not self.settings.mention_alone or len(found.docs) < 2:
+        return docs
+    two = found.docs[:2]
+    floor = self.settings.alone_opening_leaves
+    if (not _COMPARES.search(query) or not set(found.named) <= set(two) or floor <= 0
+            or any(found.stored[d].tree.n < floor for d in two)):
+        return None
+    return list(two)
+
+
 def _alone_before84(self, found, query):
     """`alone` before rule 84's guard."""
     if not (self.settings.mention_alone and found.named):
@@ -450,6 +471,8 @@ def patch(variant: str, r=None) -> None:
     N._own = _today_own
     S.own_writers = _today_own_writers
     S.SearchedDocuments._read = _today_read
+    if variant == PAIR_FIRST:
+        S.SearchedDocuments.alone = _pair_first_alone
     if variant == UNNAMED_WEIGHT:
         S.SearchedDocuments._read = _read_unnamed_unweighted
     if variant in (PAIR_OPENER, SOLE_OPENER, RANK_FIRST):
