@@ -133,8 +133,7 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
-    openers = {e: [d for d in docs if opens_with(stored[d].texts, stored[d].tree.n, [e],
-                                                 floor=1)]
+    openers = {e: [d for d in docs if _opens(stored, d, e)]
                for e, docs in holders.items() if len(docs) >= 2}
     led = {e: _own(docs, openers.get(e, ()), stored, rank, floor)
            for e, docs in holders.items()}
@@ -142,8 +141,7 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     kept = {e: _own(docs, openers.get(e, ()), stored, rank, floor,
                     {d for f, d in only.items() if f != e})
             for e, docs in led.items()}
-    kept = _parties(kept, holders, stored, floor)
-    return kept
+    return _parties(kept, holders, openers, stored, floor)
 
 
 def _opens(stored: Mapping[str, StoredTree], doc: str, entity: str) -> bool:
@@ -152,21 +150,22 @@ def _opens(stored: Mapping[str, StoredTree], doc: str, entity: str) -> bool:
 
 
 def _parties(kept: dict[str, list[str]], holders: Mapping[str, list[str]],
-             stored: Mapping[str, StoredTree], floor: int) -> dict[str, list[str]]:
+             openers: Mapping[str, list[str]], stored: Mapping[str, StoredTree],
+             floor: int) -> dict[str, list[str]]:
     """KEPT with each entity it leaves with two or more writers kept to its single opener
-    (holding FLOOR leaves), whatever the first stage's order, when that opener's opening
-    also writes another entity of the question (HOLDERS) that it writes, neither a part
-    of the other: a caption names both parties ("Brightwater Bakery Supply v. Keystone
-    Mutual Fire"), and an opinion that cites the case, though it ranks first, writes them
-    later (rule 88)."""
+    (of OPENERS, the writers whose opening writes it; holding FLOOR leaves), whatever the
+    first stage's order, when that opener's opening also writes another entity of the
+    question (HOLDERS) that it writes, neither a part of the other: a caption names both
+    parties ("Brightwater Bakery Supply v. Keystone Mutual Fire"), and an opinion that
+    cites the case, though it ranks first, writes them later (rule 88)."""
     out = dict(kept)
     for e, docs in kept.items():
-        openers = [d for d in docs if _opens(stored, d, e)] if len(docs) >= 2 else []
-        if len(openers) != 1 or stored[openers[0]].tree.n < floor:
+        own = [d for d in openers.get(e, ()) if d in docs] if len(docs) >= 2 else []
+        if len(own) != 1 or stored[own[0]].tree.n < floor:
             continue
-        if any(f != e and f not in e and e not in f and openers[0] in ds
-               and _opens(stored, openers[0], f) for f, ds in holders.items()):
-            out[e] = openers
+        if any(f != e and f not in e and e not in f and own[0] in ds
+               and _opens(stored, own[0], f) for f, ds in holders.items()):
+            out[e] = own
     return out
 
 
