@@ -84,6 +84,7 @@ import hierarchy as H  # noqa: E402
 
 from sproutrag.learn.metrics import gold_units, score_query  # noqa: E402
 from sproutrag.names import folded, mention_words  # noqa: E402
+from sproutrag.search import alone as A  # noqa: E402
 from sproutrag.search import name_free as N  # noqa: E402
 from sproutrag.search import searched as S  # noqa: E402
 from sproutrag.search.entities import question_entities  # noqa: E402
@@ -437,7 +438,8 @@ def _alone_before84(self, found, query):
     """`alone` before rule 84's guard."""
     if not (self.settings.mention_alone and found.named):
         return None
-    if found.long or self.opening_named(found, query):
+    s = self.settings
+    if found.long or A.opening_named(found, query, s.anchor_leaves, s.alone_opening_leaves):
         return [d for d in found.docs if d in found.named]
     return None
 

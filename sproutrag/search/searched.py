@@ -20,7 +20,8 @@ over the whole corpus searches the first stage's ranked choice, and with it:
 - when the mentioned documents, one or more, hold ANCHOR_LEAVES leaves together, only
   they are searched, as a query restricted to their doc_ids would search them
   (`mention_alone`; rule 31), or ALONE_OPENING_LEAVES when each writes an entity of the
-  question in its opening (`alone_opening_leaves`; rule 65).
+  question in its opening (`alone_opening_leaves`; rule 65); else, when the question
+  compares, the first stage's first two documents (rule 90; `sproutrag.search.alone`).
 - an entity two or more searched documents write names its own document, the first of
   them in the first stage's order, when its opening writes the entity and it holds
   ALONE_OPENING_LEAVES leaves (`name_free.own_writers`; rules 70, 83-88); while one
@@ -46,6 +47,7 @@ import numpy as np
 
 from sproutrag.errors import QueryError
 from sproutrag.params import SearchParams, check_count, check_number
+from sproutrag.search.alone import alone_documents
 from sproutrag.search.current import Current
 from sproutrag.search.entities import question_entities
 from sproutrag.search.lexical import LeafTerms
@@ -63,7 +65,6 @@ from sproutrag.search.mentions import dominant_writers, entity_holders, named_by
 from sproutrag.search.name_free import (
     ALONE_OPENING_LEAVES,
     NAME_FREE_LEAVES,
-    all_open_with,
     own_questions,
     own_writers,
 )
@@ -231,25 +232,13 @@ class SearchedDocuments:
                                                       texts=texts)
 
     def alone(self, found: Searched, query: str) -> list[str] | None:
-        """The documents FOUND's question (QUERY) names (`Searched.named`), in the
-        searched order, when `mention_alone` is on and they hold `anchor_leaves` leaves
-        together, or `alone_opening_leaves` with each opening with one of its entities: a
-        corpus-wide query then searches only them, as one restricted to their doc_ids
-        would (their own statistics, no weights; docs/whole-corpus.md, rules 31 and 65);
-        else None, and None while an entity names no document (`unnamed`; rule 84)."""
-        if not (self.settings.mention_alone and found.named) or found.unnamed:
-            return None
-        if found.long or self.opening_named(found, query):
-            return [d for d in found.docs if d in found.named]
-        return None
-
-    def opening_named(self, found: Searched, query: str) -> bool:
-        """Whether FOUND's named documents hold fewer than `anchor_leaves` leaves together
-        but at least `alone_opening_leaves` (0: never) and each writes an entity of QUERY
-        in its opening (rule 65)."""
+        """The documents FOUND's question (QUERY) searches alone when `mention_alone` is
+        on (`alone.alone_documents`: the ones it names, rules 31, 65 and 84, or the two
+        it compares, rule 90), else None."""
         s = self.settings
-        return all_open_with(found.stored, found.named, question_entities(query),
-                             s.alone_opening_leaves, s.anchor_leaves)
+        if not s.mention_alone:
+            return None
+        return alone_documents(found, query, s.anchor_leaves, s.alone_opening_leaves)
 
     def _read(self, docs: Sequence[str], params: SearchParams, query: str, ranked: bool,
               *, texts: bool = False) -> Searched:

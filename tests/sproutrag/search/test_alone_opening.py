@@ -60,6 +60,7 @@ def test_a_named_agreement_of_20_units_that_opens_with_its_name_is_searched_alon
 
 def test_a_named_agreement_whose_opening_does_not_write_the_name_is_not_searched_alone(
         tmp_path):
+    from sproutrag.search.alone import opening_named
     from sproutrag.search.retriever import Retriever
 
     db, encoder = _pool(tmp_path, "Supply agreement between the parties below.")
@@ -72,4 +73,6 @@ def test_a_named_agreement_whose_opening_does_not_write_the_name_is_not_searched
     with r.view.one_view():  # still named by its last line: the gate is the opening
         found = r.searching.find(QUESTION, qvec, r.choose_documents(qvec, None, k=4),
                                  r._resolve()[0], True)
-        assert found.named == ("acme",) and not r.searching.opening_named(found, QUESTION)
+        s = r.searching.settings
+        assert found.named == ("acme",) and not opening_named(
+            found, QUESTION, s.anchor_leaves, s.alone_opening_leaves)
