@@ -58,7 +58,11 @@ the shipped `SearchedDocuments` in this process:
   rule 89, no rule written): while an entity names no document, the named ones gain no
   mention weight; `pairfirst` (rule 90): where "alone" does not start, a question that
   compares ("or", "compare") and names no document outside the first stage's first two
-  searches those two alone, each of `alone_opening_leaves` leaves.
+  searches those two alone, each of `alone_opening_leaves` leaves (shipped in 0.23.6, so
+  it equals today's since); `caption` (rule 91): an entity that contains two others of
+  the question, both kept to one document whose opening writes them, is kept to it too
+  when none of its writers opens with it; `fetchopener` (rule 92): an unwritten entity
+  fetches its single opener among up to 8 writers too, at most two documents a question.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -132,6 +136,9 @@ UNNAMED_WEIGHT = "unnamedweight"
 #: Rule 90's variant (`--variants pairfirst`).
 PAIR_FIRST = "pairfirst"
 _COMPARES = re.compile(r"\b(or|compare|compared)\b", re.IGNORECASE)
+#: Rule 91's variant (`--variants caption`) and rule 92's (`--variants fetchopener`).
+CAPTION = "caption"
+FETCH_OPENER = "fetchopener"
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -146,6 +153,7 @@ _today_holders = S.SearchedDocuments.holders
 _today_own = N._own
 _today_own_writers = S.own_writers
 _today_read = S.SearchedDocuments._read
+_today_mentioned = S.SearchedDocuments.mentioned_elsewhere
 
 
 def _read_unnamed_unweighted(self, docs, params, query, ranked, *, texts=False):
@@ -434,6 +442,59 @@ def _pair_first_alone(self, found, query):
     return list(two)
 
 
+def _caption_own_writers(holders, stored, order, floor):
+    """`own_writers`, then rule 91: an entity that contains two other entities of the
+    question (neither a part of the other), both kept to one document D whose opening
+    writes them both and which holds FLOOR leaves, is kept to D too, when none of its own
+    writers opens with it (a caption only a citing opinion writes whole)."""
+    kept = _today_own_writers(holders, stored, order, floor)
+    if floor <= 0:
+        return kept
+    out = dict(kept)
+
+    def part(f, e):
+        return f != e and f" {f} " in f" {e} "
+
+    for e, docs in kept.items():
+        if not docs or any(N._opens(stored, w, e) for w in docs):
+            continue
+        parts = [f for f in kept if part(f, e) and len(kept[f]) == 1]
+        for i, p in enumerate(parts):
+            d = kept[p][0]
+            if d in docs or stored[d].tree.n < floor or not N._opens(stored, d, p):
+                continue
+            if any(kept[q] == [d] and not part(p, q) and not part(q, p)
+                   and N._opens(stored, d, q) for q in parts[i + 1:]):
+                out[e] = [d]
+                break
+    return out
+
+
+def _fetch_opener(self, unwritten, skip, allowed):
+    """`mentioned_elsewhere`, but rule 92: an unwritten entity's own document is its only
+    writer in the corpus (rule 27) or, among two to MAX_MENTION_LOOKUPS writers, the single
+    one whose opening writes it and which holds `alone_opening_leaves` leaves; at most two
+    a question."""
+    s = self.settings
+    if s.fetch_mentioned <= 0 or s.mention_weight <= 0 or self.writing is None:
+        return []
+    limit, floor = max(s.fetch_mentioned, 2), s.alone_opening_leaves
+    out = []
+    for entity in unwritten[:S.MAX_MENTION_LOOKUPS]:
+        holders = self.writing(entity)
+        own = holders if len(holders) == 1 else []
+        if 2 <= len(holders) <= S.MAX_MENTION_LOOKUPS and floor > 0:
+            loaded, _ = self.documents.read(holders)
+            own = [d for d, (_, st) in loaded.items() if st.tree.n >= floor
+                   and opens_with(st.texts, st.tree.n, [entity], floor=1)]
+        if (len(own) == 1 and own[0] not in skip and own[0] not in out
+                and (allowed is None or own[0] in allowed)):
+            out.append(own[0])
+            if len(out) == limit:
+                break
+    return out
+
+
 def _alone_before84(self, found, query):
     """`alone` before rule 84's guard."""
     if not (self.settings.mention_alone and found.named):
@@ -473,6 +534,11 @@ def patch(variant: str, r=None) -> None:
     N._own = _today_own
     S.own_writers = _today_own_writers
     S.SearchedDocuments._read = _today_read
+    S.SearchedDocuments.mentioned_elsewhere = _today_mentioned
+    if variant == CAPTION:
+        S.own_writers = _caption_own_writers
+    if variant == FETCH_OPENER:
+        S.SearchedDocuments.mentioned_elsewhere = _fetch_opener
     if variant == PAIR_FIRST:
         S.SearchedDocuments.alone = _pair_first_alone
     if variant == UNNAMED_WEIGHT:

@@ -70,7 +70,8 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
                 "holdout2": "holdout2.docs.jsonl", "holdout3": "holdout3.docs.jsonl",
                 "holdout4": "holdout4.docs.jsonl", "holdout5": "holdout5.docs.jsonl",
                 "holdout6": "holdout6.docs.jsonl",
-                "holdout7": "holdout7.docs.jsonl"}.get(split, "docs.jsonl")
+                "holdout7": "holdout7.docs.jsonl",
+                "holdout8": "holdout8.docs.jsonl"}.get(split, "docs.jsonl")
         return src / docs, src / f"{split}.queries.jsonl"
     if pool == "named-contracts":  # bench/research/named_contracts.py (rule 23)
         src = OUT / "data" / "named-contracts"
