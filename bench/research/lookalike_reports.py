@@ -32,8 +32,7 @@ trademark appeals, cardiac-sarcoidosis case reports) the holdout7 split over all
 (`holdout7.docs.jsonl`); three `-k` clusters (specialty chemical makers' reports,
 whistleblower wrongful-discharge appeals, adult-onset Still's disease case reports) the
 holdout8 split over all 264 (`holdout8.docs.jsonl`). `bench/research/lookalike_check.py
-DIR` checks
-a writer's cluster.
+DIR` checks a writer's cluster.
 
 `--build` converts the writers' files (`out/lookalike/<cluster>/`, each gold sentence a
 verbatim quote) into `data/lookalike-reports/docs.jsonl` and `{train,dev}.queries.jsonl`
