@@ -180,12 +180,12 @@ class SearchSettings(Section):
     )
 
     fetch_mentioned: int = Field(
-        1, ge=0, le=10_000, description="In a query without doc_ids, at most this many "
+        2, ge=0, le=10_000, description="In a query without doc_ids, at most this many "
         "documents the first stage did not choose are searched too when each is the only "
         "document of the corpus whose text writes an entity the question names (looked up "
-        "in the full-text index): the named document a question about one of many "
-        "look-alikes asks about, when the question's other words match look-alikes better "
-        "(0: off)",
+        "in the full-text index), or the single one of its writers whose first 300 "
+        "characters write it: the named document a question about one of many look-alikes "
+        "asks about, when the question's other words match look-alikes better (0: off)",
     )
     mention_statistics: bool = Field(
         True, description="In a query without doc_ids that names two or more searched "

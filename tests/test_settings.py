@@ -132,7 +132,7 @@ def test_the_search_section_gives_the_retrievers_first_stage(tmp_path):
         "n_docs": 8, "first_stage": "hybrid", "entity_ranking": True, "ranking_leaders": 0,
         "anchor_leaves": 32,
         "link_weight": 3.0, "leader_weight": 2.0, "fetch_named": 1, "mention_weight": 3.0,
-        "fetch_mentioned": 1, "mention_statistics": True, "long_mention_weight": 6.0,
+        "fetch_mentioned": 2, "mention_statistics": True, "long_mention_weight": 6.0,
         "mention_alone": True, "alone_opening_leaves": 16, "dominant_ratio": 0.0,
         "name_free_leaves": 16}
     cfg = tmp_path / "cfg.yaml"

@@ -57,9 +57,11 @@ FETCH_NAMED = 1
 #: (0.5, 1, 2, 3 tried; docs/whole-corpus.md, rule 23).
 MENTION_WEIGHT = 3.0
 #: Documents the first stage did not choose that a corpus-wide query adds when each is the
-#: only document of the corpus whose text writes an entity of the question: fitted on the
-#: four train pools (0, 1, 2 tried; docs/whole-corpus.md, rule 27).
-FETCH_MENTIONED = 1
+#: only document of the corpus whose text writes an entity of the question (rule 27: 1,
+#: fitted on the four train pools, 0, 1, 2 tried), or the single one of its writers whose
+#: opening writes it (rule 92: 2, so that a question about two places or companies the
+#: first stage missed can fetch both; docs/whole-corpus.md).
+FETCH_MENTIONED = 2
 #: The points instead of MENTION_WEIGHT when the mentioned documents hold at least
 #: `anchor_leaves` (32) leaves together (long documents: agreements, reports), where a
 #: mentioned document is the question's: fitted on the four train pools (3, 6, 10, 20

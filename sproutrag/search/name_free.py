@@ -129,7 +129,11 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     competitor's own report is the second subject's (rule 83). Last, an entity still
     written by two or more names its single opener, whatever the order, when that
     opener's opening also writes another of the question's entities: a case caption names
-    both parties, and an opinion that cites the case ranks first (rule 88, `_parties`)."""
+    both parties, and an opinion that cites the case ranks first (rule 88, `_parties`).
+    An entity that holds two others, both kept to one document whose opening writes them,
+    is kept to it too when none of its writers opens with it: a caption as a citing
+    opinion writes it, the case's own opinion titling the parties in full (rule 91,
+    `_captions`)."""
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
@@ -141,7 +145,7 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     kept = {e: _own(docs, openers.get(e, ()), stored, rank, floor,
                     {d for f, d in only.items() if f != e})
             for e, docs in led.items()}
-    return _parties(kept, holders, openers, stored, floor)
+    return _captions(_parties(kept, holders, openers, stored, floor), stored, floor)
 
 
 def _opens(stored: Mapping[str, StoredTree], doc: str, entity: str) -> bool:
@@ -167,6 +171,50 @@ def _parties(kept: dict[str, list[str]], holders: Mapping[str, list[str]],
                and _opens(stored, own[0], f) for f, ds in holders.items()):
             out[e] = own
     return out
+
+
+def corpus_owner(entity: str, writers: Sequence[str],
+                 read: Callable[[Sequence[str]], Mapping[str, StoredTree]], floor: int,
+                 most: int) -> str | None:
+    """ENTITY's own document among WRITERS (the corpus's documents whose text writes it):
+    the only one (rule 27), or among two to MOST the single one whose opening writes it
+    and which holds FLOOR leaves (0: none; READ(docs): their trees; rule 92). One
+    hospital's report mentions the other hospital of a question; the other's own report
+    opens with it."""
+    if len(writers) == 1:
+        return writers[0]
+    if floor <= 0 or not 2 <= len(writers) <= most:
+        return None
+    stored = read(writers)
+    own = [d for d, st in stored.items() if st.tree.n >= floor and _opens(stored, d, entity)]
+    return own[0] if len(own) == 1 else None
+
+
+def _captions(kept: dict[str, list[str]], stored: Mapping[str, StoredTree],
+              floor: int) -> dict[str, list[str]]:
+    """KEPT with each entity none of whose writers opens with it kept to document D when
+    it holds two other entities of the question, neither a part of the other, that KEPT
+    keeps to D alone and that D's opening both writes, D holding FLOOR leaves (rule 91):
+    "Harrowgate Brewing v. Tallbrook Cider Works" as an opinion that cites the case
+    writes it, kept to the case's own opinion, titled "Harrowgate Brewing Company v.
+    Tallbrook Cider Works, LLC"."""
+    out = dict(kept)
+    for e, docs in kept.items():
+        parts = [f for f, ds in kept.items() if _part(f, e) and len(ds) == 1]
+        if len(parts) < 2 or not docs or any(_opens(stored, w, e) for w in docs):
+            continue
+        for d in dict.fromkeys(kept[f][0] for f in parts if kept[f][0] not in docs):
+            held = [f for f in parts if kept[f] == [d] and _opens(stored, d, f)]
+            if stored[d].tree.n >= floor and any(
+                    f != g and not _part(f, g) and not _part(g, f) for f in held for g in held):
+                out[e] = [d]
+                break
+    return out
+
+
+def _part(f: str, e: str) -> bool:
+    """Whether entity F is a part of entity E, word by word, and not E itself."""
+    return f != e and f" {f} " in f" {e} "
 
 
 def _own(docs: list[str], openers: Sequence[str], stored: Mapping[str, StoredTree],
@@ -284,6 +332,7 @@ def own_questions(query: str, qvec: np.ndarray, stored: Mapping[str, StoredTree]
 
 
 __all__ = ["ALONE_OPENING_LEAVES", "NAME_FREE_LEAVES", "NAME_FREE_SHARE", "OPENING_CHARS",
-           "TITLED_SHARE", "all_open_with", "blend", "lexical_questions", "name_free",
+           "TITLED_SHARE", "all_open_with", "blend", "corpus_owner", "lexical_questions",
+           "name_free",
            "opening", "opening_leaves", "opening_names", "opening_vectors", "opening_words",
            "opens_with", "own_questions", "own_writers", "titled_by"]

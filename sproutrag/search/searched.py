@@ -65,6 +65,7 @@ from sproutrag.search.mentions import dominant_writers, entity_holders, named_by
 from sproutrag.search.name_free import (
     ALONE_OPENING_LEAVES,
     NAME_FREE_LEAVES,
+    corpus_owner,
     own_questions,
     own_writers,
 )
@@ -365,25 +366,30 @@ class SearchedDocuments:
 
     def mentioned_elsewhere(self, unwritten: Sequence[str], skip: Collection[str],
                             allowed: Collection[str] | None) -> list[str]:
-        """The documents not in SKIP (the searched ones), each the only document of the
-        corpus whose text writes one of UNWRITTEN (the question's entities that no searched
-        document writes, `Searched.unwritten`) (`writing`), among ALLOWED when given; at
-        most `fetch_mentioned`, in the order of the entities (docs/whole-corpus.md, rule 27).
-        Rule 23 then gives each the mention weight. An entity a searched document writes is
-        not looked up: it names that one, or no one; at most MAX_MENTION_LOOKUPS are (one
-        full-text query each)."""
+        """The documents not in SKIP (the searched ones), each one of UNWRITTEN's own (the
+        question's entities that no searched document writes, `Searched.unwritten`): the
+        only document of the corpus whose text writes it (`writing`; rule 27) or the
+        single one of up to MAX_MENTION_LOOKUPS writers whose opening writes it, holding
+        `alone_opening_leaves` leaves (`corpus_owner`; rule 92); among ALLOWED when given,
+        at most `fetch_mentioned`, in the order of the entities. Rule 23 then gives each
+        the mention weight. An entity a searched document writes is not looked up: it names
+        that one, or no one; at most MAX_MENTION_LOOKUPS are (one full-text query each)."""
         s = self.settings
         if s.fetch_mentioned <= 0 or s.mention_weight <= 0 or self.writing is None:
             return []
         out: list[str] = []
         for entity in unwritten[:MAX_MENTION_LOOKUPS]:
-            holders = self.writing(entity)
-            if (len(holders) == 1 and holders[0] not in skip and holders[0] not in out
-                    and (allowed is None or holders[0] in allowed)):
-                out.append(holders[0])
+            own = corpus_owner(entity, self.writing(entity), self._trees,
+                               s.alone_opening_leaves, MAX_MENTION_LOOKUPS)
+            if (own is not None and own not in skip and own not in out
+                    and (allowed is None or own in allowed)):
+                out.append(own)
                 if len(out) == s.fetch_mentioned:
                     break
         return out
 
+    def _trees(self, docs: Sequence[str]) -> dict[str, StoredTree]:
+        """DOCS' current trees (`StoredDocuments.read`)."""
+        return {d: st for d, (_, st) in self.documents.read(docs)[0].items()}
 
 __all__ = ["MAX_MENTION_LOOKUPS", "CorpusWideSettings", "Searched", "SearchedDocuments"]

@@ -361,7 +361,7 @@ def test_the_document_a_question_names_is_fetched_from_the_whole_corpus(tmp_path
     assert "acme" not in found[0]
     assert set(found[1]) == {"acme"}
     r = Retriever(db, encoder=encoder, first_stage="vector", n_docs=2)
-    assert r.fetch_mentioned == 1  # the default (rule 27)
+    assert r.fetch_mentioned == 2  # the default (rules 27 and 92)
     with r.view.one_view():
         assert r.first.writing("acme holdings") == ["acme"]
         assert sorted(r.first.writing("beta corp")) == ["other0", "other1"]
@@ -462,7 +462,7 @@ def test_the_retriever_and_the_settings_check_fetch_mentioned(tmp_path):
     for bad in (-1, 1.5, "x"):
         with pytest.raises(QueryError, match="fetch_mentioned"):
             Retriever(db, encoder=encoder, fetch_mentioned=bad)
-    assert SearchSettings().retriever_options()["fetch_mentioned"] == 1
+    assert SearchSettings().retriever_options()["fetch_mentioned"] == 2
     with pytest.raises(ValidationError, match="fetch_mentioned"):
         SearchSettings(fetch_mentioned=-1)
 

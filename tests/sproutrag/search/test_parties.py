@@ -94,3 +94,33 @@ def test_a_question_that_names_both_parties_searches_the_caption_s_opinion(tmp_p
                 for h in r.search_vector(question, qvec, k=4, mode=mode, doc_ids=doc_ids)]
 
     assert hits() == hits(["cited"])
+
+
+def test_a_caption_only_a_citing_opinion_writes_whole_names_the_case_s_own(opinions):
+    """Rule 91: the case's own opinion titles the parties in full, so only an opinion that
+    cites it writes the question's caption as it is; both parties name the case's own
+    opinion, and so does the caption."""
+    from sproutrag.search.name_free import own_writers
+
+    stored = {**opinions,
+              "own": _stored("own", "Harrowgate Brewing Company v. Tallbrook Cider Works, "
+                                    "LLC.", "The brewer appeals.", "So ordered."),
+              "citing": _stored("citing", "Loyal Paw v. Brannigan.", "The maker appeals.",
+                                "See Harrowgate Brewing v. Tallbrook Cider Works.")}
+    caption = "harrowgate brewing v tallbrook cider works"
+    first, second = "harrowgate brewing", "tallbrook cider works"
+    order = ["citing", "own", "other1", "other2"]  # the citing opinion ranks first
+    holders = {caption: ["citing"], first: ["citing", "own"], second: ["citing", "own"]}
+    assert own_writers(holders, stored, order, 16) == {
+        caption: ["own"], first: ["own"], second: ["own"]}
+    # one party in the question: the caption's writer stays its own
+    one = {caption: ["citing"], first: ["citing", "own"]}
+    assert own_writers(one, stored, order, 16)[caption] == ["citing"]
+    # a party and a part of it are not two parties
+    part = {caption: ["citing"], first: ["citing", "own"], "harrowgate": ["citing", "own"]}
+    assert own_writers(part, stored, order, 16)[caption] == ["citing"]
+    # a writer that opens with the caption is the caption's own
+    titled = {**stored, "citing": _stored("citing", "Harrowgate Brewing v. Tallbrook Cider "
+                                                    "Works.", "On remand.", "Affirmed.")}
+    assert own_writers(holders, titled, order, 16)[caption] == ["citing"]
+    assert own_writers(holders, stored, order, 21) == holders  # below the floor
