@@ -71,7 +71,8 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
                 "holdout4": "holdout4.docs.jsonl", "holdout5": "holdout5.docs.jsonl",
                 "holdout6": "holdout6.docs.jsonl",
                 "holdout7": "holdout7.docs.jsonl",
-                "holdout8": "holdout8.docs.jsonl"}.get(split, "docs.jsonl")
+                "holdout8": "holdout8.docs.jsonl",
+                "holdout9": "holdout9.docs.jsonl"}.get(split, "docs.jsonl")
         return src / docs, src / f"{split}.queries.jsonl"
     if pool == "named-contracts":  # bench/research/named_contracts.py (rule 23)
         src = OUT / "data" / "named-contracts"
