@@ -62,7 +62,9 @@ the shipped `SearchedDocuments` in this process:
   it equals today's since); `caption` (rule 91): an entity that contains two others of
   the question, both kept to one document whose opening writes them, is kept to it too
   when none of its writers opens with it; `fetchopener` (rule 92): an unwritten entity
-  fetches its single opener among up to 8 writers too, at most two documents a question.
+  fetches its single opener among up to 8 writers too, at most two documents a question
+  (both shipped in 0.24.0); `pairsole` (rule 93): a name still written by two or more
+  names its single opener when the question's other names each name one other document.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -139,6 +141,8 @@ _COMPARES = re.compile(r"\b(or|compare|compared)\b", re.IGNORECASE)
 #: Rule 91's variant (`--variants caption`) and rule 92's (`--variants fetchopener`).
 CAPTION = "caption"
 FETCH_OPENER = "fetchopener"
+#: Rule 93's variant (`--variants pairsole`).
+PAIR_SOLE = "pairsole"
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -470,6 +474,26 @@ def _caption_own_writers(holders, stored, order, floor):
     return out
 
 
+def _pair_sole_own_writers(holders, stored, order, floor):
+    """`own_writers`, then rule 93: an entity still written by two or more is kept to its
+    single opener (FLOOR leaves), whatever the order, when every other entity of the
+    question not a part of it (at least one) is kept to one document, not that one."""
+    kept = _today_own_writers(holders, stored, order, floor)
+    if floor <= 0:
+        return kept
+    out = dict(kept)
+    for e, docs in kept.items():
+        if len(docs) < 2:
+            continue
+        own = [d for d in docs if N._opens(stored, d, e)]
+        if len(own) != 1 or stored[own[0]].tree.n < floor:
+            continue
+        others = [f for f in kept if f != e and not N._part(f, e) and not N._part(e, f)]
+        if others and all(len(kept[f]) == 1 and kept[f][0] != own[0] for f in others):
+            out[e] = own
+    return out
+
+
 def _fetch_opener(self, unwritten, skip, allowed):
     """`mentioned_elsewhere`, but rule 92: an unwritten entity's own document is its only
     writer in the corpus (rule 27) or, among two to MAX_MENTION_LOOKUPS writers, the single
@@ -537,6 +561,8 @@ def patch(variant: str, r=None) -> None:
     S.SearchedDocuments.mentioned_elsewhere = _today_mentioned
     if variant == CAPTION:
         S.own_writers = _caption_own_writers
+    if variant == PAIR_SOLE:
+        S.own_writers = _pair_sole_own_writers
     if variant == FETCH_OPENER:
         S.SearchedDocuments.mentioned_elsewhere = _fetch_opener
     if variant == PAIR_FIRST:
