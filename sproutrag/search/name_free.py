@@ -133,7 +133,10 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     An entity that holds two others, both kept to one document whose opening writes them,
     is kept to it too when none of its writers opens with it: a caption as a citing
     opinion writes it, the case's own opinion titling the parties in full (rule 91,
-    `_captions`)."""
+    `_captions`). Last, an entity still written by two or more names its single opener,
+    whatever the order, when every other entity of the question is kept to one other
+    document: a report that cites the second of two subjects ranks ahead of the second's
+    own (rule 93, `_second_subjects`)."""
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
@@ -145,7 +148,8 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     kept = {e: _own(docs, openers.get(e, ()), stored, rank, floor,
                     {d for f, d in only.items() if f != e})
             for e, docs in led.items()}
-    return _captions(_parties(kept, holders, openers, stored, floor), stored, floor)
+    parties = _captions(_parties(kept, holders, openers, stored, floor), stored, floor)
+    return _second_subjects(parties, openers, stored, floor)
 
 
 def _opens(stored: Mapping[str, StoredTree], doc: str, entity: str) -> bool:
@@ -209,6 +213,25 @@ def _captions(kept: dict[str, list[str]], stored: Mapping[str, StoredTree],
                     f != g and not _part(f, g) and not _part(g, f) for f in held for g in held):
                 out[e] = [d]
                 break
+    return out
+
+
+def _second_subjects(kept: dict[str, list[str]], openers: Mapping[str, list[str]],
+                     stored: Mapping[str, StoredTree], floor: int) -> dict[str, list[str]]:
+    """KEPT with each entity it leaves with two or more writers kept to its single opener
+    (of OPENERS; holding FLOOR leaves), whatever the first stage's order, when every other
+    entity of the question that is not a part of it (at least one) is kept to one
+    document, not that opener (rule 93): "Which runs more of its fleet on natural gas,
+    Copper Mesa Sanitation or Harrowgate Waste Systems?", where a competitor's report that
+    cites Harrowgate ranks ahead of Harrowgate's own."""
+    out = dict(kept)
+    for e, docs in kept.items():
+        own = [d for d in openers.get(e, ()) if d in docs] if len(docs) >= 2 else []
+        if len(own) != 1 or stored[own[0]].tree.n < floor:
+            continue
+        others = [f for f in kept if f != e and not _part(f, e) and not _part(e, f)]
+        if others and all(len(kept[f]) == 1 and kept[f][0] != own[0] for f in others):
+            out[e] = own
     return out
 
 

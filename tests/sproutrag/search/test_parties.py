@@ -124,3 +124,33 @@ def test_a_caption_only_a_citing_opinion_writes_whole_names_the_case_s_own(opini
                                                     "Works.", "On remand.", "Affirmed.")}
     assert own_writers(holders, titled, order, 16)[caption] == ["citing"]
     assert own_writers(holders, stored, order, 21) == holders  # below the floor
+
+
+def test_the_second_of_two_named_subjects_names_its_own_report():
+    """Rule 93: "Which runs more of its fleet on natural gas, Copper Mesa Sanitation or
+    Harrowgate Waste Systems?" A rival's report that cites Harrowgate ranks ahead of
+    Harrowgate's own; Copper Mesa is settled, so Harrowgate's single opener is its own."""
+    from sproutrag.search.name_free import own_writers
+
+    stored = {
+        "copper": _stored("copper", "Copper Mesa Sanitation annual report.",
+                          "The Company collects waste.", "Fleet data follow."),
+        "rival": _stored("rival", "Pinecrest Disposal annual report.",
+                         "The Company collects waste.",
+                         "We compete with Harrowgate Waste Systems."),
+        "harrowgate": _stored("harrowgate", "Harrowgate Waste Systems annual report.",
+                              "The Company collects waste.", "Fleet data follow."),
+        "other": _stored("other", "Quillon Recycling annual report.",
+                         "The Company recycles.", "Fleet data follow.")}
+    order = ["copper", "rival", "harrowgate", "other"]  # the citing report ranks second
+    copper, harrowgate = "copper mesa sanitation", "harrowgate waste systems"
+    holders = {copper: ["copper"], harrowgate: ["rival", "harrowgate"]}
+    assert own_writers(holders, stored, order, 16) == {copper: ["copper"],
+                                                       harrowgate: ["harrowgate"]}
+    alone = {harrowgate: ["rival", "harrowgate"]}  # one subject: rule 70's lead decides
+    assert own_writers(alone, stored, order, 16) == alone
+    unsettled = {copper: [], harrowgate: ["rival", "harrowgate"]}  # the other names none
+    assert own_writers(unsettled, stored, order, 16) == unsettled
+    same = {"pinecrest disposal": ["harrowgate"], harrowgate: ["rival", "harrowgate"]}
+    assert own_writers(same, stored, order, 16) == same  # settled on the opener itself
+    assert own_writers(holders, stored, order, 21) == holders  # below the floor
