@@ -447,73 +447,44 @@ def _pair_first_alone(self, found, query):
 
 
 def _caption_own_writers(holders, stored, order, floor):
-    """`own_writers`, then rule 91: an entity that contains two other entities of the
-    question (neither a part of the other), both kept to one document D whose opening
-    writes them both and which holds FLOOR leaves, is kept to D too, when none of its own
-    writers opens with it (a caption only a citing opinion writes whole)."""
+    """`own_writers`, then rule 91 (`name_free._captions`, shipped in 0.24.0): an entity
+    that contains two other entities of the question (neither a part of the other), both
+    kept to one document D whose opening writes them both and which holds FLOOR leaves,
+    is kept to D too, when none of its own writers opens with it (a caption only a citing
+    opinion writes whole)."""
     kept = _today_own_writers(holders, stored, order, floor)
-    if floor <= 0:
-        return kept
-    out = dict(kept)
-
-    def part(f, e):
-        return f != e and f" {f} " in f" {e} "
-
-    for e, docs in kept.items():
-        if not docs or any(N._opens(stored, w, e) for w in docs):
-            continue
-        parts = [f for f in kept if part(f, e) and len(kept[f]) == 1]
-        for i, p in enumerate(parts):
-            d = kept[p][0]
-            if d in docs or stored[d].tree.n < floor or not N._opens(stored, d, p):
-                continue
-            if any(kept[q] == [d] and not part(p, q) and not part(q, p)
-                   and N._opens(stored, d, q) for q in parts[i + 1:]):
-                out[e] = [d]
-                break
-    return out
+    return N._captions(kept, stored, floor) if floor > 0 else kept
 
 
 def _pair_sole_own_writers(holders, stored, order, floor):
-    """`own_writers`, then rule 93: an entity still written by two or more is kept to its
-    single opener (FLOOR leaves), whatever the order, when every other entity of the
-    question not a part of it (at least one) is kept to one document, not that one."""
+    """`own_writers`, then rule 93 (`name_free._second_subjects`, shipped in 0.24.1): an
+    entity still written by two or more is kept to its single opener (FLOOR leaves),
+    whatever the order, when every other entity of the question not a part of it (at
+    least one) is kept to one document, not that one."""
     kept = _today_own_writers(holders, stored, order, floor)
     if floor <= 0:
         return kept
-    out = dict(kept)
-    for e, docs in kept.items():
-        if len(docs) < 2:
-            continue
-        own = [d for d in docs if N._opens(stored, d, e)]
-        if len(own) != 1 or stored[own[0]].tree.n < floor:
-            continue
-        others = [f for f in kept if f != e and not N._part(f, e) and not N._part(e, f)]
-        if others and all(len(kept[f]) == 1 and kept[f][0] != own[0] for f in others):
-            out[e] = own
-    return out
+    openers = {e: [d for d in docs if N._opens(stored, d, e)]
+               for e, docs in kept.items() if len(docs) >= 2}
+    return N._second_subjects(kept, openers, stored, floor)
 
 
 def _fetch_opener(self, unwritten, skip, allowed):
-    """`mentioned_elsewhere`, but rule 92: an unwritten entity's own document is its only
-    writer in the corpus (rule 27) or, among two to MAX_MENTION_LOOKUPS writers, the single
-    one whose opening writes it and which holds `alone_opening_leaves` leaves; at most two
-    a question."""
+    """`mentioned_elsewhere`, but rule 92 (`name_free.corpus_owner`, shipped in 0.24.0):
+    an unwritten entity's own document is its only writer in the corpus (rule 27) or,
+    among two to MAX_MENTION_LOOKUPS writers, the single one whose opening writes it and
+    which holds `alone_opening_leaves` leaves; at most two a question."""
     s = self.settings
     if s.fetch_mentioned <= 0 or s.mention_weight <= 0 or self.writing is None:
         return []
-    limit, floor = max(s.fetch_mentioned, 2), s.alone_opening_leaves
+    limit = max(s.fetch_mentioned, 2)
     out = []
     for entity in unwritten[:S.MAX_MENTION_LOOKUPS]:
-        holders = self.writing(entity)
-        own = holders if len(holders) == 1 else []
-        if 2 <= len(holders) <= S.MAX_MENTION_LOOKUPS and floor > 0:
-            loaded, _ = self.documents.read(holders)
-            own = [d for d, (_, st) in loaded.items() if st.tree.n >= floor
-                   and opens_with(st.texts, st.tree.n, [entity], floor=1)]
-        if (len(own) == 1 and own[0] not in skip and own[0] not in out
-                and (allowed is None or own[0] in allowed)):
-            out.append(own[0])
+        own = N.corpus_owner(entity, self.writing(entity), self._trees,
+                             s.alone_opening_leaves, S.MAX_MENTION_LOOKUPS)
+        if own is not None and own not in skip and own not in out and (
+                allowed is None or own in allowed):
+            out.append(own)
             if len(out) == limit:
                 break
     return out

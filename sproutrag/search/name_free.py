@@ -126,7 +126,7 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     written by two or more, with the writers that another entity of the question names
     (its only writer now) left out of the lead: in a comparison of two reports, the
     report that cites its competitor ranks first as its own subject's, and the
-    competitor's own report is the second subject's (rule 83). Last, an entity still
+    competitor's own report is the second subject's (rule 83). Then an entity still
     written by two or more names its single opener, whatever the order, when that
     opener's opening also writes another of the question's entities: a case caption names
     both parties, and an opinion that cites the case ranks first (rule 88, `_parties`).
@@ -168,13 +168,19 @@ def _parties(kept: dict[str, list[str]], holders: Mapping[str, list[str]],
     cites the case, though it ranks first, writes them later (rule 88)."""
     out = dict(kept)
     for e, docs in kept.items():
-        own = [d for d in openers.get(e, ()) if d in docs] if len(docs) >= 2 else []
-        if len(own) != 1 or stored[own[0]].tree.n < floor:
-            continue
-        if any(f != e and f not in e and e not in f and own[0] in ds
-               and _opens(stored, own[0], f) for f, ds in holders.items()):
-            out[e] = own
+        own = _single_opener(docs, openers.get(e, ()), stored, floor)
+        if own is not None and any(f != e and f not in e and e not in f and own in ds
+                                   and _opens(stored, own, f) for f, ds in holders.items()):
+            out[e] = [own]
     return out
+
+
+def _single_opener(docs: Sequence[str], openers: Collection[str],
+                   stored: Mapping[str, StoredTree], floor: int) -> str | None:
+    """The one of DOCS (two or more writers of an entity) among OPENERS (the writers whose
+    opening writes it), when it is one and holds FLOOR leaves; else None (rules 88, 93)."""
+    own = [d for d in openers if d in docs] if len(docs) >= 2 else []
+    return own[0] if len(own) == 1 and stored[own[0]].tree.n >= floor else None
 
 
 def corpus_owner(entity: str, writers: Sequence[str],
@@ -226,12 +232,11 @@ def _second_subjects(kept: dict[str, list[str]], openers: Mapping[str, list[str]
     cites Harrowgate ranks ahead of Harrowgate's own."""
     out = dict(kept)
     for e, docs in kept.items():
-        own = [d for d in openers.get(e, ()) if d in docs] if len(docs) >= 2 else []
-        if len(own) != 1 or stored[own[0]].tree.n < floor:
-            continue
+        own = _single_opener(docs, openers.get(e, ()), stored, floor)
         others = [f for f in kept if f != e and not _part(f, e) and not _part(e, f)]
-        if others and all(len(kept[f]) == 1 and kept[f][0] != own[0] for f in others):
-            out[e] = own
+        if own is not None and others and all(len(kept[f]) == 1 and kept[f][0] != own
+                                              for f in others):
+            out[e] = [own]
     return out
 
 

@@ -392,4 +392,5 @@ class SearchedDocuments:
         """DOCS' current trees (`StoredDocuments.read`)."""
         return {d: st for d, (_, st) in self.documents.read(docs)[0].items()}
 
+
 __all__ = ["MAX_MENTION_LOOKUPS", "CorpusWideSettings", "Searched", "SearchedDocuments"]
