@@ -64,7 +64,11 @@ the shipped `SearchedDocuments` in this process:
   when none of its writers opens with it; `fetchopener` (rule 92): an unwritten entity
   fetches its single opener among up to 8 writers too, at most two documents a question
   (both shipped in 0.24.0); `pairsole` (rule 93): a name still written by two or more
-  names its single opener when the question's other names each name one other document.
+  names its single opener when the question's other names each name one other document;
+  `placepair` (rule 94): rule 88's second entity is not one the question joins to the
+  first by a comma alone, as a place is written ("Lincoln, Nebraska"); `topicfree` (rule
+  95): rule 93's other entities leave out those more than half of the searched
+  documents write.
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -143,6 +147,10 @@ CAPTION = "caption"
 FETCH_OPENER = "fetchopener"
 #: Rule 93's variant (`--variants pairsole`).
 PAIR_SOLE = "pairsole"
+#: Rule 94: a place written "City, State" is not a caption's two parties (rule 88).
+PLACE_PAIR = "placepair"
+#: Rule 95: rule 93's other entities leave out the searched documents' topic words.
+TOPIC_FREE = "topicfree"
 #: The search before rule 77, once it is the default (`--variants before77`): rule 72's
 #: even blend in every gated document.
 BEFORE77 = "before77"
@@ -158,6 +166,9 @@ _today_own = N._own
 _today_own_writers = S.own_writers
 _today_read = S.SearchedDocuments._read
 _today_mentioned = S.SearchedDocuments.mentioned_elsewhere
+_today_parties = N._parties
+_today_second = N._second_subjects
+_QUERY = [""]  # the question being searched, for `placepair`
 
 
 def _read_unnamed_unweighted(self, docs, params, query, ranked, *, texts=False):
@@ -469,6 +480,54 @@ def _pair_sole_own_writers(holders, stored, order, floor):
     return N._second_subjects(kept, openers, stored, floor)
 
 
+def _place_pairs(query: str, entities) -> set[tuple[str, str]]:
+    """(e, f) and (f, e) for each two of ENTITIES that QUERY joins by a comma alone, the
+    second followed by neither a comma nor "and", "or" or "&" ("Lincoln, Nebraska")."""
+    text = re.sub(r"[^a-z0-9,&]+", " ", folded(query).lower())
+    text = " " + re.sub(r" +", " ", re.sub(r"\s*([,&])\s*", r" \1 ", text)).strip() + " "
+    out = set()
+    for e in entities:
+        for f in entities:
+            if e != f and re.search(rf" {re.escape(folded(e))} , {re.escape(folded(f))} "
+                                    r"(?!, |and |or |& )", text + " "):
+                out |= {(e, f), (f, e)}
+    return out
+
+
+def _query_holders(self, query, loaded, ranked, order=()):
+    """Today's `holders`, the question kept for `_place_parties`."""
+    _QUERY[0] = query
+    return _today_holders(self, query, loaded, ranked, order)
+
+
+def _place_parties(kept, holders, openers, stored, floor):
+    """Rule 88 (`name_free._parties`), its second entity not the other half of a place
+    the question writes "City, State" (rule 94)."""
+    places = _place_pairs(_QUERY[0], list(holders))
+    out = dict(kept)
+    for e, docs in kept.items():
+        own = N._single_opener(docs, openers.get(e, ()), stored, floor)
+        if own is not None and any(f != e and f not in e and e not in f and own in ds
+                                   and (e, f) not in places and N._opens(stored, own, f)
+                                   for f, ds in holders.items()):
+            out[e] = [own]
+    return out
+
+
+def _topic_free_second(kept, openers, stored, floor):
+    """Rule 93 (`name_free._second_subjects`), its other entities without those more than
+    half of the searched documents (STORED) write (rule 95)."""
+    out = dict(kept)
+    for e, docs in kept.items():
+        own = N._single_opener(docs, openers.get(e, ()), stored, floor)
+        others = [f for f in kept if f != e and not N._part(f, e) and not N._part(e, f)
+                  and len(kept[f]) <= len(stored) / 2]
+        if own is not None and others and all(len(kept[f]) == 1 and kept[f][0] != own
+                                              for f in others):
+            out[e] = [own]
+    return out
+
+
 def _fetch_opener(self, unwritten, skip, allowed):
     """`mentioned_elsewhere`, but rule 92 (`name_free.corpus_owner`, shipped in 0.24.0):
     an unwritten entity's own document is its only writer in the corpus (rule 27) or,
@@ -530,6 +589,13 @@ def patch(variant: str, r=None) -> None:
     S.own_writers = _today_own_writers
     S.SearchedDocuments._read = _today_read
     S.SearchedDocuments.mentioned_elsewhere = _today_mentioned
+    N._parties = _today_parties
+    N._second_subjects = _today_second
+    if variant == PLACE_PAIR:
+        S.SearchedDocuments.holders = _query_holders
+        N._parties = _place_parties
+    if variant == TOPIC_FREE:
+        N._second_subjects = _topic_free_second
     if variant == CAPTION:
         S.own_writers = _caption_own_writers
     if variant == PAIR_SOLE:
