@@ -15,7 +15,7 @@ SPLITS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl",
           "holdout5": "holdout5.docs.jsonl", "holdout6": "holdout6.docs.jsonl",
           "holdout7": "holdout7.docs.jsonl", "holdout8": "holdout8.docs.jsonl",
           "holdout9": "holdout9.docs.jsonl", "holdout10": "holdout10.docs.jsonl",
-          "holdout11": "holdout11.docs.jsonl"}
+          "holdout11": "holdout11.docs.jsonl", "holdout12": "holdout12.docs.jsonl"}
 #: Each split's questions by type (the holdout's clusters add two-described questions).
 KINDS = {"one-named": 18, "one-described": 6, "two": 18}
 HOLDOUT_KINDS = {**KINDS, "two-described": 6}
@@ -41,7 +41,8 @@ def test_the_test_pool_holds_the_first_pool_and_three_more_clusters():
     ("holdout3", "holdout4", "g"), ("holdout4", "holdout5", "h"),
     ("holdout5", "holdout6", "i"), ("holdout6", "holdout7", "j"),
     ("holdout7", "holdout8", "k"), ("holdout8", "holdout9", "l"),
-    ("holdout9", "holdout10", "m"), ("holdout10", "holdout11", "n")])
+    ("holdout9", "holdout10", "m"), ("holdout10", "holdout11", "n"),
+    ("holdout11", "holdout12", "o")])
 def test_each_holdout_pool_holds_the_pool_before_and_three_more_clusters(before, split,
                                                                          clusters):
     earlier = {d["doc_id"]: d["text"] for d in _lines(SPLITS[before])}

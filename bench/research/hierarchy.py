@@ -74,7 +74,8 @@ def pool_files(pool: str, split: str) -> tuple[Path, Path]:
                 "holdout8": "holdout8.docs.jsonl",
                 "holdout9": "holdout9.docs.jsonl",
                 "holdout10": "holdout10.docs.jsonl",
-                "holdout11": "holdout11.docs.jsonl"}.get(split, "docs.jsonl")
+                "holdout11": "holdout11.docs.jsonl",
+                "holdout12": "holdout12.docs.jsonl"}.get(split, "docs.jsonl")
         return src / docs, src / f"{split}.queries.jsonl"
     if pool == "named-contracts":  # bench/research/named_contracts.py (rule 23)
         src = OUT / "data" / "named-contracts"

@@ -3,7 +3,7 @@ write one (stop 79).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/lookalike_reports.py --build
     HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python bench/research/lookalike_reports.py \
-        --run train|dev|test|holdout|holdout2|...|holdout11 [--label today]
+        --run train|dev|test|holdout|holdout2|...|holdout12 [--label today]
 
 Issue 29 measured its loss on a set the project never sees: 108 finance, law and medical
 reports of similar companies and cases, 300 questions, 43% of them about two documents.
@@ -38,8 +38,10 @@ three `-m` clusters (casual-dining chains' reports, premises-liability appeals,
 thrombotic thrombocytopenic purpura case reports) the holdout10 split over all 312
 (`holdout10.docs.jsonl`); three `-n` clusters (home-furnishings retailers' reports,
 non-compete appeals, anti-NMDA receptor encephalitis case reports) the holdout11 split
-over all 336 (`holdout11.docs.jsonl`). `bench/research/lookalike_check.py DIR` checks a
-writer's cluster.
+over all 336 (`holdout11.docs.jsonl`); three `-o` clusters (craft-beverage companies'
+reports, FLSA conditional-certification opinions, spontaneous coronary artery dissection
+case reports) the holdout12 split over all 360 (`holdout12.docs.jsonl`).
+`bench/research/lookalike_check.py DIR` checks a writer's cluster.
 
 `--build` converts the writers' files (`out/lookalike/<cluster>/`, each gold sentence a
 verbatim quote) into `data/lookalike-reports/docs.jsonl` and `{train,dev}.queries.jsonl`
@@ -70,7 +72,8 @@ CLUSTERS = {"train": ("fin-a", "law-a", "med-a"), "dev": ("fin-b", "law-b", "med
             "holdout6": ("fin-i", "law-i", "med-i"), "holdout7": ("fin-j", "law-j", "med-j"),
             "holdout8": ("fin-k", "law-k", "med-k"), "holdout9": ("fin-l", "law-l", "med-l"),
             "holdout10": ("fin-m", "law-m", "med-m"),
-            "holdout11": ("fin-n", "law-n", "med-n")}
+            "holdout11": ("fin-n", "law-n", "med-n"),
+            "holdout12": ("fin-o", "law-o", "med-o")}
 #: Each split's pool: the clusters written up to it (train and dev share one).
 POOLS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl",
          "holdout": "holdout.docs.jsonl", "holdout2": "holdout2.docs.jsonl",
@@ -78,14 +81,14 @@ POOLS = {"train": "docs.jsonl", "dev": "docs.jsonl", "test": "test.docs.jsonl",
          "holdout5": "holdout5.docs.jsonl", "holdout6": "holdout6.docs.jsonl",
          "holdout7": "holdout7.docs.jsonl", "holdout8": "holdout8.docs.jsonl",
          "holdout9": "holdout9.docs.jsonl", "holdout10": "holdout10.docs.jsonl",
-         "holdout11": "holdout11.docs.jsonl"}
+         "holdout11": "holdout11.docs.jsonl", "holdout12": "holdout12.docs.jsonl"}
 DATABASES = {"train": "db-lookalike", "dev": "db-lookalike", "test": "db-lookalike-test",
              "holdout": "db-lookalike-holdout", "holdout2": "db-lookalike-holdout2",
              "holdout3": "db-lookalike-holdout3", "holdout4": "db-lookalike-holdout4",
              "holdout5": "db-lookalike-holdout5", "holdout6": "db-lookalike-holdout6",
              "holdout7": "db-lookalike-holdout7", "holdout8": "db-lookalike-holdout8",
              "holdout9": "db-lookalike-holdout9", "holdout10": "db-lookalike-holdout10",
-             "holdout11": "db-lookalike-holdout11"}
+             "holdout11": "db-lookalike-holdout11", "holdout12": "db-lookalike-holdout12"}
 OUT = ROOT / "out" / "lookalike-runs"
 
 
