@@ -68,7 +68,7 @@ the shipped `SearchedDocuments` in this process:
   `placepair` (rule 94): rule 88's second entity is not one the question joins to the
   first by a comma alone, as a place is written ("Lincoln, Nebraska"); `topicfree` (rule
   95): rule 93's other entities leave out those more than half of the searched
-  documents write.
+  documents write (both shipped in 0.24.2, so both equal today's since).
 
 Per pool of the split (`hierarchy.open_pool`'s; `lookalike` is `data/lookalike-reports`,
 its test split all 72 documents), through each pool's database Retriever: tree mode, corpus-wide
@@ -97,7 +97,7 @@ from sproutrag.names import folded, mention_words  # noqa: E402
 from sproutrag.search import alone as A  # noqa: E402
 from sproutrag.search import name_free as N  # noqa: E402
 from sproutrag.search import searched as S  # noqa: E402
-from sproutrag.search.entities import question_entities  # noqa: E402
+from sproutrag.search.entities import place_pairs, question_entities  # noqa: E402
 from sproutrag.search.name_free import opening_vectors, opens_with  # noqa: E402
 
 POOLS = ("lookalike", "paragraphs", "hotpot-pooled", "long-pooled", "named-contracts")
@@ -480,52 +480,23 @@ def _pair_sole_own_writers(holders, stored, order, floor):
     return N._second_subjects(kept, openers, stored, floor)
 
 
-def _place_pairs(query: str, entities) -> set[tuple[str, str]]:
-    """(e, f) and (f, e) for each two of ENTITIES that QUERY joins by a comma alone, the
-    second followed by neither a comma nor "and", "or" or "&" ("Lincoln, Nebraska")."""
-    text = re.sub(r"[^a-z0-9,&]+", " ", folded(query).lower())
-    text = " " + re.sub(r" +", " ", re.sub(r"\s*([,&])\s*", r" \1 ", text)).strip() + " "
-    out = set()
-    for e in entities:
-        for f in entities:
-            if e != f and re.search(rf" {re.escape(folded(e))} , {re.escape(folded(f))} "
-                                    r"(?!, |and |or |& )", text + " "):
-                out |= {(e, f), (f, e)}
-    return out
-
-
 def _query_holders(self, query, loaded, ranked, order=()):
     """Today's `holders`, the question kept for `_place_parties`."""
     _QUERY[0] = query
     return _today_holders(self, query, loaded, ranked, order)
 
 
-def _place_parties(kept, holders, openers, stored, floor):
+def _place_parties(kept, holders, openers, stored, floor, places=()):
     """Rule 88 (`name_free._parties`), its second entity not the other half of a place
-    the question writes "City, State" (rule 94)."""
-    places = _place_pairs(_QUERY[0], list(holders))
-    out = dict(kept)
-    for e, docs in kept.items():
-        own = N._single_opener(docs, openers.get(e, ()), stored, floor)
-        if own is not None and any(f != e and f not in e and e not in f and own in ds
-                                   and (e, f) not in places and N._opens(stored, own, f)
-                                   for f, ds in holders.items()):
-            out[e] = [own]
-    return out
+    the question writes "City, State" (rule 94, `entities.place_pairs`; shipped in
+    0.24.2, where `own_writers` passes the pairs itself)."""
+    return _today_parties(kept, holders, openers, stored, floor, place_pairs(_QUERY[0]))
 
 
 def _topic_free_second(kept, openers, stored, floor):
     """Rule 93 (`name_free._second_subjects`), its other entities without those more than
-    half of the searched documents (STORED) write (rule 95)."""
-    out = dict(kept)
-    for e, docs in kept.items():
-        own = N._single_opener(docs, openers.get(e, ()), stored, floor)
-        others = [f for f in kept if f != e and not N._part(f, e) and not N._part(e, f)
-                  and len(kept[f]) <= len(stored) / 2]
-        if own is not None and others and all(len(kept[f]) == 1 and kept[f][0] != own
-                                              for f in others):
-            out[e] = [own]
-    return out
+    half of the searched documents (STORED) write (rule 95, shipped in 0.24.2)."""
+    return _today_second(kept, openers, stored, floor)
 
 
 def _fetch_opener(self, unwritten, skip, allowed):

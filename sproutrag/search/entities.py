@@ -55,6 +55,7 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from sproutrag.names import folded
 from sproutrag.search import entity_words as vocab
 from sproutrag.search.entity_forms import run_name, run_parts, shorter_forms
 from sproutrag.stopwords import STOPWORDS
@@ -70,6 +71,20 @@ def question_entities(query: str) -> list[str]:
     the show"). Computed once per question (the first stage, the read and the boosts of
     one search ask for them)."""
     return list(_entities(query))
+
+
+def place_pairs(query: str) -> frozenset[tuple[str, str]]:
+    """(e, f) and (f, e) for each two entities of QUERY (`question_entities`) that it
+    joins by a comma alone, as a place is written ("Lincoln, Nebraska", "Eau Claire,
+    Wisconsin-based"): F is then followed by neither a comma nor "and", "or" or "&" (a
+    list of names, "Apple, Microsoft and Google", joins none). Rule 88's two parties are
+    never such a pair (rule 94)."""
+    text = re.sub(r"[^a-z0-9,&]+", " ", folded(query).lower())
+    text = " " + " ".join(re.sub(r"([,&])", r" \1 ", text).split()) + " "
+    names = question_entities(query)
+    pairs = {(e, f) for e in names for f in names if e != f and re.search(
+        rf" {re.escape(folded(e))} , {re.escape(folded(f))} (?!, |and |or |& )", text)}
+    return frozenset(pairs | {(f, e) for e, f in pairs})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -252,4 +267,4 @@ def _names_alone(word: str) -> bool:
             and (vocab.POSSESSIVE.search(word) is not None or any(c.isupper() for c in word[1:])))
 
 
-__all__ = ["question_entities"]
+__all__ = ["place_pairs", "question_entities"]

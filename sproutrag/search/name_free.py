@@ -112,7 +112,8 @@ def all_open_with(stored: Mapping[str, StoredTree], named: Sequence[str],
 
 
 def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTree],
-                order: Sequence[str], floor: int) -> dict[str, list[str]]:
+                order: Sequence[str], floor: int,
+                places: Collection[tuple[str, str]] = ()) -> dict[str, list[str]]:
     """HOLDERS (entity -> the documents of STORED that write it, `entity_holders`) with
     each entity that two or more write kept to its own document, when one is clear: its
     first writer in ORDER (the first stage's), when that writer's opening writes the
@@ -129,14 +130,17 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     competitor's own report is the second subject's (rule 83). Then an entity still
     written by two or more names its single opener, whatever the order, when that
     opener's opening also writes another of the question's entities: a case caption names
-    both parties, and an opinion that cites the case ranks first (rule 88, `_parties`).
+    both parties, and an opinion that cites the case ranks first (rule 88, `_parties`),
+    unless the two are a place the question writes "City, State" (PLACES,
+    `entities.place_pairs`; rule 94).
     An entity that holds two others, both kept to one document whose opening writes them,
     is kept to it too when none of its writers opens with it: a caption as a citing
     opinion writes it, the case's own opinion titling the parties in full (rule 91,
     `_captions`). Last, an entity still written by two or more names its single opener,
     whatever the order, when every other entity of the question is kept to one other
-    document: a report that cites the second of two subjects ranks ahead of the second's
-    own (rule 93, `_second_subjects`)."""
+    document, those that more than half of the searched documents write (their topic)
+    left out: a report that cites the second of two subjects ranks ahead of the second's
+    own (rules 93 and 95, `_second_subjects`)."""
     if floor <= 0:
         return dict(holders)
     rank = {d: i for i, d in enumerate(order)}
@@ -148,7 +152,8 @@ def own_writers(holders: Mapping[str, list[str]], stored: Mapping[str, StoredTre
     kept = {e: _own(docs, openers.get(e, ()), stored, rank, floor,
                     {d for f, d in only.items() if f != e})
             for e, docs in led.items()}
-    parties = _captions(_parties(kept, holders, openers, stored, floor), stored, floor)
+    parties = _captions(_parties(kept, holders, openers, stored, floor, places), stored,
+                        floor)
     return _second_subjects(parties, openers, stored, floor)
 
 
@@ -159,18 +164,21 @@ def _opens(stored: Mapping[str, StoredTree], doc: str, entity: str) -> bool:
 
 def _parties(kept: dict[str, list[str]], holders: Mapping[str, list[str]],
              openers: Mapping[str, list[str]], stored: Mapping[str, StoredTree],
-             floor: int) -> dict[str, list[str]]:
+             floor: int, places: Collection[tuple[str, str]] = ()) -> dict[str, list[str]]:
     """KEPT with each entity it leaves with two or more writers kept to its single opener
     (of OPENERS, the writers whose opening writes it; holding FLOOR leaves), whatever the
     first stage's order, when that opener's opening also writes another entity of the
     question (HOLDERS) that it writes, neither a part of the other: a caption names both
     parties ("Brightwater Bakery Supply v. Keystone Mutual Fire"), and an opinion that
-    cites the case, though it ranks first, writes them later (rule 88)."""
+    cites the case, though it ranks first, writes them later (rule 88). Not when the
+    question writes the two as a place, "Lincoln, Nebraska" ((e, f) in PLACES, rule 94):
+    a case report from there opens with both."""
     out = dict(kept)
     for e, docs in kept.items():
         own = _single_opener(docs, openers.get(e, ()), stored, floor)
         if own is not None and any(f != e and f not in e and e not in f and own in ds
-                                   and _opens(stored, own, f) for f, ds in holders.items()):
+                                   and (e, f) not in places and _opens(stored, own, f)
+                                   for f, ds in holders.items()):
             out[e] = [own]
     return out
 
@@ -229,11 +237,14 @@ def _second_subjects(kept: dict[str, list[str]], openers: Mapping[str, list[str]
     entity of the question that is not a part of it (at least one) is kept to one
     document, not that opener (rule 93): "Which runs more of its fleet on natural gas,
     Copper Mesa Sanitation or Harrowgate Waste Systems?", where a competitor's report that
-    cites Harrowgate ranks ahead of Harrowgate's own."""
+    cites Harrowgate ranks ahead of Harrowgate's own. An entity that more than half of
+    the searched documents (STORED) write is their topic ("ADAMTS13" in reports of TTP),
+    not another name: it is left out of the others (rule 95, rule 87's half)."""
     out = dict(kept)
     for e, docs in kept.items():
         own = _single_opener(docs, openers.get(e, ()), stored, floor)
-        others = [f for f in kept if f != e and not _part(f, e) and not _part(e, f)]
+        others = [f for f in kept if f != e and not _part(f, e) and not _part(e, f)
+                  and len(kept[f]) <= len(stored) / 2]
         if own is not None and others and all(len(kept[f]) == 1 and kept[f][0] != own
                                               for f in others):
             out[e] = [own]

@@ -49,7 +49,7 @@ from sproutrag.errors import QueryError
 from sproutrag.params import SearchParams, check_count, check_number
 from sproutrag.search.alone import alone_documents
 from sproutrag.search.current import Current
-from sproutrag.search.entities import question_entities
+from sproutrag.search.entities import place_pairs, question_entities
 from sproutrag.search.lexical import LeafTerms
 from sproutrag.search.links import (
     FETCH_MENTIONED,
@@ -318,7 +318,7 @@ class SearchedDocuments:
         holders = entity_holders(entities, word_texts)
         if order:
             holders = own_writers(holders, {d: st for d, (_, st) in loaded.items()}, order,
-                                  self.settings.alone_opening_leaves)
+                                  self.settings.alone_opening_leaves, place_pairs(query))
         return holders, word_texts
 
     def _word_texts(self, loaded: Mapping[str, tuple[str, StoredTree]]) -> dict[str, str]:
