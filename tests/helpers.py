@@ -328,6 +328,34 @@ def line_document(doc_id: str, lines: list[str], vectors):
                            np.asarray(spans, np.int64), tree)
 
 
+def opening_tree(doc_id: str, title: str, opening: str, later: str, leaves: int = 20):
+    """A StoredTree of LEAVES one-line units: TITLE, OPENING (within its opening), filler,
+    LATER last (past the opening's 300 characters); toy vectors."""
+    import numpy as np
+
+    from sproutrag.storage.rows import StoredTree
+
+    lines = ([title, opening] + [f"Paragraph {i} covers other matters." for i in
+                                 range(leaves - 3)] + [later])
+    doc = line_document(doc_id, lines, leaf_vectors(np.random.default_rng(len(doc_id)),
+                                                    0.5, leaves, TOY_DIM))
+    return StoredTree(doc_id, doc.tree, doc.spans, lines)
+
+
+def answering_document(rng, doc_id: str, lines: list[str], later: str, match: float,
+                       leaves: int = 20):
+    """An IndexedDocument of LEAVES one-line units: LINES (three: a title, an opening and
+    the unit that answers, of cosine about MATCH with the first axis), filler, LATER last
+    (RNG: numpy's, for the toy vectors)."""
+    import numpy as np
+
+    text = (list(lines) + [f"Paragraph {i} covers other matters." for i in range(leaves - 4)]
+            + [later])
+    vectors = np.vstack([leaf_vectors(rng, 0.3, 2, TOY_DIM), leaf_vectors(rng, match, 1, TOY_DIM),
+                         leaf_vectors(rng, 0.1, leaves - 3, TOY_DIM)])
+    return line_document(doc_id, text, vectors)
+
+
 def leaf_vectors(rng, cosine: float, n: int, dim: int):
     """N unit vectors of cosine about COSINE with the first axis (RNG: numpy's)."""
     import numpy as np

@@ -12,16 +12,10 @@ CAPTION = "Brightwater Bakery Supply v. Keystone Mutual Fire."
 
 
 def _stored(doc_id: str, title: str, opening: str, later: str, leaves: int = 20):
-    """A document of LEAVES units: TITLE, OPENING (its opening), filler, LATER last (past
-    the opening's 300 characters)."""
-    from sproutrag.storage.rows import StoredTree
-    from tests.helpers import TOY_DIM, leaf_vectors, line_document
+    """`helpers.opening_tree`: TITLE, OPENING, filler, LATER past the opening."""
+    from tests.helpers import opening_tree
 
-    lines = ([title, opening] + [f"Paragraph {i} covers other matters." for i in
-                                 range(leaves - 3)] + [later])
-    doc = line_document(doc_id, lines, leaf_vectors(np.random.default_rng(len(doc_id)),
-                                                    0.5, leaves, TOY_DIM))
-    return StoredTree(doc_id, doc.tree, doc.spans, lines)
+    return opening_tree(doc_id, title, opening, later, leaves)
 
 
 @pytest.fixture
@@ -60,18 +54,13 @@ def test_a_question_that_names_both_parties_searches_the_caption_s_opinion(tmp_p
     before rule 88 neither party named a document and the citing opinion's unit ranked
     first; now the caption's opinion is searched alone, as a query restricted to it."""
     from sproutrag.search.retriever import Retriever
-    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+    from tests.helpers import answering_document, line_pool
 
     rng = np.random.default_rng(19)
 
-    def opinion(doc_id, title, later, match, leaves=20):
-        lines = ([title, "The insurer appeals the award.", "The court awarded damages."]
-                 + [f"Paragraph {i} covers other matters." for i in range(leaves - 4)]
-                 + [later])
-        vectors = np.vstack([leaf_vectors(rng, 0.3, 2, TOY_DIM),
-                             leaf_vectors(rng, match, 1, TOY_DIM),
-                             leaf_vectors(rng, 0.1, leaves - 3, TOY_DIM)])
-        return line_document(doc_id, lines, vectors)
+    def opinion(doc_id, title, later, match):
+        return answering_document(rng, doc_id, [title, "The insurer appeals the award.",
+                                                "The court awarded damages."], later, match)
 
     docs = [opinion("cited", CAPTION, "So ordered.", 0.8),
             opinion("citing", "Castellan Hotel v. Northgate.",

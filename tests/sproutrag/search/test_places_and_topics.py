@@ -12,16 +12,10 @@ LINCOLN = ("How many municipal franchise contracts did the Lincoln, Nebraska was
 
 
 def _stored(doc_id: str, title: str, opening: str, later: str, leaves: int = 20):
-    """A document of LEAVES units: TITLE, OPENING (its opening), filler, LATER last (past
-    the opening's 300 characters)."""
-    from sproutrag.storage.rows import StoredTree
-    from tests.helpers import TOY_DIM, leaf_vectors, line_document
+    """`helpers.opening_tree`: TITLE, OPENING, filler, LATER past the opening."""
+    from tests.helpers import opening_tree
 
-    lines = ([title, opening] + [f"Paragraph {i} covers other matters." for i in
-                                 range(leaves - 3)] + [later])
-    doc = line_document(doc_id, lines, leaf_vectors(np.random.default_rng(len(doc_id)),
-                                                    0.5, leaves, TOY_DIM))
-    return StoredTree(doc_id, doc.tree, doc.spans, lines)
+    return opening_tree(doc_id, title, opening, later, leaves)
 
 
 @pytest.mark.parametrize("query, pairs", [
@@ -94,18 +88,14 @@ def test_through_the_retriever_the_place_leaves_the_case_report_alone(tmp_path):
     """Before rule 94 the case report that opens with "Lincoln, Nebraska" was searched
     alone, and the waste company's report, ranked first, gave no unit."""
     from sproutrag.search.retriever import Retriever
-    from tests.helpers import TOY_DIM, leaf_vectors, line_document, line_pool
+    from tests.helpers import answering_document, line_pool
 
     rng = np.random.default_rng(23)
 
-    def report(doc_id, title, opening, later, match, leaves=20):
-        lines = ([title, opening, "The contracts are listed below."]
-                 + [f"Paragraph {i} covers other matters." for i in range(leaves - 4)]
-                 + [later])
-        vectors = np.vstack([leaf_vectors(rng, 0.3, 2, TOY_DIM),
-                             leaf_vectors(rng, match, 1, TOY_DIM),
-                             leaf_vectors(rng, 0.1, leaves - 3, TOY_DIM)])
-        return line_document(doc_id, lines, vectors)
+    def report(doc_id, title, opening, later, match):
+        return answering_document(rng, doc_id, [title, opening,
+                                                "The contracts are listed below."],
+                                  later, match)
 
     docs = [report("waste", "Prairie Hauling Company annual report.",
                    "The Company collects waste.", "Its offices are in Lincoln, Nebraska.",
