@@ -73,12 +73,13 @@ def question_entities(query: str) -> list[str]:
     return list(_entities(query))
 
 
+@functools.lru_cache(maxsize=1024)
 def place_pairs(query: str) -> frozenset[tuple[str, str]]:
     """(e, f) and (f, e) for each two entities of QUERY (`question_entities`) that it
     joins by a comma alone, as a place is written ("Lincoln, Nebraska", "Eau Claire,
     Wisconsin-based"): F is then followed by neither a comma nor "and", "or" or "&" (a
     list of names, "Apple, Microsoft and Google", joins none). Rule 88's two parties are
-    never such a pair (rule 94)."""
+    never such a pair (rule 94). Computed once per question, as its entities are."""
     text = re.sub(r"[^a-z0-9,&]+", " ", folded(query).lower())
     text = " " + " ".join(re.sub(r"([,&])", r" \1 ", text).split()) + " "
     names = question_entities(query)

@@ -244,11 +244,17 @@ def _second_subjects(kept: dict[str, list[str]], openers: Mapping[str, list[str]
     for e, docs in kept.items():
         own = _single_opener(docs, openers.get(e, ()), stored, floor)
         others = [f for f in kept if f != e and not _part(f, e) and not _part(e, f)
-                  and len(kept[f]) <= len(stored) / 2]
+                  and not _topic(len(kept[f]), len(stored))]
         if own is not None and others and all(len(kept[f]) == 1 and kept[f][0] != own
                                               for f in others):
             out[e] = [own]
     return out
+
+
+def _topic(writers: int, searched: int) -> bool:
+    """Whether WRITERS of a word are more than half of the SEARCHED documents: then it is
+    their topic, not a subject's name (rules 87 and 95)."""
+    return writers > searched / 2
 
 
 def _part(f: str, e: str) -> bool:
@@ -265,7 +271,7 @@ def _own(docs: list[str], openers: Sequence[str], stored: Mapping[str, StoredTre
     rest = [d for d in docs if d not in others]
     if len(docs) < 2 or not openers or not rest:
         return docs
-    if len(openers) >= 2 and len(openers) > len(rank) / 2:
+    if len(openers) >= 2 and _topic(len(openers), len(rank)):
         return docs  # a topic most of them open with, no name (rule 87)
     first = min(rest, key=lambda d: rank.get(d, len(rank)))
     return [first] if first in openers and stored[first].tree.n >= floor else docs
